@@ -1,0 +1,117 @@
+"""Exercise checkers: each passes its reference and names known mistakes."""
+
+import numpy as np
+import pytest
+
+from tanbias.exercises import (check_exercise_1, check_exercise_2, check_exercise_3,
+                               reference_gradient_ratio, reference_loop_gains,
+                               reference_more_suppressed, reference_relative_suppression)
+from tanbias.gradients import gradient_ratio
+
+
+# --- exercise 1 -----------------------------------------------------------------------
+
+def test_ex1_reference_passes(capsys):
+    check_exercise_1(reference_gradient_ratio)
+    assert "Exercise 1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda x, mu, d, T, N: gradient_ratio(x, d, T, N), "did you centre x before projecting"),
+    (lambda x, mu, d, T, N: 1 / reference_gradient_ratio(x, mu, d, T, N),
+     "returned tangent/normal instead of normal/tangent"),
+    (lambda x, mu, d, T, N: gradient_ratio(x - mu, d, T, N, form="mean"),
+     "used the mean gradient, which cancels on symmetric samples"),
+    (lambda x, mu, d, T, N: reference_gradient_ratio(x, mu, d, T, N) ** 2, "square root"),
+    (lambda x, mu, d, T, N: gradient_ratio(x - mu, d, T, N, form="per_sample"),
+     "averaged the per-sample ratios"),
+    (lambda x, mu, d, T, N: gradient_ratio(x - mu, np.ones((len(x), 1)), T, N),
+     "dropped the back-propagated signal"),
+    (lambda x, mu, d, T, N: gradient_ratio(x - x.mean(0), d, T, N), "batch mean"),
+    (lambda x, mu, d, T, N: 0.5, "Wrong value"),
+    (lambda x, mu, d, T, N: "0.1", "should return a float"),
+])
+def test_ex1_wrong_answers(wrong, message):
+    with pytest.raises(AssertionError, match=f"(?i){message}"):
+        check_exercise_1(wrong)
+
+
+def test_ex1_accepts_numpy_scalar():
+    check_exercise_1(lambda *a: np.float64(reference_gradient_ratio(*a)))
+
+
+# --- exercise 2 -----------------------------------------------------------------------
+
+def test_ex2_reference_passes(capsys):
+    check_exercise_2(reference_more_suppressed, reference_relative_suppression)
+    out = capsys.readouterr().out
+    assert "Exercise 2 passed" in out and "simulated 0.1" in out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda t1, t2: 2, "you picked the rare token|you picked type 2, the rare"),
+    (lambda t1, t2: 1 if t1 > t2 else 2, "smaller t means MORE suppression"),
+    (lambda t1, t2: 1, "whatever the radii"),
+    (lambda t1, t2: 0, "should return the type number 1 or 2"),
+])
+def test_ex2_wrong_choice(wrong, message):
+    with pytest.raises(AssertionError, match=message):
+        check_exercise_2(wrong)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda t1, t2: t2 / t1, "inverted the quotient"),
+    (lambda t1, t2: (t1 / t2) ** 2, "You squared"),
+    (lambda t1, t2: (t1 / t2) ** 0.5, "square root"),
+    (lambda t1, t2: 1.0, "off by more than 5%"),
+])
+def test_ex2_wrong_quotient(wrong, message):
+    with pytest.raises(AssertionError, match=message):
+        check_exercise_2(reference_more_suppressed, wrong)
+
+
+# --- exercise 3 -----------------------------------------------------------------------
+
+def test_ex3_reference_passes(capsys):
+    check_exercise_3(reference_loop_gains, compounds=True)
+    assert "Exercise 3 passed" in capsys.readouterr().out
+
+
+def _swapped(df, step):
+    g = reference_loop_gains(df, step)
+    return {"closed": g["cut"], "cut": g["closed"]}
+
+
+def _share(df, step):
+    out = {}
+    for loop in ("closed", "cut"):
+        g = df[df["loop"] == loop].set_index("step")["share"]
+        out[loop] = g.loc[step] / g.loc[0]
+    return out
+
+
+def _difference(df, step):
+    out = {}
+    for loop in ("closed", "cut"):
+        g = df[df["loop"] == loop].set_index("step")["alignment"]
+        out[loop] = g.loc[step] - g.loc[0]
+    return out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (_swapped, "You swapped the runs"),
+    (_share, "You used the `share` column"),
+    (_difference, "You returned a difference"),
+    (lambda df, s: {k: 1 / v for k, v in reference_loop_gains(df, s).items()},
+     "divided the wrong way round"),
+    (lambda df, s: reference_loop_gains(df, int(df["step"].max())), "last logged step"),
+    (lambda df, s: [1.0, 2.0], "should return a dict"),
+])
+def test_ex3_wrong_answers(wrong, message):
+    with pytest.raises(AssertionError, match=message):
+        check_exercise_3(wrong)
+
+
+def test_ex3_wrong_prediction():
+    with pytest.raises(AssertionError, match="does not match the run"):
+        check_exercise_3(reference_loop_gains, compounds=False)
