@@ -1,0 +1,347 @@
+"""Parameter validation shared by every module of :mod:`tanbias`.
+
+Every check raises :class:`tanbias.errors.ParameterError` with one message
+shape, so a reader of any chapter sees the same kind of error:
+
+    ``t=-0.1 is out of range: valid range is (0, inf). Pass a positive radius.``
+
+that is: the parameter name, the value, the valid range in interval notation,
+then a hint saying what to do. NaN, infinities (unless the range allows them),
+booleans and non-numeric values are rejected too.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import ParameterError
+
+__all__ = [
+    "format_interval",
+    "check_real",
+    "check_int",
+    "check_array",
+    "check_tangent",
+    "check_rng",
+    "check_instance",
+    "check_choice",
+    "check_callable",
+]
+
+
+def _fmt_bound(x) -> str:
+    if x is None:
+        return "inf"
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:g}" if x != int(x) or abs(x) >= 1e16 else str(int(x))
+
+
+def format_interval(lo=None, hi=None, lo_open: bool = True, hi_open: bool = True) -> str:
+    """Interval in math notation; ``None`` bounds are infinite (and always open).
+
+    Example
+    -------
+    >>> format_interval(0, None)
+    '(0, inf)'
+    >>> format_interval(1, 10, lo_open=False, hi_open=False)
+    '[1, 10]'
+    """
+    left = "(" if (lo is None or lo_open or math.isinf(float(lo))) else "["
+    right = ")" if (hi is None or hi_open or math.isinf(float(hi))) else "]"
+    lo_s = "-inf" if lo is None else _fmt_bound(lo)
+    return f"{left}{lo_s}, {_fmt_bound(hi)}{right}"
+
+
+def _fmt_value(value) -> str:
+    """Short, unambiguous rendering of a user value for a message."""
+    if isinstance(value, (bool, np.bool_)):
+        return repr(bool(value))
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if math.isnan(v):
+            return "nan"
+        return repr(v)
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _tail(hint: str) -> str:
+    return f" {hint.strip()}" if hint and hint.strip() else ""
+
+
+def check_real(name: str, value, lo=None, hi=None, lo_open: bool = True,
+               hi_open: bool = True, hint: str = "") -> float:
+    """Return ``value`` as a float after checking it lies in the interval.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the message.
+    value : real number
+        The value to check; numpy scalars and 0-d arrays are accepted.
+    lo, hi : float or None
+        Interval bounds; ``None`` means unbounded.
+    lo_open, hi_open : bool
+        Whether the bounds are excluded (default: open interval).
+    hint : str
+        What the caller should do instead, appended to the message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is not a real number, is NaN, or is out of range.
+
+    Example
+    -------
+    >>> check_real("sigma", 0.5, lo=0)
+    0.5
+    >>> check_real("t", float("nan"), lo=0, hint="Pass a positive radius.")
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: t=nan is not a number: valid range is (0, inf). Pass a positive radius.
+    """
+    interval = format_interval(lo, hi, lo_open, hi_open)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ParameterError(
+            f"{name}={_fmt_value(value)} is not a real number: valid range is "
+            f"{interval}.{_tail(hint)}")
+    v = float(value)
+    if math.isnan(v):
+        raise ParameterError(
+            f"{name}=nan is not a number: valid range is {interval}.{_tail(hint)}")
+    below = (v == -math.inf) if lo is None else (v < lo or (lo_open and v == lo))
+    above = (v == math.inf) if hi is None else (v > hi or (hi_open and v == hi))
+    if below or above:
+        raise ParameterError(
+            f"{name}={_fmt_value(value)} is out of range: valid range is "
+            f"{interval}.{_tail(hint)}")
+    return v
+
+
+def check_int(name: str, value, lo=None, hi=None, hint: str = "") -> int:
+    """Return ``value`` as an int after checking it lies in ``[lo, hi]``.
+
+    Integral floats such as ``1e5`` are accepted (notebooks write them);
+    ``2.5``, booleans, NaN and strings are not.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is not an integer or is outside ``[lo, hi]``.
+
+    Example
+    -------
+    >>> check_int("n", 1e3, lo=1)
+    1000
+    >>> check_int("n", 2.5, lo=1, hint="Pass a whole number of samples.")
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: n=2.5 is not an integer: valid range is [1, inf). Pass a whole number of samples.
+    """
+    interval = format_interval(lo, hi, lo_open=False, hi_open=False)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    ok = False
+    if isinstance(value, (bool, np.bool_)):
+        ok = False
+    elif isinstance(value, numbers.Integral):
+        ok = True
+    elif isinstance(value, numbers.Real):
+        v = float(value)
+        ok = math.isfinite(v) and v == int(v)
+    if not ok:
+        raise ParameterError(
+            f"{name}={_fmt_value(value)} is not an integer: valid range is "
+            f"{interval}.{_tail(hint)}")
+    iv = int(value)
+    if (lo is not None and iv < lo) or (hi is not None and iv > hi):
+        raise ParameterError(
+            f"{name}={iv} is out of range: valid range is {interval}.{_tail(hint)}")
+    return iv
+
+
+def _shape_str(shape) -> str:
+    parts = ["..." if s is Ellipsis else ("any" if s is None else str(s)) for s in shape]
+    if len(parts) == 1:
+        return f"({parts[0]},)"
+    return "(" + ", ".join(parts) + ")"
+
+
+def check_array(name: str, a, shape=(None, 3), hint: str = "", finite: bool = True) -> np.ndarray:
+    """Return ``a`` as a float64 array after checking its shape and values.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the message.
+    a : array_like
+        Real numbers.
+    shape : tuple
+        Expected shape; ``None`` matches any length, a leading ``...`` matches
+        any number of leading axes (e.g. ``(..., 3)``).
+    hint : str
+        What to do instead, appended to the message.
+    finite : bool
+        Reject NaN and infinities (default).
+
+    Returns
+    -------
+    ndarray, float64
+
+    Raises
+    ------
+    ParameterError
+        Non-numeric input, wrong shape, or non-finite entries.
+
+    Example
+    -------
+    >>> check_array("x", [[1, 2, 3]], shape=(None, 3)).shape
+    (1, 3)
+    >>> check_array("x", [1, 2], shape=(..., 3))
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: x has shape (2,) but expected shape (..., 3).
+    """
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"{name}={_fmt_value(a)} is not an array of real numbers: valid range "
+            f"is arrays of shape {_shape_str(shape)} with finite real entries."
+            f"{_tail(hint)}") from None
+    if shape is not None:
+        shape = tuple(shape)
+        if shape and shape[0] is Ellipsis:
+            tail = shape[1:]
+            ok = arr.ndim >= len(tail) and all(
+                s is None or s == arr.shape[arr.ndim - len(tail) + i] for i, s in enumerate(tail))
+        else:
+            ok = arr.ndim == len(shape) and all(s is None or s == n for s, n in zip(shape, arr.shape))
+        if not ok:
+            raise ParameterError(
+                f"{name} has shape {tuple(arr.shape)} but expected shape "
+                f"{_shape_str(shape)}.{_tail(hint)}")
+    if finite and arr.size and not np.all(np.isfinite(arr)):
+        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ParameterError(
+            f"{name} contains {arr[idx]} at index {idx}: valid range is finite real "
+            f"numbers.{_tail(hint)}")
+    return arr
+
+
+def check_tangent(name: str, a, d: int, hint: str = "") -> np.ndarray:
+    """Check ``a`` has shape ``(..., d)``: vectors in tangent coordinates.
+
+    Raises
+    ------
+    ParameterError
+        E.g. ``w has shape (5, 3) but the manifold's tangent dimension is d=2:
+        expected shape (..., 2).``
+
+    Example
+    -------
+    >>> check_tangent("w", [[1.0, 0.0, 0.0]], d=2)
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: w has shape (1, 3) but the manifold's tangent dimension is d=2: expected shape (..., 2).
+    """
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"{name}={_fmt_value(a)} is not an array of real numbers: valid range is "
+            f"arrays of shape (..., {d}) with finite real entries.{_tail(hint)}") from None
+    if arr.ndim == 0 or arr.shape[-1] != d:
+        raise ParameterError(
+            f"{name} has shape {tuple(arr.shape)} but the manifold's tangent dimension "
+            f"is d={d}: expected shape (..., {d}).{_tail(hint)}")
+    if arr.size and not np.all(np.isfinite(arr)):
+        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ParameterError(
+            f"{name} contains {arr[idx]} at index {idx}: valid range is finite real "
+            f"numbers.{_tail(hint)}")
+    return arr
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` from a Generator or an int seed.
+
+    Raises
+    ------
+    ParameterError
+        For anything else (``None`` is refused: randomness must be explicit).
+
+    Example
+    -------
+    >>> isinstance(check_rng(0), np.random.Generator)
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
+        return np.random.default_rng(int(rng))
+    raise ParameterError(
+        f"{name}={_fmt_value(rng)} is not a random generator: valid range is "
+        f"numpy.random.Generator instances or seeds in [0, inf). "
+        f"Pass rng=numpy.random.default_rng(0).")
+
+
+def check_instance(name: str, value, cls, hint: str = ""):
+    """Check ``isinstance(value, cls)``; return ``value``.
+
+    Example
+    -------
+    >>> check_instance("k", 3, int)
+    3
+    """
+    if not isinstance(value, cls):
+        names = (" or ".join(c.__name__ for c in cls) if isinstance(cls, tuple) else cls.__name__)
+        raise ParameterError(
+            f"{name}={_fmt_value(value)} has type {type(value).__name__}: valid range is "
+            f"instances of {names}.{_tail(hint)}")
+    return value
+
+
+def check_choice(name: str, value, choices, hint: str = ""):
+    """Check ``value`` is one of ``choices``; return it.
+
+    Example
+    -------
+    >>> check_choice("family", "gaussian", ("gaussian", "laplace"))
+    'gaussian'
+    """
+    if value not in tuple(choices):
+        raise ParameterError(
+            f"{name}={_fmt_value(value)} is not allowed: valid range is "
+            f"{{{', '.join(repr(c) for c in choices)}}}.{_tail(hint)}")
+    return value
+
+
+def check_callable(name: str, value, hint: str = ""):
+    """Check ``value`` is callable; return it.
+
+    Example
+    -------
+    >>> check_callable("g", abs) is abs
+    True
+    """
+    if not callable(value):
+        raise ParameterError(
+            f"{name}={_fmt_value(value)} is not callable: valid range is functions "
+            f"of one array argument.{_tail(hint)}")
+    return value

@@ -1,0 +1,242 @@
+"""Small statistics used to check claims numerically (all chapters).
+
+* :func:`loglog_slope` fits ``log y = slope * log x + intercept`` and gives a
+  t-based confidence interval for the slope (a scaling law is a slope).
+* :func:`check_close` and :func:`check_in_interval` return a :class:`Check`:
+  measured vs predicted with a tolerance, printable as one line, rendered in
+  notebooks, and ``.require()``-able so that a regression breaks the strict
+  book build.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+from ._checks import check_array, check_real
+from .errors import ParameterError
+
+__all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval"]
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """Least-squares line in log-log coordinates.
+
+    Attributes
+    ----------
+    slope, intercept : float
+        ``log y ~ slope * log x + intercept`` (natural logs).
+    ci_low, ci_high : float
+        Confidence interval of the slope (Student t, ``n - 2`` dof).
+    r2 : float
+        Coefficient of determination of the log-log fit.
+    confidence : float
+        Level of the interval.
+    n : int
+        Number of points fitted.
+    """
+
+    slope: float
+    intercept: float
+    ci_low: float
+    ci_high: float
+    r2: float
+    confidence: float = 0.95
+    n: int = 0
+
+    def __str__(self) -> str:
+        return (f"slope {self.slope:.4g} [{self.ci_low:.4g}, {self.ci_high:.4g}] "
+                f"({100 * self.confidence:g}% CI, n={self.n}, R^2={self.r2:.4f})")
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies inside the slope's confidence interval."""
+        return bool(self.ci_low <= value <= self.ci_high)
+
+
+def loglog_slope(x, y, confidence: float = 0.95) -> SlopeFit:
+    """Fit the slope of ``log y`` against ``log x`` with a confidence interval.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Positive values, ``n >= 3``.
+    confidence : float in (0, 1)
+        Level of the two-sided interval for the slope.
+
+    Returns
+    -------
+    SlopeFit
+
+    Raises
+    ------
+    ParameterError
+        Shapes differ, fewer than 3 points, non-positive or non-finite values.
+
+    Example
+    -------
+    >>> x = np.array([1.0, 2.0, 4.0, 8.0])
+    >>> fit = loglog_slope(x, 3 * x**2)
+    >>> round(fit.slope, 6), round(fit.r2, 6)
+    (2.0, 1.0)
+    """
+    confidence = check_real("confidence", confidence, 0, 1,
+                            hint="Pass a confidence level such as 0.95.")
+    x = check_array("x", x, shape=(None,))
+    y = check_array("y", y, shape=(x.shape[0],),
+                    hint=f"x and y must have the same length ({x.shape[0]}).")
+    if x.shape[0] < 3:
+        raise ParameterError(
+            f"x has {x.shape[0]} points: valid range is [3, inf) points for a slope "
+            f"with a confidence interval. Pass more radii.")
+    for name, arr in (("x", x), ("y", y)):
+        if np.any(arr <= 0):
+            i = int(np.argmax(arr <= 0))
+            raise ParameterError(
+                f"{name}[{i}]={arr[i]!r} is out of range: valid range is (0, inf). "
+                f"A log-log fit needs positive values; drop empty bins or zero counts.")
+    lx, ly = np.log(x), np.log(y)
+    if np.ptp(lx) == 0:
+        raise ParameterError("x has all values equal: valid range is at least two distinct x. "
+                             "Pass a range of radii.")
+    res = _st.linregress(lx, ly)
+    n = x.shape[0]
+    if n > 2:
+        tq = _st.t.ppf(0.5 + confidence / 2.0, n - 2)
+        half = tq * res.stderr
+    else:
+        half = math.inf
+    return SlopeFit(float(res.slope), float(res.intercept), float(res.slope - half),
+                    float(res.slope + half), float(res.rvalue ** 2), confidence, n)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    v = float(v)
+    if v == 0:
+        return "0"
+    if v == int(v) and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of comparing a measured number with a prediction.
+
+    Attributes
+    ----------
+    label : str
+        What was measured (e.g. ``"slope of ||n|| vs t"``).
+    measured, predicted : float
+        For interval checks ``predicted`` is the interval midpoint.
+    tolerance : float
+        Allowed absolute deviation (for interval checks: half-width).
+    passed : bool
+    lo, hi : float or None
+        The interval, for :func:`check_in_interval`.
+
+    Example
+    -------
+    >>> c = check_close("slope of ||n|| vs t", 2.003, 2, atol=0.05)
+    >>> print(c)
+    slope of ||n|| vs t: measured 2.003, predicted 2, tolerance ±0.05 -> PASS
+    >>> c.require().passed
+    True
+    """
+
+    label: str
+    measured: float
+    predicted: float
+    tolerance: float
+    passed: bool
+    lo: float | None = None
+    hi: float | None = None
+
+    def __str__(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        if self.lo is not None:
+            return (f"{self.label}: measured {_fmt(self.measured)}, expected in "
+                    f"[{_fmt(self.lo)}, {_fmt(self.hi)}] -> {verdict}")
+        return (f"{self.label}: measured {_fmt(self.measured)}, predicted "
+                f"{_fmt(self.predicted)}, tolerance ±{_fmt(self.tolerance)} -> {verdict}")
+
+    def __bool__(self) -> bool:
+        return bool(self.passed)
+
+    def require(self) -> "Check":
+        """Return ``self`` if the check passed, else raise ``AssertionError``.
+
+        Raises
+        ------
+        AssertionError
+            With the one-line summary as message.
+        """
+        if not self.passed:
+            raise AssertionError(str(self))
+        return self
+
+    def _repr_markdown_(self) -> str:
+        mark = "✅" if self.passed else "❌"
+        return f"{mark} {str(self)}"
+
+    def _repr_html_(self) -> str:
+        color = "#1a7f37" if self.passed else "#cf222e"
+        return (f'<div class="tanbias-check" style="border-left:4px solid {color};'
+                f'padding:2px 8px"><code>{html.escape(str(self))}</code></div>')
+
+
+def check_close(label: str, measured, predicted, rtol=None, atol=None) -> Check:
+    """Compare ``measured`` with ``predicted`` within ``atol + rtol * |predicted|``.
+
+    Parameters
+    ----------
+    label : str
+        What is being checked; appears in the printed line.
+    measured, predicted : float
+    rtol, atol : float >= 0 or None
+        Relative and absolute tolerances; at least one must be given.
+
+    Returns
+    -------
+    Check
+
+    Raises
+    ------
+    ParameterError
+        Non-finite values, negative tolerances, or no tolerance given.
+
+    Example
+    -------
+    >>> print(check_close("eta_g", 0.0198, 0.02, rtol=0.05))
+    eta_g: measured 0.0198, predicted 0.02, tolerance ±0.001 -> PASS
+    """
+    measured = check_real("measured", measured)
+    predicted = check_real("predicted", predicted)
+    if rtol is None and atol is None:
+        raise ParameterError("rtol=None and atol=None: valid range is at least one tolerance "
+                             "in [0, inf). Pass rtol= or atol=.")
+    r = 0.0 if rtol is None else check_real("rtol", rtol, 0, lo_open=False)
+    a = 0.0 if atol is None else check_real("atol", atol, 0, lo_open=False)
+    tol = a + r * abs(predicted)
+    return Check(str(label), measured, predicted, tol, bool(abs(measured - predicted) <= tol))
+
+
+def check_in_interval(label: str, value, lo, hi) -> Check:
+    """Check that ``lo <= value <= hi`` (e.g. a predicted slope inside a CI).
+
+    Example
+    -------
+    >>> print(check_in_interval("predicted slope in CI", 1.0, 0.97, 1.04))
+    predicted slope in CI: measured 1, expected in [0.97, 1.04] -> PASS
+    """
+    value = check_real("value", value)
+    lo = check_real("lo", lo)
+    hi = check_real("hi", hi, lo=lo, lo_open=False, hint="Pass lo <= hi.")
+    return Check(str(label), value, 0.5 * (lo + hi), 0.5 * (hi - lo),
+                 bool(lo <= value <= hi), lo, hi)
