@@ -486,7 +486,8 @@ def term_scaling_figure(df, title="Attention score terms against the radius t"):
     for name, g in df.groupby("term", sort=False):
         fig.add_trace(go.Scatter(x=g["t"], y=g["rms"], mode="lines+markers",
                                  name=f"{name} (order {ORDERS[name]})"))
-    fig.update_layout(xaxis_type="log", yaxis_type="log")
+    fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_exponentformat="power",
+                      yaxis_exponentformat="power")
     return labelled(fig, title, "radius t [geodesic distance, log]",
                     "RMS of the term over token pairs [score units, log]", legend="term")
 
@@ -539,7 +540,7 @@ def key_centred_rms(terms: ScoreTerms) -> dict:
     return out
 
 
-def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0) -> dict:
+def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) -> dict:
     """Key-centred RMS of the score terms and attention changes, for one head at radius ``t``.
 
     Parameters
@@ -552,6 +553,9 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0) -> dict:
         Head of ``stack`` to use.
     n_tokens : int >= 2
     rng : numpy.random.Generator or int
+    tokens : array_like, shape (n_tokens, D), optional
+        Tokens to use instead of drawing them (they must lie at radius ``t``);
+        lets a caller reuse one draw for every head.
 
     Returns
     -------
@@ -561,11 +565,11 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0) -> dict:
     """
     (t,) = _check_ts([t], manifold)
     W_Q, W_K = stack.layer(layer)
-    rng = check_rng(rng)
-    s = manifold.sample_at_radius(float(t), n_tokens, rng)
+    if tokens is None:
+        tokens = manifold.sample_at_radius(float(t), n_tokens, check_rng(rng)).y
     T, N = manifold.tangent_basis, manifold.normal_basis
-    rms = key_centred_rms(score_decomposition(s.y, manifold.mu, T, N, W_Q, W_K))
-    e = removal_effect(s.y, manifold.mu, T, N, W_Q, W_K)
+    rms = key_centred_rms(score_decomposition(tokens, manifold.mu, T, N, W_Q, W_K))
+    e = removal_effect(tokens, manifold.mu, T, N, W_Q, W_K)
     return dict(rms={k: rms[k] for k in KEY_TERMS}, tv_tangent=e["tangent"],
                 tv_normal=e["normal"], t=float(t), layer=int(layer))
 
@@ -582,7 +586,8 @@ def softmax_terms_figure(data, title=None):
     if title is None:
         title = (f"Layer {data['layer']}, t = {data['t']:.3g}: removing n moves the attention "
                  f"weights by {data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
-    fig.update_layout(yaxis_type="log", legend=dict(x=0.99, xanchor="right", y=0.99),
+    fig.update_layout(yaxis_type="log", yaxis_exponentformat="power",
+                      legend=dict(x=0.99, xanchor="right", y=0.99),
                       title_font_size=14, barmode="group")
     fig.update_xaxes(categoryorder="array",
                      categoryarray=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in KEY_TERMS])
@@ -618,12 +623,22 @@ def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0):
     ts = tuple(float(v) for v in (np.geomspace(0.02, hi, 7) if ts is None else ts))
     seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
     L = stack.n_layers
+    draws = {}
+
+    def compute(t, layer):
+        # one draw of tokens per radius, shared by every head (as in the static grid)
+        if t not in draws:
+            if len(draws) > 32:              # live sliders take continuous t: keep it bounded
+                draws.clear()
+            draws[t] = manifold.sample_at_radius(float(t), n_tokens, seed).y
+        return softmax_terms(manifold, stack, t, layer, tokens=draws[t])
+
     return Interactive(
         params=[Param("t", "radius t", ts[0], ts[-1], default=ts[len(ts) // 2], log=True,
                       values=ts),
                 Param("layer", "layer (random head)", 0, L - 1, default=0, integer=True,
                       steps=L)],
-        compute=lambda t, layer: softmax_terms(manifold, stack, t, layer, n_tokens, seed),
+        compute=compute,
         figure=lambda data, t, layer: softmax_terms_figure(data),
         title="Attention score terms that reach the softmax",
         caption="Key-dependent part of each bilinear term of the scores, for tokens at radius "
@@ -654,7 +669,8 @@ def removal_figure(df, title="Attention change when a part of every token is rem
         fig.add_trace(go.Scatter(x=g["t"], y=g["change"], mode="lines+markers",
                                  name=f"{removed} part removed (predicted order "
                                       f"{1 if removed == 'tangent' else 2})"))
-    fig.update_layout(xaxis_type="log", yaxis_type="log", legend=dict(x=0.01, y=0.99))
+    fig.update_layout(xaxis_type="log", yaxis_type="log", legend=dict(x=0.01, y=0.99),
+                      xaxis_exponentformat="power", yaxis_exponentformat="power")
     return labelled(fig, title, "radius t [geodesic distance, log]",
                     "mean TV distance between attention rows [log]", legend="removed")
 

@@ -72,6 +72,7 @@ __all__ = [
     "eta_histogram_figure",
     "eta_histogram_interactive",
     "two_types_figure",
+    "affine_signal_scaling",
 ]
 
 _FORMS = ("rms", "per_sample", "mean")
@@ -725,7 +726,8 @@ def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer")
                                  line=dict(dash=dash)))
     fig.add_trace(go.Scatter(x=df["t"], y=df["predicted_rms"], mode="lines",
                              name="prediction c t from II", line=dict(dash="dash", color="black")))
-    fig.update_layout(legend=dict(x=0.01, y=0.99), xaxis_type="log", yaxis_type="log")
+    fig.update_layout(legend=dict(x=0.01, y=0.99), xaxis_type="log", yaxis_type="log",
+                      xaxis_exponentformat="power", yaxis_exponentformat="power")
     return labelled(fig, title, "radius t [geodesic distance, log]",
                     "normal / tangent gradient norm [ratio, log]")
 
@@ -1022,7 +1024,7 @@ def gradient_cloud_figure(data, title=None):
                     "normal component / t [along the mean curvature]")
 
 
-def gradient_cloud_interactive(manifold, ts=None, n=2000, rng=0):
+def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0):
     """The chapter-4 interactive: per-sample gradients at radius ``t``, two kinds of signal.
 
     Sliders: ``t`` (log scale) and the back-propagated signal (Gaussian or
@@ -1112,7 +1114,8 @@ def eta_histogram_figure(data, title=None):
     if title is None:
         title = (f"η<sub>g</sub> = {data['eta_g']:.3g}: RMS ratio {data['rms']:.3g}, "
                  f"predicted {data['predicted']:.3g}")
-    fig.update_layout(xaxis_type="log", legend=dict(x=0.01, y=0.99), title_font_size=14)
+    fig.update_layout(xaxis_type="log", legend=dict(x=0.01, y=0.99), title_font_size=14,
+                      xaxis_exponentformat="power")
     return labelled(fig, title, "normal / tangent gradient norm of one sample [ratio, log]",
                     "density [per unit of log10 ratio]")
 
@@ -1189,3 +1192,64 @@ def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant"):
                                       "relative to each type's own tangent gradient"),
                       height=420, legend=dict(x=0.01, y=0.99))
     return fig
+
+
+def affine_signal_scaling(manifold, ts, n=20_000, rng=0, m=4):
+    """Batch-mean vs RMS ratio when the back-propagated signal depends affinely on the input.
+
+    Signal ``delta_i = a + J x_i`` (``a`` a fixed unit vector, ``J`` a fixed
+    Gaussian ``(m, D)`` matrix, ``x_i`` centred): the generic first-order model
+    of a signal that has a mean over the token's samples and varies with the
+    sample. Our derivation of the population batch-mean gradient, to leading
+    order in ``t``:
+
+    * tangent part ``E[delta v^T] = J E[x_c v^T] = (t^2 / d) J T`` (``E v = 0``
+      at order ``t``),
+    * normal part ``E[delta n^T] = a E[n]^T + O(t^3) = 1/2 t^2 a E[II(u,u)]^T``,
+
+    so the batch-mean ratio tends to the constant
+    ``d ||E II(u,u)|| / (2 ||J T||_F)``: order 1, not order ``t``. The RMS
+    ratio stays ``c t``.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    ts : array_like, shape (n_t,)
+        Radii (keep ``n >> 1 / t^2`` so that sampling noise in the tangent mean,
+        about ``t / sqrt(n)``, stays below its ``t^2`` value).
+    n : int
+    rng : numpy.random.Generator or int
+    m : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``t``, ``rms``, ``mean``, ``predicted_rms`` (``c t``), ``predicted_mean``
+        (the constant above).
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> df = affine_signal_scaling(Cylinder(R=1.0, D=3, seed=0), [0.05, 0.2], n=20_000)
+    >>> bool(np.allclose(df["mean"], df["predicted_mean"], rtol=0.2))
+    True
+    """
+    ts = _check_ts(ts, manifold)
+    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
+    m = check_int("m", m, lo=1, hint="Pass the layer's output width.")
+    rng = check_rng(rng)
+    T, N = manifold.tangent_basis, manifold.normal_basis
+    a = rng.standard_normal(m)
+    a /= np.linalg.norm(a)
+    J = rng.standard_normal((m, manifold.D))
+    _, mean_ii = ii_moments(manifold)
+    pred_mean = manifold.d * float(np.linalg.norm(mean_ii)) / (2.0 * np.linalg.norm(J @ T))
+    c = predicted_rms_constant(manifold)
+    rows = []
+    for t in ts:
+        s = manifold.sample_at_radius(float(t), n, rng)
+        x_c = s.y - manifold.mu
+        g = split_gradient(x_c, a + x_c @ J.T, T, N)
+        rows.append(dict(t=float(t), rms=g.rms_ratio, mean=g.mean_ratio,
+                         predicted_rms=c * float(t), predicted_mean=pred_mean))
+    return pd.DataFrame(rows)

@@ -65,6 +65,7 @@ __all__ = [
     "alignment_at_loss",
     "learning_figure",
     "loop_interactive",
+    "loop_report",
 ]
 
 
@@ -474,52 +475,63 @@ def run_feedback_loop(manifold=None, t=0.2, steps=2000, lr=0.05, width=32, init_
     H0 = X @ W1_0.T
     A0, P0 = f(H0), fp(H0)
 
-    def forward(loop, W1, w2, idx):
+    def forward(loop, W1, w2, idx, Xi=None):
         """Output, and the activations/derivative that the gradient uses."""
+        Xi = X[idx] if Xi is None else Xi
         if loop == "closed":
-            H = X[idx] @ W1.T
-            a, p = f(H), fp(H)
+            H = Xi @ W1.T
+            a = f(H)
+            p = 1.0 - a ** 2 if phi == "tanh" else fp(H)     # tanh' from tanh: one tanh, not two
             return a @ w2, a, p, w2
         a, p = A0[idx], P0[idx]
         # first-order Taylor expansion of f in (W1, w2) around (W1_0, w2_0)
-        out = a @ w2 + (p * (X[idx] @ (W1 - W1_0).T)) @ w2_0
+        out = a @ w2 + (p * (Xi @ (W1 - W1_0).T)) @ w2_0
         return out, a, p, w2_0
 
     # metrics on a fixed probe subset: cheap enough to log often, same for both runs
     probe = np.arange(min(n_train, 1024))
+    Vp, Np, Hp, yp = V[probe], Nrm[probe], halves[probe], y[probe]
+    kT, kN = T.shape[1], N.shape[1]
+
+    def align(W):   # tangent_alignment without re-validating its inputs at every log
+        en = float(np.sum((W @ N) ** 2)) / kN
+        return math.inf if en == 0 else (float(np.sum((W @ T) ** 2)) / kT) / en
 
     def log(loop, step, W1, w2):
         out = forward(loop, W1, w2, probe)[0]
         W_seen = W1 if loop == "closed" else W1_0
-        et = float(np.sum((V[probe] @ W_seen.T) ** 2))
-        en = float(np.sum((Nrm[probe] @ W_seen.T) ** 2))
-        fit = np.linalg.lstsq(halves[probe], out, rcond=None)[0]
-        return dict(step=step, loop=loop, alignment=tangent_alignment(W1, T, N),
-                    update_alignment=(tangent_alignment(W1 - W1_0, T, N) if step else math.nan),
-                    share=et / (et + en), loss=float(0.5 * np.mean((out - y[probe]) ** 2)),
+        et = float(np.sum((Vp @ W_seen.T) ** 2))
+        en = float(np.sum((Np @ W_seen.T) ** 2))
+        fit = np.linalg.lstsq(Hp, out, rcond=None)[0]
+        return dict(step=step, loop=loop, alignment=align(W1),
+                    update_alignment=(align(W1 - W1_0) if step else math.nan),
+                    share=et / (et + en), loss=float(0.5 * np.mean((out - yp) ** 2)),
                     fit_tangent=float(fit[0]), fit_normal=float(fit[1]))
 
     rows, snapshots, snaps_wanted = [], {}, set(snapshot_steps)
     for loop in ("closed", "cut"):
         W1, w2 = W1_0.copy(), w2_0.copy()
-        for step in range(steps):
-            if step % log_every == 0:
-                rows.append(log(loop, step, W1, w2))
-            if step in snaps_wanted:
-                snapshots[loop, step] = W1.copy()
-            idx = order[step]
-            with np.errstate(over="ignore", invalid="ignore"):   # divergence: reported below
-                out, a, p, w2_back = forward(loop, W1, w2, idx)
+        with np.errstate(over="ignore", invalid="ignore"):       # divergence: reported below
+            for step in range(steps):
+                if step % log_every == 0:
+                    rows.append(log(loop, step, W1, w2))
+                if step in snaps_wanted:
+                    snapshots[loop, step] = W1.copy()
+                idx = order[step]
+                Xi = X[idx]
+                out, a, p, w2_back = forward(loop, W1, w2, idx, Xi)
                 e = out - y[idx]                                  # dL/dout, (batch,)
                 g_w2 = a.T @ e / batch
-                g_W1 = (np.outer(e, w2_back) * p).T @ X[idx] / batch
+                g_W1 = (np.outer(e, w2_back) * p).T @ Xi / batch
                 W1 -= lr * g_W1
                 w2 -= lr * g_w2
-            if not (np.all(np.isfinite(W1)) and np.all(np.abs(W1) < 1e100)):
-                raise ParameterError(
-                    f"lr={lr!r} is too large for this run: training diverged at step {step} "
-                    f"(loop {loop!r}); valid range is (0, inf) but SGD needs lr below its "
-                    f"stability limit. Pass a smaller learning rate, e.g. lr=0.05.")
+                # one reduction catches both inf/nan (comparison is False) and blow-up
+                if not np.abs(W1).max() < 1e100:
+                    raise ParameterError(
+                        f"lr={lr!r} is too large for this run: training diverged at step "
+                        f"{step} (loop {loop!r}); valid range is (0, inf) but SGD needs lr "
+                        f"below its stability limit. Pass a smaller learning rate, e.g. "
+                        f"lr=0.05.")
         rows.append(log(loop, steps, W1, w2))
         if steps in snaps_wanted:
             snapshots[loop, steps] = W1.copy()
@@ -587,7 +599,7 @@ def depth_figure(df, title="Residual stream: tangent and normal parts against de
                              mode="lines+markers"))
     fig.add_trace(go.Scatter(x=df["layer"], y=df["normal_share"], name="normal share",
                              mode="lines", line=dict(dash="dot")))
-    fig.update_layout(yaxis_type="log")
+    fig.update_layout(yaxis_type="log", yaxis_exponentformat="power")
     return labelled(fig, title, "layer l [blocks applied]",
                     "RMS norm over tokens / normal share [log]")
 
@@ -616,7 +628,7 @@ def loop_figure(df, metric="alignment", title=None):
         fig.add_trace(go.Scatter(x=g["step"], y=g[metric], mode="lines",
                                  name=f"loop {loop}"))
     if metric in ("alignment", "update_alignment"):
-        fig.update_layout(yaxis_type="log")    # the runs differ by orders of magnitude
+        fig.update_layout(yaxis_type="log", yaxis_exponentformat="power")   # orders of magnitude
     return labelled(fig, title or f"Feedback loop: {metric} during SGD", "SGD step [count]",
                     labels[metric], legend="loop")
 
@@ -675,7 +687,7 @@ def depth_cloud(manifold, t, layer, iso=0.0, n=128, n_layers=24, gain=0.1, seed=
 
 
 @functools.lru_cache(maxsize=None)
-def _two_panel_layout(titles, axes, column_widths=(0.5, 0.5), legend_y=-0.22):
+def _two_panel_layout(titles, axes, column_widths=(0.5, 0.5)):
     """Layout dict of a 1x2 subplot figure, built once (make_subplots is slow per frame).
 
     ``axes`` is ``((x1_title, x1_log, y1_title, y1_log), (x2_title, ...))``.
@@ -687,13 +699,19 @@ def _two_panel_layout(titles, axes, column_widths=(0.5, 0.5), legend_y=-0.22):
     for col, (xt, xlog, yt, ylog) in enumerate(axes, start=1):
         fig.update_xaxes(title_text=xt, type="log" if xlog else "linear", row=1, col=col)
         fig.update_yaxes(title_text=yt, type="log" if ylog else "linear", row=1, col=col)
-    fig.update_layout(legend=dict(orientation="h", y=legend_y, x=0.0))
+    # legend above the panels: below them is where the interactive puts its sliders
+    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.09, yanchor="bottom"),
+                      margin=dict(t=150))
+    for ann in fig.layout.annotations:          # subplot titles: smaller, just above each panel
+        ann.font = dict(size=13)
+    fig.update_yaxes(exponentformat="power")
+    fig.update_xaxes(exponentformat="power")
     return json.dumps(fig.to_plotly_json()["layout"])
 
 
 def _layout(title, *args, **kwargs) -> dict:
     layout = json.loads(_two_panel_layout(*args, **kwargs))
-    layout["title"] = dict(text=title, font=dict(size=14))
+    layout["title"] = dict(text=title, font=dict(size=14), y=0.98, yanchor="top")
     return layout
 
 
@@ -776,6 +794,8 @@ def depth_interactive(manifold=None, ts=(0.05, 0.1, 0.2, 0.4), layers=None, n_la
     def compute(layer, t, iso):
         # the whole stack once per (t, iso); moving the layer slider only slices it
         if (t, iso) not in stacks:
+            if len(stacks) > 32:             # live sliders take continuous t: keep it bounded
+                stacks.clear()
             stacks[t, iso] = depth_cloud(manifold, t, None, iso, n, n_layers, gain, seed)
         full = stacks[t, iso]
         return dict(full, tangent=full["all_tangent"][layer], normal=full["all_normal"][layer],
@@ -794,7 +814,7 @@ def depth_interactive(manifold=None, ts=(0.05, 0.1, 0.2, 0.4), layers=None, n_la
                 "exactly while the blocks reinforce the tangent part. Give the blocks an "
                 "isotropic part and the cloud also moves up: the blocks then write tangent "
                 "signal into normal directions.",
-        name="ch6-depth", height=470)
+        name="ch6-depth", height=540)
 
 
 def alignment_at_loss(history, levels) -> pd.DataFrame:
@@ -818,9 +838,9 @@ def alignment_at_loss(history, levels) -> pd.DataFrame:
 
     Example
     -------
-    >>> df = alignment_at_loss(feedback_loop(steps=400, log_every=100), [0.95])
-    >>> sorted(df["loop"])
-    ['closed', 'cut']
+    >>> df = alignment_at_loss(feedback_loop(steps=400, log_every=100), [0.95, 0.5])
+    >>> df[["level", "loop", "step"]].values.tolist()   # cut: not by step 400; none: 0.5
+    [[0.95, 'closed', 200]]
     """
     levels = check_array("levels", levels, shape=(None,), hint="Pass loss levels.")
     rows = []
@@ -850,7 +870,7 @@ def learning_figure(history, title="What each run learns, and what its activatio
 
     df = pd.DataFrame(history)
     df = df[df["step"] > 0]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16,
                         subplot_titles=["fraction of each target half fitted",
                                         "normal share of the hidden pre-activations"])
     colors = {"closed": "#0072B2", "cut": "#D55E00"}
@@ -864,11 +884,12 @@ def learning_figure(history, title="What each run learns, and what its activatio
                                  name=f"{loop}: normal share", showlegend=True,
                                  line=dict(color=colors.get(loop), width=3, dash="dashdot")),
                       row=1, col=2)
-    fig.update_xaxes(type="log", title_text="SGD step [log]")
+    fig.update_xaxes(type="log", title_text="SGD step [log]", exponentformat="power")
     fig.update_yaxes(title_text="least-squares coefficient (1 = fitted)", row=1, col=1)
-    fig.update_yaxes(type="log", title_text="1 - share [log]", row=1, col=2)
-    fig.update_layout(title=dict(text=title), height=440,
-                      legend=dict(orientation="h", y=-0.25, x=0.0))
+    fig.update_yaxes(type="log", title_text="normal share [log]", row=1, col=2)
+    fig.update_layout(title=dict(text=title), height=520, margin=dict(t=90, b=150),
+                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.0))
+    fig.update_yaxes(exponentformat="power")
     return fig
 
 
@@ -960,4 +981,77 @@ def loop_interactive(runs, manifold=None):
                 "Step through the feature-learning run: the closed loop's units swing to the "
                 "tangent side early, then back across the diagonal; at standard init the two "
                 "runs stay close for hundreds of steps.",
-        name="ch6-loop", height=480)
+        name="ch6-loop", height=540)
+
+
+def loop_report(rich, lazy, loss_level=0.8, early_step=480, late_steps=(2000, 8000)) -> dict:
+    """The numbers chapter 6 reports about a feature-learning run and a standard-init run.
+
+    Parameters
+    ----------
+    rich, lazy : pandas.DataFrame
+        ``LoopRun.history`` of the run at a small initial scale and of the run at
+        initial scale 1 (same other arguments, logged at ``early_step``,
+        ``late_steps`` and their last step).
+    loss_level : float
+        Loss level for the matched-loss comparison (must be reached by both
+        closed and cut runs of ``rich``).
+    early_step : int
+        Logged step of the early comparison.
+    late_steps : (int, int)
+        Two logged steps of the late comparison; the second is the last one.
+
+    Returns
+    -------
+    dict of str -> float
+        Keys: ``a0`` (common initial alignment), ``closed_<s>``, ``cut_<s>`` for
+        ``s`` in ``early_step`` and ``late_steps``, ``ratio_early``, ``peak`` and
+        ``peak_step`` (closed run), ``fitT_peak`` (tangent half fitted at the
+        peak), ``fitN_closed``, ``fitN_cut``, ``fitT_cut``, ``loss_closed``,
+        ``loss_cut`` (at the last step), ``ml_step_closed``, ``ml_a_closed``,
+        ``ml_step_cut``, ``ml_a_cut`` (matched loss), ``ns0``, ``ns_min``,
+        ``ns_min_step``, ``ns_last`` (normal share ``1 - share`` of the closed
+        run's hidden pre-activations), ``cut_peak_step``, ``lazy_closed_<s>``,
+        ``lazy_cut_<s>`` (standard init at ``early_step`` and the last step),
+        ``lazy_fitN_closed``, ``lazy_fitN_cut`` (normal half fitted at the last step).
+
+    Raises
+    ------
+    ParameterError
+        A step that was not logged, or a loss level one of the runs never reaches.
+    """
+    r = rich.set_index(["loop", "step"])
+    z = lazy.set_index(["loop", "step"])
+    last = int(late_steps[-1])
+    steps = (int(early_step),) + tuple(int(s) for s in late_steps)
+    for name, df in (("rich", r), ("lazy", z)):
+        for s in steps:
+            if (("closed", s) not in df.index) or (("cut", s) not in df.index):
+                raise ParameterError(f"step {s} is not logged in {name}: valid range is the "
+                                     f"logged steps. Pick multiples of log_every.")
+    A = r["alignment"]
+    closed = A["closed"]
+    peak_step = int(closed.idxmax())
+    ml = alignment_at_loss(rich, [loss_level]).set_index("loop")
+    if set(ml.index) != {"closed", "cut"}:
+        raise ParameterError(f"loss_level={loss_level!r} is not reached by both runs: valid "
+                             f"range is levels above the larger final loss. Pass a higher level.")
+    ns = 1.0 - r["share"]["closed"]
+    out = {"a0": A["closed", 0], "peak": closed.max(), "peak_step": peak_step,
+           "cut_peak_step": int(A["cut"].idxmax()),
+           "fitT_peak": r["fit_tangent"]["closed", peak_step],
+           "fitN_closed": r["fit_normal"]["closed", last], "fitN_cut": r["fit_normal"]["cut", last],
+           "fitT_cut": r["fit_tangent"]["cut", last],
+           "loss_closed": r["loss"]["closed", last], "loss_cut": r["loss"]["cut", last],
+           "ml_step_closed": ml.loc["closed", "step"], "ml_a_closed": ml.loc["closed", "alignment"],
+           "ml_step_cut": ml.loc["cut", "step"], "ml_a_cut": ml.loc["cut", "alignment"],
+           "ns0": ns[0], "ns_min": ns.min(), "ns_min_step": int(ns.idxmin()), "ns_last": ns[last]}
+    for s in steps:
+        out[f"closed_{s}"], out[f"cut_{s}"] = A["closed", s], A["cut", s]
+    out["ratio_early"] = out[f"closed_{early_step}"] / out[f"cut_{early_step}"]
+    for s in (int(early_step), last):
+        out[f"lazy_closed_{s}"] = z["alignment"]["closed", s]
+        out[f"lazy_cut_{s}"] = z["alignment"]["cut", s]
+    out["lazy_fitN_closed"] = z["fit_normal"]["closed", last]
+    out["lazy_fitN_cut"] = z["fit_normal"]["cut", last]
+    return {k: float(v) for k, v in out.items()}
