@@ -13,6 +13,7 @@ that a model with three knobs:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +23,8 @@ from .errors import ParameterError
 from .manifolds import Samples, Submanifold
 from .radial import Gaussian, RadialLaw
 
-__all__ = ["ZipfVocabulary", "Occurrences", "bucket"]
+__all__ = ["ZipfVocabulary", "Occurrences", "bucket", "occurrence_radii", "zipf_data",
+           "zipf_figure", "zipf_interactive"]
 
 
 @dataclass
@@ -201,3 +203,154 @@ def bucket(frequencies, n_buckets=4, by="tokens") -> np.ndarray:
         prev = np.concatenate([[0.0], cum[:-1]])          # mass strictly before each token
         out[order] = np.minimum((prev * n_buckets).astype(np.int64), n_buckets - 1)
     return out
+
+
+# ------------------------------------------------------------------ chapter 2: flat radii, figures
+def occurrence_radii(vocab, n, d, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and radii ``||y - mu||`` of ``n`` occurrences on a flat ``d``-space.
+
+    Vectorised and exact: token ``i``'s law is the base law scaled by
+    ``t_i / scale``, so its radius is ``t_i / scale`` times a base radius.
+
+    Parameters
+    ----------
+    vocab : ZipfVocabulary
+    n : int >= 1
+    d : int >= 1
+    rng : numpy.random.Generator or int seed
+
+    Returns
+    -------
+    (tokens, radii) : ndarray of int (n,), ndarray (n,)
+
+    Example
+    -------
+    >>> V = ZipfVocabulary(50, t_max=0.5, alpha=0.5)
+    >>> tok, r = occurrence_radii(V, 200_000, 2, np.random.default_rng(0))
+    >>> i = tok == 0
+    >>> bool(abs(np.mean(r[i] ** 2) / V.eta_g(2)[0] - 1) < 0.02)
+    True
+    """
+    vocab = check_instance("vocab", vocab, ZipfVocabulary, hint="Pass a ZipfVocabulary.")
+    rng = check_rng(rng)
+    tokens = vocab.sample_tokens(n, rng)
+    base = vocab.base_law.sample_radius(tokens.size, d, rng)
+    return tokens, base * vocab.t[tokens] / vocab.base_law.scale
+
+
+def _zipf_dict(data) -> dict:
+    import json
+
+    from .figures import COLORS
+
+    layout = json.loads(_zipf_layout())
+    layout["title"] = dict(y=0.985, yanchor="top", text=(
+        f"α = {data['alpha']:.3g}, t<sub>max</sub> = {data['t_max']:.3g}: rank correlation "
+        f"of frequency and distance {data['spearman']:+.2f}"))
+    f = data["frequencies"]
+    traces = [
+        dict(type="scatter", x=f, y=data["eta_g"], mode="lines", name="η<sub>g</sub> of each token",
+             line=dict(color=COLORS[0], width=3)),
+        dict(type="scatter", x=data["occ_frequency"], y=data["occ_distance"], mode="markers",
+             name="sampled occurrences", marker=dict(color=COLORS[1], size=4, opacity=0.5),
+             xaxis="x2", yaxis="y2"),
+        dict(type="scatter", x=f, y=np.sqrt(data["eta_g"]), mode="lines",
+             name="RMS radius √η<sub>g</sub>", line=dict(color=COLORS[0], width=2, dash="dash"),
+             xaxis="x2", yaxis="y2"),
+    ]
+    return dict(data=traces, layout=layout)
+
+
+@functools.lru_cache(maxsize=None)
+def _zipf_layout() -> str:
+    import json
+
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=["moment ratio of each token", "distance to the centroid"])
+    for col in (1, 2):
+        fig.update_xaxes(title_text="token frequency f", type="log", exponentformat="power",
+                         row=1, col=col)
+    fig.update_yaxes(title_text="η<sub>g</sub> [curvature radii²]", type="log",
+                     exponentformat="power", row=1, col=1)
+    fig.update_yaxes(title_text="‖y − μ‖ [curvature radii]", type="log", exponentformat="power",
+                     row=1, col=2)
+    # legend above the panels: below them is where the interactive puts its sliders
+    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
+                      margin=dict(t=165), height=520)
+    return json.dumps(fig.to_plotly_json()["layout"])
+
+
+def zipf_data(vocab, d=2, n=800, rng=0) -> dict:
+    """Numbers of the Zipf figure: per-token ``eta_g`` and sampled occurrence distances.
+
+    Returns
+    -------
+    dict
+        ``frequencies``, ``eta_g`` (at about 100 log-spaced ranks); ``occ_frequency``, ``occ_distance``
+        (n,); ``spearman`` (rank correlation of frequency and distance over the
+        occurrences); ``alpha``, ``t_max``.
+
+    Example
+    -------
+    >>> z = zipf_data(ZipfVocabulary(200, t_max=0.3, alpha=0.5), n=3000)
+    >>> bool(z["spearman"] < -0.2)
+    True
+    """
+    from scipy import stats as _st
+
+    vocab = check_instance("vocab", vocab, ZipfVocabulary, hint="Pass a ZipfVocabulary.")
+    tokens, r = occurrence_radii(vocab, n, d, rng)
+    f = vocab.frequencies[tokens]
+    rho = float(_st.spearmanr(f, r).statistic)
+    # the per-token curves are smooth: ~100 log-spaced ranks draw them
+    keep = np.unique(np.geomspace(1, vocab.n_tokens, 100).astype(int)) - 1
+    return dict(frequencies=vocab.frequencies[keep], eta_g=vocab.eta_g(d)[keep], occ_frequency=f,
+                occ_distance=r, spearman=rho, alpha=vocab.alpha, t_max=vocab.t_max)
+
+
+def zipf_figure(data):
+    """Two panels: ``eta_g`` per token against frequency, and sampled distances to the
+    centroid against frequency. ``data`` is the output of :func:`zipf_data`.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    import plotly.graph_objects as go
+
+    return go.Figure(_zipf_dict(data))
+
+
+def zipf_interactive(n_tokens=500, s=1.0, alphas=(0.0, 0.25, 0.5, 0.75, 1.0),
+                     t_maxes=(0.1, 0.2, 0.4, 0.8), d=2, n=800, seed=0, law=None):
+    """The chapter-2 Zipf interactive: sliders ``alpha`` and ``t_max``.
+
+    Returns
+    -------
+    tanbias.interactive.Interactive
+    """
+    from .interactive import Interactive, Param
+
+    alphas, t_maxes = tuple(map(float, alphas)), tuple(map(float, t_maxes))
+    seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")
+
+    def compute(alpha, t_max):
+        V = ZipfVocabulary(n_tokens, s=s, t_max=t_max, alpha=alpha, law=law)
+        return zipf_data(V, d, n, np.random.default_rng(seed))
+
+    return Interactive(
+        params=[Param("alpha", "frequency exponent α", alphas[0], alphas[-1],
+                      default=alphas[len(alphas) // 2], values=alphas),
+                Param("t_max", "radius t<sub>max</sub> of the rarest token", t_maxes[0], t_maxes[-1],
+                      default=t_maxes[len(t_maxes) // 2], log=True, values=t_maxes)],
+        compute=compute,
+        figure=lambda data, alpha, t_max: _zipf_dict(data),
+        title="From frequency to concentration",
+        caption="Token i has frequency f<sub>i</sub> ∝ i<sup>−s</sup> and concentration radius "
+                "t<sub>i</sub> = t<sub>max</sub> (f<sub>i</sub>/f<sub>min</sub>)<sup>−α</sup>, so "
+                "η<sub>g</sub> ∝ f<sup>−2α</sup>. Right: distances of sampled occurrences; most "
+                "occurrences belong to frequent, tightly concentrated tokens. α = 0 switches the "
+                "link off.",
+        name="ch2-zipf", height=520)
