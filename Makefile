@@ -1,0 +1,106 @@
+# tanbias: build the book, run the tests, open the chapters, benchmark.
+# Every target sets up what it needs; re-runs are fast (stamp files).
+#   make book    execute every chapter and build the HTML book strictly
+#   make test    the whole pytest suite (builds the book once, drives chromium)
+#   make lab     JupyterLab with the chapters opening as notebooks (live figures)
+#   make bench   timings and page weights -> _build/bench.json
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := book
+.PHONY: book test lab bench install assets chromium lab-settings clean
+
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(CURDIR)/$(VENV)/bin
+STAMP := $(VENV)/.tanbias-installed
+BUILD ?= _build
+LAB_ARGS ?=
+# we are root on CI and dev machines; JupyterLab refuses root without this flag
+LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+BENCH_ARGS ?=
+PYTEST_ARGS ?=
+
+# Vendored front-end assets (npm registry), pinned; plotly.js comes from the
+# plotly Python package so that it always matches the pinned plotly.
+MATHJAX_VERSION := 3.2.2
+REQUIREJS_VERSION := 2.3.8
+HTML_MANAGER_VERSION := 1.0.15
+ASSETS := _assets_build
+ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)
+ASSETS_TMP := $(BUILD)/.assets-tmp
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+# ---------------------------------------------------------------- environment
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt pyproject.toml | $(PY)
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -e .
+	$(PY) -m pip check
+	touch $@
+
+install: $(STAMP)
+
+$(LAB_OVERRIDES): lab-settings/overrides.json | $(STAMP)
+	mkdir -p $(dir $@)
+	cp $< $@
+
+lab-settings: $(LAB_OVERRIDES)
+
+# ---------------------------------------------------------------- static assets
+$(ASSETS_STAMP): $(STAMP)
+	command -v npm >/dev/null || { apt-get update && apt-get install -y npm; }
+	rm -rf $(ASSETS_TMP) && mkdir -p $(ASSETS_TMP)/pkg
+	cd $(ASSETS_TMP)/pkg && npm pack --silent \
+	    mathjax@$(MATHJAX_VERSION) requirejs@$(REQUIREJS_VERSION) \
+	    @jupyter-widgets/html-manager@$(HTML_MANAGER_VERSION) >/dev/null
+	cd $(ASSETS_TMP)/pkg && for t in *.tgz; do mkdir -p "$${t%.tgz}" && tar -xzf "$$t" -C "$${t%.tgz}"; done
+	@# MathJax 3: the combined component, its fonts and the parts it loads on demand.
+	mkdir -p $(ASSETS_TMP)/mathjax/output/chtml/fonts $(ASSETS_TMP)/mathjax/input/tex
+	cp $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/es5/tex-mml-chtml.js $(ASSETS_TMP)/mathjax/
+	cp -r $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/es5/output/chtml/fonts/woff-v2 $(ASSETS_TMP)/mathjax/output/chtml/fonts/
+	cp -r $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/es5/input/tex/extensions $(ASSETS_TMP)/mathjax/input/tex/
+	cp -r $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/es5/{a11y,ui,sre} $(ASSETS_TMP)/mathjax/
+	cp $(ASSETS_TMP)/pkg/requirejs-$(REQUIREJS_VERSION)/package/require.js $(ASSETS_TMP)/require.js
+	mkdir -p $(ASSETS_TMP)/html-manager
+	@# embed-amd.js bundles the widget manager and its built-in widgets; woff/woff2 are
+	@# the icon fonts its CSS asks modern browsers for.
+	cp $(ASSETS_TMP)/pkg/jupyter-widgets-html-manager-$(HTML_MANAGER_VERSION)/package/dist/{embed-amd.js,*.woff,*.woff2} \
+	    $(ASSETS_TMP)/html-manager/
+	cp "$$($(PY) -c 'import plotly, pathlib; print(pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js")')" \
+	    $(ASSETS_TMP)/plotly.min.js
+	rm -rf $(ASSETS_TMP)/pkg $(ASSETS)
+	mv $(ASSETS_TMP) $(ASSETS)
+	touch $@
+
+assets: $(ASSETS_STAMP)
+
+chromium:
+	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+
+# ---------------------------------------------------------------- targets
+# --all: a fresh Sphinx environment, so every chapter is read and executed
+# (execute_notebooks: force only applies to documents Sphinx re-reads).
+book: $(STAMP) $(ASSETS_STAMP)
+	mkdir -p $(BUILD)
+	export PATH="$(BIN):$$PATH" TANBIAS_MODE=static; \
+	  jupyter-book build . --all -W -n --keep-going 2>&1 | tee $(BUILD)/build.log \
+	  || { echo "BOOK BUILD FAILED (strict: any warning or execution error fails it)."; \
+	       echo "Log: $(BUILD)/build.log"; exit 1; }
+	@echo "The book is at file://$(CURDIR)/$(BUILD)/html/index.html"
+
+test: $(STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
+	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(PYTEST_ARGS)
+
+lab: $(STAMP) $(LAB_OVERRIDES)
+	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \
+	  jupyter lab $(LAB_ROOT) --notebook-dir=. --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
+
+bench: $(STAMP) $(ASSETS_STAMP)
+	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(BUILD) $(ASSETS) $(ASSETS_TMP)

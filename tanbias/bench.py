@@ -1,0 +1,302 @@
+"""``python -m tanbias.bench [--quick]``: how fast and how heavy the book is (``make bench``).
+
+Measures, prints as a table beside its target, and writes ``_build/bench.json``:
+
+* the wall time of a clean, strict book build (``jupyter-book build --all``);
+* each chapter's execution time during that build (myst-nb's execution data,
+  the numbers of the status page) - target <= 30 s;
+* each interactive figure's live-update latency (split into compute, figure
+  building and widget update when over budget): the chapter's code cells run
+  in-process with ``TANBIAS_MODE=bench`` (nothing displayed), every
+  :class:`~tanbias.interactive.Interactive` they create lands in
+  :data:`~tanbias.interactive.REGISTRY`, and 50 random slider moves are timed
+  (compute + FigureWidget ``batch_update``) - target p95 <= 50 ms;
+* each built page's weight: its HTML plus the images only it uses, without the
+  assets every page shares (``_static/``) - target <= 2 MB.
+
+``--quick`` skips the clean build (it reads an existing ``_build`` if there is
+one) and times 10 updates per figure instead of 50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["TARGETS", "toc_documents", "is_notebook", "page_weight", "exec_times",
+           "chapter_latencies", "build_book", "run", "format_report", "main"]
+
+#: The budgets the table compares against.
+TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000}
+
+_IMG = re.compile(r"""<(?:img|source)\b[^>]*?\bsrc=["']([^"']+)["']""", re.IGNORECASE)
+
+
+def toc_documents(root: str | os.PathLike = ".") -> list[str]:
+    """Docnames listed in ``_toc.yml`` (root first, in reading order, no suffix).
+
+    Example
+    -------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "_toc.yml").write_text(
+    ...     "format: jb-book\\nroot: intro\\nparts:\\n- chapters:\\n  - file: ch/a\\n  - file: ch/b.md\\n")
+    >>> toc_documents(d)
+    ['intro', 'ch/a', 'ch/b']
+    """
+    import yaml
+
+    toc = yaml.safe_load(Path(root, "_toc.yml").read_text(encoding="utf8"))
+    docs = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                docs.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts") or []:
+        walk(part.get("chapters"))
+    return [re.sub(r"\.(md|ipynb)$", "", d) for d in docs]
+
+
+def _source(root: Path, doc: str) -> Path:
+    for suffix in (".md", ".ipynb"):
+        path = root / f"{doc}{suffix}"
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"{doc} is in _toc.yml but {doc}.md does not exist")
+
+
+def is_notebook(path: str | os.PathLike) -> bool:
+    """True for an ``.ipynb`` or a MyST ``.md`` with a jupytext/kernelspec header."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        return True
+    head = path.read_text(encoding="utf8")[:2000]
+    return head.startswith("---") and ("kernelspec:" in head or "jupytext:" in head)
+
+
+def page_weight(html_file: str | os.PathLike, html_root: str | os.PathLike) -> int:
+    """Bytes of a built page plus the local images it references, shared assets excluded.
+
+    Images under ``_static/`` (the theme, MathJax, plotly.js) are shared by all
+    pages and downloaded once, so they do not count.
+    """
+    html_file, html_root = Path(html_file), Path(html_root).resolve()
+    text = html_file.read_text(encoding="utf8", errors="replace")
+    total = html_file.stat().st_size
+    seen = set()
+    for src in _IMG.findall(text):
+        if re.match(r"^[a-z]+:", src) or src.startswith("//"):
+            continue  # data: URIs are inside the HTML already; remote URLs are checked elsewhere
+        target = (html_file.parent / src.split("#")[0].split("?")[0]).resolve()
+        try:
+            rel = target.relative_to(html_root)
+        except ValueError:
+            continue  # outside the site
+        if rel.parts[:1] == ("_static",):
+            continue
+        if target.exists() and target not in seen:
+            seen.add(target)
+            total += target.stat().st_size
+    return total
+
+
+def exec_times(build_dir: str | os.PathLike) -> dict[str, dict]:
+    """myst-nb's execution data per docname, from a build's Sphinx environment.
+
+    Returns ``{docname: {"runtime": seconds, "succeeded": bool, "method": ...}}``
+    (empty if the build has no environment).
+    """
+    env_file = Path(build_dir, ".doctrees", "environment.pickle")
+    if not env_file.exists():
+        return {}
+    with env_file.open("rb") as fh:
+        env = pickle.load(fh)
+    meta = getattr(env, "nb_metadata", {}) or {}
+    return {doc: dict(data["exec_data"]) for doc, data in meta.items()
+            if data.get("exec_data")}
+
+
+@contextlib.contextmanager
+def _bench_env(cwd: Path):
+    import plotly.io as pio
+
+    from . import renderer
+
+    old_mode, old_cwd = os.environ.get("TANBIAS_MODE"), os.getcwd()
+    old_renderer = pio.renderers.default
+    os.environ["TANBIAS_MODE"] = "bench"
+    # an explicit fig.show() must not reach plotly's "browser" renderer (the
+    # default outside a kernel), which would try to open a web browser
+    renderer.install(force=True)
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(old_cwd)
+        pio.renderers.default = old_renderer
+        if old_mode is None:
+            os.environ.pop("TANBIAS_MODE", None)
+        else:
+            os.environ["TANBIAS_MODE"] = old_mode
+
+
+def chapter_latencies(path: str | os.PathLike, n: int = 50) -> list[dict]:
+    """Run a chapter's code in-process (``TANBIAS_MODE=bench``); time its interactives.
+
+    Cells run in an IPython shell (magics work, nothing is displayed); a cell
+    tagged ``raises-exception`` may raise. Returns one
+    :meth:`~tanbias.interactive.Interactive.update_latency` dict per figure.
+    """
+    import jupytext
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from . import interactive
+
+    path = Path(path).resolve()
+    nb = jupytext.read(path)
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=True)
+    start = len(interactive.REGISTRY)
+    with _bench_env(path.parent), open(os.devnull, "w") as devnull, \
+            contextlib.redirect_stdout(devnull):
+        for cell in nb.cells:
+            tags = cell.metadata.get("tags", [])
+            if cell.cell_type != "code" or "skip-execution" in tags:
+                continue  # skip-execution: exercise stubs, as in the book build
+            result = shell.run_cell(cell.source, store_history=False, silent=True)
+            if not result.success and "raises-exception" not in tags:
+                err = result.error_in_exec or result.error_before_exec
+                raise RuntimeError(f"{path.name}: a cell failed: {type(err).__name__}: {err}")
+        created = interactive.REGISTRY[start:]
+        return [fig.update_latency(n=n) for fig in created]
+
+
+def build_book(root: Path, out: Path) -> tuple[float, bool, str]:
+    """Clean strict build into ``out`` (``jupyter-book --path-output``); (seconds, ok, log tail)."""
+    env = dict(os.environ, TANBIAS_MODE="static")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--all",
+           "-W", "-n", "--keep-going", "--path-output", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    log = proc.stdout + proc.stderr
+    return seconds, proc.returncode == 0, log[-4000:]
+
+
+def _fmt_check(value, target, fmt) -> str:
+    if value is None:
+        return "-"
+    mark = "ok " if value <= target else "OVER"
+    return f"{fmt(value)} {mark}"
+
+
+def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None,
+        out: str | os.PathLike | None = None) -> dict:
+    """Measure everything; return the report written to ``_build/bench.json``."""
+    root = Path(root).resolve()
+    n = n or (10 if quick else 50)
+    report: dict = {"targets": TARGETS, "quick": quick, "n_updates": n, "chapters": []}
+    build_root = root / "_build"
+    if quick:
+        report["book_build_s"] = None
+        built = build_root
+    else:
+        out_dir = root / "_build" / "bench-book"
+        seconds, ok, tail = build_book(root, out_dir)
+        report["book_build_s"], report["book_build_ok"] = seconds, ok
+        if not ok:
+            report["book_build_log_tail"] = tail
+        built = out_dir / "_build"
+    times = exec_times(built)
+    html_root = built / "html"
+    for doc in toc_documents(root):
+        src = _source(root, doc)
+        row: dict = {"doc": doc, "notebook": is_notebook(src)}
+        if doc in times:
+            row["exec_s"] = times[doc].get("runtime")
+            row["exec_ok"] = times[doc].get("succeeded")
+        page = html_root / f"{doc}.html"
+        row["page_bytes"] = page_weight(page, html_root) if page.exists() else None
+        if row["notebook"]:
+            try:
+                row["interactives"] = chapter_latencies(src, n=n)
+            except Exception as exc:  # report, keep measuring the other chapters
+                row["interactives"], row["error"] = [], f"{type(exc).__name__}: {exc}"
+        report["chapters"].append(row)
+    report["ok"] = _all_ok(report)
+    path = Path(out) if out else build_root / "bench.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2), encoding="utf8")
+    report["path"] = str(path)
+    return report
+
+
+def _all_ok(report: dict) -> bool:
+    ok = report.get("book_build_ok", True)
+    for row in report["chapters"]:
+        ok &= "error" not in row and row.get("exec_ok", True) is not False
+        ok &= (row.get("exec_s") or 0) <= TARGETS["chapter_exec_s"]
+        ok &= (row.get("page_bytes") or 0) <= TARGETS["page_bytes"]
+        ok &= all(fig["p95_ms"] <= TARGETS["update_p95_ms"] for fig in row.get("interactives", []))
+    return bool(ok)
+
+
+def format_report(report: dict) -> str:
+    """The report as a plain-text table."""
+    t = TARGETS
+    lines = []
+    if report.get("book_build_s") is not None:
+        state = "ok" if report.get("book_build_ok") else "FAILED"
+        lines.append(f"clean book build: {report['book_build_s']:.1f} s ({state})")
+    else:
+        lines.append("clean book build: skipped (--quick)")
+    head = (f"{'document':<36} {'exec [s] <=' + str(int(t['chapter_exec_s'])):>16} "
+            f"{'page [MB] <=' + str(t['page_bytes'] / 1e6):>18}  interactive: median / p95 [ms] <= "
+            f"{t['update_p95_ms']:g}")
+    lines += [head, "-" * len(head)]
+    for row in report["chapters"]:
+        exec_s = _fmt_check(row.get("exec_s"), t["chapter_exec_s"], lambda v: f"{v:.1f}")
+        page = _fmt_check(row.get("page_bytes"), t["page_bytes"], lambda v: f"{v / 1e6:.2f}")
+        figs = "; ".join(
+            f"{f['name'][:28]}: {f['median_ms']:.1f} / "
+            f"{_fmt_check(f['p95_ms'], t['update_p95_ms'], lambda v: f'{v:.1f}')}"
+            + ("" if f["p95_ms"] <= t["update_p95_ms"] else " (" + ", ".join(
+                f"{k} {v:.0f}" for k, v in f.get("parts_median_ms", {}).items()) + ")")
+            for f in row.get("interactives", []))
+        if row.get("error"):
+            figs = f"ERROR {row['error'][:80]}"
+        lines.append(f"{row['doc']:<36} {exec_s:>16} {page:>18}  {figs or '-'}")
+    lines.append(f"all targets met: {'yes' if report['ok'] else 'NO'}   (written to {report.get('path')})")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tanbias.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="no clean build (reuse _build); 10 updates per figure")
+    parser.add_argument("--n", type=int, default=None, help="updates timed per figure")
+    parser.add_argument("--root", default=".", help="book root (folder of _toc.yml)")
+    parser.add_argument("--out", default=None, help="JSON report path (default _build/bench.json)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    report = run(args.root, quick=args.quick, n=args.n, out=args.out)
+    print(format_report(report))
+    return 1 if (args.strict and not report["ok"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The built book: strict build, every chapter executes, offline, light pages.
+
+The book is built once per session by the ``built_book`` fixture (conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from bookhelpers import ROOT, toc_docs, toc_notebooks
+from tanbias.bench import TARGETS, exec_times, page_weight
+
+pytestmark = pytest.mark.book
+
+REMOTE = re.compile(r"^(https?:)?//", re.IGNORECASE)
+CDN = re.compile(r"cdn|unpkg|jsdelivr|cdnjs|googleapis|cloudflare", re.IGNORECASE)
+SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc=[\"']([^\"']+)[\"']", re.IGNORECASE)
+LINK_TAG = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
+HREF = re.compile(r"\bhref=[\"']([^\"']+)[\"']", re.IGNORECASE)
+REL = re.compile(r"\brel=[\"']([^\"']+)[\"']", re.IGNORECASE)
+
+
+def _warnings(log: str) -> str:
+    clean = re.sub(r"\x1b\[[0-9;]*m", "", log)
+    lines = [l for l in clean.splitlines() if "WARNING" in l or "ERROR" in l or "Error" in l]
+    lines = [l for l in lines if "Kernel is running over TCP" not in l]
+    return "\n".join(lines[-60:]) or clean[-3000:]
+
+
+def _pages(built_book):
+    return sorted(built_book.html.rglob("*.html"))
+
+
+def test_book_builds_strictly(built_book):
+    """`jupyter-book build --all -W -n --keep-going` exits 0: no warning, no execution error."""
+    assert built_book.returncode == 0, "strict book build failed:\n" + _warnings(built_book.log)
+    for doc in toc_docs():
+        assert built_book.page(doc).exists(), f"{doc} is in _toc.yml but was not built"
+
+
+def test_every_chapter_executed_during_the_build(built_book):
+    times = exec_times(built_book.build)
+    for doc in toc_notebooks():
+        assert doc in times, f"{doc} was not executed by the build"
+        assert times[doc]["succeeded"], f"{doc} failed to execute: {times[doc].get('error')}"
+        # the budget is 30 s (make bench prints it); a test fails only at twice that
+        assert times[doc]["runtime"] <= 2 * TARGETS["chapter_exec_s"], (doc, times[doc])
+
+
+@pytest.mark.parametrize("doc", toc_notebooks())
+def test_chapter_executes_with_nbclient(doc, monkeypatch):
+    """Each chapter runs top to bottom in a fresh kernel (as a reader would run it)."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("TANBIAS_MODE", "static")
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    path = ROOT / f"{doc}.md"
+    nb = jupytext.read(path)
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        expected = "raises-exception" in cell.metadata.get("tags", [])
+        if expected:
+            assert errors, f"{doc} cell {i} is tagged raises-exception but did not raise"
+        else:
+            assert not errors, (f"{doc} cell {i} raised {errors[0]['ename']}: {errors[0]['evalue']}\n"
+                                f"{cell.source[:300]}")
+
+
+def test_no_cdn_anywhere_in_scripts_or_links(built_book):
+    """Offline book: every <script src> and stylesheet/icon <link href> is local."""
+    bad = []
+    for page in _pages(built_book):
+        text = page.read_text(encoding="utf8")
+        for src in SCRIPT_SRC.findall(text):
+            if REMOTE.match(src) or CDN.search(src):
+                bad.append((page.name, "script", src))
+        for tag in LINK_TAG.findall(text):
+            href = (HREF.findall(tag) or [""])[0]
+            rel = (REL.findall(tag) or [""])[0].lower()
+            if rel in ("stylesheet", "preload", "modulepreload", "icon", "shortcut icon") and \
+                    (REMOTE.match(href) or CDN.search(href)):
+                bad.append((page.name, "link", href))
+    assert not bad, bad
+
+
+def test_mathjax_and_plotly_are_self_hosted(built_book):
+    for doc in toc_docs():
+        text = built_book.page(doc).read_text(encoding="utf8")
+        srcs = SCRIPT_SRC.findall(text)
+        mathjax = [s for s in srcs if "mathjax" in s.lower() or "tex-mml" in s]
+        assert all(s.split("?")[0].endswith("_static/mathjax/tex-mml-chtml.js") for s in mathjax), mathjax
+        if 'class="math' in text:  # Sphinx loads MathJax only on pages with math
+            assert mathjax, f"{doc} has math but no MathJax"
+        plotly = [s for s in srcs if "plotly" in s]
+        assert len(plotly) == 1 and plotly[0].split("?")[0].endswith("_static/plotly.min.js"), plotly
+        # plotly.js is loaded before require.js could turn it into an AMD module
+        order = [s.split("?")[0].rsplit("/", 1)[-1] for s in srcs]
+        if "require.js" in order:
+            assert order.index("plotly.min.js") < order.index("require.js"), order
+    static = built_book.html / "_static"
+    for asset in ("plotly.min.js", "mathjax/tex-mml-chtml.js", "require.js",
+                  "html-manager/embed-amd.js", "mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff"):
+        assert (static / asset).is_file(), asset
+
+
+def test_plotly_js_matches_the_python_package(built_book):
+    import plotly
+
+    shipped = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert (built_book.html / "_static" / "plotly.min.js").read_bytes() == shipped.read_bytes()
+
+
+def test_figures_are_html_and_plotly_js_is_not_embedded(built_book):
+    for doc in toc_notebooks():
+        text = built_book.page(doc).read_text(encoding="utf8")
+        assert "Plotly.newPlot" in text, f"{doc}: no plotly figure in the page"
+        assert "plotly.js v" not in text, f"{doc}: plotly.js embedded in the page"
+        assert "application/vnd.plotly" not in text
+
+
+def test_pages_weigh_at_most_2_mb(built_book):
+    heavy = {}
+    for doc in toc_docs():
+        w = page_weight(built_book.page(doc), built_book.html)
+        if w > TARGETS["page_bytes"]:
+            heavy[doc] = w
+    assert not heavy, f"pages over {TARGETS['page_bytes'] / 1e6} MB: {heavy}"
+
+
+def test_api_page_documents_every_public_module(built_book):
+    from tanbias._sphinxext import public_modules
+
+    text = built_book.page("chapters/api").read_text(encoding="utf8")
+    missing = [m for m in public_modules() if f'id="module-{m}"' not in text]
+    assert not missing, missing
+    assert 'id="tanbias.interactive.Interactive"' in text
+
+
+def test_status_page_lists_every_chapter(built_book):
+    text = built_book.page("chapters/status").read_text(encoding="utf8")
+    assert "<table" in text
+    for doc in toc_notebooks():
+        assert doc.rsplit("/", 1)[-1] in text, doc
+
+
+def test_no_source_static_folder():
+    """Jupyter Book 1 injects every .js of a source `_static/` (and then of every
+    html_static_path) into every page; assets live in assets/ and _assets_build/."""
+    assert not (ROOT / "_static").exists()
+
+
+def test_toc_chapters_are_myst_notebooks_without_ipynb_twins():
+    for doc in toc_notebooks():
+        assert not (ROOT / f"{doc}.ipynb").exists(), f"{doc}.ipynb would silently win over {doc}.md"

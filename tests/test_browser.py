@@ -1,0 +1,226 @@
+"""The built book in a real browser (Debian's headless chromium, offline, file://),
+and the chapters in a real JupyterLab (live figures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bookhelpers import BIN, ROOT, toc_docs
+
+pytestmark = pytest.mark.browser
+
+#: Console errors that are known and harmless (see shared/STACK.md):
+HARMLESS = (
+    "Identifier 'THEBE_JS_URL' has already been declared",  # JB 1.0.4 adds sphinx-thebe's config twice
+    "MathJax.Hub.Queue",                 # html-manager expects MathJax 2; the page runs MathJax 3
+    "reading 'Queue'",                   # ... the same error as Chromium words it
+    "Got invalid theme mode",            # pydata theme: no stored light/dark choice on file://
+)
+
+#: JavaScript: every trace's plotted numbers (plotly decodes typed arrays into _fullData).
+DATA_JS = """gd => JSON.stringify(gd._fullData.map(t => [Array.from(t.x || []), Array.from(t.y || []),
+                                               Array.from((t.z || []).flat ? (t.z || []).flat() : [])]))"""
+
+
+def _open(browser, url, viewport=(1200, 1400)):
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    problems = []
+    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"requestfailed: {r.url}"))
+    page.goto(url)
+    return page, problems
+
+
+def _real_problems(problems):
+    return [p for p in problems if not any(h in p for h in HARMLESS)]
+
+
+def _click_step(page, plot, slider: int, step: int):
+    """Click step ``step`` of slider ``slider`` on the rail, at the x of its tick.
+
+    The rail's touch rectangle covers the labels (a click on a label never
+    arrives), and plotly hides every other label when they crowd, while each
+    step keeps its tick."""
+    group = plot.locator("g.slider-group").nth(slider)
+    tick = group.locator("rect.slider-tick-rect").nth(step).bounding_box()
+    rail = group.locator("rect.slider-rail-touch-rect").bounding_box()
+    page.mouse.click(tick["x"] + tick["width"] / 2, rail["y"] + rail["height"] / 2)
+    page.wait_for_timeout(250)
+
+
+@pytest.mark.parametrize("doc", toc_docs())
+def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screenshot_dir):
+    path = built_book.page(doc)
+    assert path.exists(), f"{doc} not built"
+    page, problems = _open(browser, path.as_uri())
+    try:
+        page.wait_for_load_state("load")
+        # MathJax typesets every math node of the page
+        n_math = page.locator(".math").count()
+        if n_math:
+            # attached, not visible: some math sits in closed dropdowns (hints, solutions)
+            page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
+            page.evaluate("() => MathJax.startup.promise")
+            assert page.locator("mjx-container").count() >= n_math
+            assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        # every plotly figure is drawn
+        plots = page.locator(".js-plotly-plot")
+        for i in range(page.locator(".plotly-graph-div").count()):
+            assert page.locator(".plotly-graph-div").nth(i).locator(".main-svg").count() > 0, \
+                f"{doc}: figure {i} not rendered"
+        assert page.evaluate("() => typeof window.Plotly") in ("object", "undefined")
+        # plotly sliders change what is plotted, and several sliders combine
+        for i in range(plots.count()):
+            plot = plots.nth(i)
+            n_sliders = plot.locator("g.slider-group").count()
+            if not n_sliders:
+                continue
+            plot.scroll_into_view_if_needed()
+            handle = plot.element_handle()
+            before = handle.evaluate(DATA_JS)
+            label0 = plot.locator("g.slider-group").nth(0).locator(":scope > text.slider-label").text_content()
+            active = handle.evaluate("gd => gd.layout.sliders.map(s => s.active)")
+            n_steps = handle.evaluate("gd => gd.layout.sliders.map(s => s.steps.length)")
+            target = 0 if active[0] != 0 else n_steps[0] - 1
+            _click_step(page, plot, 0, target)
+            after = handle.evaluate(DATA_JS)
+            assert after != before, f"{doc}: moving slider 0 of figure {i} changed nothing"
+            assert handle.evaluate("gd => gd.layout.sliders[0].active") == target
+            label1 = plot.locator("g.slider-group").nth(0).locator(":scope > text.slider-label").text_content()
+            assert label1 != label0, (label0, label1)
+            if n_sliders > 1:
+                # move slider 1, then put slider 0 back: the view must keep slider 1's value
+                target1 = 0 if active[1] != 0 else n_steps[1] - 1
+                _click_step(page, plot, 1, target1)
+                moved = handle.evaluate(DATA_JS)
+                _click_step(page, plot, 0, active[0])
+                back = handle.evaluate(DATA_JS)
+                assert handle.evaluate("gd => gd.layout.sliders.map(s => s.active)")[:2] == \
+                    [active[0], target1]
+                assert moved != after and back != before, \
+                    f"{doc}: figure {i}'s sliders do not combine"
+            page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}-fig{i}.png"))
+        page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}.png"))
+        assert not _real_problems(problems), _real_problems(problems)
+    finally:
+        page.close()
+
+
+# ---------------------------------------------------------------------- JupyterLab
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyter_lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving the repository (as `make lab`)."""
+    overrides = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.json")
+    if not overrides.exists():
+        pytest.fail(f"{overrides} missing: `make lab`/`make test` installs lab-settings/overrides.json")
+    port, token = _free_port(), "tanbias-test"
+    env = {k: v for k, v in os.environ.items() if k not in ("TANBIAS_MODE", "JPY_SESSION_NAME")}
+    env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("jupyter-runtime"))
+    # fresh user settings and workspace: nothing of a developer's own Lab state leaks in
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path_factory.mktemp("lab-user-settings"))
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp_path_factory.mktemp("lab-workspaces"))
+    log = tmp_path_factory.mktemp("lab") / "lab.log"
+    proc = subprocess.Popen(
+        [str(BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}",
+         "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
+        + (["--allow-root"] if os.geteuid() == 0 else []),
+        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail("jupyter lab exited:\n" + log.read_text()[-3000:])
+                time.sleep(0.5)
+        else:
+            pytest.fail("jupyter lab did not start:\n" + log.read_text()[-3000:])
+        yield base, token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_lab_settings_make_markdown_open_as_notebook(jupyter_lab):
+    base, token = jupyter_lab
+    url = f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin?token={token}"
+    settings = json.load(urllib.request.urlopen(url, timeout=10))
+    # overrides.json replaces the schema's default (the user's own settings may still win)
+    viewers = {**settings["schema"]["properties"]["defaultViewers"]["default"],
+               **settings["settings"].get("defaultViewers", {})}
+    assert viewers.get("markdown") == "Jupytext Notebook" and viewers.get("myst") == "Jupytext Notebook"
+
+
+def _first_interactive_chapter(built_book) -> str:
+    """The first chapter whose built page shows an Interactive (chapters often
+    create them through package helpers, so the source does not say)."""
+    for doc in toc_docs():
+        page = built_book.page(doc)
+        if page.exists() and 'class="tanbias-interactive"' in page.read_text(encoding="utf8"):
+            return f"{doc}.md"
+    pytest.fail("no chapter shows a tanbias.interactive.Interactive")
+
+
+def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book, browser,
+                                                        screenshot_dir):
+    """Open a chapter in JupyterLab: it is a notebook; run it; move a live slider;
+    the FigureWidget next to it changes (live mode: the kernel recomputes)."""
+    base, token = jupyter_lab
+    chapter = _first_interactive_chapter(built_book)
+    page, problems = _open(browser, f"{base}/lab/tree/{chapter}?token={token}", viewport=(1400, 1100))
+    try:
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+        assert page.locator(".jp-FileEditor").count() == 0, "the chapter opened as a text file"
+        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
+        # wait for the kernel, then run every cell
+        page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget;"
+            " const k = w && w.sessionContext && w.sessionContext.session"
+            " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
+            timeout=90_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        # an Interactive's live view: a box holding its sliders and its FigureWidget
+        view = page.locator(".jp-OutputArea .widget-vbox:has(.widget-slider):has(.js-plotly-plot)").first
+        view.wait_for(state="attached", timeout=180_000)
+        view.locator(".js-plotly-plot .main-svg").first.wait_for(state="attached", timeout=60_000)
+        view.scroll_into_view_if_needed()
+        plot = view.locator(".js-plotly-plot").first.element_handle()
+        before = plot.evaluate(DATA_JS)
+        handle = view.locator(".widget-slider .noUi-handle").first
+        handle.focus()
+        for _ in range(25):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"([el, old]) => ({DATA_JS})(el) !== old",
+                               arg=[plot, before], timeout=60_000)
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(screenshot_dir / "lab-live.png"))
+    finally:
+        page.close()
