@@ -28,9 +28,13 @@ HARMLESS = (
     "Got invalid theme mode",            # pydata theme: no stored light/dark choice on file://
 )
 
-#: JavaScript: every trace's plotted numbers (plotly decodes typed arrays into _fullData).
-DATA_JS = """gd => JSON.stringify(gd._fullData.map(t => [Array.from(t.x || []), Array.from(t.y || []),
-                                               Array.from((t.z || []).flat ? (t.z || []).flat() : [])]))"""
+#: JavaScript: what a figure shows - every trace's numbers (plotly decodes typed
+#: arrays into _fullData), the title and the annotations' text.
+DATA_JS = """gd => JSON.stringify([
+  gd._fullData.map(t => [Array.from(t.x || []), Array.from(t.y || []),
+                         Array.from((t.z || []).flat ? (t.z || []).flat() : [])]),
+  ((gd._fullLayout || {}).title || {}).text || '',
+  ((gd._fullLayout || {}).annotations || []).map(a => a.text)])"""
 
 
 def _open(browser, url, viewport=(1200, 1400)):
@@ -58,7 +62,18 @@ def _click_step(page, plot, slider: int, step: int):
     tick = group.locator("rect.slider-tick-rect").nth(step).bounding_box()
     rail = group.locator("rect.slider-rail-touch-rect").bounding_box()
     page.mouse.click(tick["x"] + tick["width"] / 2, rail["y"] + rail["height"] / 2)
-    page.wait_for_timeout(250)
+
+
+def _changed(page, handle, old: str, what: str) -> str:
+    """Wait until the plotted data differ from ``old``; return the new data."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"([el, old]) => ({DATA_JS})(el) !== old", arg=[handle, old],
+                               timeout=15_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"{what}: the plotted data did not change")
+    return handle.evaluate(DATA_JS)
 
 
 @pytest.mark.parametrize("doc", toc_docs())
@@ -72,9 +87,9 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
         n_math = page.locator(".math").count()
         if n_math:
             # attached, not visible: some math sits in closed dropdowns (hints, solutions)
-            page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
+            page.wait_for_selector("mjx-container", state="attached", timeout=60_000)
             page.wait_for_function(
-                "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
             page.evaluate("() => MathJax.startup.promise")
             assert page.locator("mjx-container").count() >= n_math
             assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
@@ -98,8 +113,7 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
             n_steps = handle.evaluate("gd => gd.layout.sliders.map(s => s.steps.length)")
             target = 0 if active[0] != 0 else n_steps[0] - 1
             _click_step(page, plot, 0, target)
-            after = handle.evaluate(DATA_JS)
-            assert after != before, f"{doc}: moving slider 0 of figure {i} changed nothing"
+            after = _changed(page, handle, before, f"{doc}: slider 0 of figure {i}")
             assert handle.evaluate("gd => gd.layout.sliders[0].active") == target
             label1 = plot.locator("g.slider-group").nth(0).locator(":scope > text.slider-label").text_content()
             assert label1 != label0, (label0, label1)
@@ -107,13 +121,14 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
                 # move slider 1, then put slider 0 back: the view must keep slider 1's value
                 target1 = 0 if active[1] != 0 else n_steps[1] - 1
                 _click_step(page, plot, 1, target1)
+                _changed(page, handle, after, f"{doc}: slider 1 of figure {i}")
                 moved = handle.evaluate(DATA_JS)
                 _click_step(page, plot, 0, active[0])
-                back = handle.evaluate(DATA_JS)
+                back = _changed(page, handle, moved, f"{doc}: slider 0 of figure {i}, back")
                 assert handle.evaluate("gd => gd.layout.sliders.map(s => s.active)")[:2] == \
                     [active[0], target1]
-                assert moved != after and back != before, \
-                    f"{doc}: figure {i}'s sliders do not combine"
+                # slider 0 is back at its start but slider 1 moved: not the initial view
+                assert back != before, f"{doc}: figure {i}'s sliders do not combine"
             page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}-fig{i}.png"))
         page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}.png"))
         assert not _real_problems(problems), _real_problems(problems)
@@ -142,10 +157,14 @@ def jupyter_lab(tmp_path_factory):
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path_factory.mktemp("lab-user-settings"))
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp_path_factory.mktemp("lab-workspaces"))
     log = tmp_path_factory.mktemp("lab") / "lab.log"
+    # opening a file makes a checkpoint copy; keep those out of the repository
+    checkpoints = tmp_path_factory.mktemp("checkpoints")
     proc = subprocess.Popen(
         [str(BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
+         "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False",
+         f"--FileCheckpoints.checkpoint_dir={checkpoints}",
+         f"--AsyncFileCheckpoints.checkpoint_dir={checkpoints}"]
         + (["--allow-root"] if os.geteuid() == 0 else []),
         env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -197,7 +216,7 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
     chapter = _first_interactive_chapter(built_book)
     page, problems = _open(browser, f"{base}/lab/tree/{chapter}?token={token}", viewport=(1400, 1100))
     try:
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
         assert page.locator(".jp-FileEditor").count() == 0, "the chapter opened as a text file"
         page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
         # wait for the kernel, then run every cell
@@ -205,21 +224,37 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
             "() => { const w = window.jupyterapp.shell.currentWidget;"
             " const k = w && w.sessionContext && w.sessionContext.session"
             " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
-            timeout=90_000)
+            timeout=180_000)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         # an Interactive's live view: a box holding its sliders and its FigureWidget
         view = page.locator(".jp-OutputArea .widget-vbox:has(.widget-slider):has(.js-plotly-plot)").first
         view.wait_for(state="attached", timeout=180_000)
         view.locator(".js-plotly-plot .main-svg").first.wait_for(state="attached", timeout=60_000)
+        # let the whole chapter finish: a slider move is queued behind running cells
+        page.wait_for_function(
+            "() => !Array.from(document.querySelectorAll('.jp-InputArea-prompt'))"
+            ".some(p => p.textContent.includes('*'))", timeout=300_000)
         view.scroll_into_view_if_needed()
         plot = view.locator(".js-plotly-plot").first.element_handle()
         before = plot.evaluate(DATA_JS)
         handle = view.locator(".widget-slider .noUi-handle").first
-        handle.focus()
-        for _ in range(25):
-            page.keyboard.press("ArrowRight")
-        page.wait_for_function(f"([el, old]) => ({DATA_JS})(el) !== old",
-                               arg=[plot, before], timeout=60_000)
+        readout = view.locator(".widget-readout").first
+        start = readout.text_content()
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        for attempt in range(6):  # keyboard moves of the first slider; the kernel recomputes
+            handle.focus()
+            for _ in range(10):
+                page.keyboard.press("ArrowRight" if attempt % 2 == 0 else "ArrowLeft")
+            try:
+                page.wait_for_function(f"([el, old]) => ({DATA_JS})(el) !== old",
+                                       arg=[plot, before], timeout=20_000)
+                break
+            except PlaywrightTimeout:
+                continue
+        else:
+            pytest.fail(f"live figure did not change: slider readout {start!r} -> "
+                        f"{readout.text_content()!r}")
         page.wait_for_timeout(500)
         page.screenshot(path=str(screenshot_dir / "lab-live.png"))
     finally:
