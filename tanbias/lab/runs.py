@@ -1,0 +1,268 @@
+"""Training-run folders: configs, atomic writes, manifests, and loading with integrity checks (ch 7, 8).
+
+A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)::
+
+    config.json       the validated config (committed)
+    metrics.jsonl     append-only log: one JSON record per training step, then the
+                      evaluation record (committed; fsync after every line)
+    token_counts.npy  counts of every token id in the training stream the run consumed
+    alignment.csv     tidy table: one row per (step, layer, bucket, proxy)   (committed)
+    radius.csv        per-token concentration radius per (step, layer)      (committed)
+    radius_corr.csv   frequency-radius correlations per (step, layer)       (committed)
+    summary.json      evaluation vs unigram baseline, timings               (committed)
+    views.json        per-layer numbers of the trained views of chapters 5, 6 (committed)
+    manifest.json     config, seed, versions, git commit, sha256 of every committed file
+    work/             checkpoint + raw probe captures (git-ignored, large)
+
+Every committed file is listed with its checksum in ``manifest.json``;
+:func:`load_run` refuses a missing or altered file with a
+:class:`~tanbias.errors.CorruptFileError` that names the file and the command
+that regenerates it.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tanbias.errors import CorruptFileError, ParameterError
+
+__all__ = ["RUNS_DIR", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
+           "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
+           "COMMITTED_FILES", "regenerate_command", "list_runs"]
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
+COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
+                   "radius.csv", "radius_corr.csv", "summary.json", "views.json")
+
+
+def run_dir(run) -> Path:
+    """Folder of a run given its name (under :data:`RUNS_DIR`) or a path to it."""
+    p = Path(run)
+    if p.is_dir() or len(p.parts) > 1:
+        return p
+    return RUNS_DIR / str(run)
+
+
+def list_runs(runs_dir=None) -> list[str]:
+    """Names of the runs that have a manifest under ``runs_dir`` (default :data:`RUNS_DIR`)."""
+    d = Path(runs_dir) if runs_dir is not None else RUNS_DIR
+    return sorted(p.parent.name for p in d.glob("*/manifest.json"))
+
+
+def regenerate_command(run, fresh: bool = True) -> str:
+    """The shell command that rebuilds a run folder from its config."""
+    d = run_dir(run)
+    try:
+        rel = d.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        rel = d
+    return f"python -m tanbias.lab train {rel / 'config.json'}" + (" --fresh" if fresh else "")
+
+
+# --------------------------------------------------------------------------- writing
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temp file in the same folder, fsync, os.replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; committed files should be world-readable
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_save_npz(path, **arrays) -> None:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def append_jsonl(path, record: dict) -> None:
+    """Append one JSON line and fsync: a record that was logged survives a kill."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_jsonl(path) -> list[dict]:
+    """Records of a JSONL log; a torn last line (killed mid-write) is dropped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break  # torn final line of a killed run
+            raise CorruptFileError(path, regenerate_command(path.parent),
+                                   f"line {i + 1} is not valid JSON") from None
+    return out
+
+
+def sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _git_commit() -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--", "tanbias"], cwd=ROOT,
+                                    capture_output=True, text=True, timeout=10).stdout.strip())
+    except Exception:  # no git: the manifest says so
+        commit, dirty = None, None
+    return {"commit": commit, "package_dirty": dirty}
+
+
+def write_manifest(run, config: dict, extra: dict | None = None) -> dict:
+    """Write ``manifest.json``: config, seed, versions, git commit, checksums of committed files."""
+    import tanbias
+    d = run_dir(run)
+    try:
+        import torch
+        import transformers
+        versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+    except ImportError:
+        versions = {}
+    files = {name: {"sha256": sha256(d / name), "bytes": (d / name).stat().st_size}
+             for name in COMMITTED_FILES if (d / name).exists()}
+    manifest = {
+        "run": d.name, "config": config, "seed": config.get("seed"),
+        "package_version": tanbias.__version__, "git": _git_commit(),
+        "python": sys.version.split()[0], "platform": platform.platform(), **versions,
+        "files": files,
+        "commands": {"train": regenerate_command(d, fresh=True),
+                     "probe": f"python -m tanbias.lab probe {d.name}",
+                     "reproduce": f"python -m tanbias.lab reproduce {d.name}"},
+        **(extra or {}),
+    }
+    atomic_write_text(d / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+# --------------------------------------------------------------------------- loading
+def verify_run(run) -> dict:
+    """Check every file listed in the run's manifest against its sha256.
+
+    Returns
+    -------
+    dict
+        The manifest.
+
+    Raises
+    ------
+    CorruptFileError
+        Naming the missing/altered file and the command that regenerates it.
+    """
+    d = run_dir(run)
+    regen = regenerate_command(d)
+    path = d / "manifest.json"
+    if not path.is_file():
+        raise CorruptFileError(path, regen, "manifest is missing")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CorruptFileError(path, regen, f"not a valid manifest: {exc}") from None
+    for name, entry in files.items():
+        f = d / name
+        if not f.is_file():
+            raise CorruptFileError(f, regen, "file is missing")
+        if sha256(f) != entry["sha256"]:
+            raise CorruptFileError(f, regen, "sha256 does not match manifest.json")
+    return manifest
+
+
+@dataclass
+class RunData:
+    """A committed run, loaded and verified."""
+    name: str
+    path: Path
+    manifest: dict
+    config: dict
+    metrics: "object"        # pandas.DataFrame, one row per training step
+    evaluation: dict
+    summary: dict
+    alignment: "object"      # pandas.DataFrame, tidy
+    radius: "object"         # pandas.DataFrame
+    radius_corr: "object"    # pandas.DataFrame
+    token_counts: np.ndarray
+
+
+def load_run(run) -> RunData:
+    """Load a run folder after verifying its checksums (:func:`verify_run`).
+
+    Parameters
+    ----------
+    run : str or path
+        Run name under ``data/runs`` (e.g. ``"decoder-natural-s0"``) or a folder.
+
+    Raises
+    ------
+    CorruptFileError
+        A file is missing, altered or unreadable (the message names it and the
+        command that regenerates it).
+    """
+    import pandas as pd
+
+    d = run_dir(run)
+    manifest = verify_run(d)
+    regen = regenerate_command(d)
+
+    def table(name):
+        try:
+            return pd.read_csv(d / name)
+        except Exception as exc:
+            raise CorruptFileError(d / name, regen, f"unreadable CSV: {exc}") from None
+
+    records = read_jsonl(d / "metrics.jsonl")
+    steps = [r for r in records if r.get("type") == "step"]
+    evals = [r for r in records if r.get("type") == "eval"]
+    try:
+        counts = np.load(d / "token_counts.npy")
+    except Exception as exc:
+        raise CorruptFileError(d / "token_counts.npy", regen, f"unreadable: {exc}") from None
+    return RunData(name=d.name, path=d, manifest=manifest, config=manifest["config"],
+                   metrics=pd.DataFrame(steps), evaluation=evals[-1] if evals else {},
+                   summary=json.loads((d / "summary.json").read_text()),
+                   alignment=table("alignment.csv"), radius=table("radius.csv"),
+                   radius_corr=table("radius_corr.csv"), token_counts=counts)
+
+
+def _check_run_name(name: str) -> str:
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise ParameterError(f"name={name!r} is not allowed: valid range is a folder name such as "
+                             "'encoder-natural-s0'. Use kind-regime-sSEED.")
+    return name

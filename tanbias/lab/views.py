@@ -1,0 +1,466 @@
+"""Figures and summaries of committed training runs (chapter 7; trained views for chapters 5, 6).
+
+Everything here reads committed run folders (:func:`tanbias.lab.runs.load_run`)
+and never trains; the one exception is :func:`smoke_pipeline`, which runs the
+whole lab (train + probe + analysis) at smoke size in seconds, for the chapter.
+
+* :func:`alignment_interactive` — enrichment or excess ΔIsoScore* against the
+  training step, sliders over layer, bucket and metric;
+* :func:`layer_interactive` — the same by layer, slider over the training step;
+* :func:`radius_interactive` — concentration radius against token frequency;
+* :func:`trained_attention_view` (chapter 5) and :func:`trained_depth_view`
+  (chapter 6) — the chapters' simulated pictures redrawn from a trained model,
+  from ``views.json`` (written by :func:`compute_views` at the end of a run).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tanbias.lab import runs
+
+__all__ = ["DEFAULT_RUNS", "load_runs", "run_summary", "alignment_interactive", "layer_interactive",
+           "radius_interactive", "loss_figure", "compute_views", "trained_attention_view",
+           "trained_depth_view", "smoke_pipeline"]
+
+DEFAULT_RUNS = ("encoder-natural-s0", "decoder-natural-s0")
+COLORS = {"encoder": "#0072B2", "decoder": "#D55E00"}
+DASH = {"frozen": "solid", "refit": "dash", "local": "dot"}
+PROXY_LABEL = {"frozen": "global PCA, frozen at 30 %", "refit": "global PCA, refit each step",
+               "local": "local (per-token) PCA"}
+
+
+def load_runs(names=DEFAULT_RUNS) -> dict:
+    """``{name: RunData}`` of committed runs (checksums verified)."""
+    return {n: runs.load_run(n) for n in names}
+
+
+def run_summary(loaded: dict, early_frac: float = 0.3):
+    """One row per (run, proxy): enrichment and excess ΔIsoScore* early vs late, sanity numbers.
+
+    "early" averages the probe steps with ``frac <= early_frac`` except step 0
+    (the untrained model), "late" is the last probe step; both average over
+    layers, bucket ``all``.
+    """
+    import pandas as pd
+
+    rows = []
+    for name, r in loaded.items():
+        a = r.alignment[r.alignment["bucket"] == "all"].copy()
+        a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
+        last = a["step"].max()
+        corr = r.radius_corr
+        for proxy, g in a.groupby("proxy", sort=False):
+            early = g[(g["frac"] <= early_frac) & (g["step"] > 0)]
+            late = g[g["step"] == last]
+            init = g[g["step"] == 0]
+            rows.append({
+                "run": name, "kind": r.config["kind"], "proxy": proxy,
+                "enrichment_init": init["enrichment"].mean(),
+                "enrichment_early": early["enrichment"].mean(),
+                "enrichment_late": late["enrichment"].mean(),
+                "p_energy_late_max": late["p_energy"].max(),
+                "excess_iso_early": early["excess_iso"].mean(),
+                "excess_iso_late": late["excess_iso"].mean(),
+                "p_iso_late_max": late["p_iso"].max(),
+                "spearman_late": corr[corr["step"] == corr["step"].max()]["spearman"].mean(),
+                "pearson_late": corr[corr["step"] == corr["step"].max()]["pearson"].mean(),
+                "eval_loss": r.evaluation.get("loss"), "unigram_loss": r.evaluation.get("unigram_loss"),
+                "eval_accuracy": r.evaluation.get("accuracy"),
+                "train_seconds": r.summary.get("train_seconds"),
+                "tokens_per_s": r.summary.get("tokens_per_s")})
+    return pd.DataFrame(rows)
+
+
+def _fig(title, x, y):
+    import plotly.graph_objects as go
+
+    from tanbias.figures import labelled
+    fig = go.Figure()
+    return fig, (lambda f: labelled(f, title, x, y, legend="model, proxy"))
+
+
+def loss_figure(loaded: dict):
+    """Training loss per step for each run, with its unigram baseline (dotted)."""
+    import plotly.graph_objects as go
+    fig, label = _fig("Training loss (per step) against the unigram baseline", "training step",
+                      "cross-entropy [nats/token]")
+    for name, r in loaded.items():
+        k = r.config["kind"]
+        m = r.metrics
+        fig.add_trace(go.Scatter(x=m["step"], y=m["loss"], name=f"{name} (train)", mode="lines",
+                                 line=dict(color=COLORS[k])))
+        if r.evaluation:
+            fig.add_trace(go.Scatter(x=[0, m["step"].max()], y=[r.evaluation["unigram_loss"]] * 2,
+                                     name=f"{name}: unigram baseline", mode="lines",
+                                     line=dict(color=COLORS[k], dash="dot")))
+            fig.add_trace(go.Scatter(x=[m["step"].max()], y=[r.evaluation["loss"]], mode="markers",
+                                     name=f"{name}: held-out loss", marker=dict(color=COLORS[k], size=10,
+                                                                                 symbol="diamond")))
+    return label(fig)
+
+
+def _metric_columns(metric):
+    return {"enrichment": ("enrichment", "energy enrichment E(Q<sub>T</sub>) / mean E(controls)"),
+            "excess ΔIsoScore*": ("excess_iso", "ΔIsoScore*(proxy) − mean ΔIsoScore*(controls)")}[metric]
+
+
+def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")):
+    """Interactive: a metric against the training step; sliders layer, bucket, metric.
+
+    Returns
+    -------
+    tanbias.interactive.Interactive
+    """
+    import plotly.graph_objects as go
+
+    from tanbias.interactive import Interactive, Param
+
+    tables = {}
+    for name, r in loaded.items():
+        a = r.alignment.copy()
+        a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
+        tables[name] = a
+    any_a = next(iter(tables.values()))
+    L = int(any_a["layer"].max())
+    buckets = tuple(dict.fromkeys(any_a["bucket"]))
+
+    def compute(layer, bucket, metric):
+        col, _ = _metric_columns(metric)
+        out = {}
+        for name, a in tables.items():
+            for proxy in proxies:
+                g = a[(a["layer"] == layer) & (a["bucket"] == bucket) & (a["proxy"] == proxy)]
+                g = g.sort_values("step")
+                out[name, proxy] = (g["step"].to_numpy() + 1, g[col].to_numpy())
+        return out
+
+    def figure(data, layer, bucket, metric):
+        _, ylab = _metric_columns(metric)
+        fig, label = _fig(f"{metric} against training, layer {layer}, tokens: {bucket}",
+                          "training step + 1 [log]", ylab)
+        for (name, proxy), (x, y) in data.items():
+            kind = loaded[name].config["kind"]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {PROXY_LABEL[proxy]}",
+                                     line=dict(color=COLORS[kind], dash=DASH[proxy]), marker=dict(size=5)))
+        ref = 1.0 if metric == "enrichment" else 0.0
+        fig.add_hline(y=ref, line=dict(color="grey", width=1))
+        fig.update_xaxes(type="log")
+        return label(fig)
+
+    return Interactive(
+        params=[Param("layer", "layer (0 = embeddings)", 0, L, default=L // 2 + 1 if L > 1 else 0,
+                      integer=True, steps=L + 1),
+                Param("bucket", "frequency bucket", options=buckets),
+                Param("metric", "metric", options=("enrichment", "excess ΔIsoScore*"))],
+        compute=compute, figure=figure, title="Gradient-tangent alignment during training",
+        caption="Each point is one probe step (log-spaced, step 0 = untrained model). Grey line: "
+                "what a random subspace gives (enrichment 1, excess 0). Solid: the paper's proxy "
+                "(PCA of activations from the first 30 % of training, frozen); dashed: refit at "
+                "each step; dotted: per-token local PCA.",
+        name="ch7-alignment-vs-step", height=520)
+
+
+def layer_interactive(loaded: dict, proxy: str = "frozen"):
+    """Interactive: enrichment against the layer, one curve per run and bucket; slider: step."""
+    import plotly.graph_objects as go
+
+    from tanbias.interactive import Interactive, Param
+
+    tables = {n: r.alignment[r.alignment["proxy"] == proxy] for n, r in loaded.items()}
+    steps = sorted(set.intersection(*(set(t["step"]) for t in tables.values())))
+    buckets = [b for b in dict.fromkeys(next(iter(tables.values()))["bucket"]) if b != "all"]
+    dashes = ["solid", "dash", "dot", "dashdot"]
+
+    def compute(step):
+        return {(n, b): t[(t["step"] == step) & (t["bucket"] == b)].sort_values("layer")
+                [["layer", "enrichment"]].to_numpy().T for n, t in tables.items() for b in buckets}
+
+    def figure(data, step):
+        fig, label = _fig(f"Enrichment by layer and frequency bucket at step {step} ({PROXY_LABEL[proxy]})",
+                          "layer (0 = embeddings)", "enrichment [log]")
+        for (n, b), (x, y) in data.items():
+            kind = loaded[n].config["kind"]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {b}",
+                                     line=dict(color=COLORS[kind], dash=dashes[buckets.index(b) % 4])))
+        fig.add_hline(y=1.0, line=dict(color="grey", width=1))
+        fig.update_yaxes(type="log")
+        return label(fig)
+
+    return Interactive(
+        params=[Param("step", "training step", options=tuple(int(s) for s in steps),
+                      default=int(steps[-1]))],
+        compute=compute, figure=figure, title="Enrichment by layer and frequency bucket",
+        caption="Buckets hold equal shares of the token occurrences: q1 a few dozen very frequent "
+                "types, the last one the long tail. Move the step to see when the pattern forms.",
+        name="ch7-alignment-by-layer", height=480)
+
+
+def radius_interactive(loaded: dict):
+    """Interactive: each frequent token's concentration radius against its frequency; sliders layer, step."""
+    import plotly.graph_objects as go
+
+    from tanbias.interactive import Interactive, Param
+
+    rad = {n: r.radius for n, r in loaded.items()}
+    corr = {n: r.radius_corr for n, r in loaded.items()}
+    any_r = next(iter(rad.values()))
+    L = int(any_r["layer"].max())
+    steps = sorted(set.intersection(*(set(t["step"]) for t in rad.values())))
+    show = tuple(int(s) for s in steps[:: max(1, len(steps) // 6)]) + ((int(steps[-1]),) if
+                                                                      steps[-1] not in steps[:: max(1, len(steps) // 6)] else ())
+
+    def compute(layer, step):
+        out = {}
+        for n, t in rad.items():
+            g = t[(t["layer"] == layer) & (t["step"] == step) & (t["radius"] > 0)]
+            c = corr[n][(corr[n]["layer"] == layer) & (corr[n]["step"] == step)]
+            med = float(np.median(g["radius"])) if len(g) else 1.0
+            out[n] = (g["corpus_count"].to_numpy(), g["radius"].to_numpy() / med,
+                      float(c["spearman"].iloc[0]) if len(c) else float("nan"))
+        return out
+
+    def figure(data, layer, step):
+        txt = ", ".join(f"{loaded[n].config['kind']} ρ = {s:+.2f}" for n, (_, _, s) in data.items())
+        fig, label = _fig(f"Concentration radius vs frequency, layer {layer}, step {step}: Spearman {txt}",
+                          "token count in the run's training stream [log]",
+                          "radius / median radius [log]")
+        for n, (x, y, _) in data.items():
+            kind = loaded[n].config["kind"]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=kind,
+                                     marker=dict(color=COLORS[kind], size=6, opacity=0.7)))
+        fig.update_xaxes(type="log")
+        fig.update_yaxes(type="log")
+        return label(fig)
+
+    return Interactive(
+        params=[Param("layer", "layer (0 = embeddings)", 0, L, default=L, integer=True, steps=L + 1),
+                Param("step", "training step", options=show, default=show[-1])],
+        compute=compute, figure=figure, title="Frequency and concentration radius",
+        caption="One point per token type with at least min_count occurrences in the probed batch: "
+                "the RMS distance of its occurrences to their centroid (divided by the median over "
+                "tokens, so layers are comparable). The paper reports a negative correlation "
+                "(about −0.5 for decoders): frequent tokens concentrate more tightly.",
+        name="ch7-radius", height=480)
+
+
+# --------------------------------------------------------------------------- trained views (ch 5, 6)
+def compute_views(run, n_tokens: int = 200, attn_tokens: int = 6, min_count: int | None = None) -> dict:
+    from tanbias.lab.probe import single_thread_blas
+    with single_thread_blas():
+        return _compute_views(run, n_tokens, attn_tokens, min_count)
+
+
+def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
+    """Write ``views.json``: per-layer numbers for the chapter-5/6 views, from the final model.
+
+    * attention (chapter 5): at each block ``l``, the input of its attention
+      (``input_layernorm(h_{l-1})`` at the last probe step), for the
+      ``attn_tokens`` most frequent token types: centroid ``mu``, local tangent
+      proxy (rank ``local_rank`` PCA), normal = its orthogonal complement; the
+      key-centred RMS of the bilinear score terms of head 0 (RoPE ignored: the
+      scores at relative position 0) and the attention change when the tangent
+      or the normal part is removed, averaged over the token types;
+    * depth (chapter 6): per probe step in {first, ~30 %, last} and layer, the
+      tangent and normal norms of ``n_tokens`` centred activations with respect
+      to that layer's frozen global proxy, and the normal share of the stream.
+
+    Needs the run's ``work/`` folder (final checkpoint and captures).
+    """
+    import torch
+
+    from tanbias import alignment as al
+    from tanbias import attention as att
+    from tanbias.lab.probe import load_capture, probe_steps
+    from tanbias.lab.train import _setup, capture_path, validate_config
+
+    d = runs.run_dir(run)
+    regen = runs.regenerate_command(d)
+    cfg = validate_config(json.loads((d / "config.json").read_text()))
+    pc = cfg["probe"]
+    min_count = max(pc["min_count"], 2 * pc["local_rank"] + 2) if min_count is None else int(min_count)
+    steps = probe_steps(cfg["steps"], pc["n_steps"])
+    caps = {s: load_capture(capture_path(d, s), regen) for s in steps}
+    _, model, _, _ = _setup(cfg)
+    ck = torch.load(d / "work" / "ckpt.pt", map_location="cpu", weights_only=False)
+    model.load_state_dict(ck["model"])
+    model.eval()
+    last = caps[steps[-1]]
+    ids = last.get("input_ids", last["token_ids"]).astype(np.int64)
+    uniq, cnt = np.unique(ids[ids >= 5], return_counts=True)
+    top = uniq[np.argsort(-cnt)][:attn_tokens]
+    top = [t for t in top if (ids == t).sum() >= min_count] or \
+        [t for t in top if (ids == t).sum() >= pc["local_rank"] + 2]    # tiny (smoke) captures
+    attention = []
+    layers = model.model.layers
+    n_heads = model.config.num_attention_heads
+    dh = model.config.hidden_size // n_heads
+    for l, block in enumerate(layers, start=1):
+        h = torch.from_numpy(last["acts"][l - 1].astype(np.float32))
+        with torch.no_grad():
+            x = block.input_layernorm(h).double().numpy()
+        W_Q = block.self_attn.q_proj.weight.detach().double().numpy()[:dh]
+        W_K = block.self_attn.k_proj.weight.detach().double().numpy()[:dh]
+        rms_acc, tv_t, tv_n, radii = [], [], [], []
+        for t in top:
+            xt = x[ids == t]
+            mu = xt.mean(axis=0)
+            T = al.pca_basis(xt, pc["local_rank"])
+            full = np.linalg.svd(np.eye(len(mu)) - T @ T.T)[0][:, :len(mu) - T.shape[1]]
+            terms = att.score_decomposition(xt, mu, T, full, W_Q, W_K)
+            rms_acc.append(att.key_centred_rms(terms))
+            e = att.removal_effect(xt, mu, T, full, W_Q, W_K)
+            tv_t.append(e["tangent"])
+            tv_n.append(e["normal"])
+            radii.append(float(np.sqrt(np.mean(np.sum((xt - mu) ** 2, axis=1)))))
+        attention.append({"layer": l, "rms": {k: float(np.mean([r[k] for r in rms_acc])) for k in att.KEY_TERMS},
+                          "tv_tangent": float(np.mean(tv_t)), "tv_normal": float(np.mean(tv_n)),
+                          "t": float(np.mean(radii)), "n_types": len(top)})
+    # depth: frozen proxy per layer, as in the analysis
+    fit = [s for s in steps if s <= pc["fit_fraction"] * cfg["steps"]] or steps[:1]
+    L1 = last["acts"].shape[0]
+    frozen = []
+    for layer in range(L1):
+        pooled = np.concatenate([caps[s]["acts"][layer].astype(np.float64) for s in fit])
+        if len(pooled) > 16384:
+            pooled = pooled[np.random.default_rng(0).choice(len(pooled), 16384, replace=False)]
+        frozen.append(al.pca_basis(pooled, pc["rank"]))
+    pick = sorted({steps[0], min(steps, key=lambda s: abs(s - pc["fit_fraction"] * cfg["steps"])), steps[-1]})
+    depth = []
+    for s in pick:
+        tan, nor, share = [], [], []
+        for layer in range(L1):
+            X = caps[s]["acts"][layer].astype(np.float64)
+            Xc = X - X.mean(axis=0)
+            pt = Xc @ frozen[layer]
+            et = np.sum(pt ** 2, axis=1)
+            en = np.maximum(np.sum(Xc ** 2, axis=1) - et, 0)
+            tan.append(np.sqrt(et[:n_tokens]).round(5).tolist())
+            nor.append(np.sqrt(en[:n_tokens]).round(5).tolist())
+            share.append(float(en.sum() / (en.sum() + et.sum())))
+        depth.append({"step": int(s), "tangent": tan, "normal": nor, "normal_share": share})
+    views = {"run": d.name, "rank": pc["rank"], "local_rank": pc["local_rank"],
+             "attention_step": int(steps[-1]), "attention": attention, "depth": depth}
+    runs.atomic_write_text(d / "views.json", json.dumps(views) + "\n")
+    return views
+
+
+def _views(run) -> dict:
+    d = runs.run_dir(run)
+    runs.verify_run(d)
+    p = d / "views.json"
+    if not p.is_file():
+        from tanbias.errors import CorruptFileError
+        raise CorruptFileError(p, f"python -m tanbias.lab probe {d.name}", "views file is missing")
+    return json.loads(p.read_text())
+
+
+def trained_attention_view(run="decoder-natural-s0"):
+    """Chapter 5's score-term bars, from a trained model: slider over the block.
+
+    Returns
+    -------
+    tanbias.interactive.Interactive
+    """
+    from tanbias import attention as att
+    from tanbias.interactive import Interactive, Param
+
+    v = _views(run)
+    by_layer = {a["layer"]: a for a in v["attention"]}
+    L = max(by_layer)
+
+    def compute(layer):
+        return by_layer[layer]
+
+    def figure(data, layer):
+        title = (f"Trained {v['run']}, block {layer}, head 0: removing n moves the attention by "
+                 f"{data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
+        return att.softmax_terms_figure(data, title=title)
+
+    return Interactive(
+        params=[Param("layer", "block", 1, L, default=1, integer=True, steps=L)],
+        compute=compute, figure=figure, title="Score terms in a trained model",
+        caption=(f"The same bars as above, from the trained {v['run']} (last probe step): queries and "
+                 f"keys are the occurrences of its {v['attention'][0]['n_types']} most frequent token "
+                 f"types at each block's attention input; μ is the token's centroid, v its part in the "
+                 f"token's own rank-{v['local_rank']} PCA (local tangent proxy), n everything else "
+                 "(so n is not small here). Scores at relative position 0 (RoPE ignored). The 'orders "
+                 "in t' of the labels belong to the simulated manifold, not to this data."),
+        name="ch5-trained-attention", height=460)
+
+
+def trained_depth_view(run="decoder-natural-s0"):
+    """Chapter 6's residual-stream picture, from a trained model: sliders layer and step.
+
+    Tangent = the layer's frozen global proxy (rank-``r`` PCA of activations from
+    the first 30 % of training), normal = its complement.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from tanbias.interactive import Interactive, Param
+
+    v = _views(run)
+    by_step = {d["step"]: d for d in v["depth"]}
+    steps = tuple(sorted(by_step))
+    L = len(v["depth"][0]["normal_share"]) - 1
+
+    def compute(layer, step):
+        d = by_step[step]
+        return {"t0": d["tangent"][0], "n0": d["normal"][0], "t": d["tangent"][layer],
+                "n": d["normal"][layer], "share": d["normal_share"]}
+
+    def figure(data, layer, step):
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
+                            subplot_titles=["tokens: tangent vs normal norm", "normal share of the stream"])
+        fig.add_trace(go.Scatter(x=data["t0"], y=data["n0"], mode="markers", name="tokens at layer 0",
+                                 marker=dict(size=5, color="#BBBBBB")), 1, 1)
+        fig.add_trace(go.Scatter(x=data["t"], y=data["n"], mode="markers", name="tokens at the chosen layer",
+                                 marker=dict(size=6, color="#0072B2", opacity=0.7)), 1, 1)
+        fig.add_trace(go.Scatter(x=list(range(L + 1)), y=data["share"], mode="lines+markers",
+                                 name="normal share", line=dict(color="#D55E00")), 1, 2)
+        fig.add_trace(go.Scatter(x=[layer], y=[data["share"][layer]], mode="markers", name="chosen layer",
+                                 marker=dict(size=11, color="black")), 1, 2)
+        fig.update_xaxes(title_text="||P<sub>T</sub>(h − mean)|| [log]", type="log", row=1, col=1)
+        fig.update_yaxes(title_text="||P<sub>N</sub>(h − mean)|| [log]", type="log", row=1, col=1)
+        fig.update_xaxes(title_text="layer (0 = embeddings)", row=1, col=2)
+        fig.update_yaxes(title_text="normal share", row=1, col=2)
+        fig.update_layout(title=dict(text=f"Trained {v['run']}, step {step}, layer {layer}: normal share "
+                                          f"{data['share'][layer]:.2f} (rank-{v['rank']} proxy)"),
+                          legend=dict(orientation="h", x=0.0, y=1.09, yanchor="bottom"), margin=dict(t=150))
+        return fig
+
+    return Interactive(
+        params=[Param("layer", "layer l", 0, L, default=L, integer=True, steps=L + 1),
+                Param("step", "training step", options=steps, default=steps[-1])],
+        compute=compute, figure=figure, title="Residual stream of a trained model",
+        caption=(f"As in the simulated stack above, but from {v['run']}: each layer's tangent proxy is "
+                 f"the rank-{v['rank']} PCA of its activations early in training, 'normal' is the rest "
+                 f"of R^D. Here the normal part is most of the energy (D is large and r small): compare "
+                 "the share across layers and steps, not with the simulation's absolute values."),
+        name="ch6-trained-depth", height=540)
+
+
+# --------------------------------------------------------------------------- live smoke pipeline
+def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:
+    """Train + probe + analyse a smoke-size model in a temp folder; return tables and timing."""
+    import tempfile
+    import time
+
+    import pandas as pd
+
+    from tanbias.lab.train import train
+
+    cfg = {"name": f"{kind}-smoke", "kind": kind, "size": "smoke", "steps": int(steps), "languages": ["en"],
+           "checkpoint_every": int(steps), "eval_batches": 1,
+           "probe": {"n_steps": 4, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4}}
+    tmp = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="tanbias-smoke-"))
+    t0 = time.perf_counter()
+    summary = train(cfg, out_dir=tmp / cfg["name"], fresh=True, progress=False)
+    seconds = time.perf_counter() - t0
+    data = runs.load_run(tmp / cfg["name"])
+    return {"summary": summary, "seconds": seconds, "alignment": data.alignment,
+            "radius_corr": data.radius_corr, "metrics": data.metrics, "path": tmp / cfg["name"],
+            "table": pd.DataFrame(data.alignment)}

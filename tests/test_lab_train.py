@@ -1,0 +1,153 @@
+"""Training runs: end to end at smoke size, resume after interruption and kill, integrity, configs."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab import runs
+from tanbias.lab.probe import analyse_run
+from tanbias.lab.train import Interrupted, reproduce, train, validate_config
+
+ROOT = runs.ROOT
+
+SMOKE = {"name": "smoke-test", "kind": "encoder", "size": "smoke", "steps": 12, "checkpoint_every": 4,
+         "eval_batches": 2,
+         "probe": {"n_steps": 5, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4}}
+
+
+def _losses(d):
+    return [r["loss"] for r in runs.read_jsonl(d / "metrics.jsonl") if r["type"] == "step"]
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("runs") / "smoke-test"
+    summary = train(SMOKE, out_dir=d, fresh=True, progress=False)
+    return d, summary
+
+
+def test_smoke_train_and_probe_end_to_end(smoke_run):
+    d, summary = smoke_run
+    data = runs.load_run(d)               # verifies every checksum of the manifest
+    assert len(data.metrics) == 12 and np.isfinite(data.metrics["loss"]).all()
+    assert data.evaluation["unigram_loss"] > 0 and "accuracy" in data.evaluation
+    assert summary["probe_steps"][0] == 0 and summary["probe_steps"][-1] == 11
+    a = data.alignment
+    assert set(a["proxy"]) == {"frozen", "refit", "local"}
+    assert set(a["step"]) == set(summary["probe_steps"])
+    assert set(a["layer"]) == {0, 1, 2}          # embedding + 2 blocks
+    assert "all" in set(a["bucket"]) and any(b.startswith("q1") for b in a["bucket"])
+    assert a["p_energy"].between(1 / 21 - 1e-6, 1).all()   # CSV keeps 6 digits
+    assert np.isfinite(a["enrichment"]).all()
+    assert len(data.radius_corr) == 5 * 3
+    m = data.manifest
+    assert m["seed"] == 0 and m["package_version"] and "git" in m
+    assert set(m["files"]) >= {"alignment.csv", "metrics.jsonl", "config.json"}
+    assert not (d / "work" / "probe").exists() or len(list((d / "work" / "probe").glob("*.npz"))) == 5
+
+
+def test_resume_after_interruption_gives_identical_metrics(smoke_run, tmp_path):
+    ref, _ = smoke_run
+    d = tmp_path / "smoke-test"
+    with pytest.raises(Interrupted):
+        train(SMOKE, out_dir=d, fresh=True, progress=False, analyse=False, stop_after=7)
+    assert len(_losses(d)) == 7              # steps 4-6 are logged but after the checkpoint at 4
+    summary = train(SMOKE, out_dir=d, progress=False)
+    assert summary["resume_mismatches"] == 0
+    assert _losses(d) == _losses(ref)        # nothing lost, nothing duplicated, bit-identical
+    a, b = pd.read_csv(ref / "alignment.csv"), pd.read_csv(d / "alignment.csv")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_resume_after_sigkill(smoke_run, tmp_path):
+    ref, _ = smoke_run
+    d = tmp_path / "smoke-test"
+    cfg = tmp_path / "smoke.json"
+    cfg.write_text(json.dumps(SMOKE))
+    cmd = [sys.executable, "-m", "tanbias.lab", "train", str(cfg), "--out", str(d), "--no-progress"]
+    env = dict(os.environ, TANBIAS_KILL_AFTER_STEP="6")
+    killed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert len(_losses(d)) == 6 and not (d / "manifest.json").exists()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _losses(d) == _losses(ref)
+    pd.testing.assert_frame_equal(pd.read_csv(ref / "alignment.csv"), pd.read_csv(d / "alignment.csv"))
+
+
+def test_corrupt_or_missing_files_are_refused_with_the_regenerate_command(smoke_run, tmp_path):
+    ref, _ = smoke_run
+    d = tmp_path / "smoke-test"
+    shutil.copytree(ref, d)
+    with open(d / "alignment.csv", "a") as f:
+        f.write("garbage\n")
+    with pytest.raises(CorruptFileError) as err:
+        runs.load_run(d)
+    assert "alignment.csv" in str(err.value) and "sha256" in str(err.value)
+    assert "python -m tanbias.lab train" in err.value.regenerate
+    (d / "summary.json").unlink()
+    shutil.copy(ref / "alignment.csv", d / "alignment.csv")
+    with pytest.raises(CorruptFileError, match="summary.json.*missing"):
+        runs.load_run(d)
+    cap = sorted((d / "work" / "probe").glob("*.npz"))[1]
+    cap.write_bytes(cap.read_bytes()[:100])   # truncated capture
+    with pytest.raises(CorruptFileError) as err:
+        analyse_run(d, progress=False)
+    assert cap.name in str(err.value) and "--fresh" in err.value.regenerate
+
+
+@pytest.mark.parametrize("override,match", [
+    ({"lr": 0}, r"lr=0 is out of range: valid range is \(0, inf\)"),
+    ({"lr": -1e-3}, r"lr=-0.001 is out of range"),
+    ({"probe": {"rank": 0}}, r"probe.rank=0 is out of range: valid range is \[1, 16\]"),
+    ({"probe": {"rank": 32}}, r"probe.rank=32 is out of range: valid range is \[1, 16\]"),
+    ({"probe": {"layers": [3]}}, r"probe.layers=3 is out of range: valid range is \[0, 2\]"),
+    ({"steps": 1}, r"steps=1 is out of range"),
+    ({"kind": "seq2seq"}, r"kind"),
+    ({"colour": 1}, r"colour=1 is not allowed"),
+])
+def test_bad_config_values_raise_parameter_error(override, match):
+    cfg = {**SMOKE, **override}
+    if "probe" in override:
+        cfg["probe"] = {**SMOKE["probe"], **override["probe"]}
+    with pytest.raises(ParameterError, match=match):
+        validate_config(cfg)
+
+
+def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke_run, monkeypatch):
+    ref, _ = smoke_run
+    res = reproduce(ref, steps=3, progress=False)
+    assert res["ok"], res["failures"]
+    assert res["compared"]["steps"] == 3 and res["max_loss_diff"] <= 1e-4
+    import tanbias.lab.train as tr
+    monkeypatch.setitem(tr.REPRODUCE_TOLERANCE, "loss_atol", -1.0)   # nothing can pass
+    assert not reproduce(ref, steps=2, progress=False)["ok"]
+
+
+def test_trained_views_for_chapters_5_and_6(smoke_run):
+    from tanbias.lab.views import trained_attention_view, trained_depth_view
+    d, _ = smoke_run
+    assert "views.json" in runs.load_run(d).manifest["files"]
+    att = trained_attention_view(d)
+    assert len(att.static_dict()["frames"]) == 2              # one per block
+    data = att.compute(layer=1)
+    assert set(data["rms"]) == {"mu_v", "mu_n", "v_v", "v_n", "n_v", "n_n"}
+    assert 0 <= data["tv_normal"] <= 1 and 0 <= data["tv_tangent"] <= 1
+    depth = trained_depth_view(d)
+    share = depth.compute(layer=0, step=depth.params[1].options[-1])["share"]
+    assert len(share) == 3 and all(0 <= s <= 1 for s in share)
+
+
+def test_bench_lab_reports_overhead_ratios():
+    from tanbias.lab import bench_lab
+    b = bench_lab(size="smoke", reps=1)
+    assert b["tokens_per_s"] > 0 and b["run_overhead_inline"] >= 0.5
+    assert b["per_step_posthoc_ratio"] > 1.0     # a second forward+backward costs something
