@@ -237,6 +237,13 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
             except Exception as exc:  # report, keep measuring the other chapters
                 row["interactives"], row["error"] = [], f"{type(exc).__name__}: {exc}"
         report["chapters"].append(row)
+    # The training lab (issue: training tokens/s and the probe's overhead,
+    # inline versus a separate post-hoc forward+backward), measured in one process.
+    from tanbias.lab import bench_lab
+    try:
+        report["lab"] = bench_lab(reps=2 if quick else 4)
+    except Exception as exc:  # report, keep the rest of the benchmark
+        report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,6 +254,8 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
 
 def _all_ok(report: dict) -> bool:
     ok = report.get("book_build_ok", True)
+    lab = report.get("lab") or {}
+    ok &= "error" not in lab and lab.get("run_overhead_inline", 1.0) <= 1.10
     for row in report["chapters"]:
         ok &= "error" not in row and row.get("exec_ok", True) is not False
         ok &= (row.get("exec_s") or 0) <= TARGETS["chapter_exec_s"]
@@ -280,6 +289,14 @@ def format_report(report: dict) -> str:
         if row.get("error"):
             figs = f"ERROR {row['error'][:80]}"
         lines.append(f"{row['doc']:<36} {exec_s:>16} {page:>18}  {figs or '-'}")
+    lab = report.get("lab")
+    if lab and "error" not in lab:
+        lines.append(f"training lab: {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "
+                     f"inline {lab['per_step_inline_ratio']:.3f}x vs post hoc {lab['per_step_posthoc_ratio']:.3f}x; "
+                     f"whole default run inline {lab['run_overhead_inline']:.3f}x (target <= 1.10) "
+                     f"vs post hoc {lab['run_overhead_posthoc']:.3f}x")
+    elif lab:
+        lines.append(f"training lab: ERROR {lab['error'][:100]}")
     lines.append(f"all targets met: {'yes' if report['ok'] else 'NO'}   (written to {report.get('path')})")
     return "\n".join(lines)
 
