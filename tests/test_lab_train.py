@@ -138,7 +138,8 @@ def test_trained_views_for_chapters_5_and_6(smoke_run):
     assert "views.json" in runs.load_run(d).manifest["files"]
     att = trained_attention_view(d)
     assert len(att.static_dict()["frames"]) == 2              # one per block
-    data = att.compute(layer=1)
+    assert att.compute(layer=1)["t"] == 0     # block 1 reads the context-free embedding
+    data = att.compute(layer=2)
     assert set(data["rms"]) == {"mu_v", "mu_n", "v_v", "v_n", "n_v", "n_n"}
     assert 0 <= data["tv_normal"] <= 1 and 0 <= data["tv_tangent"] <= 1
     depth = trained_depth_view(d)

@@ -369,25 +369,33 @@ def trained_attention_view(run="decoder-natural-s0"):
 
     v = _views(run)
     by_layer = {a["layer"]: a for a in v["attention"]}
-    L = max(by_layer)
+    # Block 1 reads the token embedding, which is the same vector for every
+    # occurrence of a token: no spread around the centroid, every term is 0.
+    # The default view is the first block whose input varies with context.
+    first = min((l for l, a in by_layer.items() if a["t"] > 0), default=min(by_layer))
 
     def compute(layer):
         return by_layer[layer]
 
     def figure(data, layer):
-        title = (f"Trained {v['run']}, block {layer}, head 0: removing n moves the attention by "
-                 f"{data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
+        if data["t"] == 0:
+            title = (f"Trained {v['run']}, block {layer}: its input is the context-free token "
+                     "embedding, identical at every occurrence, so there is nothing to split")
+        else:
+            title = (f"Trained {v['run']}, block {layer}, head 0: removing n moves the attention by "
+                     f"{data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
         return att.softmax_terms_figure(data, title=title)
 
     return Interactive(
-        params=[Param("layer", "block", 1, L, default=1, integer=True, steps=L)],
+        params=[Param("layer", "block", options=tuple(sorted(by_layer)), default=first)],
         compute=compute, figure=figure, title="Score terms in a trained model",
         caption=(f"The same bars as above, from the trained {v['run']} (last probe step): queries and "
                  f"keys are the occurrences of its {v['attention'][0]['n_types']} most frequent token "
                  f"types at each block's attention input; μ is the token's centroid, v its part in the "
                  f"token's own rank-{v['local_rank']} PCA (local tangent proxy), n everything else "
                  "(so n is not small here). Scores at relative position 0 (RoPE ignored). The 'orders "
-                 "in t' of the labels belong to the simulated manifold, not to this data."),
+                 "in t' of the labels belong to the simulated manifold, not to this data. Block 1 shows no "
+                 "bars: its input is the context-free token embedding, identical for every occurrence."),
         name="ch5-trained-attention", height=460)
 
 
