@@ -27,6 +27,8 @@ chapters). Used by chapter 5.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass
 
@@ -576,23 +578,41 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) ->
 
 def softmax_terms_figure(data, title=None):
     """Bars of the key-dependent score terms (output of :func:`softmax_terms`), log scale."""
+    return go.Figure(_softmax_terms_dict(data, title))
+
+
+_TITLE_SLOT = "\x00title\x00"
+
+
+@functools.lru_cache(maxsize=None)
+def _softmax_terms_layout() -> str:
+    """Layout (with the book's template) of :func:`softmax_terms_figure`, built once."""
     fig = go.Figure()
-    for group, names, color in (("tangent only", [k for k in KEY_TERMS if k not in NORMAL_TERMS],
-                                 "#0072B2"),
-                                ("involves the normal part n", list(NORMAL_TERMS), "#D55E00")):
-        fig.add_trace(go.Bar(x=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in names],
-                             y=[data["rms"][k] for k in names], name=group,
-                             marker_color=color))
-    if title is None:
-        title = (f"Layer {data['layer']}, t = {data['t']:.3g}: removing n moves the attention "
-                 f"weights by {data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
     fig.update_layout(yaxis_type="log", yaxis_exponentformat="power",
                       legend=dict(x=0.99, xanchor="right", y=0.99),
                       title_font_size=14, barmode="group")
     fig.update_xaxes(categoryorder="array",
                      categoryarray=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in KEY_TERMS])
-    return labelled(fig, title, "score term (order in t)",
-                    "RMS of the key-dependent part [score units, log]", legend="term")
+    labelled(fig, _TITLE_SLOT, "score term (order in t)",
+             "RMS of the key-dependent part [score units, log]", legend="term")
+    return json.dumps(fig.to_plotly_json()["layout"])
+
+
+def _softmax_terms_dict(data, title=None) -> dict:
+    """:func:`softmax_terms_figure` as a plain dict (no per-update validation cost)."""
+    traces = []
+    for group, names, color in (("tangent only", [k for k in KEY_TERMS if k not in NORMAL_TERMS],
+                                 "#0072B2"),
+                                ("involves the normal part n", list(NORMAL_TERMS), "#D55E00")):
+        traces.append(dict(type="bar", x=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in names],
+                           y=[float(data["rms"][k]) for k in names], name=group,
+                           marker=dict(color=color)))
+    if title is None:
+        title = (f"Layer {data['layer']}, t = {data['t']:.3g}: removing n moves the attention "
+                 f"weights by {data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
+    layout = json.loads(_softmax_terms_layout())
+    layout["title"]["text"] = title
+    return dict(data=traces, layout=layout)
 
 
 def _sup(k):
@@ -639,7 +659,7 @@ def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0):
                 Param("layer", "layer (random head)", 0, L - 1, default=0, integer=True,
                       steps=L)],
         compute=compute,
-        figure=lambda data, t, layer: softmax_terms_figure(data),
+        figure=lambda data, t, layer: _softmax_terms_dict(data),
         title="Attention score terms that reach the softmax",
         caption="Key-dependent part of each bilinear term of the scores, for tokens at radius "
                 "t around one centroid. Blue terms involve only the tangent part, vermillion "

@@ -524,7 +524,7 @@ class DirectionHistogram:
         return stat, dof, float(_st.chi2.sf(stat, dof))
 
 
-def direction_histogram(u, bins=12, statistic=None) -> DirectionHistogram:
+def direction_histogram(u, bins=12, statistic=None, weights=None) -> DirectionHistogram:
     """Histogram of sampled directions, as a density relative to uniform.
 
     Parameters
@@ -534,6 +534,11 @@ def direction_histogram(u, bins=12, statistic=None) -> DirectionHistogram:
     bins : int >= 1 or array_like of edges
     statistic : DirectionStatistic or None
         Default: the angle in ``[0, pi)`` (``d = 2`` only).
+    weights : array_like, shape (n,), optional
+        Importance weights (self-normalised). ``counts`` are then the weighted
+        counts rescaled to sum to ``n``, and ``stderr`` the delta-method standard
+        error ``sqrt(sum_i w_i^2 (1_bin(i) - p_bin)^2) / sum_i w_i`` (the binomial
+        one for equal weights).
 
     Returns
     -------
@@ -566,13 +571,31 @@ def direction_histogram(u, bins=12, statistic=None) -> DirectionHistogram:
             raise ParameterError("bins has non-increasing edges: valid range is strictly "
                                  "increasing arrays of >= 2 edges. Pass sorted edges.")
     vals = stat.fn(u)
-    counts = np.histogram(vals, bins=edges)[0].astype(np.float64)
     n = u.shape[0]
     ref = np.diff(stat.ref_cdf(edges))
-    phat = counts / n
+    if weights is None:
+        counts = np.histogram(vals, bins=edges)[0].astype(np.float64)
+        phat = counts / n
+        var = phat * (1 - phat) / n
+    else:
+        w = check_array("weights", weights, shape=(n,), hint="Pass one weight per direction.")
+        if np.any(w < 0) or not w.sum() > 0:
+            raise ParameterError("weights has negative entries or sums to 0: valid range is "
+                                 "non-negative weights with a positive sum.")
+        wsum = w.sum()
+        idx = np.digitize(vals, edges) - 1
+        idx[vals == edges[-1]] = edges.size - 2          # np.histogram: last bin closed
+        inside = (idx >= 0) & (idx < edges.size - 1)
+        nb = edges.size - 1
+        sw = np.bincount(idx[inside], weights=w[inside], minlength=nb)
+        sw2 = np.bincount(idx[inside], weights=w[inside] ** 2, minlength=nb)
+        phat = sw / wsum
+        # sum_i w_i^2 (1_b(i) - p_b)^2 = sw2_b (1 - 2 p_b) + p_b^2 sum_i w_i^2
+        var = (sw2 * (1 - 2 * phat) + phat ** 2 * np.sum(w ** 2)) / wsum ** 2
+        counts = phat * n
     with np.errstate(divide="ignore", invalid="ignore"):
         density = phat / ref
-        stderr = np.sqrt(phat * (1 - phat) / n) / ref
+        stderr = np.sqrt(np.maximum(var, 0.0)) / ref
     return DirectionHistogram(edges, 0.5 * (edges[:-1] + edges[1:]), counts, density, stderr,
                               ref, n, stat.name)
 
@@ -1031,7 +1054,9 @@ def _direction_density_dict(data, title=None) -> dict:
                  mode="lines", line=dict(color=COLORS[0], dash="dash", width=2)),
         _scatter(deg, data["exact"], "exact (quadrature, all orders)",
                  mode="lines", line=dict(color=COLORS[1], width=2.5)),
-        _scatter(np.degrees(h.centers), h.density, f"Monte Carlo (n = {h.n:,}), ±1 s.e.",
+        _scatter(np.degrees(h.centers), h.density,
+                 f"Monte Carlo (n = {h.n:,}), ±1 s.e." if data.get("ess") is None else
+                 f"Monte Carlo (n = {h.n:,} reweighted, ESS = {data['ess']:,.0f}), ±1 s.e.",
                  mode="markers", marker=dict(color=COLORS[7], size=7),
                  error_y=dict(type="data", array=np.asarray(h.stderr), visible=True,
                               thickness=1.2, width=3)),
@@ -1042,6 +1067,40 @@ def _direction_density_dict(data, title=None) -> dict:
     layout = json.loads(_direction_layout())
     layout["title"] = dict(text=title, y=0.985, yanchor="top")
     return dict(data=traces, layout=layout)
+
+
+class _DirectionBank:
+    """Samples of one surface drawn once at ``law_k``, reweighted to any narrower law.
+
+    The target density is ``~ g(chord) dvol``: samples drawn with ``g_k`` and
+    weighted by ``g(chord) / g_k(chord)`` are exact (self-normalised) importance
+    samples of it whenever ``g_k > 0`` wherever ``g > 0`` (a broader law of the
+    same family). The exact density uses the same bank: the polar data
+    ``(chord, V)`` on a Gauss-Legendre grid over the bank's radial range
+    (``n_panels`` panels, finer than :func:`exact_directional_density`'s 12 over
+    the narrower target range), integrated against the target's ``g``.
+    """
+
+    def __init__(self, manifold, law_k, n, rng, u_curve, n_panels=48, n_dirs=64):
+        self.law = law_k
+        s = manifold.sample(n, law_k, rng)
+        self.u, self.chord = s.u, s.chord
+        self.g_k = law_k.g(s.chord)
+        c_eff = law_k.effective_radius(manifold.d, 1e-16)
+        top = min(manifold.patch_radius, 0.5 * math.pi * c_eff)
+        r, self.wr = _gl_panels(top, n_panels)
+        nodes, self.wnodes = _uniform_rule(manifold, n_dirs)
+        self.n_curve = u_curve.shape[0]
+        self.grid_chord, self.grid_vol = _chord_volume(manifold, r,
+                                                       np.concatenate([u_curve, nodes]))
+
+    def weights(self, law) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.g_k > 0, law.g(self.chord) / self.g_k, 0.0)
+
+    def exact(self, law) -> np.ndarray:
+        both = self.wr @ (law.g(self.grid_chord) * self.grid_vol)
+        return both[:self.n_curve] / (self.wnodes @ both[self.n_curve:])
 
 
 def directions_interactive(surfaces, etas, law=None, n=None, seed=0, bins=12):
@@ -1058,7 +1117,8 @@ def directions_interactive(surfaces, etas, law=None, n=None, seed=0, bins=12):
         so samples stay inside a quadric's patch).
     n : dict[str, int] or int, optional
         Monte Carlo size per surface (default 50 000) in the built book; live
-        sliders use a sixth of it (at least 2000) to stay responsive.
+        sliders reweight banks of a sixth of it (at least 2000), drawn once at
+        log-spaced eta_g (exact importance sampling, see :class:`_DirectionBank`).
     seed : int
         Every (surface, eta_g) frame is reproducible.
     bins : int
@@ -1067,7 +1127,8 @@ def directions_interactive(surfaces, etas, law=None, n=None, seed=0, bins=12):
     -------
     tanbias.interactive.Interactive
         Its ``data(eta_g, surface)`` method returns the (cached) numbers of a
-        frame: see :func:`direction_density_data`.
+        frame: see :func:`direction_density_data`; ``live(surface, eta_g)`` the
+        numbers of a live update (reweighted banks, with ``weights`` and ``ess``).
     """
     from .interactive import Interactive, Param, resolve_mode
     from .radial import Epanechnikov
@@ -1087,12 +1148,47 @@ def directions_interactive(surfaces, etas, law=None, n=None, seed=0, bins=12):
         n_samples = sizes[surface] if n_samples is None else n_samples
         return direction_density_data(M, base.with_eta(eta_g, M.d), n_samples, rng, bins)
 
+    # Live sliders (JupyterLab, benchmark): banks of samples drawn once (on the first
+    # live update) at log-spaced eta_k, consecutive ratio <= 2, reweighted to eta_g.
+    n_banks = max(2, int(math.ceil(math.log(etas[-1] / etas[0]) / math.log(2.0))) + 1) \
+        if etas[-1] > etas[0] else 1
+    bank_etas = np.geomspace(etas[0], etas[-1], n_banks)
+    bank_etas[0], bank_etas[-1] = etas[0], etas[-1]
+    banks: dict = {}
+    th_curve = np.linspace(0.0, math.pi, 91)
+    u_curve = np.stack([np.cos(th_curve), np.sin(th_curve)], axis=1)
+
+    def bank(surface, k):
+        if (surface, k) not in banks:
+            M = surfaces[surface]
+            rng = np.random.default_rng([seed, names.index(surface), k, 7])
+            banks[surface, k] = _DirectionBank(M, base.with_eta(float(bank_etas[k]), M.d),
+                                               max(2000, sizes[surface] // 6), rng, u_curve)
+        return banks[surface, k]
+
+    def live(surface, eta_g):
+        if not banks:                       # first live update: every bank, once
+            for name in names:
+                for k in range(n_banks):
+                    bank(name, k)
+        M = surfaces[surface]
+        target = base.with_eta(eta_g, M.d)
+        k = min(int(np.searchsorted(bank_etas, eta_g * (1 - 1e-12))), n_banks - 1)
+        b = bank(surface, k)
+        w = b.weights(target)
+        eta = target.eta_g(2)
+        return dict(theta=th_curve, first_order=first_order_density(M, eta, u_curve),
+                    exact=b.exact(target), hist=direction_histogram(b.u, bins, weights=w),
+                    u=b.u, weights=w, ess=float(w.sum() ** 2 / np.sum(w ** 2)),
+                    bank_eta_g=float(bank_etas[k]), eta_g=eta,
+                    name=getattr(M, "name", type(M).__name__))
+
     def compute(surface, eta_g):
-        # Live sliders (JupyterLab, benchmark) redraw on every move: a sixth of the
-        # samples keeps an update around a tenth of a second; the book gets them all.
+        # The book gets fresh exact samples at each grid point; live sliders reweight
+        # the banks (exact importance sampling; the legend reports the ESS).
         if resolve_mode() == "static":
             return data(eta_g, surface)
-        return data(eta_g, surface, max(2000, sizes[surface] // 6))
+        return live(surface, float(eta_g))
 
     demo = Interactive(
         params=[Param("surface", "surface", options=names),
@@ -1106,7 +1202,7 @@ def directions_interactive(surfaces, etas, law=None, n=None, seed=0, bins=12):
                 "η<sub>g</sub>: every surface's histogram flattens onto the uniform line. The "
                 "sphere is the control: no direction is special, at any η<sub>g</sub>.",
         name="ch3-directions", height=510)
-    demo.data = data
+    demo.data, demo.live = data, live
     return demo
 
 

@@ -35,6 +35,8 @@ Used by chapter 4 (and by :mod:`tanbias.exercises`, exercises 1 and 2).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass
 
@@ -1100,24 +1102,39 @@ def eta_histogram(manifold, law, eta_g, n=4000, rng=0, bins=None):
 
 def eta_histogram_figure(data, title=None):
     """Histogram of per-sample ratios with the RMS ratio and its prediction (vertical lines)."""
-    top = 1.05 * float(max(np.max(data["density"]), 1e-9))
+    return go.Figure(_eta_histogram_dict(data, title))
+
+
+@functools.lru_cache(maxsize=None)
+def _eta_histogram_layout() -> str:
+    """Layout (with the book's template) of :func:`eta_histogram_figure`, built once."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=data["centers"], y=data["density"], mode="lines",
-                             line=dict(shape="hvh"), name="per-sample ratio ||n<sub>i</sub>|| / "
-                                                          "||v<sub>i</sub>||"))
+    fig.update_layout(xaxis_type="log", legend=dict(x=0.01, y=0.99), title_font_size=14,
+                      xaxis_exponentformat="power")
+    labelled(fig, "", "normal / tangent gradient norm of one sample [ratio, log]",
+             "density [per unit of log10 ratio]")
+    return json.dumps(fig.to_plotly_json()["layout"])
+
+
+def _eta_histogram_dict(data, title=None) -> dict:
+    """:func:`eta_histogram_figure` as a plain dict (no per-update validation cost)."""
+    top = 1.05 * float(max(np.max(data["density"]), 1e-9))
+    traces = [dict(type="scatter", x=np.asarray(data["centers"], dtype=np.float64),
+                   y=np.asarray(data["density"], dtype=np.float64), mode="lines",
+                   line=dict(shape="hvh"), name="per-sample ratio ||n<sub>i</sub>|| / "
+                                                "||v<sub>i</sub>||")]
     for key, name, dash, color in (
             ("rms", "RMS ratio (measured)", "solid", "black"),
             ("predicted", "prediction c √(κ<sub>g</sub> η<sub>g</sub>)", "dash", "#D55E00"),
             ("naive", "c √η<sub>g</sub> (ignores the spread of radii)", "dot", "#009E73")):
-        fig.add_trace(go.Scatter(x=[data[key]] * 2, y=[0.0, top], mode="lines", name=name,
-                                 line=dict(dash=dash, color=color, width=2)))
+        traces.append(dict(type="scatter", x=[float(data[key])] * 2, y=[0.0, top], mode="lines",
+                           name=name, line=dict(dash=dash, color=color, width=2)))
     if title is None:
         title = (f"η<sub>g</sub> = {data['eta_g']:.3g}: RMS ratio {data['rms']:.3g}, "
                  f"predicted {data['predicted']:.3g}")
-    fig.update_layout(xaxis_type="log", legend=dict(x=0.01, y=0.99), title_font_size=14,
-                      xaxis_exponentformat="power")
-    return labelled(fig, title, "normal / tangent gradient norm of one sample [ratio, log]",
-                    "density [per unit of log10 ratio]")
+    layout = json.loads(_eta_histogram_layout())
+    layout["title"]["text"] = title
+    return dict(data=traces, layout=layout)
 
 
 def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
@@ -1145,7 +1162,7 @@ def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
         params=[Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[len(etas) // 2],
                       log=True, values=etas)],
         compute=lambda eta_g: eta_histogram(manifold, law, eta_g, n, seed),
-        figure=lambda data, eta_g: eta_histogram_figure(data),
+        figure=lambda data, eta_g: _eta_histogram_dict(data),
         title="Per-sample gradient ratios under a radial law",
         caption="Samples drawn with the radial law rescaled to each η<sub>g</sub>. Each sample's "
                 "ratio is ½‖II(u,u)‖ r, so the histogram is wide; the RMS ratio weights samples "

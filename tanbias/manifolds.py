@@ -738,9 +738,23 @@ class Quadric(Submanifold):
         if self.c == 1:
             J0 = J[..., 0, :]
             return -J0 * (q / (1.0 + (J0 * J0) @ self._ones[:, None]))
-        Mc = np.eye(self.c) + J @ np.swapaxes(J, -1, -2)
-        lam = np.linalg.solve(Mc, q[..., None])
-        return -(np.swapaxes(J, -1, -2) @ lam)[..., 0]
+        # J^T (I_c + J J^T)^{-1} q == (I_d + J^T J)^{-1} J^T q (push-through identity):
+        # a d x d system instead of c x c, in closed form for surfaces (d = 2)
+        if self.d == 2:
+            J0, J1 = J[..., 0], J[..., 1]                            # (..., c)
+            a00 = 1.0 + (J0 * J0).sum(-1)
+            a01 = (J0 * J1).sum(-1)
+            a11 = 1.0 + (J1 * J1).sum(-1)
+            b0, b1 = (J0 * q).sum(-1), (J1 * q).sum(-1)
+            det = a00 * a11 - a01 * a01
+            out = np.empty(b0.shape + (2,), dtype=b0.dtype)
+            out[..., 0] = (a01 * b1 - a11 * b0) / det
+            out[..., 1] = (a01 * b0 - a00 * b1) / det
+            return out
+        Jt = np.swapaxes(J, -1, -2)
+        G = Jt @ J                                                   # (..., d, d)
+        b = (Jt @ q[..., None])[..., 0]                              # (..., d)
+        return -np.linalg.solve(np.eye(self.d) + G, b[..., None])[..., 0]
 
     def _steps_for(self, w) -> np.ndarray:
         """RK4 steps per geodesic: ``n_steps`` at kappa |w| = 1/2, fewer for short

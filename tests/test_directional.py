@@ -189,3 +189,36 @@ def test_direction_inputs_are_checked():
     with pytest.raises(ParameterError, match="law="):
         exact_directional_density(Cylinder(), 0.1, [1.0, 0.0])
     assert angle_statistic().d == 2
+
+
+def test_weighted_histogram_reduces_to_binomial_for_equal_weights():
+    from tanbias.directional import direction_histogram
+    from tanbias.manifolds import uniform_directions
+    u = uniform_directions(3000, 2, np.random.default_rng(3))
+    a = direction_histogram(u, 8)
+    b = direction_histogram(u, 8, weights=np.full(3000, 2.5))
+    assert np.allclose(a.density, b.density) and np.allclose(a.stderr, b.stderr)
+    assert np.allclose(a.counts, b.counts)
+
+
+def test_directions_live_update_is_exact_importance_sampling():
+    from tanbias.directional import directions_interactive, exact_directional_density
+    from tanbias.manifolds import Cylinder
+    from tanbias.radial import Epanechnikov
+    C = Cylinder(R=1.0, D=3, seed=0)
+    demo = directions_interactive({"cylinder": C, "sphere": Sphere(2, R=1.0, D=3, seed=0)},
+                                  (0.01, 0.1), n=12_000)
+    live = demo.live("cylinder", 0.03)
+    n = live["hist"].n
+    assert n == 2000 and 0.3 * n < live["ess"] <= n
+    assert live["bank_eta_g"] >= 0.03
+    law = Epanechnikov(1.0).with_eta(0.03, 2)
+    assert np.allclose(live["exact"], exact_directional_density(C, law, np.stack(
+        [np.cos(live["theta"]), np.sin(live["theta"])], axis=1)), atol=1e-3)
+    # reweighted histogram against the exact bin densities, within its (weighted) s.e.
+    from tanbias.directional import exact_histogram
+    h = live["hist"]
+    z = (h.density - exact_histogram(C, law, h.edges)) / h.stderr
+    assert np.all(np.abs(z) < 4.5)
+    # at a bank's own eta_g the weights are all 1
+    assert demo.live("cylinder", 0.1)["ess"] == n
