@@ -5,6 +5,7 @@ Submodules (imported on demand; ``models`` pulls in torch and transformers):
 * :mod:`tanbias.lab.corpus`     corpus loading with checksums, language mixtures, splits
 * :mod:`tanbias.lab.tokenizer`  the shared byte-level BPE tokenizer (train / load)
 * :mod:`tanbias.lab.models`     EuroBERT (MLM) and Llama (causal LM) of identical shape
+* :mod:`tanbias.lab.posthoc`    the alignment probe on released or local checkpoints (post hoc)
 """
 
 

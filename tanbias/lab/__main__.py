@@ -4,8 +4,12 @@
     python -m tanbias.lab probe RUN                            recompute the tables from the captures
     python -m tanbias.lab reproduce RUN [--steps N]            re-run a committed run and compare
     python -m tanbias.lab bench [--size small]                 tokens/s and probe overhead (JSON)
+    python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
+                                                               probe released/saved checkpoints post hoc
 
 ``RUN`` is a run name under ``data/runs`` (e.g. ``decoder-natural-s0``) or a folder.
+``MODEL`` is a hub id (``EleutherAI/pythia-160m``) or a local folder; ``--revisions``
+defaults to the paper's revisions for its reference models, else the default branch.
 ``reproduce`` exits with status 1 when the metrics differ beyond the stated tolerance.
 """
 from __future__ import annotations
@@ -33,9 +37,24 @@ def main(argv=None) -> int:
     p.add_argument("--size", default="small")
     p.add_argument("--kind", default="decoder")
     p.add_argument("--reps", type=int, default=4)
+    p = sub.add_parser("checkpoints", help="probe released or saved checkpoints post hoc")
+    p.add_argument("model", help="hub id (e.g. EleutherAI/pythia-160m) or local folder")
+    p.add_argument("--revisions", nargs="+", default=None,
+                   help="e.g. step0 step1000 (default: the paper's for a reference model, else main)")
+    p.add_argument("--kind", choices=("encoder", "decoder"), default=None,
+                   help="default: from the checkpoint's architecture")
+    p.add_argument("--tokens", type=int, default=4096, help="evaluation tokens per revision")
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="folder for alignment.csv, radius.csv, radius_corr.csv")
+    p.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
     from tanbias.errors import CorruptFileError, ParameterError
+    unavailable: tuple = ()
+    if args.command == "checkpoints":
+        from tanbias.lab.posthoc import CheckpointUnavailable
+        unavailable = (CheckpointUnavailable,)
     try:
         if args.command == "train":
             from tanbias.lab.train import train
@@ -63,10 +82,37 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             from tanbias.lab.train import bench_lab
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
-    except (ParameterError, CorruptFileError) as err:
+        elif args.command == "checkpoints":
+            _checkpoints(args)
+    except (ParameterError, CorruptFileError, *unavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _checkpoints(args) -> None:
+    from pathlib import Path
+
+    from tanbias.lab import runs
+    from tanbias.lab.posthoc import REFERENCE_MODELS, probe_checkpoints
+
+    revisions = args.revisions
+    if revisions is None:
+        revisions = REFERENCE_MODELS.get(args.model, {}).get("revisions", [None])
+    tables = probe_checkpoints(args.model, revisions, kind=args.kind, n_tokens=args.tokens,
+                               seq_len=args.seq_len, seed=args.seed, progress=not args.no_progress)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        runs.atomic_write_text(out / f"{name}.csv", df.to_csv(index=False, float_format="%.6g"))
+    a = tables["alignment"]
+    a = a[(a["bucket"] == "all") & a["proxy"].isin(["frozen", "refit"])]
+    summary = (a.groupby(["step", "revision", "proxy"])["enrichment"].median()
+               .unstack("proxy").reset_index())
+    print(f"{args.model} ({a['kind'].iloc[0] if len(a) else '?'}): median enrichment over layers, "
+          "all tokens (1 = no alignment)")
+    print(summary.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"wrote {', '.join(f'{k}.csv ({len(v)} rows)' for k, v in tables.items())} to {out}")
 
 
 if __name__ == "__main__":

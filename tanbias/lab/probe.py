@@ -1,14 +1,16 @@
 """The alignment probe: capture activations and ∂L/∂h during training, analyse them afterwards (ch 7, 8).
 
 Capture (:class:`ResidualProbe`), at log-spaced steps (:func:`probe_steps`,
-step 0 included): forward hooks on the embedding and on every decoder layer of
-the model call ``h.retain_grad()`` on the residual stream ``h`` (layer 0 is the
-embedding output, layer ``l`` the output of block ``l``), so the *training
-step's own* backward pass fills ``h.grad = ∂L/∂h`` (no extra forward or
-backward). After the backward the probe copies, for the first ``tokens``
+step 0 included): forward hooks on the embedding and on every block of the
+model (:func:`residual_modules`) call ``h.retain_grad()`` on the residual
+stream ``h`` (layer 0 is the embedding output, layer ``l`` the output of block
+``l``), so the *training step's own* backward pass fills ``h.grad = ∂L/∂h``
+(no extra forward or backward). After the backward the probe copies, for the first ``tokens``
 positions of the batch, the activations and the gradients at every layer, as
 float16 (gradients divided by a per-layer scale first, so they do not underflow;
 every metric is scale-free), to ``work/probe/step_XXXXXX.npz`` (atomic write).
+Released EuroBERT, GPT-NeoX and Llama checkpoints get the same hooks post hoc
+(:mod:`tanbias.lab.posthoc`).
 
 Analysis (:func:`analyse_run`), after training, from the stored captures —
 so it can be re-run (``python -m tanbias.lab probe RUN``) and the *frozen*
@@ -39,10 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from tanbias import alignment as al
-from tanbias.errors import CorruptFileError
+from tanbias.errors import CorruptFileError, ParameterError
 
-__all__ = ["probe_steps", "ResidualProbe", "load_capture", "analyse_run", "bucket_label",
-           "CAPTURE_VERSION"]
+__all__ = ["probe_steps", "ResidualProbe", "residual_modules", "pack_capture", "load_capture", "analyse_run",
+           "analyse_captures", "bucket_label", "CAPTURE_VERSION"]
 
 CAPTURE_VERSION = 1
 N_SPECIAL = 5
@@ -111,12 +113,40 @@ def bucket_label(b: int, n_buckets: int) -> str:
     return f"q{b + 1}"
 
 
+def residual_modules(model) -> list:
+    """The embedding and the transformer blocks of ``model``, in order (layer 0, 1, ..., L).
+
+    The embedding is ``model.get_input_embeddings()``; the blocks are the
+    ``layers`` of ``model.base_model`` (Llama, EuroBERT: ``model.model.layers``;
+    GPT-NeoX: ``model.gpt_neox.layers``), or its ``h`` (GPT-2 style) if it has no
+    ``layers``. For the lab's own models this is ``[model.model.embed_tokens,
+    *model.model.layers]``.
+
+    Raises
+    ------
+    ParameterError
+        If neither block list exists.
+    """
+    base = getattr(model, "base_model", model)
+    blocks = getattr(base, "layers", None)
+    if blocks is None:
+        blocks = getattr(base, "h", None)
+    if blocks is None:
+        raise ParameterError(
+            f"model={type(model).__name__} is not allowed: valid range is models whose base model "
+            f"({type(base).__name__}) has a block list `layers` or `h` (Llama, EuroBERT, GPT-NeoX, "
+            "GPT-2). Probe another architecture by hooking its blocks by hand.")
+    return [model.get_input_embeddings(), *blocks]
+
+
 class ResidualProbe:
     """Hooks that keep ``∂L/∂h`` of the residual stream at every layer for armed steps.
 
     Parameters
     ----------
-    model : EuroBertForMaskedLM or LlamaForCausalLM
+    model : transformers.PreTrainedModel
+        Our ``EuroBertForMaskedLM`` / ``LlamaForCausalLM``, or a released checkpoint
+        of the same families or of GPT-NeoX (:func:`residual_modules`).
     tokens : int
         Number of batch positions stored per step (the first ones, row-major).
 
@@ -131,8 +161,7 @@ class ResidualProbe:
         self.tokens = int(tokens)
         self.armed = False
         self._h: dict[int, object] = {}
-        inner = model.model
-        modules = [inner.embed_tokens, *inner.layers]
+        modules = residual_modules(model)
         self.n_layers = len(modules)
         self._handles = [m.register_forward_hook(self._hook(i)) for i, m in enumerate(modules)]
 
@@ -151,35 +180,58 @@ class ResidualProbe:
 
     def collect(self, batch: dict) -> dict:
         """Activations, scaled gradients and token ids of the stored positions (numpy)."""
+        return pack_capture(*self.collect_raw(batch))
+
+    def collect_raw(self, batch: dict) -> tuple[list, list, object, object]:
+        """The stored positions as float32 tensors, before scaling and rounding to float16.
+
+        Returns ``(acts, grads, input_ids, token_ids)``: one ``(n, D)`` tensor per
+        layer each, and the ``(n,)`` input and uncorrupted token ids. Captures of
+        several batches of one loss are concatenated and then packed with
+        :func:`pack_capture` (:func:`tanbias.lab.posthoc.capture_checkpoint`).
+        """
         import torch
 
         self.armed = False
         ids = batch["input_ids"]
         labels = batch["labels"]
         n = min(self.tokens, ids.numel())
-        acts, grads, scales = [], [], []
+        acts, grads = [], []
         for i in range(self.n_layers):
             h = self._h[i]
-            a = h.detach().reshape(-1, h.shape[-1])[:n].float()
-            g = (h.grad if h.grad is not None else torch.zeros_like(h)).reshape(-1, h.shape[-1])[:n].float()
-            s = float(g.abs().max()) or 1.0
-            acts.append(a.numpy().astype(np.float16))
-            grads.append((g / s).numpy().astype(np.float16))
-            scales.append(s)
+            acts.append(h.detach().reshape(-1, h.shape[-1])[:n].float())
+            grads.append((h.grad if h.grad is not None else torch.zeros_like(h))
+                         .reshape(-1, h.shape[-1])[:n].float())
         self._h.clear()
         flat_ids = ids.reshape(-1)[:n]
         flat_lab = labels.reshape(-1)[:n]
         # the uncorrupted token at each position (encoder inputs carry <mask>/random ids)
         orig = torch.where(flat_lab != -100, flat_lab, flat_ids) if not torch.equal(ids, labels) else flat_ids
-        return {"acts": np.stack(acts), "grads": np.stack(grads),
-                "grad_scale": np.asarray(scales, np.float32),
-                "input_ids": flat_ids.numpy().astype(np.int32),
-                "token_ids": orig.numpy().astype(np.int32),
-                "version": np.int32(CAPTURE_VERSION)}
+        return acts, grads, flat_ids, orig
 
     def remove(self) -> None:
         for h in self._handles:
             h.remove()
+
+
+def pack_capture(acts: list, grads: list, input_ids, token_ids) -> dict:
+    """The capture dict of :meth:`ResidualProbe.collect` from float32 tensors.
+
+    Activations become float16; each layer's gradients are divided by their
+    largest absolute value (``grad_scale``, 1 if all are zero) before rounding to
+    float16, so they do not underflow (every metric is scale-free).
+    """
+    a16, g16, scales = [], [], []
+    for a, g in zip(acts, grads):
+        s = float(g.abs().max()) or 1.0
+        a16.append(a.numpy().astype(np.float16))
+        g16.append((g / s).numpy().astype(np.float16))
+        scales.append(s)
+    return {"acts": np.stack(a16), "grads": np.stack(g16),
+            "grad_scale": np.asarray(scales, np.float32),
+            "input_ids": input_ids.numpy().astype(np.int32),
+            "token_ids": token_ids.numpy().astype(np.int32),
+            "version": np.int32(CAPTURE_VERSION)}
 
 
 def load_capture(path, regenerate: str) -> dict:
@@ -197,17 +249,36 @@ def load_capture(path, regenerate: str) -> dict:
     return cap
 
 
-def _rows_for(token_ids, buckets, n_buckets):
+def _rows_for(token_ids, buckets, n_buckets, special):
     """(label, row mask) for 'all' and each frequency bucket."""
-    b = np.where(token_ids >= N_SPECIAL, buckets[np.clip(token_ids, 0, len(buckets) - 1)], -1)
+    b = np.where(~special, buckets[np.clip(token_ids, 0, len(buckets) - 1)], -1)
     out = [("all", np.ones(len(token_ids), bool))]
     out += [(bucket_label(k, n_buckets), b == k) for k in range(n_buckets)]
     return out
 
 
 def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray,
-                     progress: bool = False) -> tuple[list[dict], list[dict], list[dict]]:
-    """Tidy rows (alignment, radius, radius_corr) from captures ``{step: capture}``."""
+                     progress: bool = False, special_ids=None) -> tuple[list[dict], list[dict], list[dict]]:
+    """Tidy rows (alignment, radius, radius_corr) from captures ``{step: capture}``.
+
+    Parameters
+    ----------
+    captures : dict[int, dict]
+        ``{step: capture}`` (:meth:`ResidualProbe.collect`).
+    config : dict
+        ``name, kind, regime, seed, steps`` and ``probe`` (``rank, local_rank,
+        n_controls, n_buckets, min_count, zeta, fit_fraction, layers``).
+    counts : ndarray (vocab_size,)
+        Token counts that define the frequency buckets and ``corpus_count``.
+    progress : bool
+        Show a tqdm bar.
+    special_ids : iterable of int, optional
+        Token ids left out of the per-token analyses (buckets, local proxies,
+        radii) and of the bucket counts. Default ``range(5)``: the lab
+        tokenizer's ``<pad> <s> </s> <unk> <mask>``; pass a released
+        tokenizer's ``all_special_ids`` for its checkpoints.
+    """
+    special_ids = sorted({int(i) for i in (range(N_SPECIAL) if special_ids is None else special_ids)})
     pc = config["probe"]
     rank, local_rank = int(pc["rank"]), int(pc["local_rank"])
     n_ctrl, n_buckets, min_count = int(pc["n_controls"]), int(pc["n_buckets"]), int(pc["min_count"])
@@ -217,7 +288,9 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
     steps = sorted(captures)
     L = captures[steps[0]]["acts"].shape[0]
     layers = list(range(L)) if layers is None else [int(x) for x in layers]
-    buckets = al.frequency_buckets(counts, n_buckets)
+    bucket_counts = np.asarray(counts, np.float64).copy()
+    bucket_counts[[i for i in special_ids if 0 <= i < len(bucket_counts)]] = 0
+    buckets = al.frequency_buckets(bucket_counts, n_buckets, n_special=0)
     freq = np.asarray(counts, np.float64)
     base = {"run": config["name"], "kind": config["kind"], "regime": config["regime"],
             "seed": int(config["seed"])}
@@ -241,12 +314,13 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
         X = cap["acts"][layer].astype(np.float64)
         G = cap["grads"][layer].astype(np.float64)
         # per-token analyses use the token the model *sees* at each position: an encoder's
-        # <mask> positions (id 4, special) drop out instead of mixing a <mask> embedding
+        # <mask> positions (a special id) drop out instead of mixing a <mask> embedding
         # into the occurrences of the token it hides
         ids = cap.get("input_ids", cap["token_ids"]).astype(np.int64)
+        special = np.isin(ids, special_ids)
         refit = al.pca_basis(X, rank)
         meta = {**base, "step": int(step), "frac": step / max(total - 1, 1), "layer": int(layer)}
-        for b_label, mask in _rows_for(ids, buckets, n_buckets):
+        for b_label, mask in _rows_for(ids, buckets, n_buckets, special):
             Gb = G[mask]
             nz = np.any(Gb != 0, axis=1)
             for p_i, (proxy, Q) in enumerate((("frozen", frozen[layer]), ("refit", refit))):
@@ -256,12 +330,12 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
                 row = al.alignment_test(Gb, Q, n_controls=n_ctrl, rng=rng, zeta=zeta)
                 align.append({**meta, "bucket": b_label, "proxy": proxy, **row})
             rng = np.random.default_rng([int(config["seed"]), step, layer, 2, len(align)])
-            keep = mask & (ids >= N_SPECIAL)
+            keep = mask & ~special
             row = al.local_alignment(X[keep], G[keep], ids[keep], rank=local_rank,
                                      min_count=min_count, n_controls=n_ctrl, rng=rng, zeta=zeta)
             if row is not None:
                 align.append({**meta, "bucket": b_label, "proxy": "local", **row})
-        rad = al.concentration_radius(X, ids, min_count=min_count, exclude=range(N_SPECIAL))
+        rad = al.concentration_radius(X, ids, min_count=min_count, exclude=special_ids)
         f = freq[rad["token_id"]]
         ok = f > 0
         for t, c, r in zip(rad["token_id"], rad["count"], rad["radius"]):
