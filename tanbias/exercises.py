@@ -11,7 +11,8 @@ One section per exercise:
 * Exercise 1 (chapter 4): the O(t) normal-to-tangent gradient ratio.
 * Exercise 2 (chapter 4): which token type's normal signal is more suppressed.
 * Exercise 3 (chapter 6): does the feedback loop compound or repeat?
-* Exercise 4 (chapter 8): added separately.
+* Exercise 4 (chapter 8): the sign of the balancing effect, from the mechanism
+  and from the committed 2x2 sweep.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ __all__ = [
     "check_exercise_2",
     "reference_loop_gains",
     "check_exercise_3",
+    "reference_balancing_effect",
+    "check_exercise_4",
 ]
 
 _RTOL = 1e-6
@@ -422,5 +425,111 @@ def _fmt_gains(g):
 
 
 # ============================================================================
-# Exercise 4 (chapter 8): added separately
+# Exercise 4 (chapter 8): data balancing, architecture aside
 # ============================================================================
+#: what exercise 4 measures: late-training log enrichment of the paper's frozen
+#: proxy, mean over layers, all tokens
+EX4_SELECTION = {"phase": "late", "proxy": "frozen", "layer": "mean", "bucket": "all"}
+
+
+def _ex4_select(metrics, **over):
+    sel = {**EX4_SELECTION, **over}
+    m = metrics
+    for k, v in sel.items():
+        m = m[m[k] == v]
+    return m
+
+
+def reference_balancing_effect(metrics, kind: str, column: str = "log_enrichment", **over) -> float:
+    """Mean over seeds of ``m[kind, balanced, s] - m[kind, natural, s]`` (see :data:`EX4_SELECTION`).
+
+    ``metrics`` is :func:`tanbias.lab.sweep.run_metrics` of the sweep. Negative:
+    balancing weakens the tangent alignment of that architecture.
+    """
+    m = _ex4_select(metrics, **over)
+    m = m[m["kind"] == kind]
+    wide = m.pivot_table(index="seed", columns="regime", values=column, aggfunc="mean")
+    return float((wide["balanced"] - wide["natural"]).mean())
+
+
+def _exercise_4_mistakes(metrics, kind, ref):
+    import numpy as np
+    return [
+        (-ref, "Sign flipped: the effect of balancing is balanced minus natural, not natural "
+               "minus balanced."),
+        (reference_balancing_effect(metrics, kind, "log_enrichment", phase="early"),
+         "You used the early probe steps; the exercise asks for the last one (phase == 'late')."),
+        (reference_balancing_effect(metrics, kind, "log_enrichment", proxy="refit"),
+         "You used the refit proxy; the exercise asks for the paper's frozen proxy (proxy == 'frozen')."),
+        (reference_balancing_effect(metrics, kind, "log_enrichment", layer=metrics["layer"]
+                                    .loc[metrics["layer"] != "mean"].max()),
+         "You used the last layer only; use the mean over layers (layer == 'mean')."),
+        (reference_balancing_effect(metrics, kind, "excess_iso"),
+         "You used the excess ΔIsoScore*; the exercise asks for the log enrichment."),
+        (float(np.exp(ref)), "You returned a ratio of enrichments; return the difference of "
+                             "*log* enrichments (its exponential is that ratio)."),
+    ]
+
+
+def check_exercise_4(fn, prediction=None, metrics=None) -> None:
+    """Check the reader's ``balancing_effect(metrics, kind) -> float`` and their prediction.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(metrics, kind)`` with ``metrics`` the sweep's
+        :func:`tanbias.lab.sweep.run_metrics` table and ``kind`` in
+        ``{"encoder", "decoder"}``; returns the mean over seeds of (balanced −
+        natural) late log enrichment (frozen proxy, mean over layers, all tokens).
+    prediction : dict, optional
+        ``{"encoder": s, "decoder": s}`` with ``s = -1`` (balancing weakens the
+        alignment), ``0`` (no effect) or ``+1`` (strengthens it), made from the
+        mechanism before looking.
+    metrics : pandas.DataFrame, optional
+        Default: the committed sweep under ``data/runs``.
+
+    Raises
+    ------
+    AssertionError
+        With a diagnostic (flipped sign, wrong phase, proxy, layer or metric,
+        ratio instead of log ratio; a prediction the data contradict).
+    """
+    from tanbias.lab import sweep
+
+    if metrics is None:
+        metrics = sweep.run_metrics(sweep.load_sweep())
+    eff = sweep.effects(metrics, columns=("log_enrichment",))
+    verdict = {}
+    for kind in ("encoder", "decoder"):
+        ref = reference_balancing_effect(metrics, kind)
+        got = _as_float(fn(metrics.copy(), kind), f"balancing_effect(metrics, {kind!r})")
+        if not _same(got, ref, rtol=1e-6):
+            for value, message in _exercise_4_mistakes(metrics, kind, ref):
+                if _same(got, value, rtol=1e-6):
+                    raise AssertionError(f"{message} ({kind}: expected {ref:+.4f}, got {got:+.4f})")
+            raise AssertionError(f"Wrong balancing effect for the {kind}: expected {ref:+.4f}, "
+                                 f"got {got:+.4f}. Pair the runs by seed and average the differences.")
+        row = _ex4_select(eff, contrast=f"balancing | {kind}").iloc[0]
+        verdict[kind] = (ref, float(row["lo"]), float(row["hi"]), int(row["n"]))
+    if prediction is not None:
+        if not isinstance(prediction, dict) or set(prediction) != {"encoder", "decoder"} or any(
+                v not in (-1, 0, 1) for v in prediction.values()):
+            raise AssertionError("prediction should be a dict {'encoder': s, 'decoder': s} with s in "
+                                 f"(-1, 0, +1), got {prediction!r}.")
+        for kind, (m, lo, hi, n) in verdict.items():
+            decided = 0 if lo <= 0 <= hi else (1 if lo > 0 else -1)
+            sign = int(np.sign(m))
+            if prediction[kind] == 0 and decided != 0:
+                raise AssertionError(
+                    f"You predicted no effect of balancing for the {kind}; the sweep measures "
+                    f"{m:+.3f} (95 % interval [{lo:+.3f}, {hi:+.3f}], {n} seeds), which excludes 0.")
+            if prediction[kind] != 0 and prediction[kind] != sign:
+                raise AssertionError(
+                    f"Your prediction {prediction[kind]:+d} for the {kind} does not match the sweep: "
+                    f"balancing changes its late log enrichment by {m:+.3f} (95 % interval "
+                    f"[{lo:+.3f}, {hi:+.3f}], {n} seeds).")
+    parts = []
+    for kind, (m, lo, hi, n) in verdict.items():
+        state = "excludes 0" if (lo > 0 or hi < 0) else "contains 0: the seeds do not decide"
+        parts.append(f"{kind} {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({state})")
+    print("Exercise 4 passed. Balancing changes the late log enrichment by " + "; ".join(parts) + ".")

@@ -4,6 +4,7 @@
     python -m tanbias.lab probe RUN                            recompute the tables from the captures
     python -m tanbias.lab reproduce RUN [--steps N]            re-run a committed run and compare
     python -m tanbias.lab bench [--size small]                 tokens/s and probe overhead (JSON)
+    python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
                                                                probe released/saved checkpoints post hoc
 
@@ -37,6 +38,9 @@ def main(argv=None) -> int:
     p.add_argument("--size", default="small")
     p.add_argument("--kind", default="decoder")
     p.add_argument("--reps", type=int, default=4)
+    p = sub.add_parser("mechanism", help="measure every token's radius t on held-out text (tokens.csv)")
+    p.add_argument("run")
+    p.add_argument("--batches", type=int, default=8)
     p = sub.add_parser("checkpoints", help="probe released or saved checkpoints post hoc")
     p.add_argument("model", help="hub id (e.g. EleutherAI/pythia-160m) or local folder")
     p.add_argument("--revisions", nargs="+", default=None,
@@ -82,6 +86,11 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             from tanbias.lab.train import bench_lab
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
+        elif args.command == "mechanism":
+            from tanbias.lab.sweep import measure_radii
+            df = measure_radii(args.run, n_batches=args.batches)
+            print(f"tokens.csv: {len(df)} rows ({df['token_id'].nunique()} token types, "
+                  f"layers {sorted(df['layer'].unique())})")
         elif args.command == "checkpoints":
             _checkpoints(args)
     except (ParameterError, CorruptFileError, *unavailable) as err:

@@ -11,6 +11,7 @@ A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)
     radius_corr.csv   frequency-radius correlations per (step, layer)       (committed)
     summary.json      evaluation vs unigram baseline, timings               (committed)
     views.json        per-layer numbers of the trained views of chapters 5, 6 (committed)
+    tokens.csv        per-token radius t on a common held-out text (ch 8)  (committed)
     manifest.json     config, seed, versions, git commit, sha256 of every committed file
     work/             checkpoint + raw probe captures (git-ignored, large)
 
@@ -43,7 +44,7 @@ __all__ = ["RUNS_DIR", "run_dir", "atomic_write_bytes", "atomic_write_text", "ap
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
 COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
-                   "radius.csv", "radius_corr.csv", "summary.json", "views.json")
+                   "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv")
 
 
 def run_dir(run) -> Path:
@@ -219,6 +220,7 @@ class RunData:
     radius: "object"         # pandas.DataFrame
     radius_corr: "object"    # pandas.DataFrame
     token_counts: np.ndarray
+    tokens: "object" = None  # pandas.DataFrame of per-token radii on held-out text (tokens.csv), if measured
 
 
 def load_run(run) -> RunData:
@@ -258,7 +260,8 @@ def load_run(run) -> RunData:
                    metrics=pd.DataFrame(steps), evaluation=evals[-1] if evals else {},
                    summary=json.loads((d / "summary.json").read_text()),
                    alignment=table("alignment.csv"), radius=table("radius.csv"),
-                   radius_corr=table("radius_corr.csv"), token_counts=counts)
+                   radius_corr=table("radius_corr.csv"), token_counts=counts,
+                   tokens=table("tokens.csv") if "tokens.csv" in manifest["files"] else None)
 
 
 def _check_run_name(name: str) -> str:

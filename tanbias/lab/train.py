@@ -387,6 +387,8 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         analyse_run(d, progress=progress)
         from tanbias.lab.views import compute_views
         compute_views(d)
+        from tanbias.lab.sweep import measure_radii
+        measure_radii(d, write=True)
         summary["analysis_seconds"] = round(time.perf_counter() - t0, 1)
         runs.atomic_write_text(d / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     runs.write_manifest(d, cfg)
