@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test lab bench install assets chromium lab-settings clean
+.PHONY: book test lab bench sweep install assets chromium lab-settings clean
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -98,6 +98,10 @@ test: $(STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \
 	  jupyter lab $(LAB_ROOT) --notebook-dir=. --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
+
+# the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores); results land in data/runs/
+sweep: $(STAMP)
+	$(PY) -m tanbias.lab sweep --jobs 2
 
 bench: $(STAMP) $(ASSETS_STAMP)
 	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.bench $(BENCH_ARGS)

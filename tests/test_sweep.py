@@ -194,3 +194,21 @@ def test_exercise_4_checker_against_the_committed_sweep(capsys):
         check_exercise_4(reference_balancing_effect, prediction=wrong, metrics=m)
     with pytest.raises(AssertionError, match="should be a dict"):
         check_exercise_4(reference_balancing_effect, prediction={"encoder": 2}, metrics=m)
+
+
+def test_run_sweep_trains_in_parallel_and_skips_complete_runs(tmp_path):
+    cdir = tmp_path / "configs"
+    cdir.mkdir()
+    for kind in sweep.KINDS:
+        c = _cfg(kind, "natural", 0)
+        c["steps"] = 3
+        (cdir / f"{c['name']}.json").write_text(json.dumps(c))
+    (cdir / "not-a-sweep-run.json").write_text("{}")
+    res = sweep.run_sweep(jobs=2, configs_dir=cdir, out_root=tmp_path / "runs")
+    assert set(res["runs"]) == {"encoder-natural-s0", "decoder-natural-s0"}
+    assert all(r["exit"] == 0 for r in res["runs"].values()), res
+    assert all((tmp_path / "runs" / n / "tokens.csv").exists() for n in res["runs"])
+    again = sweep.run_sweep(jobs=2, configs_dir=cdir, out_root=tmp_path / "runs")
+    assert again["runs"] == {}
+    with pytest.raises(ParameterError, match="jobs=0"):
+        sweep.run_sweep(jobs=0, configs_dir=cdir)

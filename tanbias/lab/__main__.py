@@ -4,6 +4,7 @@
     python -m tanbias.lab probe RUN                            recompute the tables from the captures
     python -m tanbias.lab reproduce RUN [--steps N]            re-run a committed run and compare
     python -m tanbias.lab bench [--size small]                 tokens/s and probe overhead (JSON)
+    python -m tanbias.lab sweep [--jobs 2] [--fresh]            train the 2x2 sweep's configs in parallel (ch 8)
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
                                                                probe released/saved checkpoints post hoc
@@ -38,6 +39,9 @@ def main(argv=None) -> int:
     p.add_argument("--size", default="small")
     p.add_argument("--kind", default="decoder")
     p.add_argument("--reps", type=int, default=4)
+    p = sub.add_parser("sweep", help="train every sweep config (kind-regime-sSEED) in parallel")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
+    p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
     p = sub.add_parser("mechanism", help="measure every token's radius t on held-out text (tokens.csv)")
     p.add_argument("run")
     p.add_argument("--batches", type=int, default=8)
@@ -86,6 +90,13 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             from tanbias.lab.train import bench_lab
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
+        elif args.command == "sweep":
+            from tanbias.lab.sweep import run_sweep
+            res = run_sweep(jobs=args.jobs, fresh=args.fresh)
+            print(json.dumps(res, indent=1))
+            print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
+            if any(r["exit"] != 0 for r in res["runs"].values()):
+                return 1
         elif args.command == "mechanism":
             from tanbias.lab.sweep import measure_radii
             df = measure_radii(args.run, n_batches=args.batches)

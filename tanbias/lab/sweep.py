@@ -45,7 +45,7 @@ __all__ = ["KINDS", "REGIMES", "EARLY_FRAC", "sweep_names", "load_sweep", "run_m
            "cell_summary", "effects", "balancing_verdict", "frequency_profile", "measure_radii",
            "eta_by_bucket", "radius_correlations", "mechanism_summary", "t_interval",
            "cells_interactive", "trajectory_interactive", "eta_interactive", "radius_cdf_interactive",
-           "frequency_figure", "loss_table"]
+           "frequency_figure", "loss_table", "sweep_configs", "run_sweep"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -132,6 +132,61 @@ def load_sweep(names=None, runs_dir=None, complete: bool = True) -> dict:
                 raise ParameterError(f"seeds of {c}={sorted(seeds[c])} differ from {cells[0]}="
                                      f"{sorted(first)}: valid range is the same seeds in every cell.")
     return loaded
+
+
+def sweep_configs(configs_dir=None) -> list[Path]:
+    """The sweep's config files (``data/runs/configs/<kind>-<regime>-s<seed>.json``), decoders first.
+
+    Decoders train slower, so starting them first balances the parallel workers.
+    """
+    d = Path(configs_dir) if configs_dir is not None else runs.RUNS_DIR / "configs"
+    found = [p for p in sorted(d.glob("*.json")) if NAME_RE.match(p.stem)]
+    return sorted(found, key=lambda p: (_cell(p.stem)[2], p.stem.split("-")[0] != "decoder", p.stem))
+
+
+def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None) -> dict:
+    """Train every sweep config (``python -m tanbias.lab train``) with ``jobs`` parallel processes.
+
+    Each run uses one thread (its config's ``threads``), so ``jobs`` should
+    not exceed the number of cores. A run that is already complete (its
+    manifest lists ``tokens.csv``) is skipped unless ``fresh``; an interrupted
+    one resumes. Returns the wall time and each run's exit status and time;
+    the log of each run goes to ``<run>/work/train.log``.
+    """
+    import subprocess
+    import sys
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tanbias._checks import check_int
+
+    jobs = check_int("jobs", jobs, lo=1, hi=64)
+    root = Path(out_root) if out_root is not None else runs.RUNS_DIR
+    todo = []
+    for cfg in sweep_configs(configs_dir):
+        man = root / cfg.stem / "manifest.json"
+        if not fresh and man.exists() and "tokens.csv" in json.loads(man.read_text()).get("files", {}):
+            continue
+        todo.append(cfg)
+
+    def one(cfg):
+        out = root / cfg.stem
+        (out / "work").mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "tanbias.lab", "train", str(cfg), "--out", str(out), "--no-progress"]
+        if fresh:
+            cmd.append("--fresh")
+        t0 = time.perf_counter()
+        with open(out / "work" / "train.log", "w") as log:
+            rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+        dt = time.perf_counter() - t0
+        print(f"{cfg.stem}: exit {rc} after {dt / 60:.1f} min", flush=True)
+        return cfg.stem, rc, dt
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(one, todo))
+    return {"wall_seconds": time.perf_counter() - t0, "jobs": jobs,
+            "runs": {n: {"exit": rc, "seconds": round(dt, 1)} for n, rc, dt in results}}
 
 
 # --------------------------------------------------------------------------- statistics
