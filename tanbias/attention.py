@@ -27,8 +27,6 @@ chapters). Used by chapter 5.
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from dataclasses import dataclass
 
@@ -38,6 +36,7 @@ import plotly.graph_objects as go
 
 from ._checks import check_array, check_choice, check_int, check_real, check_rng
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .figures import labelled
 from .gradients import _check_bases, _check_ts, _to_numpy
 from .stats import SlopeFit, loglog_slope
@@ -584,8 +583,8 @@ def softmax_terms_figure(data, title=None):
 _TITLE_SLOT = "\x00title\x00"
 
 
-@functools.lru_cache(maxsize=None)
-def _softmax_terms_layout() -> str:
+@frozen_layout
+def _softmax_terms_layout() -> go.Figure:
     """Layout (with the book's template) of :func:`softmax_terms_figure`, built once."""
     fig = go.Figure()
     fig.update_layout(yaxis_type="log", yaxis_exponentformat="power",
@@ -595,7 +594,7 @@ def _softmax_terms_layout() -> str:
                      categoryarray=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in KEY_TERMS])
     labelled(fig, _TITLE_SLOT, "score term (order in t)",
              "RMS of the key-dependent part [score units, log]", legend="term")
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def _softmax_terms_dict(data, title=None) -> dict:
@@ -610,7 +609,7 @@ def _softmax_terms_dict(data, title=None) -> dict:
     if title is None:
         title = (f"Layer {data['layer']}, t = {data['t']:.3g}: removing n moves the attention "
                  f"weights by {data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
-    layout = json.loads(_softmax_terms_layout())
+    layout = _softmax_terms_layout()
     layout["title"]["text"] = title
     return dict(data=traces, layout=layout)
 

@@ -38,6 +38,7 @@ from scipy import stats as _st
 from ._checks import (check_array, check_callable, check_choice, check_instance, check_int,
                       check_real, check_tangent)
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .manifolds import GeneralizedCylinder, Quadric, Submanifold
 from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 
@@ -1023,8 +1024,8 @@ def direction_density_figure(data, title=None):
     return go.Figure(_direction_density_dict(data, title))
 
 
-@functools.lru_cache(maxsize=None)
-def _direction_layout() -> str:
+@frozen_layout
+def _direction_layout() -> go.Figure:
     """Base layout (with the book's template) of the direction figure, built once."""
     import json
 
@@ -1037,7 +1038,7 @@ def _direction_layout() -> str:
         # legend above the plot: below it is where the interactive puts its sliders
         legend=dict(orientation="h", x=0.0, y=1.03, yanchor="bottom"), margin=dict(t=140),
         height=510))
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def _direction_density_dict(data, title=None) -> dict:
@@ -1064,7 +1065,7 @@ def _direction_density_dict(data, title=None) -> dict:
     if title is None:
         title = (f"Directions of samples on the {data['name']}, "
                  f"η<sub>g</sub> = {data['eta_g']:.3g}")
-    layout = json.loads(_direction_layout())
+    layout = _direction_layout()
     layout["title"] = dict(text=title, y=0.985, yanchor="top")
     return dict(data=traces, layout=layout)
 
@@ -1343,8 +1344,8 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None):
     return go.Figure(dict(data=traces, layout=layout))
 
 
-@functools.lru_cache(maxsize=None)
-def _ring_layout() -> str:
+@frozen_layout
+def _ring_layout() -> go.Figure:
     import json
 
     from plotly.subplots import make_subplots
@@ -1358,7 +1359,7 @@ def _ring_layout() -> str:
     fig.update_yaxes(title_text="density of r / √η<sub>g</sub>", row=1, col=2)
     fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
                       margin=dict(t=175), height=560)
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def ring_data(manifold, law, tau, n_curve=61) -> dict:
@@ -1415,7 +1416,7 @@ def ring_figure(data) -> dict:
 
     from .figures import COLORS
 
-    layout = json.loads(_ring_layout())
+    layout = _ring_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(f"S²×ℝ, η<sub>g</sub> = {data['eta_g']:.3g}: ring at "
                                  f"t = {data['tau']:.3g} √η<sub>g</sub> = {data['t']:.3g}"))
     s = data["s"]

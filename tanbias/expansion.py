@@ -14,13 +14,13 @@ fits their scaling with ``t``, and builds the figures of chapter 1.
 from __future__ import annotations
 
 import functools
-import json
 import math
 
 import numpy as np
 
 from ._checks import check_array, check_instance, check_int, check_real, check_rng
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .manifolds import Submanifold
 from .stats import loglog_slope
 
@@ -168,8 +168,8 @@ def side_view_data(manifold, t, n=300, rng=0, n_curve=121) -> dict:
                 curve_y=0.5 * t * ii, t=float(t))
 
 
-@functools.lru_cache(maxsize=None)
-def _two_panel_layout() -> str:
+@frozen_layout
+def _two_panel_layout() -> go.Figure:
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.13,
@@ -184,7 +184,7 @@ def _two_panel_layout() -> str:
     # legend above the panels: below them is where the interactive puts its sliders
     fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
                       margin=dict(t=175), height=560)
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def _trace(x, y, name, col=1, **style) -> dict:
@@ -197,7 +197,7 @@ def _trace(x, y, name, col=1, **style) -> dict:
 def _side_view_dict(view, scaling, name) -> dict:
     from .figures import COLORS
 
-    layout = json.loads(_two_panel_layout())
+    layout = _two_panel_layout()
     layout["title"] = dict(text=f"The {name} at geodesic radius t = {view['t']:.3g}",
                            y=0.985, yanchor="top")
     t = view["t"]

@@ -116,3 +116,4 @@ def new_figure(title: str, x: str, y: str, **layout) -> go.Figure:
     """
     fig = go.Figure(layout=layout)
     return labelled(fig, title, x, y)
+

@@ -13,13 +13,13 @@ that a model with three knobs:
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._checks import check_choice, check_instance, check_int, check_real, check_rng
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .manifolds import Samples, Submanifold
 from .radial import Gaussian, RadialLaw
 
@@ -243,7 +243,7 @@ def _zipf_dict(data) -> dict:
 
     from .figures import COLORS
 
-    layout = json.loads(_zipf_layout())
+    layout = _zipf_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(
         f"α = {data['alpha']:.3g}, t<sub>max</sub> = {data['t_max']:.3g}: rank correlation "
         f"of frequency and distance {data['spearman']:+.2f}"))
@@ -261,8 +261,8 @@ def _zipf_dict(data) -> dict:
     return dict(data=traces, layout=layout)
 
 
-@functools.lru_cache(maxsize=None)
-def _zipf_layout() -> str:
+@frozen_layout
+def _zipf_layout() -> go.Figure:
     import json
 
     from plotly.subplots import make_subplots
@@ -279,7 +279,7 @@ def _zipf_layout() -> str:
     # legend above the panels: below them is where the interactive puts its sliders
     fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
                       margin=dict(t=165), height=520)
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def zipf_data(vocab, d=2, n=800, rng=0) -> dict:

@@ -35,8 +35,6 @@ Used by chapter 4 (and by :mod:`tanbias.exercises`, exercises 1 and 2).
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from dataclasses import dataclass
 
@@ -46,6 +44,7 @@ import plotly.graph_objects as go
 
 from ._checks import check_array, check_choice, check_int, check_real, check_rng
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .figures import labelled
 from .stats import SlopeFit, loglog_slope
 
@@ -1105,15 +1104,15 @@ def eta_histogram_figure(data, title=None):
     return go.Figure(_eta_histogram_dict(data, title))
 
 
-@functools.lru_cache(maxsize=None)
-def _eta_histogram_layout() -> str:
+@frozen_layout
+def _eta_histogram_layout() -> go.Figure:
     """Layout (with the book's template) of :func:`eta_histogram_figure`, built once."""
     fig = go.Figure()
     fig.update_layout(xaxis_type="log", legend=dict(x=0.01, y=0.99), title_font_size=14,
                       xaxis_exponentformat="power")
     labelled(fig, "", "normal / tangent gradient norm of one sample [ratio, log]",
              "density [per unit of log10 ratio]")
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def _eta_histogram_dict(data, title=None) -> dict:
@@ -1132,7 +1131,7 @@ def _eta_histogram_dict(data, title=None) -> dict:
     if title is None:
         title = (f"η<sub>g</sub> = {data['eta_g']:.3g}: RMS ratio {data['rms']:.3g}, "
                  f"predicted {data['predicted']:.3g}")
-    layout = json.loads(_eta_histogram_layout())
+    layout = _eta_histogram_layout()
     layout["title"]["text"] = title
     return dict(data=traces, layout=layout)
 

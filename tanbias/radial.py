@@ -24,7 +24,6 @@ Custom        any strictly decreasing     quadrature             exact rejection
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from abc import ABC, abstractmethod
@@ -35,6 +34,7 @@ from scipy import stats as _st
 
 from ._checks import check_callable, check_int, check_real, check_rng
 from .errors import ParameterError
+from ._figcache import frozen_layout
 
 __all__ = ["RadialLaw", "Gaussian", "Laplace", "PowerLaw", "Epanechnikov", "Custom",
            "radius_density", "radial_laws_figure", "radial_laws_interactive"]
@@ -679,8 +679,8 @@ def radius_density(law, r, d) -> np.ndarray:
     return law.g(r) * r ** (d - 1) / law.moment(d - 1)
 
 
-@functools.lru_cache(maxsize=None)
-def _radial_layout() -> str:
+@frozen_layout
+def _radial_layout() -> go.Figure:
     """Base layout (with the book's template) of the radial-law figure, built once."""
     import json
 
@@ -693,7 +693,7 @@ def _radial_layout() -> str:
         # legend above the plot: below it is where the interactive puts its sliders
         legend=dict(orientation="h", x=0.0, y=1.03, yanchor="bottom"), margin=dict(t=140),
         height=510))
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def _radial_laws_dict(families, eta_g, d, n_points=120) -> dict:
@@ -714,7 +714,7 @@ def _radial_laws_dict(families, eta_g, d, n_points=120) -> dict:
     rms = math.sqrt(eta_g)
     traces.append(dict(type="scatter", x=[rms, rms], y=[0.0, 1.05 * peak], mode="lines",
                        name="RMS radius √η<sub>g</sub>", line=dict(color="#222", dash="dash")))
-    layout = json.loads(_radial_layout())
+    layout = _radial_layout()
     layout["title"] = dict(y=0.985, yanchor="top",
                            text=f"Radius of a sample: four laws with η<sub>g</sub> = {eta_g:.3g}, "
                                 f"d = {d}")

@@ -32,8 +32,6 @@ Used by chapter 6 (and :mod:`tanbias.exercises`, exercise 3).
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from dataclasses import dataclass
 
@@ -43,6 +41,7 @@ import plotly.graph_objects as go
 
 from ._checks import check_array, check_choice, check_int, check_real, check_rng
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .figures import labelled
 from .gradients import _check_bases, _check_batch, _check_t, _to_numpy
 
@@ -686,7 +685,7 @@ def depth_cloud(manifold, t, layer, iso=0.0, n=128, n_layers=24, gain=0.1, seed=
     return dict(out, tangent=nt[layer], normal=nn[layer], layer=layer)
 
 
-@functools.lru_cache(maxsize=None)
+@frozen_layout
 def _two_panel_layout(titles, axes, column_widths=(0.5, 0.5)):
     """Layout dict of a 1x2 subplot figure, built once (make_subplots is slow per frame).
 
@@ -706,11 +705,11 @@ def _two_panel_layout(titles, axes, column_widths=(0.5, 0.5)):
         ann.font = dict(size=13)
     fig.update_yaxes(exponentformat="power")
     fig.update_xaxes(exponentformat="power")
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def _layout(title, *args, **kwargs) -> dict:
-    layout = json.loads(_two_panel_layout(*args, **kwargs))
+    layout = _two_panel_layout(*args, **kwargs)
     layout["title"] = dict(text=title, font=dict(size=14), y=0.98, yanchor="top")
     return layout
 

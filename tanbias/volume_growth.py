@@ -19,7 +19,6 @@ above it: the second sheet enters the balls.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from scipy.stats import norm as _norm
 
 from ._checks import check_array, check_int, check_real
 from .errors import ParameterError
+from ._figcache import frozen_layout
 from .stats import SlopeFit, loglog_slope
 
 __all__ = ["volume_growth", "LocalDimension", "local_dimension_slopes", "two_sheet_count",
@@ -251,7 +251,7 @@ def _growth_dict(profiles: dict, predicted: dict | None = None, delta: float | N
 
     from .figures import COLORS
 
-    layout = json.loads(_growth_layout())
+    layout = _growth_layout()
     if title is None:
         title = ("Volume growth" if delta is None else
                  f"Volume growth, ball centre at distance δ = {delta:.2g} from the junction")
@@ -273,8 +273,8 @@ def _growth_dict(profiles: dict, predicted: dict | None = None, delta: float | N
     return dict(data=traces, layout=layout)
 
 
-@functools.lru_cache(maxsize=None)
-def _growth_layout() -> str:
+@frozen_layout
+def _growth_layout() -> go.Figure:
     import json
 
     from plotly.subplots import make_subplots
@@ -289,7 +289,7 @@ def _growth_layout() -> str:
     # legend above the panels: below them is where the interactive puts its sliders
     fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
                       margin=dict(t=165), height=520)
-    return json.dumps(fig.to_plotly_json()["layout"])
+    return fig
 
 
 def growth_figure(profiles, predicted=None, delta=None, title=None):
