@@ -45,7 +45,7 @@ __all__ = ["KINDS", "REGIMES", "EARLY_FRAC", "sweep_names", "load_sweep", "run_m
            "cell_summary", "effects", "balancing_verdict", "frequency_profile", "measure_radii",
            "eta_by_bucket", "radius_correlations", "mechanism_summary", "t_interval",
            "cells_interactive", "trajectory_interactive", "eta_interactive", "radius_cdf_interactive",
-           "frequency_figure", "loss_table", "sweep_configs", "run_sweep"]
+           "frequency_figure", "loss_table", "sweep_configs", "run_sweep", "timing"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -247,6 +247,36 @@ def run_metrics(loaded: dict, early_frac: float = EARLY_FRAC):
             both.insert(0, "run", name)
             frames.append(both)
     return pd.concat(frames, ignore_index=True)
+
+
+def timing(loaded: dict, proxy: str = "frozen", bucket: str = "all"):
+    """When is the tangent enrichment strongest? One row per run.
+
+    On the layer-mean log enrichment (bucket ``bucket``) against the probe
+    steps after step 0: ``peak_step`` and ``peak_frac`` (its fraction of
+    training), ``log_peak``, ``log_late`` (last probe step), ``log_early_end``
+    (the last probe step inside the first :data:`EARLY_FRAC` of training) and
+    ``log_late_over_peak = log_late - log_peak`` (< 0: the effect weakens after
+    its peak). "Imprinted early" in the statement's sense means the peak lies
+    early and late training carries the level forward rather than raising it.
+    """
+    import pandas as pd
+
+    rows = []
+    for name, r in loaded.items():
+        a = r.alignment
+        a = a[(a["bucket"] == bucket) & (a["proxy"] == proxy) & (a["step"] > 0)]
+        curve = a.assign(le=np.log(a["enrichment"].clip(lower=1e-12))).groupby("step")["le"].mean()
+        frac = a.groupby("step")["frac"].first()
+        early = curve[frac <= EARLY_FRAC]
+        kind, regime, seed = _cell(name)
+        peak = int(curve.idxmax())
+        rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed, "peak_step": peak,
+                     "peak_frac": float(frac.loc[peak]), "log_peak": float(curve.max()),
+                     "log_late": float(curve.iloc[-1]),
+                     "log_early_end": float(early.iloc[-1]) if len(early) else float("nan"),
+                     "log_late_over_peak": float(curve.iloc[-1] - curve.max())})
+    return pd.DataFrame(rows)
 
 
 def cell_summary(metrics, columns=("log_enrichment", "excess_iso")):

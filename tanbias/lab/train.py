@@ -408,7 +408,7 @@ def reproduce(run, steps: int | None = None, workdir=None, progress: bool = True
 
     Compares every logged step's loss (``|Δ| <= loss_atol``), the evaluation loss,
     and — when the whole run is repeated — every numeric column of
-    ``alignment.csv`` (``|Δ| <= align_atol + align_rtol |x|``); see
+    ``alignment.csv`` and ``tokens.csv`` (``|Δ| <= align_atol + align_rtol |x|``); see
     :data:`REPRODUCE_TOLERANCE`.
 
     Parameters
@@ -452,19 +452,20 @@ def reproduce(run, steps: int | None = None, workdir=None, progress: bool = True
         if bad:
             failures.append(f"loss differs by more than {tol['loss_atol']} at steps {bad[:10]}")
         n_align = 0
-        if not partial:
-            a = pd.read_csv(d / "alignment.csv")
-            b = pd.read_csv(tmp / "alignment.csv")
+        tables = [name for name in ("alignment.csv", "tokens.csv") if (d / name).exists()]
+        for name in tables if not partial else ():
+            a = pd.read_csv(d / name)
+            b = pd.read_csv(tmp / name)
             if a.shape != b.shape:
-                failures.append(f"alignment.csv shape {b.shape} != committed {a.shape}")
-            else:
-                for col in a.select_dtypes("number").columns:
-                    x, y = a[col].to_numpy(float), b[col].to_numpy(float)
-                    ok = np.isclose(y, x, rtol=tol["align_rtol"], atol=tol["align_atol"], equal_nan=True)
-                    n_align += ok.size
-                    if not ok.all():
-                        failures.append(f"alignment.csv column {col!r} differs in {int((~ok).sum())} rows")
-        return {"ok": not failures, "compared": {"steps": len(diffs), "alignment_values": n_align},
+                failures.append(f"{name} shape {b.shape} != committed {a.shape}")
+                continue
+            for col in a.select_dtypes("number").columns:
+                x, y = a[col].to_numpy(float), b[col].to_numpy(float)
+                ok = np.isclose(y, x, rtol=tol["align_rtol"], atol=tol["align_atol"], equal_nan=True)
+                n_align += ok.size
+                if not ok.all():
+                    failures.append(f"{name} column {col!r} differs in {int((~ok).sum())} rows")
+        return {"ok": not failures, "compared": {"steps": len(diffs), "table_values": n_align, "tables": tables if not partial else []},
                 "max_loss_diff": max(diffs) if diffs else float("nan"), "failures": failures,
                 "tolerance": tol, "workdir": str(tmp)}
     finally:
