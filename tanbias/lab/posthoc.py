@@ -581,24 +581,12 @@ def _revision_steps(revisions: Sequence) -> list[int]:
 
 def _probe_config(probe: dict | None, D: int | None = None, L: int | None = None) -> dict:
     """``DEFAULT_CONFIG["probe"]`` with ``probe``'s overrides; values checked once ``D, L`` are known."""
-    from tanbias._checks import check_real
-    from tanbias.lab.train import DEFAULT_CONFIG, _merge
+    from tanbias.lab.train import DEFAULT_CONFIG, _merge, validate_probe_settings
 
     pc = _merge(DEFAULT_CONFIG["probe"], dict(probe or {}))
     if D is None:
         return pc
-    pc["rank"] = check_int("probe.rank", pc["rank"], lo=1, hi=D // 2,
-                           hint=f"D={D}; the controls must fit orthogonal to the proxy (rank <= D/2).")
-    pc["local_rank"] = check_int("probe.local_rank", pc["local_rank"], lo=1, hi=D // 2)
-    pc["fit_fraction"] = check_real("probe.fit_fraction", pc["fit_fraction"], 0, 1, hi_open=False)
-    pc["n_controls"] = check_int("probe.n_controls", pc["n_controls"], lo=2)
-    pc["n_buckets"] = check_int("probe.n_buckets", pc["n_buckets"], lo=1, hi=10)
-    pc["min_count"] = check_int("probe.min_count", pc["min_count"], lo=pc["local_rank"] + 1)
-    pc["zeta"] = check_real("probe.zeta", pc["zeta"], 0, 1, lo_open=False)
-    if pc["layers"] is not None:
-        pc["layers"] = [check_int("probe.layers", x, lo=0, hi=L,
-                                  hint=f"Layer 0 is the embedding output, {L} the last block.")
-                        for x in pc["layers"]]
+    validate_probe_settings(pc, D, L)
     return pc
 
 

@@ -150,8 +150,9 @@ def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=Non
     Each run uses one thread (its config's ``threads``), so ``jobs`` should
     not exceed the number of cores. A run that is already complete (its
     manifest lists ``tokens.csv``) is skipped unless ``fresh``; an interrupted
-    one resumes. Returns the wall time and each run's exit status and time;
-    the log of each run goes to ``<run>/work/train.log``.
+    one resumes. Returns the wall time and each run's exit status and time
+    (also written to ``sweep.json`` beside the runs when anything ran); the
+    log of each run goes to ``<run>/work/train.log``.
     """
     import subprocess
     import sys
@@ -185,8 +186,12 @@ def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=Non
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(one, todo))
-    return {"wall_seconds": time.perf_counter() - t0, "jobs": jobs,
-            "runs": {n: {"exit": rc, "seconds": round(dt, 1)} for n, rc, dt in results}}
+    report = {"wall_seconds": round(time.perf_counter() - t0, 1), "jobs": jobs,
+              "how": f"python -m tanbias.lab sweep --jobs {jobs}" + (" --fresh" if fresh else ""),
+              "runs": {n: {"exit": rc, "seconds": round(dt, 1)} for n, rc, dt in results}}
+    if todo:
+        runs.atomic_write_text(root / "sweep.json", json.dumps(report, indent=1) + "\n")
+    return report
 
 
 # --------------------------------------------------------------------------- statistics

@@ -41,7 +41,7 @@ from tanbias.errors import ParameterError
 from tanbias.lab import runs
 from tanbias.lab.probe import ResidualProbe, analyse_run, probe_steps
 
-__all__ = ["DEFAULT_CONFIG", "validate_config", "load_config", "train", "capture_path",
+__all__ = ["DEFAULT_CONFIG", "validate_config", "validate_probe_settings", "load_config", "train", "capture_path",
            "Interrupted", "reproduce", "bench_lab", "REPRODUCE_TOLERANCE"]
 
 DEFAULT_CONFIG: dict = {
@@ -70,6 +70,28 @@ def _merge(base: dict, over: dict) -> dict:
                                  f"{sorted(base)}. Check the spelling.")
         out[k] = _merge(base[k], v) if isinstance(base[k], dict) and isinstance(v, dict) else v
     return out
+
+
+def validate_probe_settings(p: dict, D: int, L: int) -> dict:
+    """Check the analysis settings of ``config["probe"]`` in place for width ``D`` and ``L`` blocks.
+
+    Shared by training runs (:func:`validate_config`) and released checkpoints
+    (:func:`tanbias.lab.posthoc.probe_checkpoints`).
+    """
+    p["rank"] = check_int("probe.rank", p["rank"], lo=1, hi=D // 2,
+                          hint=f"D={D}; the 20 controls must fit orthogonal to the proxy "
+                               f"(rank <= D/2 < D).")
+    p["local_rank"] = check_int("probe.local_rank", p["local_rank"], lo=1, hi=D // 2)
+    p["fit_fraction"] = check_real("probe.fit_fraction", p["fit_fraction"], 0, 1, hi_open=False)
+    p["n_controls"] = check_int("probe.n_controls", p["n_controls"], lo=2)
+    p["n_buckets"] = check_int("probe.n_buckets", p["n_buckets"], lo=1, hi=10)
+    p["min_count"] = check_int("probe.min_count", p["min_count"], lo=p["local_rank"] + 1)
+    p["zeta"] = check_real("probe.zeta", p["zeta"], 0, 1, lo_open=False)
+    if p["layers"] is not None:
+        p["layers"] = [check_int("probe.layers", x, lo=0, hi=L,
+                                 hint=f"Layer 0 is the embedding output, {L} the last block.")
+                       for x in p["layers"]]
+    return p
 
 
 def validate_config(config: dict) -> dict:
@@ -115,19 +137,7 @@ def validate_config(config: dict) -> dict:
     p["n_steps"] = check_int("probe.n_steps", p["n_steps"], lo=2, hi=cfg["steps"])
     p["tokens"] = check_int("probe.tokens", p["tokens"], lo=16,
                             hi=size["batch_size"] * size["seq_len"])
-    p["rank"] = check_int("probe.rank", p["rank"], lo=1, hi=D // 2,
-                          hint=f"D={D}; the 20 controls must fit orthogonal to the proxy "
-                               f"(rank <= D/2 < D).")
-    p["local_rank"] = check_int("probe.local_rank", p["local_rank"], lo=1, hi=D // 2)
-    p["fit_fraction"] = check_real("probe.fit_fraction", p["fit_fraction"], 0, 1, hi_open=False)
-    p["n_controls"] = check_int("probe.n_controls", p["n_controls"], lo=2)
-    p["n_buckets"] = check_int("probe.n_buckets", p["n_buckets"], lo=1, hi=10)
-    p["min_count"] = check_int("probe.min_count", p["min_count"], lo=p["local_rank"] + 1)
-    p["zeta"] = check_real("probe.zeta", p["zeta"], 0, 1, lo_open=False)
-    if p["layers"] is not None:
-        p["layers"] = [check_int("probe.layers", x, lo=0, hi=L,
-                                 hint=f"Layer 0 is the embedding output, {L} the last block.")
-                       for x in p["layers"]]
+    validate_probe_settings(p, D, L)
     return cfg
 
 
