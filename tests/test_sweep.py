@@ -141,6 +141,9 @@ def test_eta_is_the_weighted_mean_square_radius(loaded):
     w = t["count_text"].to_numpy(float)
     assert np.isclose(row["eta"], np.sum(w * t["t"] ** 2) / w.sum())
     assert 0 <= row["small_t_share"] <= 1
+    # bucket labels match the alignment table's, so the two can be joined
+    align_buckets = set(loaded["encoder-natural-s1"].alignment["bucket"])
+    assert set(eta["bucket"]) <= align_buckets
 
 
 def test_mechanism_refuses_a_missing_checkpoint(smoke_sweep, tmp_path):

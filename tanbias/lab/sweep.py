@@ -551,13 +551,16 @@ def eta_by_bucket(loaded: dict):
     small = {}
     for (kind, layer), g in tok[tok["regime"] == "natural"].groupby(["kind", "layer"]):
         small[kind, layer] = _weighted_quantile(g["t"].to_numpy(), g["count_text"].to_numpy(), 0.2)
+    from tanbias.lab.probe import bucket_label
+    n_buckets = {name: int(r.config["probe"]["n_buckets"]) for name, r in loaded.items()}
     for (run, layer, bucket), g in tok.groupby(["run", "layer", "bucket"]):
         kind, regime, seed = _cell(run)
         w = g["count_text"].to_numpy(np.float64)
         t = g["t"].to_numpy()
         thr = small.get((kind, layer), float("nan"))
         rows.append({"run": run, "kind": kind, "regime": regime, "seed": seed, "layer": int(layer),
-                     "bucket": f"q{int(bucket) + 1}", "eta": float(np.sum(w * t ** 2) / w.sum()),
+                     "bucket": bucket_label(int(bucket), n_buckets[run]),
+                     "eta": float(np.sum(w * t ** 2) / w.sum()),
                      "t_median": _weighted_quantile(t, w, 0.5), "types": len(g),
                      "small_t_share": float(np.sum(w * (t < thr)) / w.sum()), "t_small": thr})
     for (run, layer), g in tok.groupby(["run", "layer"]):
@@ -746,10 +749,13 @@ def cells_interactive(loaded: dict, proxy: str = "frozen"):
     L = int(max(x for x in a["layer"] if x != "mean"))
     buckets = tuple(dict.fromkeys(a["bucket"]))
 
+    # one pass of groupby instead of a filter per frame (the static figure has ~300 frames)
+    lookup = {key: g.sort_values("seed")["log_enrichment"].to_numpy()
+              for key, g in a.groupby(["step", "layer", "bucket", "kind", "regime"], sort=False)}
+    empty = np.empty(0)
+
     def compute(step, layer, bucket):
-        g = a[(a["step"] == step) & (a["layer"] == layer) & (a["bucket"] == bucket)]
-        return {c: g[(g["kind"] == c[0]) & (g["regime"] == c[1])].sort_values("seed")[
-            "log_enrichment"].to_numpy() for c in _cells()}
+        return {c: lookup.get((step, layer, bucket, *c), empty) for c in _cells()}
 
     def figure(data, step, layer, bucket):
         fig = go.Figure()
@@ -839,13 +845,17 @@ def radius_cdf_interactive(loaded: dict):
 
     from tanbias.interactive import Interactive, Param
 
+    from tanbias.lab.probe import bucket_label
+
     tok = _tokens(loaded)
     L = int(tok["layer"].max())
+    n_b = int(next(iter(loaded.values())).config["probe"]["n_buckets"])
+    labels = {bucket_label(b, n_b): b for b in range(n_b)}
 
     def compute(kind, layer, bucket):
         g = tok[(tok["kind"] == kind) & (tok["layer"] == layer)]
         if bucket != "all":
-            g = g[g["bucket"] == int(bucket[1:]) - 1]
+            g = g[g["bucket"] == labels[bucket]]
         out = {}
         for regime in REGIMES:
             h = g[g["regime"] == regime]
@@ -868,7 +878,7 @@ def radius_cdf_interactive(loaded: dict):
     return Interactive(
         params=[Param("kind", "architecture", options=KINDS),
                 Param("layer", "layer", 1, L, default=L, integer=True, steps=L),
-                Param("bucket", "frequency bucket", options=("all", "q1", "q2", "q3"))],
+                Param("bucket", "frequency bucket", options=("all", *labels))],
         compute=compute, figure=figure, title="How tightly tokens concentrate, by data regime",
         caption="Cumulative distribution of the concentration radius t over token occurrences, "
                 "pooled over seeds, measured on the same held-out text for every run. A curve "
