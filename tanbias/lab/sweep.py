@@ -32,12 +32,14 @@ intervals are wide, and the book reports them as they are.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 
 import numpy as np
 
+from tanbias._figcache import frozen_layout
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
 
@@ -202,8 +204,6 @@ def t_interval(x, level: float = 0.95) -> tuple[float, float, float, int]:
     >>> round(m, 3), round(lo, 3), round(hi, 3), n
     (2.0, -0.484, 4.484, 3)
     """
-    from scipy import stats
-
     x = np.asarray(x, dtype=np.float64)
     x = x[np.isfinite(x)]
     n = len(x)
@@ -212,8 +212,24 @@ def t_interval(x, level: float = 0.95) -> tuple[float, float, float, int]:
     m = float(x.mean())
     if n == 1:
         return m, float("nan"), float("nan"), 1
-    h = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    h = float(_t_multiplier(n, level) * x.std(ddof=1) / np.sqrt(n))
     return m, m - h, m + h, n
+
+
+@functools.lru_cache(maxsize=None)
+def _t_multiplier(n: int, level: float) -> float:
+    from scipy import stats
+    return float(stats.t.ppf(0.5 + level / 2, n - 1))
+
+
+def _summarise(df, keys, col):
+    """Vectorised :func:`t_interval` of ``df[col]`` per group: columns mean, lo, hi, n."""
+    g = df.assign(_x=df[col].astype(float)).dropna(subset=["_x"]).groupby(keys, sort=False)["_x"]
+    out = g.agg(mean="mean", sd=lambda v: v.std(ddof=1), n="count").reset_index()
+    mult = out["n"].map(lambda k: _t_multiplier(int(k), 0.95) if k > 1 else np.nan)
+    h = mult * out["sd"] / np.sqrt(out["n"])
+    out["lo"], out["hi"] = out["mean"] - h, out["mean"] + h
+    return out.drop(columns="sd")
 
 
 def run_metrics(loaded: dict, early_frac: float = EARLY_FRAC):
@@ -293,16 +309,16 @@ def cell_summary(metrics, columns=("log_enrichment", "excess_iso")):
     """
     import pandas as pd
 
-    rows = []
     keys = ["kind", "regime", "layer", "bucket", "proxy", "phase"]
-    for key, g in metrics.groupby(keys, sort=False):
-        for col in columns:
-            m, lo, hi, n = t_interval(g[col])
-            row = dict(zip(keys, key), metric=col, mean=m, lo=lo, hi=hi, n=n)
-            if col == "log_enrichment":
-                row.update(ratio=np.exp(m), ratio_lo=np.exp(lo), ratio_hi=np.exp(hi))
-            rows.append(row)
-    return pd.DataFrame(rows)
+    frames = []
+    for col in columns:
+        out = _summarise(metrics, keys, col)
+        out.insert(len(keys), "metric", col)
+        if col == "log_enrichment":
+            out["ratio"], out["ratio_lo"], out["ratio_hi"] = (np.exp(out[c]) for c in ("mean", "lo", "hi"))
+        frames.append(out)
+    return pd.concat(frames, ignore_index=True)[
+        [*keys, "metric", "mean", "lo", "hi", "n", "ratio", "ratio_lo", "ratio_hi"]]
 
 
 CONTRASTS = {
@@ -329,19 +345,24 @@ def effects(metrics, columns=("log_enrichment", "excess_iso")):
     """
     import pandas as pd
 
-    rows = []
     keys = ["layer", "bucket", "proxy", "phase"]
-    for key, g in metrics.groupby(keys, sort=False):
-        for col in columns:
-            wide = g.pivot_table(index="seed", columns=["kind", "regime"], values=col, aggfunc="mean")
-            for name, w in CONTRASTS.items():
-                if not all(c in wide.columns for c in w):
-                    continue
-                per_seed = sum(wt * wide[c] for c, wt in w.items())
-                m, lo, hi, n = t_interval(per_seed.to_numpy())
-                rows.append(dict(zip(keys, key), metric=col, contrast=name, mean=m, lo=lo, hi=hi, n=n,
-                                 per_seed=[round(float(v), 6) for v in per_seed.to_numpy()]))
-    return pd.DataFrame(rows)
+    frames = []
+    for col in columns:
+        wide = metrics.pivot_table(index=[*keys, "seed"], columns=["kind", "regime"], values=col,
+                                   aggfunc="mean", sort=False)
+        for name, w in CONTRASTS.items():
+            if not all(c in wide.columns for c in w):
+                continue
+            per_seed = sum(wt * wide[c] for c, wt in w.items()).rename("value").reset_index()
+            out = _summarise(per_seed, keys, "value")
+            seeds = per_seed.groupby(keys, sort=False)["value"].agg(
+                lambda v: [round(float(x), 6) for x in v]).reset_index(name="per_seed")
+            out = out.merge(seeds, on=keys)
+            out.insert(len(keys), "metric", col)
+            out.insert(len(keys) + 1, "contrast", name)
+            frames.append(out)
+    return pd.concat(frames, ignore_index=True)[
+        [*keys, "metric", "contrast", "mean", "lo", "hi", "n", "per_seed"]]
 
 
 def balancing_verdict(summary, eff, layer="mean", bucket="all", proxy="frozen", phase="late",
@@ -553,7 +574,8 @@ def eta_by_bucket(loaded: dict):
         small[kind, layer] = _weighted_quantile(g["t"].to_numpy(), g["count_text"].to_numpy(), 0.2)
     from tanbias.lab.probe import bucket_label
     n_buckets = {name: int(r.config["probe"]["n_buckets"]) for name, r in loaded.items()}
-    for (run, layer, bucket), g in tok.groupby(["run", "layer", "bucket"]):
+    # bucket -1: types never seen in the run's training stream (they stay in "all")
+    for (run, layer, bucket), g in tok[tok["bucket"] >= 0].groupby(["run", "layer", "bucket"]):
         kind, regime, seed = _cell(run)
         w = g["count_text"].to_numpy(np.float64)
         t = g["t"].to_numpy()
@@ -723,13 +745,22 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
         name="ch8-trajectories", height=520)
 
 
+@frozen_layout
+def _cells_layout():
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+    fig.update_xaxes(categoryorder="array", categoryarray=[f"{k}, {g}" for k, g in _cells()])
+    return _label(fig, " ", "cell (architecture, data regime)", METRICS["log_enrichment"])
+
+
 def cells_interactive(loaded: dict, proxy: str = "frozen"):
     """Interactive: the four cells at one training step, seeds as points, mean and 95 % interval.
 
     Sliders: training step, layer, bucket.
     """
     import pandas as pd
-    import plotly.graph_objects as go
 
     from tanbias.interactive import Interactive, Param
 
@@ -745,7 +776,9 @@ def cells_interactive(loaded: dict, proxy: str = "frozen"):
     m = m.reset_index()
     m["layer"] = "mean"
     a = pd.concat([a.astype({"layer": object}), m], ignore_index=True)
-    steps = tuple(int(s) for s in sorted(set(a["step"])))
+    all_steps = sorted(set(int(s) for s in a["step"]))
+    # every other probe step and the last: the trajectories show every step already
+    steps = tuple(dict.fromkeys([*all_steps[::2], all_steps[-1]]))
     L = int(max(x for x in a["layer"] if x != "mean"))
     buckets = tuple(dict.fromkeys(a["bucket"]))
 
@@ -758,24 +791,25 @@ def cells_interactive(loaded: dict, proxy: str = "frozen"):
         return {c: lookup.get((step, layer, bucket, *c), empty) for c in _cells()}
 
     def figure(data, step, layer, bucket):
-        fig = go.Figure()
-        for i, (kind, regime) in enumerate(_cells()):
+        # plain dicts on a cached layout: this figure has ~200 static frames
+        traces = []
+        for kind, regime in _cells():
             y = data[kind, regime]
             mean, lo, hi, n = t_interval(y)
             name = f"{kind}, {regime}"
-            fig.add_trace(go.Scatter(x=[name] * len(y), y=y, mode="markers", name=f"{name}: seeds",
-                                     marker=dict(color=COLORS[kind], symbol=SYMBOL[regime], size=9),
-                                     showlegend=False))
-            fig.add_trace(go.Scatter(x=[name], y=[mean], mode="markers", name=name,
-                                     error_y=dict(type="data", symmetric=False,
-                                                  array=[hi - mean if np.isfinite(hi) else 0],
-                                                  arrayminus=[mean - lo if np.isfinite(lo) else 0]),
-                                     marker=dict(color=COLORS[kind], symbol="line-ew-open", size=26,
-                                                 line=dict(width=3, color=COLORS[kind]))))
-        fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+            traces.append(dict(type="scatter", x=[name] * len(y), y=y.tolist(), mode="markers",
+                               name=f"{name}: seeds", showlegend=False,
+                               marker=dict(color=COLORS[kind], symbol=SYMBOL[regime], size=9)))
+            traces.append(dict(type="scatter", x=[name], y=[mean], mode="markers", name=name,
+                               error_y=dict(type="data", symmetric=False,
+                                            array=[hi - mean if np.isfinite(hi) else 0],
+                                            arrayminus=[mean - lo if np.isfinite(lo) else 0]),
+                               marker=dict(color=COLORS[kind], symbol="line-ew-open", size=26,
+                                           line=dict(width=3, color=COLORS[kind]))))
+        layout = _cells_layout()
         lname = "mean over layers" if layer == "mean" else f"layer {layer}"
-        return _label(fig, f"Log enrichment at step {step}, {lname}, tokens: {bucket}",
-                      "cell (architecture, data regime)", METRICS["log_enrichment"])
+        layout["title"]["text"] = f"Log enrichment at step {step}, {lname}, tokens: {bucket}"
+        return {"data": traces, "layout": layout}
 
     return Interactive(
         params=[Param("step", "training step", options=steps, default=steps[-1]),
