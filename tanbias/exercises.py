@@ -441,7 +441,7 @@ def _ex4_select(metrics, **over):
 
 
 def reference_balancing_effect(metrics, kind: str, column: str = "log_enrichment", **over) -> float:
-    """Mean over seeds of ``m[kind, balanced, s] - m[kind, natural, s]`` (see :data:`EX4_SELECTION`).
+    """Mean over seeds of ``m[kind, balanced, s] - m[kind, natural, s]`` (the selection ``EX4_SELECTION``).
 
     ``metrics`` is :func:`tanbias.lab.sweep.run_metrics` of the sweep. Negative:
     balancing weakens the tangent alignment of that architecture.

@@ -336,7 +336,7 @@ def effects(metrics, columns=("log_enrichment", "excess_iso")):
     """Seed-paired contrasts between cells, with 95 % t-intervals.
 
     For each (layer, bucket, proxy, phase, metric) and each contrast of
-    :data:`CONTRASTS`: the per-seed contrast (e.g. balancing within the
+    ``CONTRASTS``: the per-seed contrast (e.g. balancing within the
     encoder: ``m[encoder, balanced, s] - m[encoder, natural, s]``), then its
     mean and interval over seeds. ``interaction`` is the difference of the two
     balancing effects (equivalently of the two architecture effects): zero when
@@ -736,7 +736,8 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
     return Interactive(
         params=[Param("layer", "layer (0 = embeddings)", options=layers, default="mean"),
                 Param("bucket", "frequency bucket", options=buckets),
-                Param("metric", "metric", options=tuple(METRICS))],
+                Param("metric", "metric", options=tuple(METRICS),
+                      fmt={"log_enrichment": "log enrichment", "excess_iso": "excess ΔIsoScore*"}.get)],
         compute=compute, figure=figure, title="The four cells during training",
         caption="Lines: mean over seeds of each cell (blue encoder, orange decoder; solid natural "
                 "mixture, dashed balanced); bands: 95 % t-interval over seeds. The proxy is the "
