@@ -168,6 +168,14 @@ def test_interactives_render_every_frame(loaded, make):
     assert d["data"] and d.get("frames")
 
 
+def test_effects_figure_has_a_row_per_contrast(loaded):
+    m = sweep.run_metrics(loaded)
+    fig = sweep.effects_figure(sweep.effects(m), sweep.timing(loaded))
+    assert len(fig.data) == 3
+    assert list(fig.layout.yaxis.ticktext)[-1].startswith("last step / peak")
+    assert len(fig.data[1].x) == len(sweep.CONTRASTS)
+
+
 def test_exercise_4_checker_on_smoke_sweep(loaded):
     from tanbias.exercises import check_exercise_4, reference_balancing_effect
 

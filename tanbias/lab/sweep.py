@@ -47,7 +47,7 @@ __all__ = ["KINDS", "REGIMES", "EARLY_FRAC", "sweep_names", "load_sweep", "run_m
            "cell_summary", "effects", "balancing_verdict", "frequency_profile", "measure_radii",
            "eta_by_bucket", "radius_correlations", "mechanism_summary", "t_interval",
            "cells_interactive", "trajectory_interactive", "eta_interactive", "radius_cdf_interactive",
-           "frequency_figure", "loss_table", "sweep_configs", "run_sweep", "timing"]
+           "frequency_figure", "loss_table", "sweep_configs", "run_sweep", "timing", "effects_figure"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -941,3 +941,40 @@ def frequency_figure(loaded: dict):
     fig.update_yaxes(type="log")
     return _label(fig, "Token frequency seen in training, by data regime (one line per seed)",
                   "rank of the token type [log]", "share of training tokens [log]", legend="data regime")
+
+
+def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen"):
+    """Forest plot: every seed-paired contrast of log enrichment as a ratio with its 95 % interval.
+
+    Early and late phases side by side; with ``tim`` (:func:`timing`), one more
+    row: the last step's enrichment over the run's peak.
+    """
+    import plotly.graph_objects as go
+
+    e = eff[(eff["layer"] == layer) & (eff["bucket"] == bucket) & (eff["proxy"] == proxy)
+            & (eff["metric"] == "log_enrichment") & eff["phase"].isin(["early", "late"])]
+    order = list(CONTRASTS)
+    fig = go.Figure()
+    for phase, color, dy in (("early", "#999999", -0.15), ("late", "#000000", 0.15)):
+        g = e[e["phase"] == phase].set_index("contrast").reindex(order)
+        y = np.arange(len(order)) + dy
+        fig.add_trace(go.Scatter(
+            x=np.exp(g["mean"]), y=y, mode="markers", name=f"{phase} in training",
+            marker=dict(color=color, size=9),
+            error_x=dict(type="data", symmetric=False, array=np.exp(g["hi"]) - np.exp(g["mean"]),
+                         arrayminus=np.exp(g["mean"]) - np.exp(g["lo"]), color=color)))
+    pretty = {"interaction": "interaction (1 if effects add)", "architecture | natural": "architecture, natural data",
+              "architecture | balanced": "architecture, balanced data"}
+    labels = [pretty.get(c, c.replace(" | ", " within ")) for c in order]
+    if tim is not None:
+        m, lo, hi, n = t_interval(tim["log_late_over_peak"])
+        fig.add_trace(go.Scatter(x=[np.exp(m)], y=[len(order)], mode="markers", name="last step / peak",
+                                 marker=dict(color="#009E73", size=9, symbol="diamond"),
+                                 error_x=dict(type="data", symmetric=False, array=[np.exp(hi) - np.exp(m)],
+                                              arrayminus=[np.exp(m) - np.exp(lo)], color="#009E73")))
+        labels.append(f"last step / peak (all {n} runs)")
+    fig.add_vline(x=1.0, line=dict(color="grey", width=1))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")
+    return _label(fig, "What the sweep decides: ratios of enrichment with 95 % intervals over seeds",
+                  "ratio of tangent enrichment [log; 1 = no effect]", "contrast", legend="phase")
