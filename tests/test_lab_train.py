@@ -112,6 +112,7 @@ def test_corrupt_or_missing_files_are_refused_with_the_regenerate_command(smoke_
     ({"probe": {"layers": [3]}}, r"probe.layers=3 is out of range: valid range is \[0, 2\]"),
     ({"steps": 1}, r"steps=1 is out of range"),
     ({"kind": "seq2seq"}, r"kind"),
+    ({"schedule": "linear"}, r"schedule='linear'"),
     ({"colour": 1}, r"colour=1 is not allowed"),
 ])
 def test_bad_config_values_raise_parameter_error(override, match):
@@ -120,6 +121,14 @@ def test_bad_config_values_raise_parameter_error(override, match):
         cfg["probe"] = {**SMOKE["probe"], **override["probe"]}
     with pytest.raises(ParameterError, match=match):
         validate_config(cfg)
+
+
+def test_constant_schedule_keeps_the_learning_rate_after_warmup():
+    from tanbias.lab.train import _schedule
+
+    cos, const = _schedule(100, 5), _schedule(100, 5, "constant")
+    assert cos(2) == const(2) == 3 / 5
+    assert const(99) == 1.0 and abs(cos(99) - 0.1) < 1e-3
 
 
 def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke_run, monkeypatch):

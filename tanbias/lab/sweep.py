@@ -290,7 +290,7 @@ def timing(loaded: dict, proxy: str = "frozen", bucket: str = "all"):
         curve = a.assign(le=np.log(a["enrichment"].clip(lower=1e-12))).groupby("step")["le"].mean()
         frac = a.groupby("step")["frac"].first()
         early = curve[frac <= EARLY_FRAC]
-        kind, regime, seed = _cell(name)
+        kind, regime, seed = r.config["kind"], r.config["regime"], int(r.config["seed"])
         peak = int(curve.idxmax())
         rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed, "peak_step": peak,
                      "peak_frac": float(frac.loc[peak]), "log_peak": float(curve.max()),

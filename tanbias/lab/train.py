@@ -46,7 +46,7 @@ __all__ = ["DEFAULT_CONFIG", "validate_config", "validate_probe_settings", "load
 
 DEFAULT_CONFIG: dict = {
     "name": None, "kind": "encoder", "size": "small", "regime": "natural", "languages": None, "seed": 0,
-    "steps": 240, "lr": None, "warmup": None, "weight_decay": 0.01,
+    "steps": 240, "lr": None, "warmup": None, "schedule": "cosine", "weight_decay": 0.01,
     "checkpoint_every": 20, "eval_batches": 8, "threads": 1,
     "probe": {"enabled": True, "n_steps": 14, "tokens": 4096, "rank": 8, "local_rank": 4,
               "fit_fraction": 0.3, "n_controls": 20, "n_buckets": 3, "min_count": 8,
@@ -129,6 +129,7 @@ def validate_config(config: dict) -> dict:
         "lr", cfg["lr"], lo=0, hint="Pass a positive learning rate such as 2e-3.")
     if cfg["warmup"] is not None:
         cfg["warmup"] = check_int("warmup", cfg["warmup"], lo=1, hi=cfg["steps"])
+    check_choice("schedule", cfg["schedule"], ("cosine", "constant"))
     cfg["weight_decay"] = check_real("weight_decay", cfg["weight_decay"], 0, lo_open=False)
     cfg["checkpoint_every"] = check_int("checkpoint_every", cfg["checkpoint_every"], lo=1)
     cfg["eval_batches"] = check_int("eval_batches", cfg["eval_batches"], lo=1)
@@ -157,10 +158,13 @@ def capture_path(d, step: int) -> Path:
     return Path(d) / "work" / "probe" / f"step_{int(step):06d}.npz"
 
 
-def _schedule(steps, warmup):
+def _schedule(steps, warmup, kind: str = "cosine"):
+    """Learning-rate factor: linear warm-up, then cosine decay to 10 % (or constant: a control)."""
     def f(s):
         if s < warmup:
             return (s + 1) / warmup
+        if kind == "constant":
+            return 1.0
         frac = (s - warmup) / max(1, steps - warmup)
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0)))
     return f
@@ -182,7 +186,7 @@ def _setup(cfg):
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg["lr"], betas=(0.9, 0.98), eps=1e-8)
     warmup = cfg["warmup"] or max(1, cfg["steps"] // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(cfg["steps"], warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(cfg["steps"], warmup, cfg["schedule"]))
     return tok, model, opt, sched
 
 
