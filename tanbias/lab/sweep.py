@@ -222,6 +222,18 @@ def _t_multiplier(n: int, level: float) -> float:
     return float(stats.t.ppf(0.5 + level / 2, n - 1))
 
 
+def _summarise_columns(df, keys, cols):
+    """:func:`_summarise` of several columns, stacked with a ``metric`` column."""
+    import pandas as pd
+
+    frames = []
+    for c in cols:
+        out = _summarise(df, keys, c)
+        out.insert(len(keys), "metric", c)
+        frames.append(out)
+    return pd.concat(frames, ignore_index=True)[[*keys, "metric", "mean", "lo", "hi", "n"]]
+
+
 def _summarise(df, keys, col):
     """Vectorised :func:`t_interval` of ``df[col]`` per group: columns mean, lo, hi, n."""
     g = df.assign(_x=df[col].astype(float)).dropna(subset=["_x"]).groupby(keys, sort=False)["_x"]
@@ -307,18 +319,12 @@ def cell_summary(metrics, columns=("log_enrichment", "excess_iso")):
     ``mean, lo, hi, n`` (and, for log enrichment, ``ratio = exp(mean)`` with its
     interval ``ratio_lo, ratio_hi``).
     """
-    import pandas as pd
-
     keys = ["kind", "regime", "layer", "bucket", "proxy", "phase"]
-    frames = []
-    for col in columns:
-        out = _summarise(metrics, keys, col)
-        out.insert(len(keys), "metric", col)
-        if col == "log_enrichment":
-            out["ratio"], out["ratio_lo"], out["ratio_hi"] = (np.exp(out[c]) for c in ("mean", "lo", "hi"))
-        frames.append(out)
-    return pd.concat(frames, ignore_index=True)[
-        [*keys, "metric", "mean", "lo", "hi", "n", "ratio", "ratio_lo", "ratio_hi"]]
+    out = _summarise_columns(metrics, keys, columns)
+    log = out["metric"] == "log_enrichment"
+    for c, r in (("mean", "ratio"), ("lo", "ratio_lo"), ("hi", "ratio_hi")):
+        out[r] = np.exp(out[c]).where(log)
+    return out
 
 
 CONTRASTS = {
@@ -481,7 +487,7 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
 
     from tanbias import alignment as al
     from tanbias.lab.models import make_model
-    from tanbias.lab.probe import N_SPECIAL
+    from tanbias.lab.probe import N_SPECIAL, residual_modules
     from tanbias.lab.tokenizer import load_tokenizer
 
     d = runs.run_dir(run)
@@ -503,15 +509,16 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     model = make_model(cfg["kind"], cfg["size"], vocab_size=len(tok), seed=cfg["seed"])
     model.load_state_dict(state["model"])
     model.eval()
-    inner = model.model
-    modules = [inner.embed_tokens, *inner.layers]
+    modules = residual_modules(model)
     store: dict[int, list] = {i: [] for i in range(len(modules))}
-    handles = [m.register_forward_hook(
-        lambda mod, inp, out, i=i: store[i].append((out[0] if isinstance(out, tuple) else out)
-                                                   .detach().reshape(-1, out[0].shape[-1]
-                                                                     if isinstance(out, tuple)
-                                                                     else out.shape[-1])))
-               for i, m in enumerate(modules)]
+
+    def keep(i):
+        def hook(module, inputs, output):
+            h = output[0] if isinstance(output, tuple) else output
+            store[i].append(h.detach().reshape(-1, h.shape[-1]))
+        return hook
+
+    handles = [m.register_forward_hook(keep(i)) for i, m in enumerate(modules)]
     batches = _common_batches(cfg, tok, n_batches)
     ids = []
     try:
@@ -574,26 +581,21 @@ def eta_by_bucket(loaded: dict):
         small[kind, layer] = _weighted_quantile(g["t"].to_numpy(), g["count_text"].to_numpy(), 0.2)
     from tanbias.lab.probe import bucket_label
     n_buckets = {name: int(r.config["probe"]["n_buckets"]) for name, r in loaded.items()}
+    def row(run, layer, bucket, g):
+        kind, regime, seed = _cell(run)
+        w = g["count_text"].to_numpy(np.float64)
+        t = g["t"].to_numpy()
+        thr = small.get((kind, layer), float("nan"))
+        return {"run": run, "kind": kind, "regime": regime, "seed": seed, "layer": int(layer),
+                "bucket": bucket, "eta": float(np.sum(w * t ** 2) / w.sum()),
+                "t_median": _weighted_quantile(t, w, 0.5), "types": len(g),
+                "small_t_share": float(np.sum(w * (t < thr)) / w.sum()), "t_small": thr}
+
     # bucket -1: types never seen in the run's training stream (they stay in "all")
     for (run, layer, bucket), g in tok[tok["bucket"] >= 0].groupby(["run", "layer", "bucket"]):
-        kind, regime, seed = _cell(run)
-        w = g["count_text"].to_numpy(np.float64)
-        t = g["t"].to_numpy()
-        thr = small.get((kind, layer), float("nan"))
-        rows.append({"run": run, "kind": kind, "regime": regime, "seed": seed, "layer": int(layer),
-                     "bucket": bucket_label(int(bucket), n_buckets[run]),
-                     "eta": float(np.sum(w * t ** 2) / w.sum()),
-                     "t_median": _weighted_quantile(t, w, 0.5), "types": len(g),
-                     "small_t_share": float(np.sum(w * (t < thr)) / w.sum()), "t_small": thr})
+        rows.append(row(run, layer, bucket_label(int(bucket), n_buckets[run]), g))
     for (run, layer), g in tok.groupby(["run", "layer"]):
-        kind, regime, seed = _cell(run)
-        w = g["count_text"].to_numpy(np.float64)
-        t = g["t"].to_numpy()
-        thr = small.get((kind, layer), float("nan"))
-        rows.append({"run": run, "kind": kind, "regime": regime, "seed": seed, "layer": int(layer),
-                     "bucket": "all", "eta": float(np.sum(w * t ** 2) / w.sum()),
-                     "t_median": _weighted_quantile(t, w, 0.5), "types": len(g),
-                     "small_t_share": float(np.sum(w * (t < thr)) / w.sum()), "t_small": thr})
+        rows.append(row(run, layer, "all", g))
     return pd.DataFrame(rows)
 
 
@@ -628,17 +630,7 @@ def mechanism_summary(loaded: dict):
     layer) for the Spearman correlation; ``freq`` per (kind, regime) for the
     frequency profile.
     """
-    import pandas as pd
-
-    def summarise(df, keys, cols):
-        rows = []
-        for key, g in df.groupby(keys, sort=False):
-            key = key if isinstance(key, tuple) else (key,)
-            for c in cols:
-                m, lo, hi, n = t_interval(g[c])
-                rows.append(dict(zip(keys, key), metric=c, mean=m, lo=lo, hi=hi, n=n))
-        return pd.DataFrame(rows)
-
+    summarise = _summarise_columns
     eta = summarise(eta_by_bucket(loaded), ["kind", "regime", "layer", "bucket"],
                     ["eta", "t_median", "small_t_share"])
     corr = summarise(radius_correlations(loaded), ["kind", "regime", "layer"], ["spearman"])
@@ -672,6 +664,25 @@ def _label(fig, title, x, y, legend="cell"):
     return labelled(fig, title, x, y, legend=legend)
 
 
+def _alignment_frame(loaded: dict, proxy: str):
+    """All runs' alignment rows for one proxy, with cell columns, ``log_enrichment`` and
+    ``excess_iso``, plus rows ``layer == "mean"`` (mean over layers per run, step, bucket)."""
+    import pandas as pd
+
+    frames = []
+    for name, r in loaded.items():
+        a = r.alignment[r.alignment["proxy"] == proxy].copy()
+        a["log_enrichment"] = np.log(a["enrichment"].clip(lower=1e-12))
+        a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
+        a["kind"], a["regime"], a["seed"] = _cell(name)
+        frames.append(a)
+    a = pd.concat(frames, ignore_index=True)
+    mean = a.groupby(["run", "kind", "regime", "seed", "step", "bucket"], sort=False)[
+        ["log_enrichment", "excess_iso"]].mean().reset_index()
+    mean["layer"] = "mean"
+    return pd.concat([a.astype({"layer": object}), mean], ignore_index=True)
+
+
 @frozen_layout
 def _trajectory_layout(early_x: float, ylabel: str):
     import plotly.graph_objects as go
@@ -690,20 +701,7 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
     """
     from tanbias.interactive import Interactive, Param
 
-    frames = []
-    for name, r in loaded.items():
-        a = r.alignment[r.alignment["proxy"] == proxy].copy()
-        a["log_enrichment"] = np.log(a["enrichment"].clip(lower=1e-12))
-        a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
-        kind, regime, seed = _cell(name)
-        a["kind"], a["regime"] = kind, regime
-        frames.append(a)
-    import pandas as pd
-    a = pd.concat(frames, ignore_index=True)
-    mean_layers = a.groupby(["run", "kind", "regime", "step", "bucket"], sort=False)[
-        ["log_enrichment", "excess_iso"]].mean().reset_index()
-    mean_layers["layer"] = "mean"
-    a = pd.concat([a.astype({"layer": object}), mean_layers], ignore_index=True)
+    a = _alignment_frame(loaded, proxy)
     L = int(max(x for x in a["layer"] if x != "mean"))
     layers = ("mean", *range(L + 1))
     buckets = tuple(dict.fromkeys(a["bucket"]))
@@ -771,22 +769,9 @@ def cells_interactive(loaded: dict, proxy: str = "frozen"):
 
     Sliders: training step, layer, bucket.
     """
-    import pandas as pd
-
     from tanbias.interactive import Interactive, Param
 
-    frames = []
-    for name, r in loaded.items():
-        a = r.alignment[r.alignment["proxy"] == proxy].copy()
-        a["log_enrichment"] = np.log(a["enrichment"].clip(lower=1e-12))
-        kind, regime, seed = _cell(name)
-        a["kind"], a["regime"], a["seed"] = kind, regime, seed
-        frames.append(a)
-    a = pd.concat(frames, ignore_index=True)
-    m = a.groupby(["kind", "regime", "seed", "step", "bucket"], sort=False)["log_enrichment"].mean()
-    m = m.reset_index()
-    m["layer"] = "mean"
-    a = pd.concat([a.astype({"layer": object}), m], ignore_index=True)
+    a = _alignment_frame(loaded, proxy)
     all_steps = sorted(set(int(s) for s in a["step"]))
     # every other probe step and the last: the trajectories show every step already
     steps = tuple(dict.fromkeys([*all_steps[::2], all_steps[-1]]))
