@@ -29,6 +29,12 @@ __all__ = [
     "check_instance",
     "check_choice",
     "check_callable",
+    "to_numpy",
+    "check_rows",
+    "check_bases",
+    "max_radius",
+    "check_radius",
+    "check_radii",
 ]
 
 
@@ -345,3 +351,151 @@ def check_callable(name: str, value, hint: str = ""):
             f"{name}={_fmt_value(value)} is not callable: valid range is functions "
             f"of one array argument.{_tail(hint)}")
     return value
+
+
+# ----------------------------------------------------------------------------
+# arrays of activations, subspace bases and radii (the gradient-side chapters)
+# ----------------------------------------------------------------------------
+
+def to_numpy(a):
+    """Return ``a`` unchanged, or a torch tensor as a numpy array (without importing torch).
+
+    Duck typing on ``detach`` and ``cpu``, so real activations from a model
+    (later chapters) go through the same checks as simulated ones.
+
+    Example
+    -------
+    >>> to_numpy([1.0, 2.0])
+    [1.0, 2.0]
+    """
+    if hasattr(a, "detach") and hasattr(a, "cpu"):
+        return a.detach().cpu().numpy()
+    return a
+
+
+def check_rows(name: str, x, D=None, hint: str = "Pass a batch of activations, one row per "
+                                                  "sample.") -> np.ndarray:
+    """Check a non-empty batch ``x`` of shape ``(n, D)`` (rows are samples); return float64.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the message.
+    x : array_like or torch.Tensor, shape (n, D)
+    D : int, optional
+        Required number of columns (any if ``None``).
+    hint : str
+
+    Raises
+    ------
+    ParameterError
+        Wrong shape, no rows, non-finite entries.
+
+    Example
+    -------
+    >>> check_rows("x_c", [[1.0, 2.0]], D=2).shape
+    (1, 2)
+    >>> check_rows("x_c", np.zeros((0, 2)))
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: x_c has 0 rows: valid range is [1, inf) samples. Pass at least one sample.
+    """
+    x = check_array(name, to_numpy(x), shape=(None, D), hint=hint)
+    if x.shape[0] == 0:
+        raise ParameterError(f"{name} has 0 rows: valid range is [1, inf) samples. "
+                             f"Pass at least one sample.")
+    return x
+
+
+def check_bases(tangent_basis, normal_basis, D=None):
+    """Check a tangent and a normal basis with the same ``D`` rows; return both as float64.
+
+    Parameters
+    ----------
+    tangent_basis : array_like or torch.Tensor, shape (D, d)
+    normal_basis : array_like or torch.Tensor, shape (D, k)
+    D : int, optional
+        Required number of rows (any if ``None``).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+
+    Raises
+    ------
+    ParameterError
+        Mismatched rows, an empty basis, non-finite entries.
+
+    Example
+    -------
+    >>> T, N = check_bases(np.eye(3)[:, :1], np.eye(3)[:, 1:])
+    >>> T.shape, N.shape
+    ((3, 1), (3, 2))
+    """
+    T = check_array("tangent_basis", to_numpy(tangent_basis), shape=(D, None),
+                    hint="Pass the (D, d) matrix whose columns span the tangent space.")
+    N = check_array("normal_basis", to_numpy(normal_basis), shape=(T.shape[0], None),
+                    hint=f"Pass a (D, D-d) matrix with the same D={T.shape[0]} rows as "
+                         f"tangent_basis.")
+    if T.shape[1] == 0 or N.shape[1] == 0:
+        raise ParameterError(
+            f"tangent_basis has {T.shape[1]} and normal_basis {N.shape[1]} columns: valid "
+            f"range is [1, D-1] columns each. Pass non-empty bases.")
+    return T, N
+
+
+def max_radius(manifold):
+    """The largest radius a manifold samples at, if it says (``patch_radius`` or ``max_radius``).
+
+    Returns
+    -------
+    float or None
+        ``None`` when the manifold has no finite limit (or is ``None``).
+
+    Example
+    -------
+    >>> class Patch:
+    ...     patch_radius = 0.5
+    >>> max_radius(Patch()), max_radius(None)
+    (0.5, None)
+    """
+    for name in ("patch_radius", "max_radius"):
+        r = getattr(manifold, name, None)
+        if r is not None and np.isfinite(r):
+            return float(r)
+    return None
+
+
+def check_radius(t, manifold=None, name: str = "t") -> float:
+    """Check a geodesic radius ``t`` in ``(0, max_radius(manifold)]``; return it as a float.
+
+    Example
+    -------
+    >>> check_radius(0.1)
+    0.1
+    >>> check_radius(-1.0)
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: t=-1.0 is out of range: valid range is (0, inf). Pass a positive radius.
+    """
+    hi = max_radius(manifold)
+    return check_real(name, t, 0, hi, hi_open=False,
+                      hint="Pass a positive radius" + ("" if hi is None else
+                            " inside the manifold's patch") + ".")
+
+
+def check_radii(ts, manifold=None) -> np.ndarray:
+    """Check a non-empty 1-D array ``ts`` of radii, each as in :func:`check_radius`.
+
+    Example
+    -------
+    >>> check_radii([0.1, 0.2]).tolist()
+    [0.1, 0.2]
+    """
+    ts = check_array("ts", ts, shape=(None,), hint="Pass a 1-D array of radii.")
+    if ts.size == 0:
+        raise ParameterError("ts is empty: valid range is at least one radius in (0, inf). "
+                             "Pass e.g. numpy.geomspace(0.02, 0.2, 8).")
+    for t in ts:
+        check_radius(t, manifold)
+    return ts

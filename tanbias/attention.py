@@ -22,7 +22,8 @@ changes them by ``O(t^2)``, removing the tangent part by ``O(t)``
 
 All functions take numpy arrays or torch tensors (converted to float64 numpy),
 so the same decomposition runs on simulated and on real activations (later
-chapters). Used by chapter 5.
+chapters). Used by chapter 5; its figures and interactives are in
+:mod:`tanbias.figures.attention`.
 """
 
 from __future__ import annotations
@@ -31,21 +32,20 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 
-from ._checks import check_array, check_choice, check_int, check_real, check_rng
+from ._checks import (check_array, check_bases, check_choice, check_int, check_radii, check_real,
+                      check_rng, to_numpy)
 from .errors import ParameterError
-from ._figcache import frozen_layout
-from .figures import labelled
-from .gradients import _check_bases, _check_ts, _to_numpy
-from .stats import SlopeFit, loglog_slope
+from .stats import loglog_slope
 
 __all__ = [
     "TERMS",
     "ORDERS",
+    "KEY_TERMS",
+    "NORMAL_TERMS",
     "ScoreTerms",
     "score_decomposition",
+    "key_centred_rms",
     "score_term_scaling",
     "fit_term_slopes",
     "attention_weights",
@@ -54,14 +54,7 @@ __all__ = [
     "softmax_sensitivity",
     "AttentionStack",
     "simulated_attention_stack",
-    "term_scaling_figure",
-    "KEY_TERMS",
-    "NORMAL_TERMS",
-    "key_centred_rms",
     "softmax_terms",
-    "softmax_terms_figure",
-    "softmax_terms_interactive",
-    "removal_figure",
     "sensitivity_over_heads",
 ]
 
@@ -70,24 +63,41 @@ TERMS = ("mu_mu", "mu_v", "v_mu", "mu_n", "n_mu", "v_v", "v_n", "n_v", "n_n")
 #: Predicted order in ``t`` of each term (the slope of its RMS against ``t``).
 ORDERS = {"mu_mu": 0, "mu_v": 1, "v_mu": 1, "mu_n": 2, "n_mu": 2, "v_v": 2,
           "v_n": 3, "n_v": 3, "n_n": 4}
+#: Key-dependent terms: the only ones that can change a softmax over keys
+#: (terms that depend on the query alone shift a whole row and cancel).
+KEY_TERMS = ("mu_v", "mu_n", "v_v", "v_n", "n_v", "n_n")
+#: Terms that involve the normal part ``n`` (the curvature signal).
+NORMAL_TERMS = ("mu_n", "v_n", "n_v", "n_n")
+
+
+def _frame(rows):
+    """Rows (dicts) as a pandas DataFrame: pandas is imported here only, once a table is built."""
+    import pandas as pd
+
+    return pd.DataFrame(rows)
 
 
 def _check_weights(W_Q, W_K, D):
-    W_Q = check_array("W_Q", _to_numpy(W_Q), shape=(None, D),
+    W_Q = check_array("W_Q", to_numpy(W_Q), shape=(None, D),
                       hint=f"Pass the (d_head, D={D}) query projection (rows act on x).")
-    W_K = check_array("W_K", _to_numpy(W_K), shape=(W_Q.shape[0], D),
+    W_K = check_array("W_K", to_numpy(W_K), shape=(W_Q.shape[0], D),
                       hint=f"Pass the (d_head={W_Q.shape[0]}, D={D}) key projection.")
     return W_Q, W_K
 
 
 def _check_tokens(x, D=None, name="x"):
-    x = check_array(name, _to_numpy(x), shape=(None, D),
+    x = check_array(name, to_numpy(x), shape=(None, D),
                     hint="Pass tokens as rows: shape (n_tokens, D).")
     if x.shape[0] == 0:
         raise ParameterError(f"{name} has 0 rows: valid range is [1, inf) tokens. "
                              f"Pass at least one token.")
     return x
 
+
+
+# ----------------------------------------------------------------------------
+# the nine bilinear terms
+# ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ScoreTerms:
@@ -152,10 +162,10 @@ def score_decomposition(x, mu, tangent_basis, normal_basis, W_Q, W_K) -> ScoreTe
     >>> bool(np.allclose(sum(s.terms.values()), s.total))
     True
     """
-    T, N = _check_bases(tangent_basis, normal_basis)
+    T, N = check_bases(tangent_basis, normal_basis)
     D = T.shape[0]
     x = _check_tokens(x, D)
-    mu = check_array("mu", _to_numpy(mu), shape=(D,), hint=f"Pass the centroid, shape ({D},).")
+    mu = check_array("mu", to_numpy(mu), shape=(D,), hint=f"Pass the centroid, shape ({D},).")
     W_Q, W_K = _check_weights(W_Q, W_K, D)
     xc = x - mu
     parts = {"mu": np.broadcast_to(mu, x.shape), "v": (xc @ T) @ T.T, "n": (xc @ N) @ N.T}
@@ -164,6 +174,39 @@ def score_decomposition(x, mu, tangent_basis, normal_basis, W_Q, W_K) -> ScoreTe
     terms = {name: q[name.split("_")[0]] @ k[name.split("_")[1]].T for name in TERMS}
     total = (x @ W_Q.T) @ (x @ W_K.T).T
     return ScoreTerms(terms, total, total - sum(terms.values()))
+
+
+def key_centred_rms(terms: ScoreTerms) -> dict:
+    """RMS over (query, key) pairs of each term minus its mean over keys.
+
+    A softmax over keys ignores anything constant along a row, so this is the
+    size of the part of each term that can move the attention weights. It is
+    0 for the query-only terms (``mu_mu``, ``v_mu``, ``n_mu``); for ``mu_n``
+    it removes the mean normal offset ``mu^T M E[n]``.
+
+    Parameters
+    ----------
+    terms : ScoreTerms
+        Output of :func:`score_decomposition`.
+
+    Returns
+    -------
+    dict of str -> float
+        One entry per name in :data:`TERMS`.
+
+    Example
+    -------
+    >>> T, N = np.eye(2)[:, :1], np.eye(2)[:, 1:]
+    >>> x = np.array([[1.1, 0.01], [0.9, 0.01]])
+    >>> r = key_centred_rms(score_decomposition(x, [1.0, 0.0], T, N, np.eye(2), np.eye(2)))
+    >>> r["v_mu"], r["mu_n"], round(r["mu_v"], 6)
+    (0.0, 0.0, 0.1)
+    """
+    out = {}
+    for name, s in terms.terms.items():
+        c = s - s.mean(axis=1, keepdims=True)
+        out[name] = float(np.sqrt(np.mean(c ** 2)))
+    return out
 
 
 def score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0):
@@ -189,7 +232,7 @@ def score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0):
     ParameterError
         Radii out of range, bad shapes.
     """
-    ts = _check_ts(ts, manifold)
+    ts = check_radii(ts, manifold)
     n_tokens = check_int("n_tokens", n_tokens, lo=2, hint="Pass at least 2 tokens.")
     rng = check_rng(rng)
     W_Q, W_K = _check_weights(W_Q, W_K, manifold.D)
@@ -200,7 +243,7 @@ def score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0):
                                   manifold.normal_basis, W_Q, W_K).rms()
         rows += [dict(t=float(t), term=name, rms=rms[name], order=ORDERS[name])
                  for name in TERMS]
-    return pd.DataFrame(rows)
+    return _frame(rows)
 
 
 def fit_term_slopes(df, confidence=0.95) -> dict:
@@ -220,6 +263,7 @@ def fit_term_slopes(df, confidence=0.95) -> dict:
     """
     return {name: loglog_slope(g["t"].to_numpy(), g["rms"].to_numpy(), confidence)
             for name, g in df.groupby("term", sort=False) if name != "mu_mu"}
+
 
 
 # ----------------------------------------------------------------------------
@@ -294,9 +338,9 @@ def removal_effect(x, mu, tangent_basis, normal_basis, W_Q, W_K, scale=None) -> 
     >>> e["normal"] < e["tangent"]
     True
     """
-    T, N = _check_bases(tangent_basis, normal_basis)
+    T, N = check_bases(tangent_basis, normal_basis)
     x = _check_tokens(x, T.shape[0])
-    mu = check_array("mu", _to_numpy(mu), shape=(x.shape[1],))
+    mu = check_array("mu", to_numpy(mu), shape=(x.shape[1],))
     W_Q, W_K = _check_weights(W_Q, W_K, x.shape[1])
     xc = x - mu
     v, n = (xc @ T) @ T.T, (xc @ N) @ N.T
@@ -317,7 +361,7 @@ def removal_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0, scale=None):
     pandas.DataFrame
         Long format: ``t``, ``removed`` ("tangent" / "normal"), ``change``.
     """
-    ts = _check_ts(ts, manifold)
+    ts = check_radii(ts, manifold)
     n_tokens = check_int("n_tokens", n_tokens, lo=2, hint="Pass at least 2 tokens.")
     rng = check_rng(rng)
     rows = []
@@ -326,7 +370,7 @@ def removal_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0, scale=None):
         e = removal_effect(s.y, manifold.mu, manifold.tangent_basis, manifold.normal_basis,
                            W_Q, W_K, scale)
         rows += [dict(t=float(t), removed=k, change=v) for k, v in e.items()]
-    return pd.DataFrame(rows)
+    return _frame(rows)
 
 
 def softmax_sensitivity(x, mu, tangent_basis, normal_basis, W_Q, W_K, rng=0,
@@ -368,9 +412,9 @@ def softmax_sensitivity(x, mu, tangent_basis, normal_basis, W_Q, W_K, rng=0,
     >>> sorted(s)
     ['normal', 'tangent']
     """
-    T, N = _check_bases(tangent_basis, normal_basis)
+    T, N = check_bases(tangent_basis, normal_basis)
     x = _check_tokens(x, T.shape[0])
-    check_array("mu", _to_numpy(mu), shape=(x.shape[1],))
+    check_array("mu", to_numpy(mu), shape=(x.shape[1],))
     W_Q, W_K = _check_weights(W_Q, W_K, x.shape[1])
     check_choice("side", side, ("keys", "queries"), hint="Perturb 'keys' or 'queries'.")
     rng = check_rng(rng)
@@ -388,6 +432,7 @@ def softmax_sensitivity(x, mu, tangent_basis, normal_basis, W_Q, W_K, rng=0,
         dA = A * (ds - np.sum(A * ds, axis=1, keepdims=True))
         out[name] = float(np.sqrt(np.mean(np.sum(dA ** 2, axis=1))))
     return out
+
 
 
 # ----------------------------------------------------------------------------
@@ -470,76 +515,10 @@ def simulated_attention_stack(n_layers, D, seed=0, d_head=None) -> AttentionStac
     return AttentionStack(W[0], W[1], int(seed))
 
 
-def term_scaling_figure(df, title="Attention score terms against the radius t"):
-    """Log-log RMS of every score term against ``t`` (output of :func:`score_term_scaling`).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame or dict of lists
-    title : str
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    df = pd.DataFrame(df)
-    fig = go.Figure()
-    for name, g in df.groupby("term", sort=False):
-        fig.add_trace(go.Scatter(x=g["t"], y=g["rms"], mode="lines+markers",
-                                 name=f"{name} (order {ORDERS[name]})"))
-    fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_exponentformat="power",
-                      yaxis_exponentformat="power")
-    return labelled(fig, title, "radius t [geodesic distance, log]",
-                    "RMS of the term over token pairs [score units, log]", legend="term")
-
 
 # ----------------------------------------------------------------------------
-# what reaches the softmax (chapter 5 figures and checks)
+# what reaches the softmax, head by head (the data of chapter 5's figures)
 # ----------------------------------------------------------------------------
-
-#: Key-dependent terms: the only ones that can change a softmax over keys
-#: (terms that depend on the query alone shift a whole row and cancel).
-KEY_TERMS = ("mu_v", "mu_n", "v_v", "v_n", "n_v", "n_n")
-#: Terms that involve the normal part ``n`` (the curvature signal).
-NORMAL_TERMS = ("mu_n", "v_n", "n_v", "n_n")
-
-_PRETTY = {"mu_v": "μᵀM v<sub>j</sub>", "mu_n": "μᵀM n<sub>j</sub>",
-           "v_v": "v<sub>i</sub>ᵀM v<sub>j</sub>", "v_n": "v<sub>i</sub>ᵀM n<sub>j</sub>",
-           "n_v": "n<sub>i</sub>ᵀM v<sub>j</sub>", "n_n": "n<sub>i</sub>ᵀM n<sub>j</sub>"}
-
-
-def key_centred_rms(terms: ScoreTerms) -> dict:
-    """RMS over (query, key) pairs of each term minus its mean over keys.
-
-    A softmax over keys ignores anything constant along a row, so this is the
-    size of the part of each term that can move the attention weights. It is
-    0 for the query-only terms (``mu_mu``, ``v_mu``, ``n_mu``); for ``mu_n``
-    it removes the mean normal offset ``mu^T M E[n]``.
-
-    Parameters
-    ----------
-    terms : ScoreTerms
-        Output of :func:`score_decomposition`.
-
-    Returns
-    -------
-    dict of str -> float
-        One entry per name in :data:`TERMS`.
-
-    Example
-    -------
-    >>> T, N = np.eye(2)[:, :1], np.eye(2)[:, 1:]
-    >>> x = np.array([[1.1, 0.01], [0.9, 0.01]])
-    >>> r = key_centred_rms(score_decomposition(x, [1.0, 0.0], T, N, np.eye(2), np.eye(2)))
-    >>> r["v_mu"], r["mu_n"], round(r["mu_v"], 6)
-    (0.0, 0.0, 0.1)
-    """
-    out = {}
-    for name, s in terms.terms.items():
-        c = s - s.mean(axis=1, keepdims=True)
-        out[name] = float(np.sqrt(np.mean(c ** 2)))
-    return out
-
 
 def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) -> dict:
     """Key-centred RMS of the score terms and attention changes, for one head at radius ``t``.
@@ -564,7 +543,7 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) ->
         ``rms`` (dict over :data:`KEY_TERMS`), ``tv_tangent`` and ``tv_normal``
         (:func:`removal_effect`), ``t``, ``layer``.
     """
-    (t,) = _check_ts([t], manifold)
+    (t,) = check_radii([t], manifold)
     W_Q, W_K = stack.layer(layer)
     if tokens is None:
         tokens = manifold.sample_at_radius(float(t), n_tokens, check_rng(rng)).y
@@ -573,125 +552,6 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) ->
     e = removal_effect(tokens, manifold.mu, T, N, W_Q, W_K)
     return dict(rms={k: rms[k] for k in KEY_TERMS}, tv_tangent=e["tangent"],
                 tv_normal=e["normal"], t=float(t), layer=int(layer))
-
-
-def softmax_terms_figure(data, title=None):
-    """Bars of the key-dependent score terms (output of :func:`softmax_terms`), log scale."""
-    return go.Figure(_softmax_terms_dict(data, title))
-
-
-_TITLE_SLOT = "\x00title\x00"
-
-
-@frozen_layout
-def _softmax_terms_layout() -> go.Figure:
-    """Layout (with the book's template) of :func:`softmax_terms_figure`, built once."""
-    fig = go.Figure()
-    fig.update_layout(yaxis_type="log", yaxis_exponentformat="power",
-                      legend=dict(x=0.99, xanchor="right", y=0.99),
-                      title_font_size=14, barmode="group")
-    fig.update_xaxes(categoryorder="array",
-                     categoryarray=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in KEY_TERMS])
-    labelled(fig, _TITLE_SLOT, "score term (order in t)",
-             "RMS of the key-dependent part [score units, log]", legend="term")
-    return fig
-
-
-def _softmax_terms_dict(data, title=None) -> dict:
-    """:func:`softmax_terms_figure` as a plain dict (no per-update validation cost)."""
-    traces = []
-    for group, names, color in (("tangent only", [k for k in KEY_TERMS if k not in NORMAL_TERMS],
-                                 "#0072B2"),
-                                ("involves the normal part n", list(NORMAL_TERMS), "#D55E00")):
-        traces.append(dict(type="bar", x=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in names],
-                           y=[float(data["rms"][k]) for k in names], name=group,
-                           marker=dict(color=color)))
-    if title is None:
-        title = (f"Layer {data['layer']}, t = {data['t']:.3g}: removing n moves the attention "
-                 f"weights by {data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
-    layout = _softmax_terms_layout()
-    layout["title"]["text"] = title
-    return dict(data=traces, layout=layout)
-
-
-def _sup(k):
-    return "".join("⁰¹²³⁴⁵⁶⁷⁸⁹"[int(c)] for c in str(k))
-
-
-def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0):
-    """Interactive over ``t`` and the layer of a simulated stack: what reaches the softmax.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    stack : AttentionStack
-        Its heads are the "layers" of the slider (independent random heads).
-    ts : sequence of float, optional
-        Static grid of radii (default 7 values from 0.02 to 0.4).
-    n_tokens : int
-    rng : int
-        Seed.
-
-    Returns
-    -------
-    tanbias.interactive.Interactive
-    """
-    from .interactive import Interactive, Param
-
-    hi = min(0.4, float(getattr(manifold, "patch_radius", 0.4)))
-    ts = tuple(float(v) for v in (np.geomspace(0.02, hi, 7) if ts is None else ts))
-    seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
-    L = stack.n_layers
-    draws = {}
-
-    def compute(t, layer):
-        # one draw of tokens per radius, shared by every head (as in the static grid)
-        if t not in draws:
-            if len(draws) > 32:              # live sliders take continuous t: keep it bounded
-                draws.clear()
-            draws[t] = manifold.sample_at_radius(float(t), n_tokens, seed).y
-        return softmax_terms(manifold, stack, t, layer, tokens=draws[t])
-
-    return Interactive(
-        params=[Param("t", "radius t", ts[0], ts[-1], default=ts[len(ts) // 2], log=True,
-                      values=ts),
-                Param("layer", "layer (random head)", 0, L - 1, default=0, integer=True,
-                      steps=L)],
-        compute=compute,
-        figure=lambda data, t, layer: _softmax_terms_dict(data),
-        title="Attention score terms that reach the softmax",
-        caption="Key-dependent part of each bilinear term of the scores, for tokens at radius "
-                "t around one centroid. Blue terms involve only the tangent part, vermillion "
-                "ones the normal part. Shrinking t spreads the bars by one decade of t per "
-                "order; note that μᵀM n<sub>j</sub> keeps pace with v<sub>i</sub>ᵀM "
-                "v<sub>j</sub> (both t²). Each layer is an independent random head: the orders "
-                "do not depend on it.",
-        name="ch5-softmax-terms", height=460)
-
-
-def removal_figure(df, title="Attention change when a part of every token is removed"):
-    """Log-log total-variation change of the attention weights against ``t``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Output of :func:`removal_scaling`.
-    title : str
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    df = pd.DataFrame(df)
-    fig = go.Figure()
-    for removed, g in df.groupby("removed", sort=False):
-        fig.add_trace(go.Scatter(x=g["t"], y=g["change"], mode="lines+markers",
-                                 name=f"{removed} part removed (predicted order "
-                                      f"{1 if removed == 'tangent' else 2})"))
-    fig.update_layout(xaxis_type="log", yaxis_type="log", legend=dict(x=0.01, y=0.99),
-                      xaxis_exponentformat="power", yaxis_exponentformat="power")
-    return labelled(fig, title, "radius t [geodesic distance, log]",
-                    "mean TV distance between attention rows [log]", legend="removed")
 
 
 def sensitivity_over_heads(manifold, stack, t, n_tokens=64, rng=0, side="keys"):
@@ -711,7 +571,7 @@ def sensitivity_over_heads(manifold, stack, t, n_tokens=64, rng=0, side="keys"):
     pandas.DataFrame
         ``layer``, ``tangent``, ``normal`` (per-unit-move sensitivities).
     """
-    (t,) = _check_ts([t], manifold)
+    (t,) = check_radii([t], manifold)
     rng = check_rng(rng)
     s = manifold.sample_at_radius(float(t), n_tokens, rng)
     rows = []
@@ -720,4 +580,4 @@ def sensitivity_over_heads(manifold, stack, t, n_tokens=64, rng=0, side="keys"):
         e = softmax_sensitivity(s.y, manifold.mu, manifold.tangent_basis, manifold.normal_basis,
                                 W_Q, W_K, rng=rng, side=side)
         rows.append(dict(layer=l, **e))
-    return pd.DataFrame(rows)
+    return _frame(rows)

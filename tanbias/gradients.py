@@ -30,7 +30,9 @@ drops from ``1/2 sqrt(E||II(u,u)||^2)`` to ``1/2 sqrt(tr Cov II(u,u))`` (see
 :func:`predicted_rms_constant`), and vanishes for a round sphere sampled at a
 fixed radius.
 
-Used by chapter 4 (and by :mod:`tanbias.exercises`, exercises 1 and 2).
+Used by chapter 4 (and by :mod:`tanbias.exercises`, exercises 1 and 2). Its
+figures and interactives are in :mod:`tanbias.figures.gradients`; this module
+is the mathematics and the data they show.
 """
 
 from __future__ import annotations
@@ -39,13 +41,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 
-from ._checks import check_array, check_choice, check_int, check_real, check_rng
+from ._checks import (check_array, check_bases, check_choice, check_int, check_radii,
+                      check_radius, check_real, check_rng, check_rows, to_numpy)
 from .errors import ParameterError
-from ._figcache import frozen_layout
-from .figures import labelled
 from .stats import SlopeFit, loglog_slope
 
 __all__ = [
@@ -58,22 +57,16 @@ __all__ = [
     "ratio_scaling",
     "fit_ratio_slope",
     "fit_rms_constant",
-    "Counterexample",
-    "parabola_counterexample",
-    "two_token_types",
-    "ratio_figure",
     "radial_shape_constant",
     "predicted_rms_from_eta",
     "eta_scaling",
-    "counterexample_batch_scaling",
-    "gradient_cloud",
-    "gradient_cloud_figure",
-    "gradient_cloud_interactive",
     "eta_histogram",
-    "eta_histogram_figure",
-    "eta_histogram_interactive",
-    "two_types_figure",
+    "two_token_types",
+    "Counterexample",
+    "parabola_counterexample",
+    "counterexample_batch_scaling",
     "affine_signal_scaling",
+    "gradient_cloud",
 ]
 
 _FORMS = ("rms", "per_sample", "mean")
@@ -81,43 +74,20 @@ _CENTRINGS = ("mu", "batch")
 _DELTAS = ("gaussian", "constant")
 
 
+def _frame(rows):
+    """Rows (dicts) as a pandas DataFrame: pandas is imported here only, once a table is built."""
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
 # ----------------------------------------------------------------------------
-# array helpers shared with attention.py
+# input checks and centring
 # ----------------------------------------------------------------------------
-
-def _to_numpy(a):
-    """Accept torch tensors without importing torch (duck typing on ``detach``)."""
-    if hasattr(a, "detach") and hasattr(a, "cpu"):
-        return a.detach().cpu().numpy()
-    return a
-
-
-def _check_bases(tangent_basis, normal_basis, D=None):
-    """Validate two bases with D rows each; return them as float64 arrays."""
-    T = check_array("tangent_basis", _to_numpy(tangent_basis), shape=(D, None),
-                    hint="Pass the (D, d) matrix whose columns span the tangent space.")
-    N = check_array("normal_basis", _to_numpy(normal_basis), shape=(T.shape[0], None),
-                    hint=f"Pass a (D, D-d) matrix with the same D={T.shape[0]} rows as "
-                         f"tangent_basis.")
-    if T.shape[1] == 0 or N.shape[1] == 0:
-        raise ParameterError(
-            f"tangent_basis has {T.shape[1]} and normal_basis {N.shape[1]} columns: valid "
-            f"range is [1, D-1] columns each. Pass non-empty bases.")
-    return T, N
-
-
-def _check_batch(x, name="x_c", D=None):
-    x = check_array(name, _to_numpy(x), shape=(None, D),
-                    hint="Pass a batch of activations, one row per sample.")
-    if x.shape[0] == 0:
-        raise ParameterError(f"{name} has 0 rows: valid range is [1, inf) samples. "
-                             f"Pass at least one sample.")
-    return x
-
 
 def _check_delta(delta, n):
     """delta is (n, m) per-sample signals, or (m,) one signal shared by all samples."""
-    delta = check_array("delta", _to_numpy(delta), shape=None)
+    delta = check_array("delta", to_numpy(delta), shape=None)
     if delta.ndim == 1:
         delta = np.broadcast_to(delta, (n, delta.shape[0]))
     if delta.ndim != 2 or delta.shape[0] != n:
@@ -158,13 +128,13 @@ def centre(x, mu=None, centring="mu"):
     """
     check_choice("centring", centring, _CENTRINGS,
                  hint="Use 'mu' (centroid, the book's choice) or 'batch' (batch mean).")
-    x = _check_batch(x, "x")
+    x = check_rows("x", x)
     if centring == "batch":
         return x - x.mean(axis=0)
     if mu is None:
         raise ParameterError("mu=None is not allowed with centring='mu': valid range is "
                              "arrays of shape (D,). Pass the centroid, or centring='batch'.")
-    mu = check_array("mu", _to_numpy(mu), shape=(x.shape[1],),
+    mu = check_array("mu", to_numpy(mu), shape=(x.shape[1],),
                      hint=f"mu must have the D={x.shape[1]} entries of one activation.")
     return x - mu
 
@@ -241,8 +211,8 @@ def split_gradient(x_c, delta, tangent_basis, normal_basis) -> GradientSplit:
     >>> float(s.tangent[0]), float(s.normal[0]), round(s.rms_ratio, 6)
     (0.2, 0.01, 0.05)
     """
-    T, N = _check_bases(tangent_basis, normal_basis)
-    x = _check_batch(x_c, "x_c", T.shape[0])
+    T, N = check_bases(tangent_basis, normal_basis)
+    x = check_rows("x_c", x_c, T.shape[0])
     delta = _check_delta(delta, x.shape[0])
     xt, xn = x @ T, x @ N                      # input-side coordinates (n, d), (n, k)
     dnorm = np.linalg.norm(delta, axis=1)
@@ -396,32 +366,6 @@ def predicted_rms_constant(manifold, centring="mu") -> float:
 # scaling experiments on a manifold
 # ----------------------------------------------------------------------------
 
-def _check_ts(ts, manifold=None):
-    ts = check_array("ts", ts, shape=(None,), hint="Pass a 1-D array of radii.")
-    if ts.size == 0:
-        raise ParameterError("ts is empty: valid range is at least one radius in (0, inf). "
-                             "Pass e.g. numpy.geomspace(0.02, 0.2, 8).")
-    for t in ts:
-        _check_t(t, manifold)
-    return ts
-
-
-def _max_radius(manifold):
-    """The largest radius a manifold samples at, if it says (patch_radius or max_radius)."""
-    for name in ("patch_radius", "max_radius"):
-        r = getattr(manifold, name, None)
-        if r is not None and np.isfinite(r):
-            return float(r)
-    return None
-
-
-def _check_t(t, manifold=None, name="t"):
-    hi = None if manifold is None else _max_radius(manifold)
-    return check_real(name, t, 0, hi, hi_open=False,
-                      hint="Pass a positive radius" + ("" if hi is None else
-                            " inside the manifold's patch") + ".")
-
-
 def _deltas(kind, n, m, rng):
     if kind == "constant":
         return np.ones(m) / math.sqrt(m)    # one fixed unit signal shared by all samples
@@ -471,7 +415,7 @@ def ratio_scaling(manifold, ts, n=2000, rng=0, delta="gaussian", centring="mu", 
     >>> fit_ratio_slope(df, "rms").slope > 0.95
     True
     """
-    ts = _check_ts(ts, manifold)
+    ts = check_radii(ts, manifold)
     n = check_int("n", n, lo=2, hint="Pass at least 2 samples per radius.")
     m = check_int("m", m, lo=1, hint="Pass the layer's output width.")
     check_choice("delta", delta, _DELTAS, hint="Use 'gaussian' or 'constant'.")
@@ -487,7 +431,7 @@ def ratio_scaling(manifold, ts, n=2000, rng=0, delta="gaussian", centring="mu", 
         rows.append(dict(t=float(t), per_sample=float(np.mean(g.per_sample_ratio)),
                          rms=g.rms_ratio, mean=g.mean_ratio, predicted_rms=c * float(t),
                          delta=delta, centring=centring))
-    return pd.DataFrame(rows)
+    return _frame(rows)
 
 
 def fit_ratio_slope(df, column="rms", confidence=0.95) -> SlopeFit:
@@ -544,197 +488,7 @@ def fit_rms_constant(df) -> dict:
 
 
 # ----------------------------------------------------------------------------
-# where the statement breaks
-# ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Counterexample:
-    """Gradient parts on the parabola ``x = (u, u^2)`` with a constant signal.
-
-    Attributes
-    ----------
-    t : float
-        ``|u|`` (every sample has ``u = +t`` or ``-t``).
-    n : int
-        Samples.
-    mean_tangent, mean_normal : float
-        Batch-mean gradient parts ``mean_i u_i`` and ``mean_i u_i^2 = t^2``
-        (signed, the constant signal is ``delta = 1``).
-    mean_tangent_se : float
-        Standard error of ``mean_tangent`` (``t / sqrt(n)``): its population
-        value is exactly 0.
-    rms_tangent, rms_normal : float
-        ``sqrt(mean u^2) = t`` and ``sqrt(mean u^4) = t^2``.
-    """
-
-    t: float
-    n: int
-    mean_tangent: float
-    mean_tangent_se: float
-    mean_normal: float
-    rms_tangent: float
-    rms_normal: float
-
-    @property
-    def rms_ratio(self) -> float:
-        """Energy form, ``t`` exactly: the O(t) statement holds."""
-        return self.rms_normal / self.rms_tangent
-
-    @property
-    def mean_ratio(self) -> float:
-        """Mean form, ``|mean_normal / mean_tangent|``: grows like ``sqrt(n) t`` instead of O(t)."""
-        return math.inf if self.mean_tangent == 0 else abs(self.mean_normal / self.mean_tangent)
-
-
-def parabola_counterexample(t, n=10_000, rng=0) -> Counterexample:
-    """The parabola counterexample to the mean-gradient form of Proposition 2.3.
-
-    Setting: inputs ``x = (u, u^2)`` on the parabola (tangent coordinate ``u``,
-    normal coordinate ``u^2``) with ``u = +t`` or ``-t`` with probability 1/2,
-    a linear layer with one output, and a constant back-propagated signal
-    ``delta = 1``. The weight gradient of one sample is ``(u, u^2)``.
-
-    * Batch mean: the tangent part ``E[u] = 0`` while the normal part
-      ``E[u^2] = t^2 > 0``. The ratio normal/tangent of the *mean* gradient is
-      infinite at the population level (``~ sqrt(n) t`` in a sample), not O(t).
-    * Energy (RMS): ``sqrt(E[u^4]) / sqrt(E[u^2]) = t^2 / t = t``: O(t).
-
-    **Corrected proposition** (our derivation). Let ``x_c = v + n`` with
-    ``||v|| >= a t`` and ``||n|| <= b t^2`` for every sample, and ``delta`` any
-    back-propagated signal (possibly dependent on ``x``). Then for the
-    per-sample weight gradients ``G_i = delta_i x_i^T``
-
-        sqrt(sum_i ||G_i P_N||_F^2) / sqrt(sum_i ||G_i P_T||_F^2) <= (b / a) t,
-
-    because ``||G_i P_N|| / ||G_i P_T|| = ||n_i|| / ||v_i|| <= (b/a) t`` for each
-    ``i``: the energy (RMS) form holds. The mean-gradient form
-    ``||E[G] P_N|| / ||E[G] P_T||`` does not: Cauchy-Schwarz only gives the
-    *upper* bounds ``||E[G] P|| <= sqrt(E||delta||^2) sqrt(E||P x||^2)`` on the
-    numerator and on the denominator, and a ratio of two upper bounds bounds
-    nothing; the tangent mean can cancel while the normal mean cannot, because
-    ``II(u, u)`` is even in ``u``.
-
-    Parameters
-    ----------
-    t : float in (0, inf)
-    n : int >= 2
-    rng : numpy.random.Generator or int
-
-    Returns
-    -------
-    Counterexample
-
-    Raises
-    ------
-    ParameterError
-        ``t <= 0``, ``n < 2``.
-
-    Example
-    -------
-    >>> c = parabola_counterexample(0.1, n=10_000, rng=0)
-    >>> round(c.rms_ratio, 12), round(c.mean_normal, 12)
-    (0.1, 0.01)
-    >>> abs(c.mean_tangent) < 4 * c.mean_tangent_se
-    True
-    """
-    t = _check_t(t)
-    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
-    rng = check_rng(rng)
-    u = t * rng.choice([-1.0, 1.0], size=n)
-    return Counterexample(
-        t=t, n=n,
-        mean_tangent=float(np.mean(u)), mean_tangent_se=t / math.sqrt(n),
-        mean_normal=float(np.mean(u ** 2)),
-        rms_tangent=float(np.sqrt(np.mean(u ** 2))),
-        rms_normal=float(np.sqrt(np.mean(u ** 4))))
-
-
-# ----------------------------------------------------------------------------
-# two token types
-# ----------------------------------------------------------------------------
-
-def two_token_types(manifold, t1, t2, n=4000, rng=0, m=4):
-    """Side-by-side gradient suppression of a frequent (``t1``) and a rare (``t2``) token.
-
-    Both types live on the same manifold around the same centroid; only their
-    concentration radius differs. The suppression of the normal (curvature)
-    gradient relative to the token's own tangent gradient is the RMS ratio, so
-    the *smaller* ratio is the *more* suppressed type.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    t1, t2 : float
-        Radii of type 1 (frequent) and type 2 (rare).
-    n : int
-        Samples per type.
-    rng : numpy.random.Generator or int
-    m : int
-        Output width of the layer.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows ``type`` 1 and 2 with ``t``, ``rms`` (measured), ``predicted_rms``,
-        and ``relative_to_type2`` (``rms / rms of type 2``, about ``t1/t2``).
-
-    Raises
-    ------
-    ParameterError
-        Radii out of range.
-
-    Example
-    -------
-    >>> from tanbias.manifolds import Sphere
-    >>> df = two_token_types(Sphere(d=2, R=1.0, D=5, seed=0), 0.02, 0.2, n=500)
-    >>> bool(df["rms"].iloc[0] < df["rms"].iloc[1])     # the frequent type is more suppressed
-    True
-    """
-    t1 = _check_t(t1, manifold, "t1")
-    t2 = _check_t(t2, manifold, "t2")
-    df = ratio_scaling(manifold, [t1, t2], n=n, rng=rng, m=m)
-    df.insert(0, "type", [1, 2])
-    df["relative_to_type2"] = df["rms"] / df["rms"].iloc[1]
-    return df[["type", "t", "rms", "predicted_rms", "relative_to_type2"]]
-
-
-# ----------------------------------------------------------------------------
-# figure
-# ----------------------------------------------------------------------------
-
-def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer"):
-    """Log-log plot of the ratio forms against ``t`` with the II prediction.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame or dict of lists
-        Output of :func:`ratio_scaling` (or its ``to_dict("list")``, as an
-        interactive ``compute`` returns it).
-    title : str
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    df = pd.DataFrame(df)
-    fig = go.Figure()
-    names = dict(per_sample="per sample, mean of ||n||/||v||", rms="RMS (energy) form",
-                 mean="batch-mean gradient")
-    for col, dash in (("per_sample", "solid"), ("rms", "solid"), ("mean", "dot")):
-        y = df[col].to_numpy(dtype=float)
-        fig.add_trace(go.Scatter(x=df["t"], y=np.where(np.isfinite(y), y, np.nan),
-                                 mode="lines+markers", name=names[col],
-                                 line=dict(dash=dash)))
-    fig.add_trace(go.Scatter(x=df["t"], y=df["predicted_rms"], mode="lines",
-                             name="prediction c t from II", line=dict(dash="dash", color="black")))
-    fig.update_layout(legend=dict(x=0.01, y=0.99), xaxis_type="log", yaxis_type="log",
-                      xaxis_exponentformat="power", yaxis_exponentformat="power")
-    return labelled(fig, title, "radius t [geodesic distance, log]",
-                    "normal / tangent gradient norm [ratio, log]")
-
-
-# ----------------------------------------------------------------------------
-# radial laws: the RMS ratio against eta_g (chapter 4, second interactive)
+# radial laws: the RMS ratio against eta_g
 # ----------------------------------------------------------------------------
 
 def radial_shape_constant(law, d) -> float:
@@ -864,12 +618,198 @@ def eta_scaling(manifold, law, etas, n=4000, rng=0, m=4):
         rows.append(dict(eta_g=float(eta), mean_r2=float(np.mean(s.r ** 2)), rms=g.rms_ratio,
                          per_sample=float(np.mean(g.per_sample_ratio)),
                          predicted_rms=predicted_rms_from_eta(manifold, law, eta)))
-    return pd.DataFrame(rows)
+    return _frame(rows)
+
+
+def eta_histogram(manifold, law, eta_g, n=4000, rng=0, bins=None):
+    """Distribution of per-sample ratios ``||n_i|| / ||v_i||`` for a radial law of given ``eta_g``.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    law : tanbias.radial.RadialLaw
+    eta_g : float > 0
+    n : int >= 2
+    rng : numpy.random.Generator or int
+    bins : array_like, optional
+        Edges in ``log10(ratio)`` (default 61 edges from -4 to 0).
+
+    Returns
+    -------
+    dict
+        ``centers`` (ratio at bin centres), ``density`` (per unit of
+        ``log10 ratio``), ``rms``, ``predicted`` (:func:`predicted_rms_from_eta`),
+        ``naive`` (``c sqrt(eta_g)``, every sample at the RMS radius), ``eta_g``.
+    """
+    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
+    rng = check_rng(rng)
+    s = _sample_eta(manifold, law, eta_g, n, rng)
+    g = split_gradient(s.y - manifold.mu, rng.standard_normal((n, 4)),
+                       manifold.tangent_basis, manifold.normal_basis)
+    edges = np.linspace(-4.0, 0.0, 61) if bins is None else np.asarray(bins, dtype=float)
+    with np.errstate(divide="ignore"):
+        lr = np.log10(g.per_sample_ratio[np.isfinite(g.per_sample_ratio)])
+    h, _ = np.histogram(lr, edges, density=True)
+    return dict(centers=10 ** (0.5 * (edges[1:] + edges[:-1])), density=h, rms=g.rms_ratio,
+                predicted=predicted_rms_from_eta(manifold, law, eta_g),
+                naive=predicted_rms_constant(manifold) * math.sqrt(float(eta_g)),
+                eta_g=float(eta_g))
 
 
 # ----------------------------------------------------------------------------
-# where the statement breaks: the mean ratio grows with the batch
+# two token types
 # ----------------------------------------------------------------------------
+
+def two_token_types(manifold, t1, t2, n=4000, rng=0, m=4):
+    """Side-by-side gradient suppression of a frequent (``t1``) and a rare (``t2``) token.
+
+    Both types live on the same manifold around the same centroid; only their
+    concentration radius differs. The suppression of the normal (curvature)
+    gradient relative to the token's own tangent gradient is the RMS ratio, so
+    the *smaller* ratio is the *more* suppressed type.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    t1, t2 : float
+        Radii of type 1 (frequent) and type 2 (rare).
+    n : int
+        Samples per type.
+    rng : numpy.random.Generator or int
+    m : int
+        Output width of the layer.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``type`` 1 and 2 with ``t``, ``rms`` (measured), ``predicted_rms``,
+        and ``relative_to_type2`` (``rms / rms of type 2``, about ``t1/t2``).
+
+    Raises
+    ------
+    ParameterError
+        Radii out of range.
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Sphere
+    >>> df = two_token_types(Sphere(d=2, R=1.0, D=5, seed=0), 0.02, 0.2, n=500)
+    >>> bool(df["rms"].iloc[0] < df["rms"].iloc[1])     # the frequent type is more suppressed
+    True
+    """
+    t1 = check_radius(t1, manifold, "t1")
+    t2 = check_radius(t2, manifold, "t2")
+    df = ratio_scaling(manifold, [t1, t2], n=n, rng=rng, m=m)
+    df.insert(0, "type", [1, 2])
+    df["relative_to_type2"] = df["rms"] / df["rms"].iloc[1]
+    return df[["type", "t", "rms", "predicted_rms", "relative_to_type2"]]
+
+
+# ----------------------------------------------------------------------------
+# where the statement breaks: the batch-mean gradient
+# ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Gradient parts on the parabola ``x = (u, u^2)`` with a constant signal.
+
+    Attributes
+    ----------
+    t : float
+        ``|u|`` (every sample has ``u = +t`` or ``-t``).
+    n : int
+        Samples.
+    mean_tangent, mean_normal : float
+        Batch-mean gradient parts ``mean_i u_i`` and ``mean_i u_i^2 = t^2``
+        (signed, the constant signal is ``delta = 1``).
+    mean_tangent_se : float
+        Standard error of ``mean_tangent`` (``t / sqrt(n)``): its population
+        value is exactly 0.
+    rms_tangent, rms_normal : float
+        ``sqrt(mean u^2) = t`` and ``sqrt(mean u^4) = t^2``.
+    """
+
+    t: float
+    n: int
+    mean_tangent: float
+    mean_tangent_se: float
+    mean_normal: float
+    rms_tangent: float
+    rms_normal: float
+
+    @property
+    def rms_ratio(self) -> float:
+        """Energy form, ``t`` exactly: the O(t) statement holds."""
+        return self.rms_normal / self.rms_tangent
+
+    @property
+    def mean_ratio(self) -> float:
+        """Mean form, ``|mean_normal / mean_tangent|``: grows like ``sqrt(n) t`` instead of O(t)."""
+        return math.inf if self.mean_tangent == 0 else abs(self.mean_normal / self.mean_tangent)
+
+
+def parabola_counterexample(t, n=10_000, rng=0) -> Counterexample:
+    """The parabola counterexample to the mean-gradient form of Proposition 2.3.
+
+    Setting: inputs ``x = (u, u^2)`` on the parabola (tangent coordinate ``u``,
+    normal coordinate ``u^2``) with ``u = +t`` or ``-t`` with probability 1/2,
+    a linear layer with one output, and a constant back-propagated signal
+    ``delta = 1``. The weight gradient of one sample is ``(u, u^2)``.
+
+    * Batch mean: the tangent part ``E[u] = 0`` while the normal part
+      ``E[u^2] = t^2 > 0``. The ratio normal/tangent of the *mean* gradient is
+      infinite at the population level (``~ sqrt(n) t`` in a sample), not O(t).
+    * Energy (RMS): ``sqrt(E[u^4]) / sqrt(E[u^2]) = t^2 / t = t``: O(t).
+
+    **Corrected proposition** (our derivation). Let ``x_c = v + n`` with
+    ``||v|| >= a t`` and ``||n|| <= b t^2`` for every sample, and ``delta`` any
+    back-propagated signal (possibly dependent on ``x``). Then for the
+    per-sample weight gradients ``G_i = delta_i x_i^T``
+
+        sqrt(sum_i ||G_i P_N||_F^2) / sqrt(sum_i ||G_i P_T||_F^2) <= (b / a) t,
+
+    because ``||G_i P_N|| / ||G_i P_T|| = ||n_i|| / ||v_i|| <= (b/a) t`` for each
+    ``i``: the energy (RMS) form holds. The mean-gradient form
+    ``||E[G] P_N|| / ||E[G] P_T||`` does not: Cauchy-Schwarz only gives the
+    *upper* bounds ``||E[G] P|| <= sqrt(E||delta||^2) sqrt(E||P x||^2)`` on the
+    numerator and on the denominator, and a ratio of two upper bounds bounds
+    nothing; the tangent mean can cancel while the normal mean cannot, because
+    ``II(u, u)`` is even in ``u``.
+
+    Parameters
+    ----------
+    t : float in (0, inf)
+    n : int >= 2
+    rng : numpy.random.Generator or int
+
+    Returns
+    -------
+    Counterexample
+
+    Raises
+    ------
+    ParameterError
+        ``t <= 0``, ``n < 2``.
+
+    Example
+    -------
+    >>> c = parabola_counterexample(0.1, n=10_000, rng=0)
+    >>> round(c.rms_ratio, 12), round(c.mean_normal, 12)
+    (0.1, 0.01)
+    >>> abs(c.mean_tangent) < 4 * c.mean_tangent_se
+    True
+    """
+    t = check_radius(t)
+    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
+    rng = check_rng(rng)
+    u = t * rng.choice([-1.0, 1.0], size=n)
+    return Counterexample(
+        t=t, n=n,
+        mean_tangent=float(np.mean(u)), mean_tangent_se=t / math.sqrt(n),
+        mean_normal=float(np.mean(u ** 2)),
+        rms_tangent=float(np.sqrt(np.mean(u ** 2))),
+        rms_normal=float(np.sqrt(np.mean(u ** 4))))
+
 
 def counterexample_batch_scaling(t, ns, reps=101, rng=0):
     """Median batch-mean ratio on the parabola against the batch size ``n``.
@@ -900,7 +840,7 @@ def counterexample_batch_scaling(t, ns, reps=101, rng=0):
     >>> bool(df["median_mean_ratio"].iloc[1] > 5 * df["median_mean_ratio"].iloc[0])
     True
     """
-    t = _check_t(t)
+    t = check_radius(t)
     ns = [check_int("ns", v, lo=2, hint="Pass batch sizes >= 2.") for v in np.atleast_1d(ns)]
     reps = check_int("reps", reps, lo=1, hint="Pass a positive number of batches.")
     rng = check_rng(rng)
@@ -912,11 +852,72 @@ def counterexample_batch_scaling(t, ns, reps=101, rng=0):
         with np.errstate(divide="ignore"):
             ratio = np.where(mean_u == 0, np.inf, t ** 2 / np.abs(mean_u))
         rows.append(dict(n=int(n), median_mean_ratio=float(np.median(ratio)), rms_ratio=t))
-    return pd.DataFrame(rows)
+    return _frame(rows)
+
+
+def affine_signal_scaling(manifold, ts, n=20_000, rng=0, m=4):
+    """Batch-mean vs RMS ratio when the back-propagated signal depends affinely on the input.
+
+    Signal ``delta_i = a + J x_i`` (``a`` a fixed unit vector, ``J`` a fixed
+    Gaussian ``(m, D)`` matrix, ``x_i`` centred): the generic first-order model
+    of a signal that has a mean over the token's samples and varies with the
+    sample. Our derivation of the population batch-mean gradient, to leading
+    order in ``t``:
+
+    * tangent part ``E[delta v^T] = J E[x_c v^T] = (t^2 / d) J T`` (``E v = 0``
+      at order ``t``),
+    * normal part ``E[delta n^T] = a E[n]^T + O(t^3) = 1/2 t^2 a E[II(u,u)]^T``,
+
+    so the batch-mean ratio tends to the constant
+    ``d ||E II(u,u)|| / (2 ||J T||_F)``: order 1, not order ``t``. The RMS
+    ratio stays ``c t``.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    ts : array_like, shape (n_t,)
+        Radii (keep ``n >> 1 / t^2`` so that sampling noise in the tangent mean,
+        about ``t / sqrt(n)``, stays below its ``t^2`` value).
+    n : int
+    rng : numpy.random.Generator or int
+    m : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``t``, ``rms``, ``mean``, ``predicted_rms`` (``c t``), ``predicted_mean``
+        (the constant above).
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> df = affine_signal_scaling(Cylinder(R=1.0, D=3, seed=0), [0.05, 0.2], n=20_000)
+    >>> bool(np.allclose(df["mean"], df["predicted_mean"], rtol=0.2))
+    True
+    """
+    ts = check_radii(ts, manifold)
+    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
+    m = check_int("m", m, lo=1, hint="Pass the layer's output width.")
+    rng = check_rng(rng)
+    T, N = manifold.tangent_basis, manifold.normal_basis
+    a = rng.standard_normal(m)
+    a /= np.linalg.norm(a)
+    J = rng.standard_normal((m, manifold.D))
+    _, mean_ii = ii_moments(manifold)
+    pred_mean = manifold.d * float(np.linalg.norm(mean_ii)) / (2.0 * np.linalg.norm(J @ T))
+    c = predicted_rms_constant(manifold)
+    rows = []
+    for t in ts:
+        s = manifold.sample_at_radius(float(t), n, rng)
+        x_c = s.y - manifold.mu
+        g = split_gradient(x_c, a + x_c @ J.T, T, N)
+        rows.append(dict(t=float(t), rms=g.rms_ratio, mean=g.mean_ratio,
+                         predicted_rms=c * float(t), predicted_mean=pred_mean))
+    return _frame(rows)
 
 
 # ----------------------------------------------------------------------------
-# per-sample gradient clouds (chapter 4 interactive figures)
+# per-sample gradient clouds (the data of chapter 4's interactive)
 # ----------------------------------------------------------------------------
 
 def _display_normal(manifold):
@@ -975,7 +976,7 @@ def gradient_cloud(manifold, t, n=2000, delta="gaussian", rng=0, n_show=300):
     >>> round(c["rms"] / c["predicted"], 1), bool(c["mean_ratio"] > 10 * c["rms"])
     (1.0, True)
     """
-    t = _check_t(t, manifold)
+    t = check_radius(t, manifold)
     n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
     n_show = check_int("n_show", n_show, lo=1, hint="Pass a positive number of points.")
     check_choice("delta", delta, _DELTAS, hint="Use 'gaussian' or 'constant'.")
@@ -992,280 +993,3 @@ def gradient_cloud(manifold, t, n=2000, delta="gaussian", rng=0, n_show=300):
     return dict(tangent=gt[:n_show], normal=gn[:n_show],
                 mean=np.array([gt.mean(), gn.mean()]), rms=g.rms_ratio, mean_ratio=g.mean_ratio,
                 predicted=predicted_rms_constant(manifold) * t, t=t, delta=delta)
-
-
-def gradient_cloud_figure(data, title=None):
-    """Scatter of per-sample gradients (output of :func:`gradient_cloud`) and their batch mean.
-
-    Parameters
-    ----------
-    data : dict
-        Output of :func:`gradient_cloud`.
-    title : str, optional
-        Default: the radius and the three ratios.
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=data["tangent"], y=data["normal"], mode="markers",
-                             name="per-sample gradient δ<sub>i</sub> x<sub>i</sub>",
-                             marker=dict(size=5, opacity=0.55)))
-    fig.add_trace(go.Scatter(x=[data["mean"][0]], y=[data["mean"][1]], mode="markers",
-                             name="batch-mean gradient",
-                             marker=dict(symbol="x", size=14, color="black")))
-    mr = data["mean_ratio"]
-    mr_text = "∞" if not np.isfinite(mr) else f"{mr:.3g}"
-    if title is None:
-        title = (f"t = {data['t']:.3g}, {data['delta']} signal: RMS ratio {data['rms']:.3g} "
-                 f"(c t = {data['predicted']:.3g}), batch-mean ratio {mr_text}")
-    fig.update_layout(legend=dict(x=0.01, y=0.99), title_font_size=14)
-    return labelled(fig, title, "tangent component / t [along the first tangent direction]",
-                    "normal component / t [along the mean curvature]")
-
-
-def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0):
-    """The chapter-4 interactive: per-sample gradients at radius ``t``, two kinds of signal.
-
-    Sliders: ``t`` (log scale) and the back-propagated signal (Gaussian or
-    constant). Each frame recomputes :func:`gradient_cloud` with a fixed seed.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    ts : sequence of float, optional
-        Static grid of radii (default 7 values from 0.02 to 0.4, inside the patch).
-    n : int
-    rng : int
-        Seed (an int, so every frame is reproducible).
-
-    Returns
-    -------
-    tanbias.interactive.Interactive
-    """
-    from .interactive import Interactive, Param
-
-    hi = min(0.4, _max_radius(manifold) or 0.4)
-    ts = tuple(float(v) for v in (np.geomspace(0.02, hi, 7) if ts is None else ts))
-    seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
-    default = ts[len(ts) // 2]
-    return Interactive(
-        params=[Param("t", "radius t", ts[0], ts[-1], default=default, log=True, values=ts),
-                Param("signal", "back-propagated signal", options=("gaussian", "constant"))],
-        compute=lambda t, signal: gradient_cloud(manifold, t, n, signal, seed),
-        figure=lambda data, t, signal: gradient_cloud_figure(data),
-        title="Per-sample weight gradients, tangent vs normal component",
-        caption="Each dot is one sample's weight gradient, both components divided by t. "
-                "Shrink t: the cloud flattens onto the tangent axis (normal/tangent = O(t)). "
-                "Switch to a constant signal: the cloud becomes the manifold itself and the "
-                "batch mean (black cross) leaves the tangent axis, so the batch-mean ratio "
-                "no longer shrinks like t.",
-        name="ch4-gradient-cloud", height=470)
-
-
-def eta_histogram(manifold, law, eta_g, n=4000, rng=0, bins=None):
-    """Distribution of per-sample ratios ``||n_i|| / ||v_i||`` for a radial law of given ``eta_g``.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    law : tanbias.radial.RadialLaw
-    eta_g : float > 0
-    n : int >= 2
-    rng : numpy.random.Generator or int
-    bins : array_like, optional
-        Edges in ``log10(ratio)`` (default 61 edges from -4 to 0).
-
-    Returns
-    -------
-    dict
-        ``centers`` (ratio at bin centres), ``density`` (per unit of
-        ``log10 ratio``), ``rms``, ``predicted`` (:func:`predicted_rms_from_eta`),
-        ``naive`` (``c sqrt(eta_g)``, every sample at the RMS radius), ``eta_g``.
-    """
-    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
-    rng = check_rng(rng)
-    s = _sample_eta(manifold, law, eta_g, n, rng)
-    g = split_gradient(s.y - manifold.mu, rng.standard_normal((n, 4)),
-                       manifold.tangent_basis, manifold.normal_basis)
-    edges = np.linspace(-4.0, 0.0, 61) if bins is None else np.asarray(bins, dtype=float)
-    with np.errstate(divide="ignore"):
-        lr = np.log10(g.per_sample_ratio[np.isfinite(g.per_sample_ratio)])
-    h, _ = np.histogram(lr, edges, density=True)
-    return dict(centers=10 ** (0.5 * (edges[1:] + edges[:-1])), density=h, rms=g.rms_ratio,
-                predicted=predicted_rms_from_eta(manifold, law, eta_g),
-                naive=predicted_rms_constant(manifold) * math.sqrt(float(eta_g)),
-                eta_g=float(eta_g))
-
-
-def eta_histogram_figure(data, title=None):
-    """Histogram of per-sample ratios with the RMS ratio and its prediction (vertical lines)."""
-    return go.Figure(_eta_histogram_dict(data, title))
-
-
-@frozen_layout
-def _eta_histogram_layout() -> go.Figure:
-    """Layout (with the book's template) of :func:`eta_histogram_figure`, built once."""
-    fig = go.Figure()
-    fig.update_layout(xaxis_type="log", legend=dict(x=0.01, y=0.99), title_font_size=14,
-                      xaxis_exponentformat="power")
-    labelled(fig, "", "normal / tangent gradient norm of one sample [ratio, log]",
-             "density [per unit of log10 ratio]")
-    return fig
-
-
-def _eta_histogram_dict(data, title=None) -> dict:
-    """:func:`eta_histogram_figure` as a plain dict (no per-update validation cost)."""
-    top = 1.05 * float(max(np.max(data["density"]), 1e-9))
-    traces = [dict(type="scatter", x=np.asarray(data["centers"], dtype=np.float64),
-                   y=np.asarray(data["density"], dtype=np.float64), mode="lines",
-                   line=dict(shape="hvh"), name="per-sample ratio ||n<sub>i</sub>|| / "
-                                                "||v<sub>i</sub>||")]
-    for key, name, dash, color in (
-            ("rms", "RMS ratio (measured)", "solid", "black"),
-            ("predicted", "prediction c √(κ<sub>g</sub> η<sub>g</sub>)", "dash", "#D55E00"),
-            ("naive", "c √η<sub>g</sub> (ignores the spread of radii)", "dot", "#009E73")):
-        traces.append(dict(type="scatter", x=[float(data[key])] * 2, y=[0.0, top], mode="lines",
-                           name=name, line=dict(dash=dash, color=color, width=2)))
-    if title is None:
-        title = (f"η<sub>g</sub> = {data['eta_g']:.3g}: RMS ratio {data['rms']:.3g}, "
-                 f"predicted {data['predicted']:.3g}")
-    layout = _eta_histogram_layout()
-    layout["title"]["text"] = title
-    return dict(data=traces, layout=layout)
-
-
-def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
-    """Interactive over ``eta_g``: per-sample ratios for a radial law, RMS vs prediction.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    law : tanbias.radial.RadialLaw
-    etas : sequence of float, optional
-        Static grid (default 7 values from 1e-4 to 3e-2).
-    n : int
-    rng : int
-        Seed.
-
-    Returns
-    -------
-    tanbias.interactive.Interactive
-    """
-    from .interactive import Interactive, Param
-
-    etas = tuple(float(v) for v in (np.geomspace(1e-4, 3e-2, 7) if etas is None else etas))
-    seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
-    return Interactive(
-        params=[Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[len(etas) // 2],
-                      log=True, values=etas)],
-        compute=lambda eta_g: eta_histogram(manifold, law, eta_g, n, seed),
-        figure=lambda data, eta_g: _eta_histogram_dict(data),
-        title="Per-sample gradient ratios under a radial law",
-        caption="Samples drawn with the radial law rescaled to each η<sub>g</sub>. Each sample's "
-                "ratio is ½‖II(u,u)‖ r, so the histogram is wide; the RMS ratio weights samples "
-                "by their gradient energy and sits near c √(κ<sub>g</sub> η<sub>g</sub>), "
-                "moving by √10 per decade of η<sub>g</sub>.",
-        name="ch4-eta-histogram", height=440)
-
-
-def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant"):
-    """Gradient clouds of a frequent (``t1``) and a rare (``t2``) token type, side by side.
-
-    Each panel divides both components by its own radius, so it shows the
-    normal gradient *relative to the type's own tangent gradient*.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    t1, t2 : float
-        Radii of the two types.
-    n : int
-    rng : int
-        Seed.
-    delta : {"gaussian", "constant"}
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    from plotly.subplots import make_subplots
-
-    t1 = _check_t(t1, manifold, "t1")
-    t2 = _check_t(t2, manifold, "t2")
-    seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
-    clouds = [gradient_cloud(manifold, t, n, delta, seed) for t in (t1, t2)]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                        subplot_titles=[f"type {k} (t = {c['t']:.3g}): RMS ratio {c['rms']:.3g}"
-                                        for k, c in ((1, clouds[0]), (2, clouds[1]))])
-    for col, (c, name) in enumerate(zip(clouds, ("frequent type 1", "rare type 2")), start=1):
-        fig.add_trace(go.Scatter(x=c["tangent"], y=c["normal"], mode="markers", name=name,
-                                 marker=dict(size=5, opacity=0.6)), row=1, col=col)
-        fig.update_xaxes(title_text="tangent component / t", row=1, col=col)
-    fig.update_yaxes(title_text="normal component / t", row=1, col=1)
-    fig.update_layout(title=dict(text="Two token types on the same manifold: normal gradient "
-                                      "relative to each type's own tangent gradient"),
-                      height=420, legend=dict(x=0.01, y=0.99))
-    return fig
-
-
-def affine_signal_scaling(manifold, ts, n=20_000, rng=0, m=4):
-    """Batch-mean vs RMS ratio when the back-propagated signal depends affinely on the input.
-
-    Signal ``delta_i = a + J x_i`` (``a`` a fixed unit vector, ``J`` a fixed
-    Gaussian ``(m, D)`` matrix, ``x_i`` centred): the generic first-order model
-    of a signal that has a mean over the token's samples and varies with the
-    sample. Our derivation of the population batch-mean gradient, to leading
-    order in ``t``:
-
-    * tangent part ``E[delta v^T] = J E[x_c v^T] = (t^2 / d) J T`` (``E v = 0``
-      at order ``t``),
-    * normal part ``E[delta n^T] = a E[n]^T + O(t^3) = 1/2 t^2 a E[II(u,u)]^T``,
-
-    so the batch-mean ratio tends to the constant
-    ``d ||E II(u,u)|| / (2 ||J T||_F)``: order 1, not order ``t``. The RMS
-    ratio stays ``c t``.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    ts : array_like, shape (n_t,)
-        Radii (keep ``n >> 1 / t^2`` so that sampling noise in the tangent mean,
-        about ``t / sqrt(n)``, stays below its ``t^2`` value).
-    n : int
-    rng : numpy.random.Generator or int
-    m : int
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``t``, ``rms``, ``mean``, ``predicted_rms`` (``c t``), ``predicted_mean``
-        (the constant above).
-
-    Example
-    -------
-    >>> from tanbias.manifolds import Cylinder
-    >>> df = affine_signal_scaling(Cylinder(R=1.0, D=3, seed=0), [0.05, 0.2], n=20_000)
-    >>> bool(np.allclose(df["mean"], df["predicted_mean"], rtol=0.2))
-    True
-    """
-    ts = _check_ts(ts, manifold)
-    n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
-    m = check_int("m", m, lo=1, hint="Pass the layer's output width.")
-    rng = check_rng(rng)
-    T, N = manifold.tangent_basis, manifold.normal_basis
-    a = rng.standard_normal(m)
-    a /= np.linalg.norm(a)
-    J = rng.standard_normal((m, manifold.D))
-    _, mean_ii = ii_moments(manifold)
-    pred_mean = manifold.d * float(np.linalg.norm(mean_ii)) / (2.0 * np.linalg.norm(J @ T))
-    c = predicted_rms_constant(manifold)
-    rows = []
-    for t in ts:
-        s = manifold.sample_at_radius(float(t), n, rng)
-        x_c = s.y - manifold.mu
-        g = split_gradient(x_c, a + x_c @ J.T, T, N)
-        rows.append(dict(t=float(t), rms=g.rms_ratio, mean=g.mean_ratio,
-                         predicted_rms=c * float(t), predicted_mean=pred_mean))
-    return pd.DataFrame(rows)

@@ -27,7 +27,8 @@ runs start from the same weights and see the same minibatches:
 share of the layer-2 inputs that the gradients see, and the loss, per step,
 for both runs.
 
-Used by chapter 6 (and :mod:`tanbias.exercises`, exercise 3).
+Used by chapter 6 (and :mod:`tanbias.exercises`, exercise 3); its figures and
+interactives are in :mod:`tanbias.figures.residual`.
 """
 
 from __future__ import annotations
@@ -36,36 +37,34 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 
-from ._checks import check_array, check_choice, check_int, check_real, check_rng
+from ._checks import (check_array, check_bases, check_choice, check_int, check_radius,
+                      check_real, check_rng, check_rows, to_numpy)
 from .errors import ParameterError
-from ._figcache import frozen_layout
-from .figures import labelled
-from .gradients import _check_bases, _check_batch, _check_t, _to_numpy
 
 __all__ = [
     "tangent_writing_blocks",
     "propagate",
     "residual_depth_profile",
     "residual_profile_from_manifold",
+    "depth_cloud",
     "tangent_alignment",
+    "unit_energies",
+    "default_loop_manifold",
     "feedback_loop",
     "LoopRun",
     "run_feedback_loop",
     "loop_summary",
-    "default_loop_manifold",
-    "depth_figure",
-    "loop_figure",
-    "depth_cloud",
-    "depth_cloud_figure",
-    "depth_interactive",
     "alignment_at_loss",
-    "learning_figure",
-    "loop_interactive",
     "loop_report",
 ]
+
+
+def _frame(data, **kwargs):
+    """``pandas.DataFrame(data, **kwargs)``: pandas is imported here only, once a table is built."""
+    import pandas as pd
+
+    return pd.DataFrame(data, **kwargs)
 
 
 # ----------------------------------------------------------------------------
@@ -108,7 +107,7 @@ def tangent_writing_blocks(n_layers, tangent_basis, gain=0.1, iso=0.0, seed=0) -
     ((2, 3, 3), True, True)
     """
     n_layers = check_int("n_layers", n_layers, lo=1, hint="Pass a positive depth.")
-    T = check_array("tangent_basis", _to_numpy(tangent_basis), shape=(None, None),
+    T = check_array("tangent_basis", to_numpy(tangent_basis), shape=(None, None),
                     hint="Pass the (D, d) tangent basis.")
     gain = check_real("gain", gain, 0, lo_open=False, hint="Pass a non-negative strength.")
     iso = check_real("iso", iso, 0, lo_open=False, hint="Pass a non-negative strength.")
@@ -147,8 +146,8 @@ def propagate(h0, blocks) -> np.ndarray:
     >>> propagate([[1.0, 2.0]], np.zeros((3, 2, 2)))[-1].tolist()
     [[1.0, 2.0]]
     """
-    h = _check_batch(h0, "h0")
-    F = check_array("blocks", _to_numpy(blocks), shape=(None, h.shape[1], h.shape[1]),
+    h = check_rows("h0", h0)
+    F = check_array("blocks", to_numpy(blocks), shape=(None, h.shape[1], h.shape[1]),
                     hint=f"Pass (L, D, D) block matrices with D={h.shape[1]}.")
     out = [h]
     for Fl in F:
@@ -192,13 +191,13 @@ def residual_depth_profile(x_c, tangent_basis, normal_basis, n_layers=24, gain=0
     >>> df["normal_norm"].tolist() == [0.005] * 4, bool(df["tangent_norm"].is_monotonic_increasing)
     (True, True)
     """
-    T, N = _check_bases(tangent_basis, normal_basis)
-    x = _check_batch(x_c, "x_c", T.shape[0])
+    T, N = check_bases(tangent_basis, normal_basis)
+    x = check_rows("x_c", x_c, T.shape[0])
     H = propagate(x, tangent_writing_blocks(n_layers, T, gain, iso, seed))
     ht, hn = H @ T, H @ N                                   # (L+1, n, d), (L+1, n, k)
     et, en = np.sum(ht ** 2, axis=(1, 2)), np.sum(hn ** 2, axis=(1, 2))
     n = x.shape[0]
-    return pd.DataFrame(dict(
+    return _frame(dict(
         layer=np.arange(H.shape[0]), tangent_norm=np.sqrt(et / n), normal_norm=np.sqrt(en / n),
         normal_share=en / np.sum(H ** 2, axis=(1, 2)),
         max_normal_change=np.max(np.abs(hn - hn[0]), axis=(1, 2))))
@@ -222,12 +221,61 @@ def residual_profile_from_manifold(manifold, t, n=256, n_layers=24, gain=0.1, is
     -------
     pandas.DataFrame
     """
-    t = _check_t(t, manifold)
+    t = check_radius(t, manifold)
     n = check_int("n", n, lo=1, hint="Pass a positive number of tokens.")
     rng = check_rng(check_int("seed", seed, lo=0, hint="Pass a non-negative seed."))
     s = manifold.sample_at_radius(t, n, rng)
     return residual_depth_profile(s.y - manifold.mu, manifold.tangent_basis,
                                   manifold.normal_basis, n_layers, gain, iso, seed)
+
+
+def depth_cloud(manifold, t, layer, iso=0.0, n=128, n_layers=24, gain=0.1, seed=0) -> dict:
+    """Per-token tangent and normal norms of the residual stream at one layer.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    t : float
+        Geodesic radius of the input tokens.
+    layer : int in [0, n_layers], or None
+        Blocks applied; ``None`` returns every layer (``all_tangent``,
+        ``all_normal``, arrays (n_layers + 1, n)) instead of one.
+    iso, gain, n_layers, seed
+        See :func:`tangent_writing_blocks`.
+    n : int
+        Tokens.
+
+    Returns
+    -------
+    dict
+        ``tangent0``, ``normal0`` (arrays (n,): ``||P_T h_0||``, ``||P_N h_0||``),
+        ``tangent``, ``normal`` (the same at ``layer``), ``layers`` and
+        ``normal_share`` (the whole profile, arrays (n_layers + 1,)), ``layer``,
+        ``t``, ``iso``.
+
+    Example
+    -------
+    >>> c = depth_cloud(default_loop_manifold(), 0.1, 6, n=16)
+    >>> bool(np.allclose(c["normal"], c["normal0"])), bool(np.all(c["tangent"] > c["tangent0"]))
+    (True, True)
+    """
+    t = check_radius(t, manifold)
+    n_layers = check_int("n_layers", n_layers, lo=1, hint="Pass a positive depth.")
+    if layer is not None:
+        layer = check_int("layer", layer, lo=0, hi=n_layers, hint="Pick a layer of the stack.")
+    n = check_int("n", n, lo=1, hint="Pass a positive number of tokens.")
+    seed = check_int("seed", seed, lo=0, hint="Pass a non-negative seed.")
+    s = manifold.sample_at_radius(t, n, np.random.default_rng(seed))
+    T, N = manifold.tangent_basis, manifold.normal_basis
+    H = propagate(s.y - manifold.mu, tangent_writing_blocks(n_layers, T, gain, iso, seed))
+    nt = np.linalg.norm(H @ T, axis=2)                          # (L+1, n)
+    nn = np.linalg.norm(H @ N, axis=2)
+    share = np.sum(nn ** 2, axis=1) / np.sum(H ** 2, axis=(1, 2))
+    out = dict(tangent0=nt[0], normal0=nn[0], layers=np.arange(n_layers + 1),
+               normal_share=share, t=t, iso=float(iso))
+    if layer is None:
+        return dict(out, all_tangent=nt, all_normal=nn)
+    return dict(out, tangent=nt[layer], normal=nn[layer], layer=layer)
 
 
 # ----------------------------------------------------------------------------
@@ -256,11 +304,39 @@ def tangent_alignment(W, tangent_basis, normal_basis) -> float:
     >>> tangent_alignment(np.array([[2.0, 1.0, 1.0]]), T, N)
     4.0
     """
-    T, N = _check_bases(tangent_basis, normal_basis)
-    W = check_array("W", _to_numpy(W), shape=(None, T.shape[0]))
+    T, N = check_bases(tangent_basis, normal_basis)
+    W = check_array("W", to_numpy(W), shape=(None, T.shape[0]))
     en = float(np.sum((W @ N) ** 2)) / N.shape[1]
     et = float(np.sum((W @ T) ** 2)) / T.shape[1]
     return math.inf if en == 0 else et / en
+
+
+def unit_energies(W, tangent_basis, normal_basis):
+    """Per hidden unit: tangent and normal energy per dimension of its input weights.
+
+    The unit-by-unit version of :func:`tangent_alignment`: row ``i`` of ``W`` gives
+    ``||W_i T||^2 / d`` and ``||W_i N||^2 / k``.
+
+    Parameters
+    ----------
+    W : array_like, shape (m, D)
+        Rows are the input weights of the hidden units.
+    tangent_basis, normal_basis : array_like, shapes (D, d), (D, k)
+
+    Returns
+    -------
+    (ndarray, ndarray), shapes (m,) and (m,)
+
+    Example
+    -------
+    >>> T, N = np.eye(3)[:, :1], np.eye(3)[:, 1:]
+    >>> et, en = unit_energies(np.array([[2.0, 1.0, 1.0], [0.0, 2.0, 0.0]]), T, N)
+    >>> et.tolist(), en.tolist()
+    ([4.0, 0.0], [1.0, 2.0])
+    """
+    T, N = check_bases(tangent_basis, normal_basis)
+    W = check_array("W", to_numpy(W), shape=(None, T.shape[0]))
+    return np.sum((W @ T) ** 2, axis=1) / T.shape[1], np.sum((W @ N) ** 2, axis=1) / N.shape[1]
 
 
 def default_loop_manifold(seed=0):
@@ -413,7 +489,7 @@ class LoopRun:
         The arguments of the run.
     """
 
-    history: pd.DataFrame
+    history: "pandas.DataFrame"
     snapshots: dict
     params: dict
 
@@ -446,7 +522,7 @@ def run_feedback_loop(manifold=None, t=0.2, steps=2000, lr=0.05, width=32, init_
     """
     if manifold is None:
         manifold = default_loop_manifold()
-    t = _check_t(t, manifold)
+    t = check_radius(t, manifold)
     steps = check_int("steps", steps, lo=1, hint="Pass a whole number of SGD steps.")
     lr = check_real("lr", lr, 0, hint="Pass a positive learning rate such as 0.05.")
     width = check_int("width", width, lo=1, hint="Pass a positive hidden width.")
@@ -534,10 +610,14 @@ def run_feedback_loop(manifold=None, t=0.2, steps=2000, lr=0.05, width=32, init_
         rows.append(log(loop, steps, W1, w2))
         if steps in snaps_wanted:
             snapshots[loop, steps] = W1.copy()
-    return LoopRun(pd.DataFrame(rows), snapshots, params)
+    return LoopRun(_frame(rows), snapshots, params)
 
 
-def loop_summary(df, early=0.1, late=1.0) -> pd.DataFrame:
+# ----------------------------------------------------------------------------
+# (b) summaries of the loop runs (the numbers chapter 6 reports)
+# ----------------------------------------------------------------------------
+
+def loop_summary(df, early=0.1, late=1.0):
     """Early and late values of the loop metrics, per run.
 
     Parameters
@@ -570,253 +650,10 @@ def loop_summary(df, early=0.1, late=1.0) -> pd.DataFrame:
             alignment_peak=float(g["alignment"].iloc[ip]), peak_step=int(s[ip]),
             share_early=float(g["share"].iloc[ie]), share_late=float(g["share"].iloc[il]),
             loss_late=float(g["loss"].iloc[il]))
-    return pd.DataFrame(out).T.rename_axis("loop")
+    return _frame(out).T.rename_axis("loop")
 
 
-# ----------------------------------------------------------------------------
-# figures
-# ----------------------------------------------------------------------------
-
-def depth_figure(df, title="Residual stream: tangent and normal parts against depth"):
-    """Tangent/normal RMS norms (log scale) and normal share against layer.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame or dict of lists
-        Output of :func:`residual_depth_profile`.
-    title : str
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    df = pd.DataFrame(df)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=df["layer"], y=df["tangent_norm"], name="||P_T h|| (tangent)",
-                             mode="lines+markers"))
-    fig.add_trace(go.Scatter(x=df["layer"], y=df["normal_norm"], name="||P_N h|| (normal)",
-                             mode="lines+markers"))
-    fig.add_trace(go.Scatter(x=df["layer"], y=df["normal_share"], name="normal share",
-                             mode="lines", line=dict(dash="dot")))
-    fig.update_layout(yaxis_type="log", yaxis_exponentformat="power")
-    return labelled(fig, title, "layer l [blocks applied]",
-                    "RMS norm over tokens / normal share [log]")
-
-
-def loop_figure(df, metric="alignment", title=None):
-    """A loop metric against SGD step, closed vs cut.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame or dict of lists
-        Output of :func:`feedback_loop`.
-    metric : {"alignment", "share", "loss", "update_alignment"}
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    df = pd.DataFrame(df)
-    check_choice("metric", metric, ("alignment", "share", "loss", "update_alignment"))
-    labels = dict(alignment="tangent alignment of W1 (1 = isotropic)",
-                  update_alignment="tangent alignment of W1 - W1(0)",
-                  share="tangent share of layer-2 inputs seen by the gradient",
-                  loss="training loss (MSE / 2)")
-    fig = go.Figure()
-    for loop, g in df.groupby("loop", sort=False):
-        fig.add_trace(go.Scatter(x=g["step"], y=g[metric], mode="lines",
-                                 name=f"loop {loop}"))
-    if metric in ("alignment", "update_alignment"):
-        fig.update_layout(yaxis_type="log", yaxis_exponentformat="power")   # orders of magnitude
-    return labelled(fig, title or f"Feedback loop: {metric} during SGD", "SGD step [count]",
-                    labels[metric], legend="loop")
-
-
-# ----------------------------------------------------------------------------
-# chapter 6: interactive figures and summaries
-# ----------------------------------------------------------------------------
-
-def depth_cloud(manifold, t, layer, iso=0.0, n=128, n_layers=24, gain=0.1, seed=0) -> dict:
-    """Per-token tangent and normal norms of the residual stream at one layer.
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold
-    t : float
-        Geodesic radius of the input tokens.
-    layer : int in [0, n_layers], or None
-        Blocks applied; ``None`` returns every layer (``all_tangent``,
-        ``all_normal``, arrays (n_layers + 1, n)) instead of one.
-    iso, gain, n_layers, seed
-        See :func:`tangent_writing_blocks`.
-    n : int
-        Tokens.
-
-    Returns
-    -------
-    dict
-        ``tangent0``, ``normal0`` (arrays (n,): ``||P_T h_0||``, ``||P_N h_0||``),
-        ``tangent``, ``normal`` (the same at ``layer``), ``layers`` and
-        ``normal_share`` (the whole profile, arrays (n_layers + 1,)), ``layer``,
-        ``t``, ``iso``.
-
-    Example
-    -------
-    >>> c = depth_cloud(default_loop_manifold(), 0.1, 6, n=16)
-    >>> bool(np.allclose(c["normal"], c["normal0"])), bool(np.all(c["tangent"] > c["tangent0"]))
-    (True, True)
-    """
-    t = _check_t(t, manifold)
-    n_layers = check_int("n_layers", n_layers, lo=1, hint="Pass a positive depth.")
-    if layer is not None:
-        layer = check_int("layer", layer, lo=0, hi=n_layers, hint="Pick a layer of the stack.")
-    n = check_int("n", n, lo=1, hint="Pass a positive number of tokens.")
-    seed = check_int("seed", seed, lo=0, hint="Pass a non-negative seed.")
-    s = manifold.sample_at_radius(t, n, np.random.default_rng(seed))
-    T, N = manifold.tangent_basis, manifold.normal_basis
-    H = propagate(s.y - manifold.mu, tangent_writing_blocks(n_layers, T, gain, iso, seed))
-    nt = np.linalg.norm(H @ T, axis=2)                          # (L+1, n)
-    nn = np.linalg.norm(H @ N, axis=2)
-    share = np.sum(nn ** 2, axis=1) / np.sum(H ** 2, axis=(1, 2))
-    out = dict(tangent0=nt[0], normal0=nn[0], layers=np.arange(n_layers + 1),
-               normal_share=share, t=t, iso=float(iso))
-    if layer is None:
-        return dict(out, all_tangent=nt, all_normal=nn)
-    return dict(out, tangent=nt[layer], normal=nn[layer], layer=layer)
-
-
-@frozen_layout
-def _two_panel_layout(titles, axes, column_widths=(0.5, 0.5)):
-    """Layout dict of a 1x2 subplot figure, built once (make_subplots is slow per frame).
-
-    ``axes`` is ``((x1_title, x1_log, y1_title, y1_log), (x2_title, ...))``.
-    """
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, column_widths=list(column_widths),
-                        horizontal_spacing=0.12, subplot_titles=list(titles))
-    for col, (xt, xlog, yt, ylog) in enumerate(axes, start=1):
-        fig.update_xaxes(title_text=xt, type="log" if xlog else "linear", row=1, col=col)
-        fig.update_yaxes(title_text=yt, type="log" if ylog else "linear", row=1, col=col)
-    # legend above the panels: below them is where the interactive puts its sliders
-    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.09, yanchor="bottom"),
-                      margin=dict(t=150))
-    for ann in fig.layout.annotations:          # subplot titles: smaller, just above each panel
-        ann.font = dict(size=13)
-    fig.update_yaxes(exponentformat="power")
-    fig.update_xaxes(exponentformat="power")
-    return fig
-
-
-def _layout(title, *args, **kwargs) -> dict:
-    layout = _two_panel_layout(*args, **kwargs)
-    layout["title"] = dict(text=title, font=dict(size=14), y=0.98, yanchor="top")
-    return layout
-
-
-def _trace(x, y, name, col=1, **style) -> dict:
-    """A scatter trace as a plain dict (no per-frame validation cost)."""
-    axis = "" if col == 1 else str(col)
-    return dict(type="scatter", x=np.asarray(x), y=np.asarray(y), name=name,
-                xaxis=f"x{axis}", yaxis=f"y{axis}", **style)
-
-
-def _depth_cloud_dict(data, title=None) -> dict:
-    l = data["layer"]
-    if title is None:
-        kind = "tangent-aligned blocks" if data["iso"] == 0 else \
-            f"blocks with an isotropic part (iso = {data['iso']:.3g})"
-        title = (f"Residual stream, t = {data['t']:.3g}, layer {l}, {kind}: "
-                 f"normal share {data['normal_share'][l]:.2g}")
-    layout = _layout(title, ("tokens: tangent vs normal norm", "normal share of the stream"),
-                     (("||P<sub>T</sub> h|| (tangent) [log]", True,
-                       "||P<sub>N</sub> h|| (normal) [log]", True),
-                      ("layer l [blocks applied]", False, "normal share [log]", True)),
-                     (0.55, 0.45))
-    traces = [
-        _trace(data["tangent0"], data["normal0"], "tokens at layer 0", mode="markers",
-               marker=dict(size=5, color="#BBBBBB")),
-        _trace(data["tangent"], data["normal"], "tokens at the chosen layer", mode="markers",
-               marker=dict(size=6, color="#0072B2", opacity=0.7)),
-        _trace(data["layers"], data["normal_share"], "normal share ||P<sub>N</sub>h||² / ||h||²",
-               col=2, mode="lines", line=dict(color="#D55E00")),
-        _trace([l], [data["normal_share"][l]], "chosen layer", col=2, mode="markers",
-               marker=dict(size=11, color="black")),
-    ]
-    return dict(data=traces, layout=layout)
-
-
-def depth_cloud_figure(data, title=None):
-    """Two panels: the tokens at one layer (log-log norms) and the normal share against depth.
-
-    Parameters
-    ----------
-    data : dict
-        Output of :func:`depth_cloud` (with a ``layer``).
-    title : str, optional
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    return go.Figure(_depth_cloud_dict(data, title))
-
-
-def depth_interactive(manifold=None, ts=(0.05, 0.1, 0.2, 0.4), layers=None, n_layers=24,
-                      gain=0.1, isos=(0.0, 0.05), n=128, seed=0):
-    """Interactive over the layer, ``t`` and the blocks' isotropic part (chapter 6).
-
-    Parameters
-    ----------
-    manifold : tanbias.manifolds.Submanifold, optional
-        Default :func:`default_loop_manifold`.
-    ts : sequence of float
-        Radii of the static grid.
-    layers : sequence of int, optional
-        Layers of the static grid (default every 4th, 0..n_layers).
-    n_layers, gain, n, seed
-        See :func:`depth_cloud`.
-    isos : sequence of float
-        Values of the isotropic strength (a categorical slider).
-
-    Returns
-    -------
-    tanbias.interactive.Interactive
-    """
-    from .interactive import Interactive, Param
-
-    manifold = default_loop_manifold() if manifold is None else manifold
-    layers = tuple(range(0, n_layers + 1, 4)) if layers is None else tuple(layers)
-    ts = tuple(float(v) for v in ts)
-    stacks = {}
-
-    def compute(layer, t, iso):
-        # the whole stack once per (t, iso); moving the layer slider only slices it
-        if (t, iso) not in stacks:
-            if len(stacks) > 32:             # live sliders take continuous t: keep it bounded
-                stacks.clear()
-            stacks[t, iso] = depth_cloud(manifold, t, None, iso, n, n_layers, gain, seed)
-        full = stacks[t, iso]
-        return dict(full, tangent=full["all_tangent"][layer], normal=full["all_normal"][layer],
-                    layer=int(layer))
-
-    return Interactive(
-        params=[Param("layer", "layer l", 0, n_layers, default=layers[len(layers) // 2],
-                      integer=True, values=layers),
-                Param("t", "radius t", ts[0], ts[-1], default=ts[1], log=True, values=ts),
-                Param("iso", "isotropic part of the blocks", options=tuple(isos))],
-        compute=compute, figure=lambda data, layer, t, iso: _depth_cloud_dict(data),
-        title="Residual stream against depth",
-        caption="Left: every token's tangent and normal norm, at layer 0 (grey) and at the "
-                "chosen layer (blue). With tangent-aligned blocks (isotropic part 0) the cloud "
-                "slides to the right and not up: the identity path copies the normal part "
-                "exactly while the blocks reinforce the tangent part. Give the blocks an "
-                "isotropic part and the cloud also moves up: the blocks then write tangent "
-                "signal into normal directions.",
-        name="ch6-depth", height=540)
-
-
-def alignment_at_loss(history, levels) -> pd.DataFrame:
+def alignment_at_loss(history, levels):
     """Tangent alignment of each run at the first logged step where its loss reaches a level.
 
     Comparing runs at equal *loss* rather than equal *step* separates a larger
@@ -849,138 +686,7 @@ def alignment_at_loss(history, levels) -> pd.DataFrame:
             if len(hit):
                 rows.append(dict(level=float(level), loop=loop, step=int(hit["step"].iloc[0]),
                                  alignment=float(hit["alignment"].iloc[0])))
-    return pd.DataFrame(rows, columns=["level", "loop", "step", "alignment"])
-
-
-def learning_figure(history, title="What each run learns, and what its activations look like"):
-    """Fit of each target half and normal share of the hidden pre-activations, against step.
-
-    Parameters
-    ----------
-    history : pandas.DataFrame
-        ``LoopRun.history`` (needs ``fit_tangent``, ``fit_normal``, ``share``).
-    title : str
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    from plotly.subplots import make_subplots
-
-    df = pd.DataFrame(history)
-    df = df[df["step"] > 0]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16,
-                        subplot_titles=["fraction of each target half fitted",
-                                        "normal share of the hidden pre-activations"])
-    colors = {"closed": "#0072B2", "cut": "#D55E00"}
-    for loop, g in df.groupby("loop", sort=False):
-        for col, dash, half in (("fit_tangent", "solid", "tangent half"),
-                                ("fit_normal", "dot", "normal half")):
-            fig.add_trace(go.Scatter(x=g["step"], y=g[col], mode="lines",
-                                     name=f"{loop}: {half}",
-                                     line=dict(color=colors.get(loop), dash=dash)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=g["step"], y=1.0 - g["share"], mode="lines",
-                                 name=f"{loop}: normal share", showlegend=True,
-                                 line=dict(color=colors.get(loop), width=3, dash="dashdot")),
-                      row=1, col=2)
-    fig.update_xaxes(type="log", title_text="SGD step [log]", exponentformat="power")
-    fig.update_yaxes(title_text="least-squares coefficient (1 = fitted)", row=1, col=1)
-    fig.update_yaxes(type="log", title_text="normal share [log]", row=1, col=2)
-    fig.update_layout(title=dict(text=title), height=520, margin=dict(t=90, b=150),
-                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.0))
-    fig.update_yaxes(exponentformat="power")
-    return fig
-
-
-def _unit_energies(W, T, N):
-    """Per hidden unit: tangent and normal energy per dimension of its input weights."""
-    return np.sum((W @ T) ** 2, axis=1) / T.shape[1], np.sum((W @ N) ** 2, axis=1) / N.shape[1]
-
-
-def _log_spaced(steps, k=120):
-    """About ``k`` logged steps, roughly evenly spaced in log(step), for light traces."""
-    steps = np.asarray(sorted(set(int(s) for s in steps if s > 0)))
-    if steps.size <= k:
-        return steps
-    idx = np.unique(np.round(np.geomspace(1, steps.size, k)).astype(int) - 1)
-    return steps[idx]
-
-
-def loop_interactive(runs, manifold=None):
-    """Interactive over the training step and the initial scale: the loop, unit by unit.
-
-    Parameters
-    ----------
-    runs : dict
-        ``{init_scale: LoopRun}``; every run must hold snapshots at the same
-        steps (the slider's values; step 0 is skipped for the log axis).
-    manifold : tanbias.manifolds.Submanifold, optional
-        The manifold of the runs (default :func:`default_loop_manifold`).
-
-    Returns
-    -------
-    tanbias.interactive.Interactive
-    """
-    from .interactive import Interactive, Param
-
-    manifold = default_loop_manifold() if manifold is None else manifold
-    T, N = manifold.tangent_basis, manifold.normal_basis
-    scales = tuple(sorted(runs))
-    snap_steps = sorted({s for (_, s) in runs[scales[0]].snapshots if s > 0})
-    if len(snap_steps) < 2:
-        raise ParameterError(f"runs hold {len(snap_steps)} positive snapshot steps: valid range "
-                             f"is at least 2. Pass snapshot_steps to run_feedback_loop.")
-    shown = {sc: r.history[r.history["step"].isin(_log_spaced(r.history["step"]))]
-             for sc, r in runs.items()}
-    colors = {"closed": "#0072B2", "cut": "#D55E00"}
-
-    def compute(step, init_scale):
-        run = runs[init_scale]
-        out = {"step": step, "init_scale": init_scale}
-        for loop in ("closed", "cut"):
-            out[loop] = _unit_energies(run.snapshots[loop, step], T, N)
-        h = shown[init_scale]
-        out["curves"] = {loop: (g["step"].to_numpy(), g["alignment"].to_numpy())
-                         for loop, g in h.groupby("loop", sort=False)}
-        out["now"] = {loop: tangent_alignment(run.snapshots[loop, step], T, N)
-                      for loop in ("closed", "cut")}
-        return out
-
-    def figure(data, step, init_scale):
-        lo = min(float(np.min(data[k][i])) for k in ("closed", "cut") for i in (0, 1))
-        hi = max(float(np.max(data[k][i])) for k in ("closed", "cut") for i in (0, 1))
-        traces = [_trace(*data[loop], f"loop {loop}: units", mode="markers",
-                         marker=dict(size=7, opacity=0.75, color=colors[loop]))
-                  for loop in ("closed", "cut")]
-        traces.append(_trace([lo, hi], [lo, hi], "isotropic unit", mode="lines",
-                             line=dict(color="#888888", dash="dash")))
-        traces += [_trace(*data["curves"][loop], f"loop {loop}: alignment", col=2, mode="lines",
-                          line=dict(color=colors[loop])) for loop in ("closed", "cut")]
-        traces.append(_trace([step, step], [data["now"]["closed"], data["now"]["cut"]],
-                             "chosen step", col=2, mode="markers",
-                             marker=dict(size=11, color="black")))
-        regime = "feature learning" if init_scale < 1 else "standard init"
-        title = (f"init scale {init_scale:g} ({regime}), step {step}: alignment "
-                 f"{data['now']['closed']:.3g} closed vs {data['now']['cut']:.3g} cut")
-        layout = _layout(title, ("hidden units: input-weight energy per dimension",
-                                 "tangent alignment of W<sub>1</sub>"),
-                         (("tangent energy per dim [log]", True, "normal energy per dim [log]",
-                           True),
-                          ("SGD step [log]", True, "alignment (1 = isotropic) [log]", True)))
-        return dict(data=traces, layout=layout)
-
-    return Interactive(
-        params=[Param("step", "SGD step", options=tuple(snap_steps),
-                      default=min(snap_steps, key=lambda s: abs(s - 500))),
-                Param("init_scale", "initial weight scale", options=scales)],
-        compute=compute, figure=figure, title="The feedback loop, unit by unit",
-        caption="Left: each hidden unit's input weights, tangent vs normal energy per "
-                "dimension (above the dashed line = leaning normal, below = leaning tangent). "
-                "Right: the aggregate alignment of both runs, the chosen step in black. "
-                "Step through the feature-learning run: the closed loop's units swing to the "
-                "tangent side early, then back across the diagonal; at standard init the two "
-                "runs stay close for hundreds of steps.",
-        name="ch6-loop", height=540)
+    return _frame(rows, columns=["level", "loop", "step", "alignment"])
 
 
 def loop_report(rich, lazy, loss_level=0.8, early_step=480, late_steps=(2000, 8000)) -> dict:

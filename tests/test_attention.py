@@ -8,8 +8,9 @@ import torch
 from tanbias.attention import (ORDERS, TERMS, attention_weights, fit_term_slopes,
                                removal_effect, removal_scaling, score_decomposition,
                                score_term_scaling, simulated_attention_stack,
-                               softmax_sensitivity, term_scaling_figure)
+                               softmax_sensitivity)
 from tanbias.errors import ParameterError
+from tanbias.figures.attention import term_scaling_figure
 from tanbias.residual import default_loop_manifold
 from tanbias.stats import loglog_slope
 

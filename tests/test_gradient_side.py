@@ -12,6 +12,9 @@ import plotly.graph_objects as go
 import pytest
 
 import tanbias.attention as att
+import tanbias.figures.attention as fatt
+import tanbias.figures.gradients as fgrad
+import tanbias.figures.residual as fres
 import tanbias.gradients as grad
 import tanbias.residual as res
 from tanbias.errors import ParameterError
@@ -98,12 +101,12 @@ def test_affine_signal_mean_ratio_is_order_one(cyl):
 
 
 def test_chapter4_interactives_and_figures(cyl):
-    fig = _static_ok(grad.gradient_cloud_interactive(cyl), 7 * 2)
+    fig = _static_ok(fgrad.gradient_cloud_interactive(cyl), 7 * 2)
     assert fig["layout"]["sliders"][1]["steps"][1]["label"] == "constant"
-    _static_ok(grad.eta_histogram_interactive(cyl, Gaussian(1.0)), 7)
-    f = grad.two_types_figure(cyl, 0.02, 0.2)
+    _static_ok(fgrad.eta_histogram_interactive(cyl, Gaussian(1.0)), 7)
+    f = fgrad.two_types_figure(cyl, 0.02, 0.2)
     assert isinstance(f, go.Figure) and len(f.data) == 2 and f.layout.title.text
-    f = grad.gradient_cloud_figure(grad.gradient_cloud(cyl, 0.1, n=100))
+    f = fgrad.gradient_cloud_figure(grad.gradient_cloud(cyl, 0.1, n=100))
     assert f.layout.xaxis.title.text and f.layout.yaxis.title.text and len(f.data) == 2
 
 
@@ -147,10 +150,10 @@ def test_softmax_terms_orders(quad):
 
 def test_chapter5_interactive_and_figures(quad):
     st = att.simulated_attention_stack(6, quad.D, seed=0)
-    fig = _static_ok(att.softmax_terms_interactive(quad, st), 7 * 6)
+    fig = _static_ok(fatt.softmax_terms_interactive(quad, st), 7 * 6)
     assert len(fig["data"]) == 2                                 # two bar groups
     df = att.removal_scaling(quad, [0.05, 0.1], *st.layer(0), n_tokens=16)
-    f = att.removal_figure(df)
+    f = fatt.removal_figure(df)
     assert isinstance(f, go.Figure) and len(f.data) == 2 and f.layout.title.text
     sens = att.sensitivity_over_heads(quad, st, 0.1, n_tokens=16)
     assert list(sens.columns) == ["layer", "tangent", "normal"] and len(sens) == 6
@@ -183,9 +186,9 @@ def test_depth_cloud_and_interactive(quad):
     assert c["normal_share"][-1] < c["normal_share"][0] / 10   # random blocks: not every layer
     iso = res.depth_cloud(quad, 0.1, 24, iso=0.05, n=32)
     assert iso["normal_share"][-1] > c["normal_share"][-1]
-    fig = _static_ok(res.depth_interactive(quad), 7 * 4 * 2)
+    fig = _static_ok(fres.depth_interactive(quad), 7 * 4 * 2)
     assert len(fig["data"]) == 4
-    assert isinstance(res.depth_cloud_figure(c), go.Figure)
+    assert isinstance(fres.depth_cloud_figure(c), go.Figure)
 
 
 def test_alignment_at_loss_and_loop_report():
@@ -205,9 +208,9 @@ def test_alignment_at_loss_and_loop_report():
     with pytest.raises(ParameterError, match=r"loss_level=1e-09 is not reached"):
         res.loop_report(h, runs[1.0].history, loss_level=1e-9, early_step=100,
                         late_steps=(160, 200))
-    fig = _static_ok(res.loop_interactive(runs), 3 * 2)
+    fig = _static_ok(fres.loop_interactive(runs), 3 * 2)
     assert len(fig["data"]) == 6
-    f = res.learning_figure(h)
+    f = fres.learning_figure(h)
     assert isinstance(f, go.Figure) and len(f.data) == 6
 
 
@@ -218,7 +221,7 @@ def test_chapter6_bad_inputs(quad):
         res.depth_cloud(quad, 0.1, 30, n_layers=24)
     run = res.run_feedback_loop(steps=20, log_every=10, snapshot_steps=(0,))
     with pytest.raises(ParameterError, match=r"at least 2"):
-        res.loop_interactive({0.1: run})
+        fres.loop_interactive({0.1: run})
 
 
 # --- the chapters' exercise solutions pass their checkers ----------------------------------

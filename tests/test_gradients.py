@@ -7,7 +7,8 @@ import pytest
 from tanbias.errors import ParameterError
 from tanbias.gradients import (centre, fit_ratio_slope, fit_rms_constant, gradient_ratio,
                                ii_moments, parabola_counterexample, predicted_rms_constant,
-                               ratio_figure, ratio_scaling, split_gradient, two_token_types)
+                               ratio_scaling, split_gradient, two_token_types)
+from tanbias.figures.gradients import ratio_figure
 from tanbias.manifolds import GeneralizedCylinder, Sphere
 from tanbias.residual import default_loop_manifold
 

@@ -7,9 +7,9 @@ import plotly.graph_objects as go
 import pytest
 
 from tanbias.errors import ParameterError
+from tanbias.figures.residual import depth_figure, loop_figure
 from tanbias.manifolds import Sphere
-from tanbias.residual import (default_loop_manifold, depth_figure, feedback_loop, loop_figure,
-                              loop_summary, propagate, residual_depth_profile,
+from tanbias.residual import (default_loop_manifold, feedback_loop, loop_summary, propagate, residual_depth_profile,
                               residual_profile_from_manifold, tangent_alignment,
                               tangent_writing_blocks)
 
