@@ -1,6 +1,6 @@
 """The plotly renderer used when the book is built (all chapters).
 
-Why a renderer of our own (see ``shared/STACK.md``):
+Why a renderer of our own (DESIGN.md, "The stack"):
 
 * executed by myst-nb, plotly picks its ``plotly_mimetype`` renderer, whose
   MIME type myst-nb drops: the figure silently disappears from the HTML;

@@ -2,14 +2,20 @@
 
 * :func:`loglog_slope` fits ``log y = slope * log x + intercept`` and gives a
   t-based confidence interval for the slope (a scaling law is a slope).
-* :func:`check_close` and :func:`check_in_interval` return a :class:`Check`:
-  measured vs predicted with a tolerance, printable as one line, rendered in
+* :func:`check_close`, :func:`check_in_interval`, :func:`check_greater` and
+  :func:`check_less` return a :class:`Check`: measured vs predicted with a
+  tolerance (or a one-sided bound), printable as one line, rendered in
   notebooks, and ``.require()``-able so that a regression breaks the strict
-  book build.
+  book build. A prediction the measurement is expected to *reject* is shown
+  with ``.refute()``, which fails the build if the check unexpectedly passes.
+
+Chapters show every check the same way: ``display(check.require())`` (or
+``.refute()``), so the reader sees a rendered PASS/FAIL line.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from dataclasses import dataclass
@@ -139,7 +145,11 @@ class Check:
         Allowed absolute deviation (for interval checks: half-width).
     passed : bool
     lo, hi : float or None
-        The interval, for :func:`check_in_interval`.
+        The interval, for :func:`check_in_interval`; one of them is None for the
+        one-sided :func:`check_greater` / :func:`check_less`.
+    expected_to_fail : bool
+        Set by :meth:`refute`: the check shows a prediction that the
+        measurement rejects, and it did fail.
 
     Example
     -------
@@ -157,12 +167,19 @@ class Check:
     passed: bool
     lo: float | None = None
     hi: float | None = None
+    expected_to_fail: bool = False
 
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "FAIL"
-        if self.lo is not None:
+        if self.expected_to_fail:
+            verdict += " (expected: the measurement rejects this prediction)"
+        if self.lo is not None and self.hi is not None:
             return (f"{self.label}: measured {_fmt(self.measured)}, expected in "
                     f"[{_fmt(self.lo)}, {_fmt(self.hi)}] -> {verdict}")
+        if self.lo is not None:
+            return f"{self.label}: measured {_fmt(self.measured)}, expected > {_fmt(self.lo)} -> {verdict}"
+        if self.hi is not None:
+            return f"{self.label}: measured {_fmt(self.measured)}, expected < {_fmt(self.hi)} -> {verdict}"
         return (f"{self.label}: measured {_fmt(self.measured)}, predicted "
                 f"{_fmt(self.predicted)}, tolerance ±{_fmt(self.tolerance)} -> {verdict}")
 
@@ -181,12 +198,41 @@ class Check:
             raise AssertionError(str(self))
         return self
 
+    def refute(self) -> "Check":
+        """Assert that the check *failed*: the measurement rejects this prediction.
+
+        Use it for a statement the book shows to be wrong (e.g. the mean-gradient
+        form of a proposition): if a regression made it pass, the build breaks.
+
+        Returns
+        -------
+        Check
+            A copy marked ``expected_to_fail``, rendered as an expected failure.
+
+        Raises
+        ------
+        AssertionError
+            If the check passed.
+
+        Example
+        -------
+        >>> print(check_close("mean-gradient slope", 0.003, 1.0, atol=0.1).refute())
+        mean-gradient slope: measured 0.003, predicted 1, tolerance ±0.1 -> FAIL (expected: the measurement rejects this prediction)
+        >>> check_close("slope", 1.0, 1.0, atol=0.1).refute()
+        Traceback (most recent call last):
+        ...
+        AssertionError: expected to fail but passed: slope: measured 1, predicted 1, tolerance ±0.1 -> PASS
+        """
+        if self.passed:
+            raise AssertionError(f"expected to fail but passed: {self}")
+        return dataclasses.replace(self, expected_to_fail=True)
+
     def _repr_markdown_(self) -> str:
-        mark = "✅" if self.passed else "❌"
+        mark = "✅" if (self.passed or self.expected_to_fail) else "❌"
         return f"{mark} {str(self)}"
 
     def _repr_html_(self) -> str:
-        color = "#1a7f37" if self.passed else "#cf222e"
+        color = "#1a7f37" if (self.passed or self.expected_to_fail) else "#cf222e"
         return (f'<div class="tanbias-check" style="border-left:4px solid {color};'
                 f'padding:2px 8px"><code>{html.escape(str(self))}</code></div>')
 
@@ -240,3 +286,31 @@ def check_in_interval(label: str, value, lo, hi) -> Check:
     hi = check_real("hi", hi, lo=lo, lo_open=False, hint="Pass lo <= hi.")
     return Check(str(label), value, 0.5 * (lo + hi), 0.5 * (hi - lo),
                  bool(lo <= value <= hi), lo, hi)
+
+
+def check_greater(label: str, value, bound) -> Check:
+    """One-sided check: ``value > bound`` (e.g. a ratio that must exceed 1).
+
+    Example
+    -------
+    >>> print(check_greater("closed / cut loop", 42.9, 1.0))
+    closed / cut loop: measured 42.9, expected > 1 -> PASS
+    >>> check_greater("ratio", 0.5, 1.0).passed
+    False
+    """
+    value = check_real("value", value)
+    bound = check_real("bound", bound)
+    return Check(str(label), value, bound, 0.0, bool(value > bound), lo=bound)
+
+
+def check_less(label: str, value, bound) -> Check:
+    """One-sided check: ``value < bound``.
+
+    Example
+    -------
+    >>> print(check_less("normal share", 1e-5, 1e-3))
+    normal share: measured 1e-05, expected < 0.001 -> PASS
+    """
+    value = check_real("value", value)
+    bound = check_real("bound", bound)
+    return Check(str(label), value, bound, 0.0, bool(value < bound), hi=bound)

@@ -20,7 +20,7 @@ from bookhelpers import BIN, ROOT, toc_docs
 
 pytestmark = pytest.mark.browser
 
-#: Console errors that are known and harmless (see shared/STACK.md):
+#: Console errors that are known and harmless (DESIGN.md, "The stack"):
 HARMLESS = (
     "Identifier 'THEBE_JS_URL' has already been declared",  # JB 1.0.4 adds sphinx-thebe's config twice
     "MathJax.Hub.Queue",                 # html-manager expects MathJax 2; the page runs MathJax 3

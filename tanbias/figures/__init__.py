@@ -1,20 +1,37 @@
-"""Shared figure styling: one plotly template and a labelling helper.
+"""The figures package: every figure and interactive of the book, apart from the maths.
 
-Every figure of the book (all chapters) goes through this look: same font,
-same colour cycle, same margins and hover behaviour, so that figures from
-different chapters can be compared at a glance. Importing :mod:`tanbias`
-registers the template as ``"tanbias"`` and makes it plotly's default.
+Each chapter topic has a module here (``tanbias.figures.<topic>``) that turns
+the public data functions of a maths or lab module into plotly figures and
+:class:`tanbias.interactive.Interactive` definitions. The maths modules never
+import plotly nor this package (``tests/test_layers.py`` keeps it so).
 
-Figure builders elsewhere in the package *return* a
-:class:`plotly.graph_objects.Figure` and never call ``.show()``.
+This ``__init__`` holds what every figure shares, one definition each:
+
+* the book's plotly template (:data:`TEMPLATE`, same font, colour cycle,
+  margins and hover behaviour everywhere), registered as ``"tanbias"`` and made
+  plotly's default when this package is imported;
+* the colours (:data:`COLORS`, Okabe-Ito);
+* :func:`labelled` and :func:`new_figure` (title and axis titles);
+* :func:`frozen_layout`, the cache of figure layouts that keeps live updates
+  under 50 ms.
+
+Importing this package also installs the book's plotly renderer
+(:mod:`tanbias.renderer`) when a chapter is executed for the built book.
+
+Figure builders *return* a :class:`plotly.graph_objects.Figure` and never call
+``.show()``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+
 import plotly.graph_objects as go
 import plotly.io as pio
 
-__all__ = ["COLORS", "TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "new_figure"]
+__all__ = ["COLORS", "TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "new_figure",
+           "frozen_layout"]
 
 #: Colour cycle (Okabe-Ito, colour-blind safe), first colour = the main curve.
 COLORS = (
@@ -117,3 +134,45 @@ def new_figure(title: str, x: str, y: str, **layout) -> go.Figure:
     fig = go.Figure(layout=layout)
     return labelled(fig, title, x, y)
 
+
+
+def frozen_layout(build):
+    """Decorator: build a figure's layout once, hand out a fresh plain-dict copy per call.
+
+    Merging the book's template into a ``go.Figure`` costs about 60 ms, more
+    than a live update may take (chapter figures redraw in < 50 ms). ``build``
+    returns a ``go.Figure`` carrying only the layout (its arguments must be
+    hashable); the decorated function returns that layout as a new ``dict`` on
+    every call (JSON round trip of a cached string), so callers can edit titles
+    and axis ranges freely.
+
+    Example
+    -------
+    >>> @frozen_layout
+    ... def _layout(title):
+    ...     return go.Figure(layout=dict(title=dict(text=title)))
+    >>> a = _layout("A"); a["title"]["text"] = "changed"
+    >>> _layout("A")["title"]["text"]
+    'A'
+    """
+    @functools.lru_cache(maxsize=None)
+    def cached(*args, **kwargs) -> str:
+        return json.dumps(build(*args, **kwargs).to_plotly_json()["layout"])
+
+    @functools.wraps(build)
+    def fresh(*args, **kwargs) -> dict:
+        return json.loads(cached(*args, **kwargs))
+
+    fresh.cache_clear = cached.cache_clear
+    return fresh
+
+
+def _setup_plotting() -> None:
+    """Make the book's template plotly's default and, when building, its renderer."""
+    from .. import renderer
+
+    register_template(make_default=True)
+    renderer.install()
+
+
+_setup_plotting()

@@ -1,0 +1,132 @@
+"""Numbers in prose: one source for the built book and for JupyterLab.
+
+A chapter's prose quotes computed numbers with MyST's ``{eval}`` role, which
+both renderers understand: myst-nb evaluates it while it executes the chapter
+for the book (inline execution mode), and the ``jupyterlab-myst`` extension
+evaluates it against the running kernel when a reader runs the Markdown cell.
+A chapter records each number once, in a code cell::
+
+    from tanbias.prose import glue, glued
+    glue("ch1_slope", fit.slope)
+
+and its prose reads ``{eval}`glued["ch1_slope:.3f"]```: the key, then
+optionally ``:`` and a format spec, with the same meaning as myst-nb's
+``{glue:text}`` role (the spec's last character coerces the value: ``f``,
+``e``, ``g``, ``%`` to ``float``, ``d`` to ``int``, ``s`` to ``str``). The
+value comes back as plain text, so neither renderer adds quotes.
+
+This module is the core layer: it imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["Glued", "glue", "glued", "format_value", "EVAL_PATTERN"]
+
+#: The expressions that chapters may put in ``{eval}`` roles (myst-nb's
+#: ``nb_eval_name_regex`` in ``_config.yml`` is this pattern): a plain name, or
+#: ``glued["key:spec"]``.
+EVAL_PATTERN = r'^(glued\["[A-Za-z0-9_]+(:[^"\]]*)?"\]|[A-Za-z_][A-Za-z0-9_]*)$'
+
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def format_value(value, spec: str = "") -> str:
+    """Format ``value`` as myst-nb's ``{glue:text}`key:spec``` would show it.
+
+    Parameters
+    ----------
+    value : object
+        The glued value (a number, a word, ...).
+    spec : str
+        A Python format spec; its last character picks the type the value is
+        coerced to, as in myst-nb.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        When the value cannot be formatted with ``spec``; the message names both.
+
+    Example
+    -------
+    >>> format_value(1.99812, ".3f"), format_value(0.00612, ".1%"), format_value(3.0, "d")
+    ('1.998', '0.6%', '3')
+    >>> format_value("weaker")
+    'weaker'
+    """
+    if spec == "":
+        return str(value)
+    kind = spec[-1]
+    try:
+        if kind == "s":
+            value = str(value)
+        elif kind in "bcdoxX":
+            value = int(value)
+        elif kind in "eEfFgGn%":
+            value = float(value)
+        return format(value, spec)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot format {value!r} with spec {spec!r}: {exc}. "
+                         "Use a spec that fits the value's type (e.g. '.3f' for a number).") from None
+
+
+class Glued(dict):
+    """The numbers a chapter quotes in its prose, by key.
+
+    ``glued[key]`` is the value as recorded; ``glued["key:spec"]`` is its text,
+    formatted (see :func:`format_value`). Keys are recorded once per chapter
+    run: recording a key again replaces it (re-running a cell is fine).
+
+    Example
+    -------
+    >>> g = Glued()
+    >>> g.put("slope", 1.99812)
+    >>> g["slope:.3f"], g["slope"]
+    ('1.998', '1.99812')
+    >>> g["slop:.3f"]
+    Traceback (most recent call last):
+    ...
+    KeyError: "no number glued as 'slop' (known: slope); run the chapter's cells above this paragraph first"
+    """
+
+    def put(self, key: str, value) -> None:
+        """Record ``value`` under ``key`` (letters, digits, underscores)."""
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise ValueError(f"key={key!r} is not valid: use letters, digits and underscores, "
+                             "starting with a letter (e.g. 'ch1_slope').")
+        dict.__setitem__(self, key, value)
+
+    def __getitem__(self, spec: str) -> str:
+        key, _, fmt = str(spec).partition(":")
+        if not dict.__contains__(self, key):
+            known = ", ".join(sorted(self)) or "none yet"
+            raise KeyError(f"no number glued as {key!r} (known: {known}); "
+                           "run the chapter's cells above this paragraph first")
+        return format_value(dict.__getitem__(self, key), fmt)
+
+
+#: The registry the chapters use (one kernel runs one chapter).
+glued = Glued()
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """Record ``value`` under ``name`` for the prose (``{eval}`glued["name:spec"]```).
+
+    The signature follows ``myst_nb.glue``; ``display`` is accepted for that
+    reason and must stay False (prose numbers are never shown as outputs).
+
+    Example
+    -------
+    >>> glue("demo_ratio", 0.5)
+    >>> glued["demo_ratio:.0%"]
+    '50%'
+    """
+    if display:
+        raise ValueError("display=True is not supported: a glued value is quoted in the prose "
+                         "with {eval}`glued[\"key\"]`; display figures and tables directly.")
+    glued.put(name, value)

@@ -1,0 +1,227 @@
+"""The package's layers stay one-way (DESIGN.md, "Layers").
+
+Every import of every module under ``tanbias/`` is read with :mod:`ast`,
+deferred imports inside functions included, and checked against the layer
+table below, which is the one in DESIGN.md:
+
+* no import cycle between modules;
+* no edge from a lower layer to a higher one (within the lab, no edge up its
+  chain from config to the command line);
+* no ``_private`` name imported from another module;
+* the maths modules never import plotly, ``tanbias.interactive`` or
+  ``tanbias.figures``, and import the package's maths without pulling plotly;
+* every third-party distribution the package imports is declared in
+  ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "tanbias"
+
+#: (layer, rank within the layer) of each module; a module may import modules of
+#: a lower layer, or of its own layer at the same or a lower rank.
+CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias._checks": 1, "tanbias.stats": 2,
+        "tanbias.prose": 0}
+MATHS = ["tanbias.radial", "tanbias.manifolds", "tanbias.expansion", "tanbias.volume_growth",
+         "tanbias.directional", "tanbias.frequency", "tanbias.gradients", "tanbias.attention",
+         "tanbias.residual", "tanbias.alignment"]
+#: The lab's chain, bottom to top; a module of one step may import the steps below it.
+LAB = [
+    ["tanbias.lab"],
+    ["tanbias.lab.config"],
+    ["tanbias.lab.runs"],
+    ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.data"],
+    ["tanbias.lab.models"],
+    ["tanbias.lab.probe"],
+    ["tanbias.lab.train"],
+    ["tanbias.lab.analysis", "tanbias.lab.analysis.*"],
+    ["tanbias.lab.pipeline"],
+    ["tanbias.lab.__main__"],
+]
+PRESENTATION = [["tanbias.interactive", "tanbias.renderer"], ["tanbias.figures"],
+                ["tanbias.figures.*"]]
+BOOK = ["tanbias.exercises", "tanbias.bench", "tanbias._sphinxext"]
+LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
+
+
+def _match(name: str, pattern: str) -> bool:
+    if pattern.endswith(".*"):
+        return name.startswith(pattern[:-1]) and name != pattern[:-2]
+    return name == pattern
+
+
+def layer_of(module: str) -> tuple[int, int]:
+    """(layer index in LAYER_NAMES, rank) of ``module``; KeyError when unassigned."""
+    if module in CORE:
+        return 0, CORE[module]
+    if module in MATHS:
+        return 1, 0
+    for rank, group in enumerate(LAB):
+        if any(_match(module, p) for p in group):
+            return 2, rank
+    for rank, group in enumerate(PRESENTATION):
+        if any(_match(module, p) for p in group):
+            return 3, rank
+    if module in BOOK:
+        return 4, 0
+    raise KeyError(module)
+
+
+def package_modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = package_modules()
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def imports_of(module: str) -> list[tuple[str, str | None, int, bool]]:
+    """(imported module, imported name or None, line, top level?) for every import."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    top = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None, node.lineno, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, path, node)
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                if sub in MODULES:       # `from pkg import module`
+                    found.append((sub, None, node.lineno, id(node) in top))
+                else:
+                    found.append((base, a.name, node.lineno, id(node) in top))
+    return found
+
+
+def internal_edges() -> list[tuple[str, str, str | None, int]]:
+    edges = []
+    for module in MODULES:
+        for target, name, line, _ in imports_of(module):
+            if target == "tanbias" or target.startswith("tanbias."):
+                while target not in MODULES:       # `import tanbias.x.y` of a name
+                    target = target.rpartition(".")[0]
+                if target != module:
+                    edges.append((module, target, name, line))
+    return edges
+
+
+def test_every_module_has_a_layer():
+    missing = []
+    for module in MODULES:
+        try:
+            layer_of(module)
+        except KeyError:
+            missing.append(module)
+    assert not missing, (f"modules without a layer: {missing}. Give each a place in DESIGN.md "
+                         "('Layers') and in tests/test_layers.py.")
+
+
+def test_no_upward_import():
+    bad = []
+    for src, dst, _, line in internal_edges():
+        if dst == "tanbias":       # the package itself: a version string, nothing else
+            continue
+        (ls, rs), (ld, rd) = layer_of(src), layer_of(dst)
+        if ld > ls or (ld == ls and rd > rs):
+            bad.append(f"{MODULES[src].relative_to(ROOT)}:{line}: {src} "
+                       f"({LAYER_NAMES[ls]}) imports {dst} ({LAYER_NAMES[ld]}, higher)")
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle():
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for src, dst, _, _ in internal_edges():
+        graph[src].add(dst)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(" -> ".join(stack[stack.index(n):] + [n]))
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_private_name_crosses_modules():
+    bad = [f"{MODULES[src].relative_to(ROOT)}:{line}: from {dst} import {name}"
+           for src, dst, name, line in internal_edges()
+           if name is not None and name.startswith("_") and not name.startswith("__")]
+    assert not bad, "private names imported from another module:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("module", MATHS)
+def test_maths_modules_import_no_figures(module):
+    bad = [f"line {line}: {target}" for target, _, line, _ in imports_of(module)
+           if target.split(".")[0] == "plotly"
+           or target in ("tanbias.interactive", "tanbias.renderer")
+           or target == "tanbias.figures" or target.startswith("tanbias.figures.")]
+    assert not bad, f"{module} imports figure code: {bad}"
+    top_pandas = [line for target, _, line, top in imports_of(module)
+                  if target.split(".")[0] == "pandas" and top]
+    assert not top_pandas, f"{module} imports pandas at module level (lines {top_pandas}): defer it"
+
+
+def test_maths_import_without_plotly():
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in MATHS)
+            + "import tanbias.stats, tanbias.prose\n"
+            + "heavy = [m for m in ('plotly', 'ipywidgets', 'pandas', 'torch') if m in sys.modules]\n"
+            + "assert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+#: import name -> distribution name, where they differ
+DIST = {"yaml": "pyyaml", "IPython": "ipython", "huggingface_hub": "huggingface-hub"}
+
+
+def test_every_runtime_import_is_declared():
+    declared = set()
+    for req in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name = req.split(";")[0]
+        for sep in "<>=!~[ ":
+            name = name.split(sep)[0]
+        declared.add(name.strip().lower().replace("_", "-"))
+    used = {}
+    for module in MODULES:
+        for target, _, line, _ in imports_of(module):
+            top = target.split(".")[0]
+            if top and top != "tanbias" and top not in sys.stdlib_module_names:
+                used.setdefault(DIST.get(top, top).lower().replace("_", "-"), f"{module}:{line}")
+    missing = {d: where for d, where in used.items() if d not in declared}
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
