@@ -48,9 +48,11 @@ __all__ = [
     "key_centred_rms",
     "score_term_scaling",
     "fit_term_slopes",
+    "term_slopes_over_heads",
     "attention_weights",
     "removal_effect",
     "removal_scaling",
+    "removal_over_heads",
     "softmax_sensitivity",
     "AttentionStack",
     "simulated_attention_stack",
@@ -265,6 +267,45 @@ def fit_term_slopes(df, confidence=0.95) -> dict:
             for name, g in df.groupby("term", sort=False) if name != "mu_mu"}
 
 
+def term_slopes_over_heads(manifold, stack, ts, n_tokens=96, confidence=0.95):
+    """Fitted log-log slope of every score term, for every head of a stack.
+
+    Head ``l`` draws its tokens with seed ``l`` (:func:`score_term_scaling`),
+    then :func:`fit_term_slopes` fits each term but ``mu_mu``.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    stack : AttentionStack
+    ts : array_like, shape (n_t,)
+        Radii in ``(0, patch]`` (at least 3).
+    n_tokens : int >= 2
+    confidence : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (head, term): ``layer``, ``term``, ``order`` (predicted,
+        :data:`ORDERS`), ``slope``, ``ci_low``, ``ci_high``.
+
+    Example
+    -------
+    >>> from tanbias.residual import default_loop_manifold
+    >>> M = default_loop_manifold()
+    >>> df = term_slopes_over_heads(M, simulated_attention_stack(1, M.D), [0.01, 0.02, 0.04])
+    >>> bool(np.allclose(df["slope"], df["order"], atol=0.1))
+    True
+    """
+    rows = []
+    for layer in range(stack.n_layers):
+        W_Q, W_K = stack.layer(layer)
+        df = score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=n_tokens, rng=layer)
+        for term, fit in fit_term_slopes(df, confidence).items():
+            rows.append(dict(layer=layer, term=term, order=ORDERS[term], slope=fit.slope,
+                             ci_low=fit.ci_low, ci_high=fit.ci_high))
+    return _frame(rows)
+
+
 
 # ----------------------------------------------------------------------------
 # softmax
@@ -353,14 +394,7 @@ def removal_effect(x, mu, tangent_basis, normal_basis, W_Q, W_K, scale=None) -> 
             "normal": tv(attention_weights(x - n, W_Q, W_K, scale))}
 
 
-def removal_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0, scale=None):
-    """:func:`removal_effect` against the radius ``t`` (predicted slopes 1 and 2).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long format: ``t``, ``removed`` ("tangent" / "normal"), ``change``.
-    """
+def _removal_rows(manifold, ts, W_Q, W_K, n_tokens, rng, scale):
     ts = check_radii(ts, manifold)
     n_tokens = check_int("n_tokens", n_tokens, lo=2, hint="Pass at least 2 tokens.")
     rng = check_rng(rng)
@@ -370,6 +404,50 @@ def removal_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0, scale=None):
         e = removal_effect(s.y, manifold.mu, manifold.tangent_basis, manifold.normal_basis,
                            W_Q, W_K, scale)
         rows += [dict(t=float(t), removed=k, change=v) for k, v in e.items()]
+    return rows
+
+
+def removal_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0, scale=None):
+    """:func:`removal_effect` against the radius ``t`` (predicted slopes 1 and 2).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long format: ``t``, ``removed`` ("tangent" / "normal"), ``change``.
+    """
+    return _frame(_removal_rows(manifold, ts, W_Q, W_K, n_tokens, rng, scale))
+
+
+def removal_over_heads(manifold, stack, ts, n_tokens=64, scale=None):
+    """:func:`removal_scaling` for every head of a stack, head ``l`` drawing its tokens with seed ``l``.
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    stack : AttentionStack
+    ts : array_like, shape (n_t,)
+        Radii in ``(0, patch]``.
+    n_tokens : int >= 2
+        Tokens per radius and head.
+    scale : float, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long format: ``t``, ``removed``, ``change``, ``layer``.
+
+    Example
+    -------
+    >>> from tanbias.residual import default_loop_manifold
+    >>> M = default_loop_manifold()
+    >>> df = removal_over_heads(M, simulated_attention_stack(2, M.D), [0.05, 0.1], n_tokens=8)
+    >>> len(df), sorted(set(df["layer"]))
+    (8, [0, 1])
+    """
+    rows = []
+    for l in range(stack.n_layers):
+        rows += [dict(r, layer=l) for r in
+                 _removal_rows(manifold, ts, *stack.layer(l), n_tokens, l, scale)]
     return _frame(rows)
 
 
