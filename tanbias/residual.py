@@ -47,6 +47,7 @@ __all__ = [
     "propagate",
     "residual_depth_profile",
     "residual_profile_from_manifold",
+    "depth_report",
     "depth_cloud",
     "tangent_alignment",
     "unit_energies",
@@ -227,6 +228,72 @@ def residual_profile_from_manifold(manifold, t, n=256, n_layers=24, gain=0.1, is
     s = manifold.sample_at_radius(t, n, rng)
     return residual_depth_profile(s.y - manifold.mu, manifold.tangent_basis,
                                   manifold.normal_basis, n_layers, gain, iso, seed)
+
+
+def depth_report(manifold, t, n=256, n_layers=24, gain=0.1, iso=0.05, draws=20) -> dict:
+    """The numbers chapter 6 reports about the residual stream against depth.
+
+    Tokens are drawn at radius ``t`` with seed 0 and propagated through
+    :func:`tangent_writing_blocks` (seed 0) with and without an isotropic part;
+    the tangent growth rate is averaged over ``draws`` independent draws of the
+    tangent-aligned blocks (seeds ``0 .. draws-1``, same tokens).
+
+    Parameters
+    ----------
+    manifold : tanbias.manifolds.Submanifold
+    t : float
+        Geodesic radius of the input tokens.
+    n : int >= 1
+        Tokens.
+    n_layers : int >= 1
+    gain : float >= 0
+        Strength of the tangent-aligned part of the blocks.
+    iso : float >= 0
+        Isotropic part of the second stack (the first has none).
+    draws : int >= 1
+        Independent block draws for the growth rate.
+
+    Returns
+    -------
+    dict of str -> float
+        ``normal_change`` (largest change of a normal coordinate over the stack,
+        relative to the largest normal coordinate: 0 up to rounding),
+        ``share0``, ``shareL`` (normal share at layer 0 and at the last layer),
+        ``share0_predicted`` (``(c t)^2``, ``c`` from
+        :func:`tanbias.gradients.predicted_rms_constant`), ``growth`` (tangent
+        norm, last layer over layer 0), ``log_growth`` (mean over the draws of
+        the log-growth per layer; compare ``log(1 + gain)``), ``rate``
+        (``exp(log_growth)``), ``shareL_iso`` (normal share at the last layer
+        with the isotropic part).
+
+    Example
+    -------
+    >>> r = depth_report(default_loop_manifold(), 0.1, n=32, n_layers=4, draws=2)
+    >>> r["normal_change"] < 1e-12, r["shareL_iso"] > r["shareL"]
+    (True, True)
+    """
+    from .gradients import predicted_rms_constant
+
+    t = check_radius(t, manifold)
+    draws = check_int("draws", draws, lo=1, hint="Pass a positive number of block draws.")
+    depth = residual_profile_from_manifold(manifold, t, n=n, n_layers=n_layers, gain=gain)
+    s = manifold.sample_at_radius(t, n, np.random.default_rng(0))
+    n0 = float(np.max(np.abs(s.normal)))
+    x_c = s.y - manifold.mu
+    rates = [np.log(p["tangent_norm"].iloc[-1] / p["tangent_norm"].iloc[0]) / n_layers
+             for p in (residual_depth_profile(x_c, manifold.tangent_basis, manifold.normal_basis,
+                                              n_layers, gain=gain, seed=k)
+                       for k in range(draws))]
+    with_iso = residual_profile_from_manifold(manifold, t, n=n, n_layers=n_layers, gain=gain,
+                                              iso=iso)
+    c = predicted_rms_constant(manifold)
+    return dict(
+        normal_change=float(depth["max_normal_change"].max()) / n0,
+        share0=float(depth["normal_share"].iloc[0]), share0_predicted=(c * t) ** 2,
+        shareL=float(depth["normal_share"].iloc[-1]),
+        growth=float(depth["tangent_norm"].iloc[-1] / depth["tangent_norm"].iloc[0]),
+        log_growth=float(np.mean(rates)), rate=float(np.exp(np.mean(rates))),
+        shareL_iso=float(with_iso["normal_share"].iloc[-1]))
 
 
 def depth_cloud(manifold, t, layer, iso=0.0, n=128, n_layers=24, gain=0.1, seed=0) -> dict:

@@ -159,6 +159,25 @@ def test_chapter5_interactive_and_figures(quad):
     assert list(sens.columns) == ["layer", "tangent", "normal"] and len(sens) == 6
 
 
+def test_over_heads_match_the_per_head_loops(quad):
+    st = att.simulated_attention_stack(2, quad.D, seed=3)
+    ts = [0.02, 0.05, 0.1]
+    slopes = att.term_slopes_over_heads(quad, st, ts, n_tokens=16)
+    for layer in range(2):
+        fits = att.fit_term_slopes(att.score_term_scaling(quad, ts, *st.layer(layer),
+                                                          n_tokens=16, rng=layer))
+        got = slopes[slopes["layer"] == layer].set_index("term")
+        assert list(got.index) == list(fits) and "mu_mu" not in got.index
+        for term, fit in fits.items():
+            assert got.loc[term, "slope"] == fit.slope and got.loc[term, "order"] == att.ORDERS[term]
+            assert got.loc[term, "ci_low"] == fit.ci_low and got.loc[term, "ci_high"] == fit.ci_high
+    removal = att.removal_over_heads(quad, st, ts, n_tokens=8)
+    assert list(removal.columns) == ["t", "removed", "change", "layer"]
+    for layer in range(2):
+        one = att.removal_scaling(quad, ts, *st.layer(layer), n_tokens=8, rng=layer)
+        assert removal[removal["layer"] == layer]["change"].tolist() == one["change"].tolist()
+
+
 # --- chapter 6: residual ----------------------------------------------------------------
 
 def test_run_feedback_loop_matches_feedback_loop():
@@ -222,6 +241,71 @@ def test_chapter6_bad_inputs(quad):
     run = res.run_feedback_loop(steps=20, log_every=10, snapshot_steps=(0,))
     with pytest.raises(ParameterError, match=r"at least 2"):
         fres.loop_interactive({0.1: run})
+
+
+def test_depth_report_is_the_chapter_computation(quad):
+    r = res.depth_report(quad, 0.1, n=64, n_layers=6, gain=0.1, iso=0.05, draws=3)
+    depth = res.residual_profile_from_manifold(quad, 0.1, n=64, n_layers=6, gain=0.1)
+    iso = res.residual_profile_from_manifold(quad, 0.1, n=64, n_layers=6, gain=0.1, iso=0.05)
+    s = quad.sample_at_radius(0.1, 64, np.random.default_rng(0))
+    rates = [np.log(p["tangent_norm"].iloc[-1] / p["tangent_norm"].iloc[0]) / 6
+             for p in (res.residual_depth_profile(s.y - quad.mu, quad.tangent_basis,
+                                                  quad.normal_basis, 6, gain=0.1, seed=k)
+                       for k in range(3))]
+    assert r["share0"] == depth["normal_share"].iloc[0]
+    assert r["shareL"] == depth["normal_share"].iloc[-1]
+    assert r["shareL_iso"] == iso["normal_share"].iloc[-1] > r["shareL"]
+    assert r["rate"] == float(np.exp(np.mean(rates))) and r["log_growth"] == float(np.mean(rates))
+    assert r["growth"] == depth["tangent_norm"].iloc[-1] / depth["tangent_norm"].iloc[0]
+    assert r["normal_change"] < 1e-12            # the identity path copies the normal part
+    assert r["share0"] == pytest.approx(r["share0_predicted"], rel=0.1)
+    with pytest.raises(ParameterError, match=r"draws=0 is out of range"):
+        res.depth_report(quad, 0.1, draws=0)
+
+
+def test_unit_energies_average_to_the_alignment(quad):
+    W = np.random.default_rng(0).standard_normal((5, quad.D))
+    et, en = res.unit_energies(W, quad.tangent_basis, quad.normal_basis)
+    assert et.shape == en.shape == (5,)
+    assert np.sum(et) / np.sum(en) == pytest.approx(
+        res.tangent_alignment(W, quad.tangent_basis, quad.normal_basis))
+    with pytest.raises(ParameterError, match=r"W has shape"):
+        res.unit_energies(W[:, :3], quad.tangent_basis, quad.normal_basis)
+
+
+# --- shared validation helpers (tanbias._checks) ------------------------------------------
+
+def test_shared_checks(quad):
+    import torch
+
+    from tanbias._checks import (check_bases, check_radii, check_radius, check_rows,
+                                 max_radius, to_numpy)
+
+    x = torch.ones(2, 3, dtype=torch.float64)
+    assert isinstance(to_numpy(x), np.ndarray) and check_rows("x", x, D=3).shape == (2, 3)
+    with pytest.raises(ParameterError, match=r"x_c has 0 rows"):
+        check_rows("x_c", np.zeros((0, 3)))
+    with pytest.raises(ParameterError, match=r"normal_basis has shape \(4, 1\)"):
+        check_bases(np.eye(3)[:, :1], np.eye(4)[:, :1])
+    with pytest.raises(ParameterError, match=r"tangent_basis has 0 and normal_basis 3 columns"):
+        check_bases(np.eye(3)[:, :0], np.eye(3))
+    assert max_radius(quad) == 0.5 and max_radius(None) is None
+    assert check_radius(0.5, quad) == 0.5
+    with pytest.raises(ParameterError, match=r"t=0.6 is out of range.*inside the manifold's patch"):
+        check_radius(0.6, quad)
+    with pytest.raises(ParameterError, match=r"ts is empty"):
+        check_radii([], quad)
+
+
+def test_maths_modules_do_not_load_plotly_or_pandas():
+    import subprocess
+    import sys
+
+    code = ("import sys, tanbias.gradients, tanbias.attention, tanbias.residual; "
+            "print(sorted(m for m in ('plotly', 'pandas', 'tanbias.interactive', "
+            "'tanbias.figures') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # --- the chapters' exercise solutions pass their checkers ----------------------------------
