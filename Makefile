@@ -2,13 +2,14 @@
 # Every target sets up what it needs; re-runs are fast (stamp files).
 #   make book    execute every chapter and build the HTML book strictly
 #   make test    the whole pytest suite (builds the book once, drives chromium)
+#   make unit    the package's unit tests and doctests only (no book, no browser)
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test lab bench sweep install assets chromium lab-settings clean
+.PHONY: book test unit lab bench sweep install assets chromium lab-settings clean
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -94,6 +95,10 @@ book: $(STAMP) $(ASSETS_STAMP)
 
 test: $(STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
 	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(PYTEST_ARGS)
+
+# the fast inner loop: no book build, no assets, no browser (under 2 minutes)
+unit: $(STAMP)
+	$(PY) -m pytest -m "not book and not browser" $(PYTEST_ARGS)
 
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \

@@ -37,6 +37,50 @@ DATA_JS = """gd => JSON.stringify([
   ((gd._fullLayout || {}).annotations || []).map(a => a.text)])"""
 
 
+#: JavaScript: the text a reader sees in the article, with code, typeset math,
+#: figures and scripts removed (hidden dropdowns, e.g. solutions, included).
+VISIBLE_TEXT_JS = """() => {
+  const root = (document.querySelector('main article') || document.querySelector('main')
+                || document.body).cloneNode(true);
+  root.querySelectorAll('pre, .highlight, script, style, mjx-container, .math, '
+    + '.js-plotly-plot, .plotly-graph-div, svg, .headerlink, '
+    + 'code:not(.tanbias-check code)').forEach(e => e.remove());
+  return root.textContent;
+}"""
+
+#: What must never reach a reader: unrendered math, TeX commands, MyST role or
+#: directive syntax, label targets.
+RAW_MARKUP = {
+    "a dollar sign (unrendered math)": re.compile(r"\$"),
+    "a TeX command": re.compile(r"\\[A-Za-z]{2,}"),
+    "a MyST role or directive": re.compile(
+        r"\{[a-z]+:[a-z-]+\}|\{(?:ref|eval|cite|numref|doc|eq|term|math|mod|func|class)\}|```|:::"),
+    "a label target": re.compile(r"^\([\w-]+\)=", re.MULTILINE),
+}
+
+
+def raw_markup(text: str) -> list[str]:
+    """Every piece of raw markup in ``text``, with its context (unit-tested by
+    ``test_raw_markup_detector``)."""
+    found = []
+    for what, pattern in RAW_MARKUP.items():
+        for m in pattern.finditer(text):
+            ctx = text[max(0, m.start() - 30):m.end() + 30].replace("\n", " ")
+            found.append(f"{what}: '...{ctx}...'")
+    return found
+
+
+@pytest.mark.parametrize("text, kinds", [
+    ("a slope of 1.998 and $t^2$", {"a dollar sign (unrendered math)"}),
+    ("the ratio \\eta_g falls", {"a TeX command"}),
+    ("see {ref}`ch-x` and {glue:text} here", {"a MyST role or directive"}),
+    ("(ch-x)=\n# Title", {"a label target"}),
+    ("clean prose: η_g = 0.02, sets {0, 1} and {x}", set()),
+])
+def test_raw_markup_detector(text, kinds):
+    assert {f.split(":")[0] for f in raw_markup(text)} == kinds
+
+
 def _open(browser, url, viewport=(1200, 1400)):
     page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
     problems = []
@@ -93,6 +137,9 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
             page.evaluate("() => MathJax.startup.promise")
             assert page.locator("mjx-container").count() >= n_math
             assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        # the reader sees no raw TeX and no MyST syntax
+        raw = raw_markup(page.evaluate(VISIBLE_TEXT_JS))
+        assert not raw, f"{doc}: raw markup in the rendered page:\n" + "\n".join(raw[:20])
         # every plotly figure is drawn
         plots = page.locator(".js-plotly-plot")
         for i in range(page.locator(".plotly-graph-div").count()):
@@ -257,5 +304,55 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
                         f"{readout.text_content()!r}")
         page.wait_for_timeout(500)
         page.screenshot(path=str(screenshot_dir / "lab-live.png"))
+    finally:
+        page.close()
+
+
+#: Chapters whose prose the JupyterLab test reads after running them: the first
+#: chapter, and the one that quotes the most numbers.
+LAB_PROSE_CHAPTERS = ["chapters/01_manifold_hypothesis.md", "chapters/08_eurobert_vs_decoder.md"]
+
+#: JavaScript: the rendered text of every Markdown cell of the open notebook,
+#: without its (hidden) editor, typeset math and code.
+LAB_MARKDOWN_JS = """() => Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-Cell-inputArea'))
+  .map(area => { const c = area.cloneNode(true);
+    c.querySelectorAll('.cm-editor, .jp-InputPrompt, .katex, .MathJax, mjx-container, '
+      + 'code, pre, script, style').forEach(e => e.remove());
+    return c.textContent; })"""
+
+
+def _run_all_in_lab(page):
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+    assert page.locator(".jp-FileEditor").count() == 0, "the chapter opened as a text file"
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget;"
+        " const k = w && w.sessionContext && w.sessionContext.session"
+        " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
+        timeout=180_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_timeout(2_000)
+    page.wait_for_function(
+        "() => !Array.from(document.querySelectorAll('.jp-InputArea-prompt'))"
+        ".some(p => p.textContent.includes('*'))", timeout=300_000)
+
+
+@pytest.mark.parametrize("chapter", LAB_PROSE_CHAPTERS)
+def test_lab_renders_prose_with_its_numbers(chapter, jupyter_lab, browser, screenshot_dir):
+    """Run a chapter in JupyterLab: its Markdown renders as MyST (jupyterlab-myst),
+    every {eval} shows its number, and no raw role or TeX reaches the reader."""
+    base, token = jupyter_lab
+    source = (ROOT / chapter).read_text(encoding="utf8")
+    n_eval = source.count("{eval}`")
+    page, problems = _open(browser, f"{base}/lab/tree/{chapter}?token={token}", viewport=(1400, 1100))
+    try:
+        _run_all_in_lab(page)
+        page.wait_for_timeout(2_000)   # the last Markdown cells' expressions come back
+        text = "\n".join(page.evaluate(LAB_MARKDOWN_JS))
+        page.screenshot(path=str(screenshot_dir / f"lab-prose-{Path(chapter).stem}.png"))
+        assert n_eval > 0, f"{chapter} quotes no number: pick another chapter"
+        assert "glued[" not in text, "an {eval} expression was shown instead of its value"
+        raw = raw_markup(text)
+        assert not raw, f"{chapter} in JupyterLab shows raw markup:\n" + "\n".join(raw[:20])
     finally:
         page.close()

@@ -1,0 +1,92 @@
+"""Chapters read as arguments (DESIGN.md, "Chapters").
+
+Static rules over every ``chapters/*.md`` notebook, read with jupytext:
+
+* a code cell is a short call into the package: at most ``MAX_LINES`` lines of
+  code (blank lines and comments aside), except the exercises' stubs and
+  solutions;
+* a hidden cell defines no function and no class: analysis lives in the
+  package, where it is unit-tested;
+* numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.prose` (one
+  source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
+  roles, which JupyterLab cannot render;
+* every check is displayed (``display(check.require())``), never printed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+MAX_LINES = 15
+HIDDEN = {"hide-input", "remove-input", "hide-cell", "remove-cell"}
+
+
+def _cells(path: Path):
+    """(cell, inside an exercise or a solution?) for every cell of a chapter."""
+    import jupytext
+
+    nb = jupytext.read(path)
+    inside = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            src = cell.source
+            starts = [m.start() for m in re.finditer(r"\{(exercise|solution)-start\}", src)]
+            ends = [m.start() for m in re.finditer(r"\{(exercise|solution)-end\}", src)]
+            if starts or ends:
+                inside = max(starts, default=-1) > max(ends, default=-1)
+        yield cell, inside
+
+
+def _code_lines(source: str) -> int:
+    return sum(1 for line in source.splitlines()
+               if line.strip() and not line.strip().startswith(("#", "%")))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_code_cells_are_short_calls(path):
+    long = [(i, _code_lines(c.source)) for i, (c, ex) in enumerate(_cells(path))
+            if c.cell_type == "code" and not ex and _code_lines(c.source) > MAX_LINES]
+    assert not long, (f"{path.name}: code cells longer than {MAX_LINES} lines (cell, lines): {long}. "
+                      "Move the computation into the package and call it.")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_hidden_cells_define_nothing(path):
+    bad = []
+    for i, (cell, _) in enumerate(_cells(path)):
+        tags = set(cell.metadata.get("tags", []))
+        if cell.cell_type != "code" or not tags & HIDDEN:
+            continue
+        tree = ast.parse(cell.source)
+        bad += [f"cell {i}: {type(n).__name__} {n.name}" for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        bad += [f"cell {i}: lambda" for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    assert not bad, f"{path.name}: hidden cells define code: {bad}. Put it in the package, with a test."
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_prose_numbers_use_eval(path):
+    text = path.read_text(encoding="utf8")
+    assert "{glue:" not in text and "{glue}" not in text, (
+        f"{path.name}: a {{glue:...}} role; quote numbers with {{eval}}`glued[\"key:spec\"]`")
+    assert "from myst_nb import glue" not in text, f"{path.name}: use tanbias.prose.glue"
+    from tanbias.prose import EVAL_PATTERN
+
+    pattern = re.compile(EVAL_PATTERN)
+    bad = [e for e in re.findall(r"\{eval\}`([^`]*)`", text) if not pattern.match(e)]
+    assert not bad, f"{path.name}: {{eval}} expressions outside the allowed pattern: {bad}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_checks_are_displayed_not_printed(path):
+    bad = []
+    for i, (cell, _) in enumerate(_cells(path)):
+        if cell.cell_type == "code" and re.search(r"print\((check_\w+|\w*check\w*\.require)", cell.source):
+            bad.append(i)
+    assert not bad, f"{path.name}: checks printed in cells {bad}; use display(check.require())"
