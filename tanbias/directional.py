@@ -1,9 +1,9 @@
 """Directional bias of radially concentrated samples on a curved manifold (chapter 3).
 
 Sample ``y`` on a ``d``-manifold with density ``~ g(||y - mu||) dvol`` and
-record its geodesic direction ``u`` at ``mu``. Our derivation (PAPER.md,
-"our derivation of the sampling side") predicts, to first order in the moment
-ratio ``eta_g = m_{d+1} / m_{d-1}``::
+record its geodesic direction ``u`` at ``mu``. The book's derivation of the
+sampling side (chapter 3, "First-order directional law") predicts, to first
+order in the moment ratio ``eta_g = m_{d+1} / m_{d-1}``::
 
     p(u) = (1 + eta_g b(u)) / (1 + eta_g E_unif[b]),
     b(u) = (d+2)/24 ||II(u, u)||^2 - Ric(u, u) / 6,
@@ -38,9 +38,9 @@ from scipy import stats as _st
 from ._checks import (check_array, check_callable, check_choice, check_instance, check_int,
                       check_real, check_tangent)
 from .errors import ParameterError
-from ._figcache import frozen_layout
 from .manifolds import GeneralizedCylinder, Quadric, Submanifold
 from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
+from .stats import Check, check_close, check_in_interval
 
 __all__ = [
     "bias_function", "uniform_bias_moments", "first_order_density",
@@ -49,6 +49,10 @@ __all__ = [
     "DirectionStatistic", "angle_statistic", "sphere_share_statistic", "axis_statistic",
     "DirectionHistogram", "direction_histogram", "first_order_histogram",
     "exact_histogram", "HistogramComparison", "compare_histogram",
+    "ring_factors", "RicciSignTest", "ricci_sign_test", "exact_ricci_coefficient",
+    "direction_density_data", "direction_checks", "DirectionBank", "DirectionSamples",
+    "amplitude_scan", "ricci_sign_data", "ring_data", "surface_direction_checks",
+    "direction_verdicts", "amplitude_crossing", "mc_bias_amplitudes", "ring_first_order",
 ]
 
 _ETA_HINT = "eta_g is a mean squared radius; pass a positive number (e.g. law.eta_g(d))."
@@ -829,6 +833,31 @@ class RicciSignTest:
         target = self.beta_ours if reading == "ours" else self.beta_statement
         return (self.beta - target) / self.beta_se
 
+    def report(self) -> str:
+        """The measured and predicted shifts of the mean share, as printable lines."""
+        p = self.predicted
+        return (f"η_g = {self.eta_g:.3g}, n = {self.n:,}\n"
+                f"mean-share shift: measured {self.shift:.5f} ± {self.shift_se:.5f}, "
+                f"exact law {self.exact_shift:.5f}\nfirst order: ours {p['ours']:.5f}, "
+                f"extrinsic only {p['extrinsic only']:.5f}, "
+                f"statement {p['statement']:.5f}")
+
+    def checks(self) -> list[Check]:
+        """What the samples must agree with: the exact law's shift and our ``beta``
+        (both within 4 standard errors)."""
+        return [check_close("mean-share shift: MC vs exact law", self.shift, self.exact_shift,
+                            atol=4 * self.shift_se),
+                check_close("β from the samples vs our derivation, -1/6", self.beta,
+                            self.beta_ours, atol=4 * self.beta_se)]
+
+    def rejected_readings(self) -> list[Check]:
+        """The two readings the samples reject: Ricci curvature favoured (the statement's
+        wording) and no Ricci term at all. Show them with ``.refute()``."""
+        return [check_close("β from the samples vs the statement's sign, +1/6", self.beta,
+                            self.beta_statement, atol=4 * self.beta_se),
+                check_close("β from the samples vs no Ricci term, 0", self.beta, 0.0,
+                            atol=4 * self.beta_se)]
+
 
 def _sign_coefficients(manifold):
     k, d, R = manifold.k, manifold.d, manifold.R
@@ -919,13 +948,7 @@ def exact_ricci_coefficient(manifold, law) -> float:
     return float((shift / eta - alpha * cov_s_s2) / var_s)
 
 
-# ------------------------------------------------------------------ chapter 3: figures
-def _scatter(x, y, name, **style) -> dict:
-    """A scatter trace as a plain dict (no per-frame validation cost)."""
-    return dict(type="scatter", x=np.asarray(x, dtype=np.float64),
-                y=np.asarray(y, dtype=np.float64), name=name, **style)
-
-
+# ------------------------------------------------------------------ chapter 3: figure data
 def direction_density_data(manifold, law, n=50_000, rng=0, bins=12, n_curve=91) -> dict:
     """Sampled directions on a surface (``d = 2``) next to the predicted densities.
 
@@ -1006,207 +1029,6 @@ def direction_checks(manifold, law, u, bins=12) -> dict:
                 predicted_amplitude=predicted_bias_amplitude(manifold, law.eta_g(manifold.d)))
 
 
-def direction_density_figure(data, title=None):
-    """Monte Carlo histogram of the direction angle against the predicted densities.
-
-    Parameters
-    ----------
-    data : dict
-        Output of :func:`direction_density_data`.
-    title : str, optional
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    import plotly.graph_objects as go
-
-    return go.Figure(_direction_density_dict(data, title))
-
-
-@frozen_layout
-def _direction_layout() -> go.Figure:
-    """Base layout (with the book's template) of the direction figure, built once."""
-    import json
-
-    import plotly.graph_objects as go
-
-    fig = go.Figure(layout=dict(
-        xaxis=dict(title=dict(text="direction angle θ from the first principal direction "
-                                   "[degrees]"), tickvals=[0, 45, 90, 135, 180]),
-        yaxis=dict(title=dict(text="density relative to uniform")),
-        # legend above the plot: below it is where the interactive puts its sliders
-        legend=dict(orientation="h", x=0.0, y=1.03, yanchor="bottom"), margin=dict(t=140),
-        height=510))
-    return fig
-
-
-def _direction_density_dict(data, title=None) -> dict:
-    import json
-
-    from .figures import COLORS
-
-    deg = np.degrees(data["theta"])
-    h = data["hist"]
-    traces = [
-        _scatter([0.0, 180.0], [1.0, 1.0], "uniform (no bias)",
-                 mode="lines", line=dict(color="#888", dash="dot", width=1.5)),
-        _scatter(deg, data["first_order"], "first order in η<sub>g</sub> (our derivation)",
-                 mode="lines", line=dict(color=COLORS[0], dash="dash", width=2)),
-        _scatter(deg, data["exact"], "exact (quadrature, all orders)",
-                 mode="lines", line=dict(color=COLORS[1], width=2.5)),
-        _scatter(np.degrees(h.centers), h.density,
-                 f"Monte Carlo (n = {h.n:,}), ±1 s.e." if data.get("ess") is None else
-                 f"Monte Carlo (n = {h.n:,} reweighted, ESS = {data['ess']:,.0f}), ±1 s.e.",
-                 mode="markers", marker=dict(color=COLORS[7], size=7),
-                 error_y=dict(type="data", array=np.asarray(h.stderr), visible=True,
-                              thickness=1.2, width=3)),
-    ]
-    if title is None:
-        title = (f"Directions of samples on the {data['name']}, "
-                 f"η<sub>g</sub> = {data['eta_g']:.3g}")
-    layout = _direction_layout()
-    layout["title"] = dict(text=title, y=0.985, yanchor="top")
-    return dict(data=traces, layout=layout)
-
-
-class _DirectionBank:
-    """Samples of one surface drawn once at ``law_k``, reweighted to any narrower law.
-
-    The target density is ``~ g(chord) dvol``: samples drawn with ``g_k`` and
-    weighted by ``g(chord) / g_k(chord)`` are exact (self-normalised) importance
-    samples of it whenever ``g_k > 0`` wherever ``g > 0`` (a broader law of the
-    same family). The exact density uses the same bank: the polar data
-    ``(chord, V)`` on a Gauss-Legendre grid over the bank's radial range
-    (``n_panels`` panels, finer than :func:`exact_directional_density`'s 12 over
-    the narrower target range), integrated against the target's ``g``.
-    """
-
-    def __init__(self, manifold, law_k, n, rng, u_curve, n_panels=48, n_dirs=64):
-        self.law = law_k
-        s = manifold.sample(n, law_k, rng)
-        self.u, self.chord = s.u, s.chord
-        self.g_k = law_k.g(s.chord)
-        c_eff = law_k.effective_radius(manifold.d, 1e-16)
-        top = min(manifold.patch_radius, 0.5 * math.pi * c_eff)
-        r, self.wr = _gl_panels(top, n_panels)
-        nodes, self.wnodes = _uniform_rule(manifold, n_dirs)
-        self.n_curve = u_curve.shape[0]
-        self.grid_chord, self.grid_vol = _chord_volume(manifold, r,
-                                                       np.concatenate([u_curve, nodes]))
-
-    def weights(self, law) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.g_k > 0, law.g(self.chord) / self.g_k, 0.0)
-
-    def exact(self, law) -> np.ndarray:
-        both = self.wr @ (law.g(self.grid_chord) * self.grid_vol)
-        return both[:self.n_curve] / (self.wnodes @ both[self.n_curve:])
-
-
-def directions_interactive(surfaces, etas, law=None, n=None, seed=0, bins=12):
-    """The chapter-3 interactive: sampled directions on several surfaces, slider over ``eta_g``.
-
-    Parameters
-    ----------
-    surfaces : dict[str, Submanifold]
-        Surfaces (``d = 2``) by name, e.g. cylinder, saddle, sphere.
-    etas : sequence of float
-        The static grid of ``eta_g`` values (increasing); the default view is the largest.
-    law : RadialLaw, optional
-        Family rescaled to each ``eta_g`` (default ``Epanechnikov(1.0)``: compact,
-        so samples stay inside a quadric's patch).
-    n : dict[str, int] or int, optional
-        Monte Carlo size per surface (default 50 000) in the built book; live
-        sliders reweight banks of a sixth of it (at least 2000), drawn once at
-        log-spaced eta_g (exact importance sampling, see :class:`_DirectionBank`).
-    seed : int
-        Every (surface, eta_g) frame is reproducible.
-    bins : int
-
-    Returns
-    -------
-    tanbias.interactive.Interactive
-        Its ``data(eta_g, surface)`` method returns the (cached) numbers of a
-        frame: see :func:`direction_density_data`; ``live(surface, eta_g)`` the
-        numbers of a live update (reweighted banks, with ``weights`` and ``ess``).
-    """
-    from .interactive import Interactive, Param, resolve_mode
-    from .radial import Epanechnikov
-
-    surfaces = dict(surfaces)
-    base = Epanechnikov(1.0) if law is None else check_instance(
-        "law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Epanechnikov(1.0).")
-    etas = tuple(float(e) for e in etas)
-    sizes = n if isinstance(n, dict) else {k: (50_000 if n is None else int(n)) for k in surfaces}
-    seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")
-    names = tuple(surfaces)
-
-    @functools.lru_cache(maxsize=64)
-    def data(eta_g, surface, n_samples=None):
-        M = surfaces[surface]
-        rng = np.random.default_rng([seed, names.index(surface), int(round(1e6 * eta_g))])
-        n_samples = sizes[surface] if n_samples is None else n_samples
-        return direction_density_data(M, base.with_eta(eta_g, M.d), n_samples, rng, bins)
-
-    # Live sliders (JupyterLab, benchmark): banks of samples drawn once (on the first
-    # live update) at log-spaced eta_k, consecutive ratio <= 2, reweighted to eta_g.
-    n_banks = max(2, int(math.ceil(math.log(etas[-1] / etas[0]) / math.log(2.0))) + 1) \
-        if etas[-1] > etas[0] else 1
-    bank_etas = np.geomspace(etas[0], etas[-1], n_banks)
-    bank_etas[0], bank_etas[-1] = etas[0], etas[-1]
-    banks: dict = {}
-    th_curve = np.linspace(0.0, math.pi, 91)
-    u_curve = np.stack([np.cos(th_curve), np.sin(th_curve)], axis=1)
-
-    def bank(surface, k):
-        if (surface, k) not in banks:
-            M = surfaces[surface]
-            rng = np.random.default_rng([seed, names.index(surface), k, 7])
-            banks[surface, k] = _DirectionBank(M, base.with_eta(float(bank_etas[k]), M.d),
-                                               max(2000, sizes[surface] // 6), rng, u_curve)
-        return banks[surface, k]
-
-    def live(surface, eta_g):
-        if not banks:                       # first live update: every bank, once
-            for name in names:
-                for k in range(n_banks):
-                    bank(name, k)
-        M = surfaces[surface]
-        target = base.with_eta(eta_g, M.d)
-        k = min(int(np.searchsorted(bank_etas, eta_g * (1 - 1e-12))), n_banks - 1)
-        b = bank(surface, k)
-        w = b.weights(target)
-        eta = target.eta_g(2)
-        return dict(theta=th_curve, first_order=first_order_density(M, eta, u_curve),
-                    exact=b.exact(target), hist=direction_histogram(b.u, bins, weights=w),
-                    u=b.u, weights=w, ess=float(w.sum() ** 2 / np.sum(w ** 2)),
-                    bank_eta_g=float(bank_etas[k]), eta_g=eta,
-                    name=getattr(M, "name", type(M).__name__))
-
-    def compute(surface, eta_g):
-        # The book gets fresh exact samples at each grid point; live sliders reweight
-        # the banks (exact importance sampling; the legend reports the ESS).
-        if resolve_mode() == "static":
-            return data(eta_g, surface)
-        return live(surface, float(eta_g))
-
-    demo = Interactive(
-        params=[Param("surface", "surface", options=names),
-                Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[-1], log=True,
-                      values=etas)],
-        compute=compute,
-        figure=lambda d, surface, eta_g: _direction_density_dict(d),
-        title="Sampled directions against the predicted density",
-        caption="Each marker is a histogram bin of the sampled geodesic directions (±1 standard "
-                "error); the curves are our first-order prediction and the exact law. Lower "
-                "η<sub>g</sub>: every surface's histogram flattens onto the uniform line. The "
-                "sphere is the control: no direction is special, at any η<sub>g</sub>.",
-        name="ch3-directions", height=510)
-    demo.data, demo.live = data, live
-    return demo
-
-
 def amplitude_scan(manifold, law, etas, n_panels: int = 12) -> dict:
     """Bias amplitude ``E_p[b] - E_unif[b]`` over a grid of ``eta_g``: exact and first order.
 
@@ -1239,52 +1061,10 @@ def amplitude_scan(manifold, law, etas, n_panels: int = 12) -> dict:
     return dict(eta_g=etas, exact=exact, first_order=first, relative_error=exact / first - 1.0)
 
 
-def amplitude_figure(scans, mc=None, title=None):
-    """Log-log bias amplitude against ``eta_g``: exact curves, first-order lines, MC points.
-
-    Parameters
-    ----------
-    scans : dict[str, dict]
-        Name -> output of :func:`amplitude_scan`.
-    mc : dict[str, dict], optional
-        Name -> ``{"eta_g", "amplitude", "se"}`` arrays of Monte Carlo estimates.
-    title : str, optional
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    import plotly.graph_objects as go
-
-    from .figures import COLORS
-
-    traces = []
-    for i, (name, sc) in enumerate(scans.items()):
-        c = COLORS[i % len(COLORS)]
-        traces.append(_scatter(sc["eta_g"], sc["exact"], f"{name}: exact (quadrature)",
-                               mode="lines", line=dict(color=c, width=2.5)))
-        traces.append(_scatter(sc["eta_g"], sc["first_order"],
-                               f"{name}: first order η<sub>g</sub> Var<sub>unif</sub>(b)",
-                               mode="lines", line=dict(color=c, width=1.5, dash="dash")))
-        if mc and name in mc:
-            m = mc[name]
-            traces.append(_scatter(m["eta_g"], m["amplitude"], f"{name}: Monte Carlo ±2 s.e.",
-                                   mode="markers", marker=dict(color=c, size=9, symbol="diamond",
-                                                               line=dict(color="#222", width=1)),
-                                   error_y=dict(type="data", array=2 * np.asarray(m["se"]),
-                                                visible=True)))
-    layout = dict(
-        title=dict(text=title or "The directional bias is first order in η<sub>g</sub>"),
-        xaxis=dict(type="log", exponentformat="power",
-                   title=dict(text="η<sub>g</sub> = E[r²]  [(curvature radius)²]")),
-        yaxis=dict(type="log", exponentformat="power",
-                   title=dict(text="bias amplitude E<sub>p</sub>[b] − E<sub>unif</sub>[b]")),
-        legend=dict(orientation="v", x=1.02, y=1.0), height=480)
-    return go.Figure(dict(data=traces, layout=layout))
-
-
-def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None):
-    """Histogram of the sphere share ``s = |u_S|^2`` against the two readings of the Ricci sign.
+def ricci_sign_data(manifold, law, u, bins=10, n_curve=81) -> dict:
+    """Numbers of the Ricci-sign figure: the histogram of the sphere share
+    ``s = |u_S|^2`` of sampled directions against the exact law and the first-order
+    law under three readings of the Ricci term.
 
     Parameters
     ----------
@@ -1297,12 +1077,19 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None):
 
     Returns
     -------
-    plotly.graph_objects.Figure
+    dict
+        ``s`` (n_curve,); ``exact`` on it; ``first_order``: dict reading -> curve, for
+        ``"statement"`` (Ricci term favoured), ``"extrinsic only"`` and ``"ours"``
+        (Ricci term lowers); ``hist`` (:class:`DirectionHistogram` of ``s``); ``eta_g``.
+
+    Example
+    -------
+    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> M, law = GeneralizedCylinder(k=2, d=3, R=1.0, D=4), Gaussian(0.3)
+    >>> rs = ricci_sign_data(M, law, M.sample(2000, law, 0).u, n_curve=5)
+    >>> sorted(rs["first_order"]), rs["hist"].n
+    (['extrinsic only', 'ours', 'statement'], 2000)
     """
-    import plotly.graph_objects as go
-
-    from .figures import COLORS
-
     manifold = check_instance("manifold", manifold, GeneralizedCylinder,
                               hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
     stat = sphere_share_statistic(manifold)
@@ -1320,46 +1107,9 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None):
         mean_b = alpha * E[2] + b_ricci * E[1]
         return (1 + eta * b) / (1 + eta * mean_b)
 
-    traces = [
-        _scatter([0, 1], [1, 1], "uniform (no bias)", mode="lines",
-                 line=dict(color="#888", dash="dot", width=1.5)),
-        _scatter(s, first(+beta), "first order, Ricci term favoured (statement's wording)",
-                 mode="lines", line=dict(color=COLORS[3], dash="dash", width=2)),
-        _scatter(s, first(0.0), "first order, extrinsic term only", mode="lines",
-                 line=dict(color=COLORS[4], dash="dashdot", width=2)),
-        _scatter(s, first(-beta), "first order, Ricci term lowers (our derivation)",
-                 mode="lines", line=dict(color=COLORS[0], dash="dash", width=2)),
-        _scatter(s, exact, "exact (quadrature, all orders)", mode="lines",
-                 line=dict(color=COLORS[1], width=2.5)),
-        _scatter(hist.centers, hist.density, f"Monte Carlo (n = {hist.n:,}), ±1 s.e.",
-                 mode="markers", marker=dict(color=COLORS[7], size=7),
-                 error_y=dict(type="data", array=np.asarray(hist.stderr), visible=True)),
-    ]
-    layout = dict(
-        title=dict(text=title or (f"Which sign? Directions on S²×ℝ in ℝ⁴, η<sub>g</sub> = {eta:.3g}")),
-        xaxis=dict(title=dict(text="sphere share s = |u<sub>S</sub>|² of the direction "
-                                   "(0: flat factor, 1: sphere factor)")),
-        yaxis=dict(title=dict(text="density relative to uniform")),
-        legend=dict(orientation="h", y=-0.22, x=0.0), height=520)
-    return go.Figure(dict(data=traces, layout=layout))
-
-
-@frozen_layout
-def _ring_layout() -> go.Figure:
-    import json
-
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.64, 0.36], horizontal_spacing=0.12,
-                        subplot_titles=["direction law on the ring r = t, and its two factors",
-                                        "where the ring sits in the radius law"])
-    fig.update_xaxes(title_text="sphere share s = |u<sub>S</sub>|²", row=1, col=1)
-    fig.update_yaxes(title_text="density relative to uniform", row=1, col=1)
-    fig.update_xaxes(title_text="geodesic radius r / √η<sub>g</sub>", row=1, col=2)
-    fig.update_yaxes(title_text="density of r / √η<sub>g</sub>", row=1, col=2)
-    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
-                      margin=dict(t=175), height=560)
-    return fig
+    return dict(s=s, exact=exact, hist=hist, eta_g=eta,
+                first_order={"statement": first(+beta), "extrinsic only": first(0.0),
+                             "ours": first(-beta)})
 
 
 def ring_data(manifold, law, tau, n_curve=61) -> dict:
@@ -1409,64 +1159,388 @@ def ring_data(manifold, law, tau, n_curve=61) -> dict:
                 tau=float(tau), t=float(t), eta_g=float(eta))
 
 
-def ring_figure(data) -> dict:
-    """Two panels: the ring's direction law with its chord and volume factors, and the
-    radius law with the ring marked. Returns a plotly figure dict."""
-    import json
+class DirectionBank:
+    """Samples of one surface drawn once at ``law_k``, reweighted to any narrower law.
 
-    from .figures import COLORS
+    The target density is ``~ g(chord) dvol``: samples drawn with ``g_k`` and
+    weighted by ``g(chord) / g_k(chord)`` are exact (self-normalised) importance
+    samples of it whenever ``g_k > 0`` wherever ``g > 0`` (a broader law of the
+    same family). The exact density uses the same bank: the polar data
+    ``(chord, V)`` on a Gauss-Legendre grid over the bank's radial range
+    (``n_panels`` panels, finer than :func:`exact_directional_density`'s 12 over
+    the narrower target range), integrated against the target's ``g``.
 
-    layout = _ring_layout()
-    layout["title"] = dict(y=0.985, yanchor="top", text=(f"S²×ℝ, η<sub>g</sub> = {data['eta_g']:.3g}: ring at "
-                                 f"t = {data['tau']:.3g} √η<sub>g</sub> = {data['t']:.3g}"))
-    s = data["s"]
-    top = float(np.max(data["radius_density"]))
-    traces = [
-        _scatter(s, data["volume"], "volume factor (Ricci curvature)", mode="lines",
-                 line=dict(color=COLORS[0], dash="dash", width=2)),
-        _scatter(s, data["chord"], "chord factor (extrinsic curvature)", mode="lines",
-                 line=dict(color=COLORS[1], dash="dash", width=2)),
-        _scatter(s, data["ring"], "ring r = t: product", mode="lines",
-                 line=dict(color=COLORS[2], width=3)),
-        _scatter(s, data["marginal"], "all radii: exact marginal", mode="lines",
-                 line=dict(color=COLORS[7], width=2)),
-        _scatter(s, data["first_order"], "all radii: first order", mode="lines",
-                 line=dict(color=COLORS[7], width=1.5, dash="dot")),
-        dict(_scatter(data["x"], data["radius_density"], "radius law", mode="lines",
-                      line=dict(color=COLORS[5], width=2), showlegend=False),
-             xaxis="x2", yaxis="y2"),
-        dict(_scatter([data["tau"], data["tau"]], [0.0, top], "the ring r = t", mode="lines",
-                      line=dict(color=COLORS[2], width=3), showlegend=False),
-             xaxis="x2", yaxis="y2"),
-    ]
-    return dict(data=traces, layout=layout)
+    Parameters
+    ----------
+    manifold : Submanifold with ``d = 2``
+    law_k : RadialLaw
+        The (broad) law the bank is drawn from.
+    n : int
+        Bank size.
+    rng : numpy.random.Generator or int seed
+    u_curve : ndarray (m, 2)
+        Unit directions where :meth:`exact` evaluates the exact density.
+    n_panels, n_dirs : int
+        Radial panels and direction nodes of the exact quadrature.
+
+    Attributes
+    ----------
+    u : ndarray (n, 2)
+        Sampled directions.
+    chord : ndarray (n,)
+        Their chords ``||y - mu||``.
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> th = np.linspace(0.0, math.pi, 5)
+    >>> C, broad = Cylinder(R=1.0), Gaussian(0.3)
+    >>> bank = DirectionBank(C, broad, 4000, 0, np.stack([np.cos(th), np.sin(th)], axis=1))
+    >>> w = bank.weights(Gaussian(0.2))
+    >>> bool(np.all(w >= 0)), bool(np.allclose(bank.exact(broad)[[0, -1]], bank.exact(broad)[-1]))
+    (True, True)
+    """
+
+    def __init__(self, manifold, law_k, n, rng, u_curve, n_panels=48, n_dirs=64):
+        self.law = law_k
+        s = manifold.sample(n, law_k, rng)
+        self.u, self.chord = s.u, s.chord
+        self.g_k = law_k.g(s.chord)
+        c_eff = law_k.effective_radius(manifold.d, 1e-16)
+        top = min(manifold.patch_radius, 0.5 * math.pi * c_eff)
+        r, self.wr = _gl_panels(top, n_panels)
+        nodes, self.wnodes = _uniform_rule(manifold, n_dirs)
+        self.n_curve = u_curve.shape[0]
+        self.grid_chord, self.grid_vol = _chord_volume(manifold, r,
+                                                       np.concatenate([u_curve, nodes]))
+
+    def weights(self, law) -> np.ndarray:
+        """Importance weights ``g(chord) / g_k(chord)`` of the bank's samples for ``law``."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.g_k > 0, law.g(self.chord) / self.g_k, 0.0)
+
+    def exact(self, law) -> np.ndarray:
+        """Exact directional density of ``law`` at ``u_curve`` (relative to uniform)."""
+        both = self.wr @ (law.g(self.grid_chord) * self.grid_vol)
+        return both[:self.n_curve] / (self.wnodes @ both[self.n_curve:])
 
 
-def ring_interactive(manifold, law=None, etas=(0.003, 0.01, 0.03, 0.1),
-                     taus=(0.5, 1.0, 1.5, 2.0, 2.5)):
-    """The chapter-3 ring interactive on ``S^k x R^(d-k)``: sliders ``eta_g`` and the
-    ring radius ``t`` (in units of the RMS radius ``sqrt(eta_g)``).
+class DirectionSamples:
+    """The Monte Carlo directions of chapter 3: several surfaces, a grid of ``eta_g``.
+
+    One object serves both the chapter's checks and its interactive figure
+    (:func:`tanbias.figures.directional.directions_interactive`):
+
+    * :meth:`data` draws fresh, exact samples for one ``(eta_g, surface)`` (cached), the
+      numbers of :func:`direction_density_data`;
+    * :meth:`live` answers a live slider move fast: banks of samples drawn once (on
+      the first call) at log-spaced ``eta_k`` (consecutive ratio <= 2) are reweighted
+      to the requested ``eta_g`` (exact importance sampling, see :class:`DirectionBank`).
+
+    Parameters
+    ----------
+    surfaces : dict[str, Submanifold]
+        Surfaces (``d = 2``) by name, e.g. cylinder, saddle, sphere.
+    etas : sequence of float
+        The grid of ``eta_g`` values (increasing).
+    law : RadialLaw, optional
+        Family rescaled to each ``eta_g`` (default ``Epanechnikov(1.0)``: compact,
+        so samples stay inside a quadric's patch).
+    n : dict[str, int] or int, optional
+        Monte Carlo size per surface (default 50 000); the live banks hold a sixth
+        of it (at least 2000).
+    seed : int
+        Every ``(surface, eta_g)`` sample is reproducible.
+    bins : int
+        Histogram bins of the direction angle.
+
+    Attributes
+    ----------
+    surfaces, law, etas, sizes, seed, bins, names
+        The arguments, normalised (``names``: the surfaces' names in order).
+    bank_etas : ndarray
+        The ``eta_k`` of the live banks.
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder, Sphere
+    >>> ds = DirectionSamples({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
+    ...                       (0.01, 0.1), n=2000)
+    >>> ds.data(0.1, "cylinder")["u"].shape, ds.data(0.1, "cylinder") is ds.data(0.1, "cylinder")
+    ((2000, 2), True)
+    >>> frame = ds.live("cylinder", 0.05)
+    >>> frame["bank_eta_g"], frame["u"].shape
+    (0.1, (2000, 2))
+    """
+
+    def __init__(self, surfaces, etas, law=None, n=None, seed=0, bins=12) -> None:
+        from .radial import Epanechnikov
+
+        self.surfaces = dict(surfaces)
+        self.law = Epanechnikov(1.0) if law is None else check_instance(
+            "law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Epanechnikov(1.0).")
+        self.etas = tuple(float(e) for e in etas)
+        self.sizes = n if isinstance(n, dict) else {
+            k: (50_000 if n is None else int(n)) for k in self.surfaces}
+        self.seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")
+        self.bins = bins
+        self.names = tuple(self.surfaces)
+        etas = self.etas
+        self.n_banks = max(2, int(math.ceil(math.log(etas[-1] / etas[0]) / math.log(2.0))) + 1) \
+            if etas[-1] > etas[0] else 1
+        self.bank_etas = np.geomspace(etas[0], etas[-1], self.n_banks)
+        self.bank_etas[0], self.bank_etas[-1] = etas[0], etas[-1]
+        self._banks: dict = {}
+        self._frames: dict = {}
+        self._th_curve = np.linspace(0.0, math.pi, 91)
+        self._u_curve = np.stack([np.cos(self._th_curve), np.sin(self._th_curve)], axis=1)
+
+    def _surface(self, surface) -> str:
+        return check_choice("surface", surface, self.names, hint="Pass one of the surfaces' names.")
+
+    def data(self, eta_g, surface, n_samples=None) -> dict:
+        """Fresh exact samples at ``eta_g`` on ``surface`` (cached): see
+        :func:`direction_density_data` for the keys. ``n_samples`` overrides the size."""
+        key = (eta_g, surface, n_samples)
+        if key not in self._frames:
+            surface = self._surface(surface)
+            M = self.surfaces[surface]
+            rng = np.random.default_rng([self.seed, self.names.index(surface),
+                                         int(round(1e6 * eta_g))])
+            size = self.sizes[surface] if n_samples is None else n_samples
+            self._frames[key] = direction_density_data(M, self.law.with_eta(eta_g, M.d), size, rng,
+                                                       self.bins)
+        return self._frames[key]
+
+    def bank(self, surface, k) -> DirectionBank:
+        """The live bank ``k`` (drawn at ``bank_etas[k]``) of ``surface``, drawn on first use."""
+        if (surface, k) not in self._banks:
+            M = self.surfaces[surface]
+            rng = np.random.default_rng([self.seed, self.names.index(surface), k, 7])
+            self._banks[surface, k] = DirectionBank(
+                M, self.law.with_eta(float(self.bank_etas[k]), M.d),
+                max(2000, self.sizes[surface] // 6), rng, self._u_curve)
+        return self._banks[surface, k]
+
+    def live(self, surface, eta_g) -> dict:
+        """A fast frame at any ``eta_g`` in the grid's range: the nearest broader bank,
+        reweighted. Keys of :func:`direction_density_data` plus ``weights``, ``ess``
+        (effective sample size) and ``bank_eta_g``."""
+        surface = self._surface(surface)
+        eta_g = float(eta_g)
+        if not self._banks:                       # first live update: every bank, once
+            for name in self.names:
+                for k in range(self.n_banks):
+                    self.bank(name, k)
+        M = self.surfaces[surface]
+        target = self.law.with_eta(eta_g, M.d)
+        k = min(int(np.searchsorted(self.bank_etas, eta_g * (1 - 1e-12))), self.n_banks - 1)
+        b = self.bank(surface, k)
+        w = b.weights(target)
+        eta = target.eta_g(2)
+        return dict(theta=self._th_curve, first_order=first_order_density(M, eta, self._u_curve),
+                    exact=b.exact(target), hist=direction_histogram(b.u, self.bins, weights=w),
+                    u=b.u, weights=w, ess=float(w.sum() ** 2 / np.sum(w ** 2)),
+                    bank_eta_g=float(self.bank_etas[k]), eta_g=eta,
+                    name=getattr(M, "name", type(M).__name__))
+
+
+# ------------------------------------------------------------------ chapter 3: checks
+def surface_direction_checks(samples, eta_g) -> dict:
+    """:func:`direction_checks` of every surface of ``samples``, on its sampled directions
+    at ``eta_g`` (the same samples as the interactive figure's frame).
+
+    Parameters
+    ----------
+    samples : DirectionSamples
+    eta_g : float
+        One of ``samples.etas``.
 
     Returns
     -------
-    tanbias.interactive.Interactive
-    """
-    from .interactive import Interactive, Param
+    dict[str, dict]
+        Surface name -> the numbers of :func:`direction_checks`.
 
-    base = Gaussian(1.0) if law is None else check_instance(
-        "law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(1.0).")
-    etas, taus = tuple(map(float, etas)), tuple(map(float, taus))
-    return Interactive(
-        params=[Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[-1], log=True,
-                      values=etas),
-                Param("tau", "ring radius t / √η<sub>g</sub>", taus[0], taus[-1],
-                      default=taus[-2], values=taus)],
-        compute=lambda eta_g, tau: ring_data(manifold, base.with_eta(eta_g, manifold.d), tau),
-        figure=lambda d, eta_g, tau: ring_figure(d),
-        title="Ricci versus extrinsic curvature, ring by ring",
-        caption="Samples at geodesic radius exactly t: their direction law is the product of a "
-                "volume factor (positive Ricci curvature: less volume along the sphere, s → 1) "
-                "and a chord factor (shorter chords along the sphere). Inner rings follow the "
-                "volume factor, outer rings the chord factor; all radii together (black) average "
-                "them into a bias of order η<sub>g</sub>.",
-        name="ch3-rings", height=560)
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder, Sphere
+    >>> ds = DirectionSamples({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
+    ...                       (0.01, 0.1), n=3000)
+    >>> sorted(surface_direction_checks(ds, 0.1))
+    ['cylinder', 'sphere']
+    """
+    samples = check_instance("samples", samples, DirectionSamples,
+                             hint="Pass a tanbias.directional.DirectionSamples.")
+    out = {}
+    for name, M in samples.surfaces.items():
+        u = samples.data(eta_g, name)["u"]
+        out[name] = direction_checks(M, samples.law.with_eta(eta_g, M.d), u, samples.bins)
+    return out
+
+
+def _is_control(manifold) -> bool:
+    """True where ``b`` is constant (a sphere): no direction is special."""
+    mean_b, var_b = uniform_bias_moments(manifold)
+    return var_b <= 1e-12 * max(1.0, mean_b ** 2)
+
+
+def direction_verdicts(samples, numbers) -> list[Check]:
+    """The checks of chapter 3's Monte Carlo directions, from :func:`surface_direction_checks`.
+
+    Per surface: the angle histogram fits the exact law (chi-square p >= 1e-3) and,
+    where ``b`` varies, the Monte Carlo bias amplitude matches the exact one within
+    4 standard errors. Then, for each control surface (constant ``b``, a sphere),
+    the histogram fits uniform directions.
+
+    Returns
+    -------
+    list[Check]
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder, Sphere
+    >>> ds = DirectionSamples({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
+    ...                       (0.01, 0.1), n=3000)
+    >>> [c.label for c in direction_verdicts(ds, surface_direction_checks(ds, 0.1))]  # doctest: +NORMALIZE_WHITESPACE
+    ['cylinder: chi-square p against exact law', 'cylinder: MC bias amplitude vs exact',
+     'sphere: chi-square p against exact law', 'sphere: chi-square p against uniform']
+    """
+    out, controls = [], []
+    for name, c in numbers.items():
+        out.append(check_in_interval(f"{name}: chi-square p against exact law",
+                                     c["chi2_exact"][2], 1e-3, 1.0))
+        if _is_control(samples.surfaces[name]):
+            controls.append(name)
+        else:
+            out.append(check_close(f"{name}: MC bias amplitude vs exact", c["amplitude"],
+                                   c["exact_amplitude"], atol=4 * c["amplitude_se"]))
+    for name in controls:
+        out.append(check_in_interval(f"{name}: chi-square p against uniform",
+                                     numbers[name]["chi2_uniform"][2], 1e-3, 1.0))
+    return out
+
+
+def amplitude_crossing(scan, level=0.10) -> float:
+    """First ``eta_g`` where the exact amplitude departs from first order by ``level``.
+
+    Interpolates ``|exact / first order - 1|`` linearly in ``log eta_g`` between the
+    two grid points that bracket ``level``.
+
+    Parameters
+    ----------
+    scan : dict
+        Output of :func:`amplitude_scan`; the error must reach ``level`` after the first
+        grid point.
+    level : float > 0
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If the relative error never reaches ``level`` past the first grid point.
+
+    Example
+    -------
+    >>> sc = dict(eta_g=np.array([0.01, 0.1, 1.0]), relative_error=np.array([0.0, 0.05, 0.15]))
+    >>> round(amplitude_crossing(sc, 0.10), 4)
+    0.3162
+    """
+    level = check_real("level", level, lo=0, hint="Pass a positive relative error, e.g. 0.1.")
+    err = np.abs(scan["relative_error"])
+    i = int(np.argmax(err >= level))
+    if i == 0:
+        raise ParameterError(
+            f"level={level:g} is out of range for this scan: valid range is relative errors "
+            f"reached after its first grid point (max {float(err.max()):.3g}). Extend the "
+            f"scan's eta_g grid or pass a smaller level.")
+    x = np.log(scan["eta_g"])
+    return float(np.exp(np.interp(level, err[i - 1:i + 1], x[i - 1:i + 1])))
+
+
+def mc_bias_amplitudes(manifold, law, etas, n=200_000, seed=11) -> dict:
+    """Monte Carlo bias amplitudes ``E_p[b] - E_unif[b]`` at a few ``eta_g``, with the exact values.
+
+    Sample ``i`` (at ``etas[i]``) uses ``numpy.random.default_rng(seed + i)``.
+
+    Parameters
+    ----------
+    manifold : Submanifold
+    law : RadialLaw
+        Family, rescaled to each ``eta_g``.
+    etas : array_like, shape (m,)
+    n : int
+        Samples per ``eta_g``.
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``eta_g`` (m,), ``amplitude``, ``se``, ``exact`` (lists of float, length m):
+        the ``mc`` argument of :func:`tanbias.figures.directional.amplitude_figure`.
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> mc = mc_bias_amplitudes(Cylinder(R=1.0), Gaussian(1.0), [0.1], n=20_000)
+    >>> bool(abs(mc["amplitude"][0] - mc["exact"][0]) < 4 * mc["se"][0])
+    True
+    """
+    manifold = _check_manifold(manifold)
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(1.0).")
+    etas = check_array("etas", etas, shape=(None,))
+    out = {"eta_g": etas, "amplitude": [], "se": [], "exact": []}
+    for i, eta in enumerate(etas):
+        target = law.with_eta(eta, manifold.d)
+        u = manifold.sample(n, target, np.random.default_rng(seed + i)).u
+        a, se = bias_amplitude(u, manifold, return_stderr=True)
+        out["amplitude"].append(a)
+        out["se"].append(se)
+        out["exact"].append(exact_bias_amplitude(manifold, target))
+    return out
+
+
+def ring_first_order(manifold, law, t, s) -> np.ndarray:
+    """First-order direction law on the ring ``r = t`` of ``S^k_R x R^(d-k)`` under a
+    Gaussian law, as a deviation from uniform, against the sphere share ``s``.
+
+    The chord factor gives ``t^2 (t / sigma)^2 (s^2 - E[s^2]) / (24 R^2)`` (extrinsic
+    curvature, ``||II(u,u)||^2 = s^2 / R^2``) and the volume factor
+    ``-t^2 (k-1) (s - E[s]) / (6 R^2)`` (Ricci curvature), with uniform means
+    ``E[s] = k/d`` and ``E[s^2]``. Compare with ``ring_factors(...)["ring"] - 1``.
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder
+    law : Gaussian
+    t : float > 0
+        Ring radius.
+    s : array_like
+        Sphere shares in ``[0, 1]``.
+
+    Returns
+    -------
+    ndarray, same shape as ``s``
+
+    Example
+    -------
+    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
+    >>> s = np.linspace(0.0, 1.0, 5)
+    >>> u = np.stack([np.sqrt(s), 0 * s, np.sqrt(1 - s)], axis=1)
+    >>> exact = ring_factors(M, Gaussian(0.1), 0.05, u)["ring"] - 1
+    >>> bool(np.allclose(exact, ring_first_order(M, Gaussian(0.1), 0.05, s), atol=1e-5))
+    True
+    """
+    manifold = check_instance("manifold", manifold, GeneralizedCylinder,
+                              hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
+    law = check_instance("law", law, Gaussian, hint="Pass a tanbias.radial.Gaussian.")
+    t = check_real("t", t, lo=0, hint="Pass a positive ring radius.")
+    s = np.asarray(s, dtype=np.float64)
+    E = _share_moments(manifold)
+    R2 = manifold.R ** 2
+    extrinsic = (t / law.sigma) ** 2 * (s ** 2 - E[2]) / (24 * R2)
+    return t ** 2 * (extrinsic - (manifold.k - 1) * (s - E[1]) / (6 * R2))
+

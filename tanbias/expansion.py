@@ -8,24 +8,23 @@ so its displacement ``y - mu`` has a tangent part ``v = t u + O(t^3)`` and a
 normal part ``n = (t^2 / 2) II(u, u) + O(t^3)``: seen at scale ``t`` the
 manifold is its tangent space, up to a relative error of order ``t``. This
 module measures both parts on exact samples (:meth:`~tanbias.manifolds.Submanifold.sample_at_radius`),
-fits their scaling with ``t``, and builds the figures of chapter 1.
+fits their scaling with ``t`` and gives the numbers of chapter 1's side view
+(drawn by :mod:`tanbias.figures.expansion`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from ._checks import check_array, check_instance, check_int, check_real, check_rng
 from .errors import ParameterError
-from ._figcache import frozen_layout
 from .manifolds import Submanifold
-from .stats import loglog_slope
+from .stats import Check, check_close, check_in_interval, loglog_slope
 
 __all__ = ["mean_square_ii", "local_expansion", "expansion_scaling", "side_view_data",
-           "side_view_figure", "expansion_interactive"]
+           "normal_ratio", "scaling_checks"]
 
 
 def _check_manifold(manifold) -> Submanifold:
@@ -168,117 +167,61 @@ def side_view_data(manifold, t, n=300, rng=0, n_curve=121) -> dict:
                 curve_y=0.5 * t * ii, t=float(t))
 
 
-@frozen_layout
-def _two_panel_layout() -> go.Figure:
-    from plotly.subplots import make_subplots
+def normal_ratio(manifold, t, n=2000, rng=0) -> float:
+    """RMS normal part over the RMS of its prediction ``t^2 II(u, u) / 2``, at radius ``t``.
 
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.13,
-                        subplot_titles=["side view at scale t (both axes ÷ t)",
-                                        "size of each part against t"])
-    fig.update_xaxes(title_text="tangent coordinate ÷ t", row=1, col=1)
-    fig.update_yaxes(title_text="normal coordinate ÷ t", row=1, col=1)
-    fig.update_xaxes(title_text="geodesic radius t [curvature radii]", type="log",
-                     exponentformat="power", row=1, col=2)
-    fig.update_yaxes(title_text="RMS length [curvature radii]", type="log",
-                     exponentformat="power", row=1, col=2)
-    # legend above the panels: below them is where the interactive puts its sliders
-    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
-                      margin=dict(t=175), height=560)
-    return fig
-
-
-def _trace(x, y, name, col=1, **style) -> dict:
-    axis = "" if col == 1 else str(col)
-    return dict(type="scatter", x=np.asarray(x, dtype=np.float64),
-                y=np.asarray(y, dtype=np.float64), name=name, xaxis=f"x{axis}",
-                yaxis=f"y{axis}", **style)
-
-
-def _side_view_dict(view, scaling, name) -> dict:
-    from .figures import COLORS
-
-    layout = _two_panel_layout()
-    layout["title"] = dict(text=f"The {name} at geodesic radius t = {view['t']:.3g}",
-                           y=0.985, yanchor="top")
-    t = view["t"]
-    i = int(np.argmin(np.abs(np.log(scaling["t"] / t))))
-    traces = [
-        _trace([-1.1, 1.1], [0, 0], "tangent plane", mode="lines",
-               line=dict(color="#888", dash="dot", width=1.5)),
-        _trace(view["curve_x"], view["curve_y"], "prediction t·II(u,u)/2", mode="lines",
-               line=dict(color=COLORS[1], width=2)),
-        _trace(view["x"], view["y"], "samples at radius t", mode="markers",
-               marker=dict(color=COLORS[0], size=5, opacity=0.7)),
-        _trace(scaling["t"], scaling["rms_tangent"], "tangent part ‖v‖ (slope 1)", col=2,
-               mode="lines", line=dict(color=COLORS[2], width=2)),
-        _trace(scaling["t"], scaling["rms_normal"], "normal part ‖n‖ (slope 2)", col=2,
-               mode="lines", line=dict(color=COLORS[0], width=2)),
-        _trace([t, t], [scaling["rms_tangent"][i], scaling["rms_normal"][i]], "current t", col=2,
-               mode="markers", marker=dict(color=COLORS[7], size=10, symbol="diamond")),
-    ]
-    return dict(data=traces, layout=layout)
-
-
-def side_view_figure(view, scaling, name="manifold"):
-    """Two panels: the side view of :func:`side_view_data` and the RMS parts of
-    :func:`expansion_scaling` on log-log axes, the current ``t`` marked.
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-    """
-    import plotly.graph_objects as go
-
-    return go.Figure(_side_view_dict(view, scaling, name))
-
-
-def expansion_interactive(manifolds, ts, n=300, seed=0, scaling_ts=None):
-    """The chapter-1 interactive: sliders ``t`` (log) and the manifold.
+    Both are measured on the same directions, so there is no Monte Carlo noise:
+    the ratio tends to 1 as ``t -> 0``, with an error of order ``t^2``.
 
     Parameters
     ----------
-    manifolds : dict[str, Submanifold]
-        Surfaces by name (the side view uses the first tangent and first normal
-        coordinate, where the examples of the book put their curvature).
-    ts : sequence of float
-        Static grid of radii, inside every patch.
-    n : int
-        Points per frame.
-    seed : int
-    scaling_ts : array_like, optional
-        Radii of the right panel (default: 25 from ``ts[0] / 2`` to ``ts[-1]``).
+    manifold : Submanifold
+        Curved somewhere (the prediction must not vanish).
+    t : float in (0, patch_radius]
+    n : int >= 1
+    rng : numpy.random.Generator or int seed
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    float
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Sphere
+    >>> round(normal_ratio(Sphere(2, R=1.0, D=3), 0.01, n=10), 6)        # (1 - cos t) / (t^2 / 2)
+    1.0
     """
-    from .interactive import Interactive, Param
+    e = local_expansion(manifold, t, n, rng)
+    rms = lambda x: np.sqrt(np.mean(np.sum(x ** 2, axis=1)))  # noqa: E731
+    return float(rms(e["normal"]) / rms(e["predicted_normal"]))
 
-    manifolds = dict(manifolds)
-    ts = tuple(float(t) for t in ts)
-    seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")
-    grid = np.geomspace(ts[0] / 2, ts[-1], 25) if scaling_ts is None else np.asarray(scaling_ts)
-    names = tuple(manifolds)
 
-    @functools.lru_cache(maxsize=None)
-    def scaling(name):
-        return expansion_scaling(manifolds[name], grid, n=400, rng=seed)
+def scaling_checks(name, scaling) -> list[Check]:
+    """Chapter 1's checks of :func:`expansion_scaling`: normal part slope 2 (±0.02),
+    tangent part slope 1 (±0.01), remainder slope in ``[2.9, 4.1]`` (order 3 or 4).
 
-    def compute(t, manifold):
-        rng = np.random.default_rng([seed, names.index(manifold)])
-        return dict(view=side_view_data(manifolds[manifold], t, n, rng), scaling=scaling(manifold),
-                    name=manifold)
+    Parameters
+    ----------
+    name : str
+        The manifold's name, for the labels.
+    scaling : dict
+        Output of :func:`expansion_scaling`.
 
-    return Interactive(
-        params=[Param("t", "geodesic radius t", ts[0], ts[-1], default=ts[len(ts) // 2],
-                      log=True, values=ts),
-                Param("manifold", "surface", options=names)],
-        compute=compute,
-        figure=lambda data, t, manifold: _side_view_dict(data["view"], data["scaling"],
-                                                         data["name"]),
-        title="Tangent and normal parts of displacements",
-        caption="Left: points at geodesic radius t from μ, seen side-on and magnified by 1/t. "
-                "Shrink t: the normal part, of order t² (t after magnification), flattens onto "
-                "the tangent plane, following t·II(u,u)/2. Right: the tangent part grows like t, "
-                "the normal part like t².",
-        name="ch1-local-expansion", height=560)
+    Returns
+    -------
+    list[Check]
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> sc = expansion_scaling(Cylinder(R=1.0), np.geomspace(0.01, 0.2, 6), n=200)
+    >>> [c.passed for c in scaling_checks("cylinder", sc)]
+    [True, True, True]
+    """
+    return [check_close(f"{name}: slope of ||n|| vs t", scaling["slope_normal"].slope, 2.0,
+                        atol=0.02),
+            check_close(f"{name}: slope of ||v|| vs t", scaling["slope_tangent"].slope, 1.0,
+                        atol=0.01),
+            check_in_interval(f"{name}: slope of the remainder",
+                              scaling["slope_remainder"].slope, 2.9, 4.1)]
+

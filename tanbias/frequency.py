@@ -19,12 +19,11 @@ import numpy as np
 
 from ._checks import check_choice, check_instance, check_int, check_real, check_rng
 from .errors import ParameterError
-from ._figcache import frozen_layout
 from .manifolds import Samples, Submanifold
 from .radial import Gaussian, RadialLaw
 
 __all__ = ["ZipfVocabulary", "Occurrences", "bucket", "occurrence_radii", "zipf_data",
-           "zipf_figure", "zipf_interactive"]
+           "bucket_second_moments"]
 
 
 @dataclass
@@ -205,7 +204,7 @@ def bucket(frequencies, n_buckets=4, by="tokens") -> np.ndarray:
     return out
 
 
-# ------------------------------------------------------------------ chapter 2: flat radii, figures
+# ------------------------------------------------------------------ chapter 2: flat radii
 def occurrence_radii(vocab, n, d, rng) -> tuple[np.ndarray, np.ndarray]:
     """Token ids and radii ``||y - mu||`` of ``n`` occurrences on a flat ``d``-space.
 
@@ -238,50 +237,6 @@ def occurrence_radii(vocab, n, d, rng) -> tuple[np.ndarray, np.ndarray]:
     return tokens, base * vocab.t[tokens] / vocab.base_law.scale
 
 
-def _zipf_dict(data) -> dict:
-    import json
-
-    from .figures import COLORS
-
-    layout = _zipf_layout()
-    layout["title"] = dict(y=0.985, yanchor="top", text=(
-        f"α = {data['alpha']:.3g}, t<sub>max</sub> = {data['t_max']:.3g}: rank correlation "
-        f"of frequency and distance {data['spearman']:+.2f}"))
-    f = data["frequencies"]
-    traces = [
-        dict(type="scatter", x=f, y=data["eta_g"], mode="lines", name="η<sub>g</sub> of each token",
-             line=dict(color=COLORS[0], width=3)),
-        dict(type="scatter", x=data["occ_frequency"], y=data["occ_distance"], mode="markers",
-             name="sampled occurrences", marker=dict(color=COLORS[1], size=4, opacity=0.5),
-             xaxis="x2", yaxis="y2"),
-        dict(type="scatter", x=f, y=np.sqrt(data["eta_g"]), mode="lines",
-             name="RMS radius √η<sub>g</sub>", line=dict(color=COLORS[0], width=2, dash="dash"),
-             xaxis="x2", yaxis="y2"),
-    ]
-    return dict(data=traces, layout=layout)
-
-
-@frozen_layout
-def _zipf_layout() -> go.Figure:
-    import json
-
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=["moment ratio of each token", "distance to the centroid"])
-    for col in (1, 2):
-        fig.update_xaxes(title_text="token frequency f", type="log", exponentformat="power",
-                         row=1, col=col)
-    fig.update_yaxes(title_text="η<sub>g</sub> [curvature radii²]", type="log",
-                     exponentformat="power", row=1, col=1)
-    fig.update_yaxes(title_text="‖y − μ‖ [curvature radii]", type="log", exponentformat="power",
-                     row=1, col=2)
-    # legend above the panels: below them is where the interactive puts its sliders
-    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
-                      margin=dict(t=165), height=520)
-    return fig
-
-
 def zipf_data(vocab, d=2, n=800, rng=0) -> dict:
     """Numbers of the Zipf figure: per-token ``eta_g`` and sampled occurrence distances.
 
@@ -310,47 +265,51 @@ def zipf_data(vocab, d=2, n=800, rng=0) -> dict:
                 occ_distance=r, spearman=rho, alpha=vocab.alpha, t_max=vocab.t_max)
 
 
-def zipf_figure(data):
-    """Two panels: ``eta_g`` per token against frequency, and sampled distances to the
-    centroid against frequency. ``data`` is the output of :func:`zipf_data`.
+def bucket_second_moments(vocab, occ, d, n_buckets=4, by="occurrences", predict=None) -> dict:
+    """Mean squared distance ``r^2`` of the occurrences in each frequency bucket, with its
+    standard error and its prediction.
+
+    Parameters
+    ----------
+    vocab : ZipfVocabulary
+    occ : Occurrences
+        From ``vocab.sample_occurrences``.
+    d : int >= 1
+        Intrinsic dimension of the manifold (for each token's ``eta_g(d)``).
+    n_buckets : int
+    by : {"tokens", "occurrences"}
+        See :func:`bucket`.
+    predict : callable, optional
+        Maps each occurrence's ``eta_g`` to its predicted ``E[r^2]`` (default: ``eta_g``
+        itself, the flat-space value; on a curved manifold add its correction).
 
     Returns
     -------
-    plotly.graph_objects.Figure
-    """
-    import plotly.graph_objects as go
+    dict
+        Arrays of length ``n_buckets`` (0 = most frequent): ``count``, ``measured``
+        (mean ``r^2``), ``stderr``, ``predicted`` (mean of ``predict(eta_g)``).
 
-    return go.Figure(_zipf_dict(data))
-
-
-def zipf_interactive(n_tokens=500, s=1.0, alphas=(0.0, 0.25, 0.5, 0.75, 1.0),
-                     t_maxes=(0.1, 0.2, 0.4, 0.8), d=2, n=800, seed=0, law=None):
-    """The chapter-2 Zipf interactive: sliders ``alpha`` and ``t_max``.
-
-    Returns
+    Example
     -------
-    tanbias.interactive.Interactive
+    >>> from tanbias.manifolds import Sphere
+    >>> V = ZipfVocabulary(100, t_max=0.2, alpha=0.5)
+    >>> occ = V.sample_occurrences(5000, Sphere(2, R=1.0, D=3), 0)
+    >>> b = bucket_second_moments(V, occ, 2, predict=lambda eta: eta * (1 + eta / 6))
+    >>> int(b["count"].sum()), bool(b["measured"][0] < b["measured"][-1])
+    (5000, True)
     """
-    from .interactive import Interactive, Param
+    vocab = check_instance("vocab", vocab, ZipfVocabulary, hint="Pass a ZipfVocabulary.")
+    occ = check_instance("occ", occ, Occurrences, hint="Pass vocab.sample_occurrences(...).")
+    eta_tok = vocab.eta_g(d)
+    buckets = vocab.bucket(n_buckets, by=by)[occ.token]
+    r2 = occ.samples.r ** 2
+    out = {key: [] for key in ("count", "measured", "stderr", "predicted")}
+    for b in range(n_buckets):
+        sel = buckets == b
+        eta_occ = eta_tok[occ.token[sel]]
+        out["count"].append(int(sel.sum()))
+        out["measured"].append(r2[sel].mean())
+        out["stderr"].append(r2[sel].std(ddof=1) / np.sqrt(sel.sum()))
+        out["predicted"].append(np.mean(eta_occ if predict is None else predict(eta_occ)))
+    return {key: np.asarray(v) for key, v in out.items()}
 
-    alphas, t_maxes = tuple(map(float, alphas)), tuple(map(float, t_maxes))
-    seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")
-
-    def compute(alpha, t_max):
-        V = ZipfVocabulary(n_tokens, s=s, t_max=t_max, alpha=alpha, law=law)
-        return zipf_data(V, d, n, np.random.default_rng(seed))
-
-    return Interactive(
-        params=[Param("alpha", "frequency exponent α", alphas[0], alphas[-1],
-                      default=alphas[len(alphas) // 2], values=alphas),
-                Param("t_max", "radius t<sub>max</sub> of the rarest token", t_maxes[0], t_maxes[-1],
-                      default=t_maxes[len(t_maxes) // 2], log=True, values=t_maxes)],
-        compute=compute,
-        figure=lambda data, alpha, t_max: _zipf_dict(data),
-        title="From frequency to concentration",
-        caption="Token i has frequency f<sub>i</sub> ∝ i<sup>−s</sup> and concentration radius "
-                "t<sub>i</sub> = t<sub>max</sub> (f<sub>i</sub>/f<sub>min</sub>)<sup>−α</sup>, so "
-                "η<sub>g</sub> ∝ f<sup>−2α</sup>. Right: distances of sampled occurrences; most "
-                "occurrences belong to frequent, tightly concentrated tokens. α = 0 switches the "
-                "link off.",
-        name="ch2-zipf", height=520)

@@ -34,10 +34,9 @@ from scipy import stats as _st
 
 from ._checks import check_callable, check_int, check_real, check_rng
 from .errors import ParameterError
-from ._figcache import frozen_layout
 
 __all__ = ["RadialLaw", "Gaussian", "Laplace", "PowerLaw", "Epanechnikov", "Custom",
-           "radius_density", "radial_laws_figure", "radial_laws_interactive"]
+           "radius_density", "quadrature_moment"]
 
 _D_HINT = "Pass the intrinsic dimension d of the manifold (a whole number >= 1)."
 _N_HINT = "Pass a whole number of samples n >= 1."
@@ -650,7 +649,7 @@ class _CustomRadius:
         return self.top
 
 
-# ------------------------------------------------------------------ chapter 2: figures
+# ------------------------------------------------------------------ chapter 2: radius law
 def radius_density(law, r, d) -> np.ndarray:
     """Density of the radius of a sample on flat ``R^d``: ``g(r) r^(d-1) / m_(d-1)``.
 
@@ -679,101 +678,30 @@ def radius_density(law, r, d) -> np.ndarray:
     return law.g(r) * r ** (d - 1) / law.moment(d - 1)
 
 
-@frozen_layout
-def _radial_layout() -> go.Figure:
-    """Base layout (with the book's template) of the radial-law figure, built once."""
-    import json
+def quadrature_moment(law, k) -> float:
+    """``m_k = int_0^inf g(t) t^k dt`` by adaptive quadrature, independently of the closed forms.
 
-    import plotly.graph_objects as go
-
-    fig = go.Figure(layout=dict(
-        xaxis=dict(type="log", exponentformat="power",
-                   title=dict(text="radius r = ‖y − μ‖ [curvature radii]")),
-        yaxis=dict(title=dict(text="density per unit of ln r:  r·p(r)")),
-        # legend above the plot: below it is where the interactive puts its sliders
-        legend=dict(orientation="h", x=0.0, y=1.03, yanchor="bottom"), margin=dict(t=140),
-        height=510))
-    return fig
-
-
-def _radial_laws_dict(families, eta_g, d, n_points=120) -> dict:
-    import json
-
-    from .figures import COLORS
-
-    lo, hi = math.sqrt(eta_g) / 40, math.sqrt(eta_g) * 8
-    r = np.geomspace(lo, hi, n_points)
-    traces = []
-    peak = 0.0
-    for i, (name, base) in enumerate(families.items()):
-        law = base.with_eta(eta_g, d)
-        y = r * radius_density(law, r, d)          # density per unit of log r
-        peak = max(peak, float(np.max(y)))
-        traces.append(dict(type="scatter", x=r, y=y, mode="lines", name=name,
-                           line=dict(color=COLORS[i % len(COLORS)], width=2.5)))
-    rms = math.sqrt(eta_g)
-    traces.append(dict(type="scatter", x=[rms, rms], y=[0.0, 1.05 * peak], mode="lines",
-                       name="RMS radius √η<sub>g</sub>", line=dict(color="#222", dash="dash")))
-    layout = _radial_layout()
-    layout["title"] = dict(y=0.985, yanchor="top",
-                           text=f"Radius of a sample: four laws with η<sub>g</sub> = {eta_g:.3g}, "
-                                f"d = {d}")
-    return dict(data=traces, layout=layout)
-
-
-def radial_laws_figure(families, eta_g, d):
-    """Radius densities of several families rescaled to the same ``eta_g``.
+    Used to cross-check :meth:`RadialLaw.moment` and :meth:`RadialLaw.eta_g`.
 
     Parameters
     ----------
-    families : dict[str, RadialLaw]
-        Name -> law (any scale; each is rescaled with :meth:`RadialLaw.with_eta`).
-    eta_g : float > 0
-    d : int >= 1
+    law : RadialLaw
+    k : float > -1
 
     Returns
     -------
-    plotly.graph_objects.Figure
-    """
-    import plotly.graph_objects as go
+    float
 
-    eta_g = check_real("eta_g", eta_g, lo=0, hint="Pass a positive mean squared radius.")
-    d = check_int("d", d, lo=1, hint=_D_HINT)
-    return go.Figure(_radial_laws_dict(families, eta_g, d))
-
-
-def radial_laws_interactive(families, etas, ds):
-    """The chapter-2 interactive: sliders ``eta_g`` (log) and the dimension ``d``.
-
-    Parameters
-    ----------
-    families : dict[str, RadialLaw]
-        Laws whose moment ``m_(d+1)`` is finite for every ``d`` in ``ds``.
-    etas : sequence of float
-        Static grid of ``eta_g``.
-    ds : sequence of int
-        Static grid of dimensions.
-
-    Returns
+    Example
     -------
-    tanbias.interactive.Interactive
+    >>> round(quadrature_moment(Gaussian(1.0), 2) / Gaussian(1.0).moment(2), 10)
+    1.0
     """
-    from .interactive import Interactive, Param
+    if not isinstance(law, RadialLaw):
+        raise ParameterError(f"law={law!r:.60} is not allowed: valid range is RadialLaw "
+                             f"instances. Pass e.g. tanbias.radial.Gaussian(0.1).")
+    k = _check_k(k)
+    top = law.support if np.isfinite(law.support) else np.inf
+    f = lambda t: float(law.g(t)) * t ** k          # noqa: E731
+    return integrate.quad(f, 0, top, epsabs=0, epsrel=1e-12, limit=400)[0]
 
-    etas = tuple(float(e) for e in etas)
-    ds = tuple(int(d) for d in ds)
-    for name, law in families.items():
-        law.eta_g(max(ds))          # fail early, with the law's own message, if eta_g diverges
-    return Interactive(
-        params=[Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[len(etas) // 2],
-                      log=True, values=etas),
-                Param("d", "intrinsic dimension d", ds[0], ds[-1], default=ds[1], values=ds,
-                      integer=True)],
-        compute=lambda eta_g, d: dict(eta_g=eta_g, d=d),
-        figure=lambda data, eta_g, d: _radial_laws_dict(families, eta_g, d),
-        title="Radial laws at equal η<sub>g</sub>",
-        caption="The radius of a sample has density g(r) r<sup>d−1</sup> / m<sub>d−1</sub>; "
-                "η<sub>g</sub> = E[r²] fixes its scale (dashed line). Lower η<sub>g</sub>: "
-                "every law slides towards μ. Raise d: the radius piles up near √η<sub>g</sub> "
-                "(a thin shell), whatever the law; the laws differ in their tails.",
-        name="ch2-radial-laws", height=510)

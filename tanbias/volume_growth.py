@@ -27,11 +27,11 @@ from scipy.stats import norm as _norm
 
 from ._checks import check_array, check_int, check_real
 from .errors import ParameterError
-from ._figcache import frozen_layout
-from .stats import SlopeFit, loglog_slope
+from .stats import Check, SlopeFit, check_close, loglog_slope
 
 __all__ = ["volume_growth", "LocalDimension", "local_dimension_slopes", "two_sheet_count",
-           "growth_profile", "growth_figure", "stratified_growth_interactive"]
+           "two_sheet_slope", "two_sheet_window_slope", "slope_stderr", "window_checks",
+           "growth_profile"]
 
 
 def volume_growth(points, center, radii, tree=None) -> np.ndarray:
@@ -172,7 +172,7 @@ def local_dimension_slopes(points, center, r_small, r_large, n_radii=12,
     return LocalDimension(fits[0], fits[1], windows[0], windows[1], counts[0], counts[1])
 
 
-# ----------------------------------------------------------------- chapter 1: profiles, figures
+# ----------------------------------------------------------------- chapter 1: profiles
 def two_sheet_count(radii, delta, angle=np.pi / 2, density=1.0) -> np.ndarray:
     """Expected count in a ball of radius ``r`` at distance ``delta`` from the junction of
     two planes (uniform ``density`` per unit area on each sheet), the ball's centre on
@@ -201,6 +201,39 @@ def two_sheet_count(radii, delta, angle=np.pi / 2, density=1.0) -> np.ndarray:
     density = check_real("density", density, lo=0, hint="Pass a positive density.")
     h2 = (delta * np.sin(angle)) ** 2
     return density * np.pi * (radii ** 2 + np.maximum(radii ** 2 - h2, 0.0))
+
+
+def two_sheet_slope(radii, delta, angle=np.pi / 2) -> np.ndarray:
+    """Local slope ``d log N / d log r`` of :func:`two_sheet_count`, in closed form.
+
+    Below ``h = delta sin(angle)`` only the centre's own sheet is in the ball and
+    the slope is 2; above it the second sheet adds ``pi (r^2 - h^2)`` and the
+    slope is ``4 r^2 / (2 r^2 - h^2)``, which jumps to 4 at ``r = h`` and relaxes
+    back towards 2.
+
+    Parameters
+    ----------
+    radii : array_like, shape (m,)
+    delta : float >= 0
+        Distance of the ball centre from the junction, along its sheet.
+    angle : float in (0, pi/2]
+        Angle between the sheets.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+
+    Example
+    -------
+    >>> two_sheet_slope([0.1, 0.3, 0.6], 0.2).round(4).tolist()
+    [2.0, 2.5714, 2.1176]
+    """
+    radii = check_array("radii", radii, shape=(None,))
+    delta = check_real("delta", delta, lo=0, lo_open=False, hint="Pass a distance >= 0.")
+    angle = check_real("angle", angle, lo=0, hi=np.pi / 2, hi_open=False,
+                       hint="Pass the angle between the sheets in radians.")
+    h2 = (delta * np.sin(angle)) ** 2
+    return np.where(radii ** 2 > h2, 4 * radii ** 2 / (2 * radii ** 2 - h2), 2.0)
 
 
 def growth_profile(points, center, radii, window=5, tree=None) -> dict:
@@ -245,119 +278,61 @@ def growth_profile(points, center, radii, window=5, tree=None) -> dict:
     return dict(r=radii, counts=counts, r_local=mids, local_slope=slopes)
 
 
-def _growth_dict(profiles: dict, predicted: dict | None = None, delta: float | None = None,
-                 title: str | None = None) -> dict:
-    import json
+def two_sheet_window_slope(radii, delta, density=1.0, angle=np.pi / 2) -> float:
+    """The slope that :func:`local_dimension_slopes` should find over a window of ``radii``
+    on two crossing planes: the log-log least-squares slope of :func:`two_sheet_count`.
 
-    from .figures import COLORS
-
-    layout = _growth_layout()
-    if title is None:
-        title = ("Volume growth" if delta is None else
-                 f"Volume growth, ball centre at distance δ = {delta:.2g} from the junction")
-    layout["title"] = dict(text=title, y=0.985, yanchor="top")
-    traces = []
-    for i, (name, prof) in enumerate(profiles.items()):
-        c = COLORS[i % len(COLORS)]
-        traces.append(dict(type="scatter", x=prof["r"], y=prof["counts"], name=name,
-                           mode="lines+markers", marker=dict(size=5, color=c),
-                           line=dict(color=c, width=2), legendgroup=name))
-        traces.append(dict(type="scatter", x=prof["r_local"], y=prof["local_slope"],
-                           name=f"{name}: local slope", mode="lines+markers",
-                           marker=dict(size=5, color=c), line=dict(color=c, width=2),
-                           xaxis="x2", yaxis="y2", legendgroup=name, showlegend=False))
-    for name, (r, slope) in (predicted or {}).items():
-        traces.append(dict(type="scatter", x=np.asarray(r), y=np.asarray(slope),
-                           name=name, mode="lines", line=dict(color="#222", dash="dash", width=1.5),
-                           xaxis="x2", yaxis="y2"))
-    return dict(data=traces, layout=layout)
+    Example
+    -------
+    >>> round(two_sheet_window_slope(np.geomspace(0.05, 0.25, 8), 0.0), 6)
+    2.0
+    """
+    radii = check_array("radii", radii, shape=(None,))
+    return loglog_slope(radii, two_sheet_count(radii, delta, angle, density)).slope
 
 
-@frozen_layout
-def _growth_layout() -> go.Figure:
-    import json
+def slope_stderr(fit) -> float:
+    """Standard error of a fitted slope, read off its 95% interval: ``(high - low) / (2 * 1.96)``.
 
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=["count N(r) of points within r",
-                                        "local slope d log N / d log r"])
-    fig.update_xaxes(title_text="radius r", type="log", row=1, col=1)
-    fig.update_yaxes(title_text="N(r) [points]", type="log", exponentformat="power", row=1, col=1)
-    fig.update_xaxes(title_text="radius r", type="log", row=1, col=2)
-    fig.update_yaxes(title_text="local dimension (slope)", row=1, col=2)
-    # legend above the panels: below them is where the interactive puts its sliders
-    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"),
-                      margin=dict(t=165), height=520)
-    return fig
+    Example
+    -------
+    >>> from tanbias.stats import SlopeFit
+    >>> round(slope_stderr(SlopeFit(2.0, 0.0, 1.804, 2.196, 0.99)), 6)
+    0.1
+    """
+    return (fit.ci_high - fit.ci_low) / (2 * 1.96)
 
 
-def growth_figure(profiles, predicted=None, delta=None, title=None):
-    """Two panels: ``N(r)`` on log-log axes and its local slope, one curve per profile.
+def window_checks(prefix, local, predicted) -> list[Check]:
+    """Slopes of a :class:`LocalDimension` in its small and large windows against a
+    prediction, each within 3 standard errors (:func:`slope_stderr`).
 
     Parameters
     ----------
-    profiles : dict[str, dict]
-        Name -> output of :func:`growth_profile`.
-    predicted : dict[str, (array, array)], optional
-        Name -> ``(r, slope)``: predicted local slopes (dashed).
-    delta : float, optional
-        Distance of the ball centre from the junction (for the title).
-    title : str, optional
+    prefix : str
+        Start of the labels, e.g. ``"sphere"``: ``"sphere: slope, small window"``.
+    local : LocalDimension
+    predicted : float or callable
+        The predicted slope, or a function of the window's radii returning it
+        (e.g. :func:`two_sheet_window_slope`).
 
     Returns
     -------
-    plotly.graph_objects.Figure
-    """
-    import plotly.graph_objects as go
+    list[Check]
+        Small window first.
 
-    return go.Figure(_growth_dict(profiles, predicted, delta, title))
-
-
-def stratified_growth_interactive(stratified, points, smooth_points, smooth_center, deltas,
-                                  radii, window=5):
-    """The chapter-1 volume-growth interactive: slider over the distance ``delta`` of the
-    ball centre from the junction of a :class:`~tanbias.manifolds.StratifiedSet`.
-
-    Parameters
-    ----------
-    stratified : StratifiedSet
-    points : array_like (n, D)
-        Points of the stratified set, sampled with a (nearly) uniform density.
-    smooth_points : array_like (m, D_s)
-        Points of a smooth manifold, for reference.
-    smooth_center : array_like (D_s,)
-    deltas : sequence of float
-        Distances (static grid).
-    radii : array_like
-    window : int
-
-    Returns
+    Example
     -------
-    tanbias.interactive.Interactive
+    >>> pts = np.random.default_rng(0).uniform(-1, 1, size=(50_000, 2))
+    >>> ld = local_dimension_slopes(pts, [0.0, 0.0], (0.05, 0.2), (0.3, 0.6))
+    >>> [c.passed for c in window_checks("square", ld, 2.0)]
+    [True, True]
     """
-    from .interactive import Interactive, Param
+    out = []
+    for label, fit, r in (("small", local.small, local.radii_small),
+                          ("large", local.large, local.radii_large)):
+        target = predicted(r) if callable(predicted) else predicted
+        out.append(check_close(f"{prefix}: slope, {label} window", fit.slope, target,
+                               atol=3 * slope_stderr(fit)))
+    return out
 
-    tree = cKDTree(np.asarray(points))
-    smooth = growth_profile(smooth_points, smooth_center, radii, window)
-    deltas = tuple(float(x) for x in deltas)
-    r_pred = np.geomspace(float(np.min(radii)), float(np.max(radii)), 200)
-
-    def compute(delta):
-        prof = growth_profile(points, stratified.point_on_sheet(0, delta), radii, window, tree)
-        h2 = (delta * np.sin(stratified.angle)) ** 2
-        pred = np.where(r_pred ** 2 > h2, 4 * r_pred ** 2 / (2 * r_pred ** 2 - h2), 2.0)
-        return dict(profiles={"two sheets (stratified set)": prof, "sphere (smooth manifold)": smooth},
-                    predicted={"two sheets: predicted slope": (r_pred, pred)}, delta=delta)
-
-    return Interactive(
-        params=[Param("delta", "distance δ of the centre from the junction", deltas[0], deltas[-1],
-                      default=deltas[len(deltas) // 2], values=deltas)],
-        compute=compute,
-        figure=lambda d, delta: _growth_dict(d["profiles"], d["predicted"], d["delta"]),
-        title="Volume growth on a smooth manifold and on two crossing planes",
-        caption="Count the points within radius r of a point. On the sphere the local slope is 2 at "
-                "every radius. On two crossing planes, from a point at distance δ from the "
-                "junction, it is 2 until r = δ, then jumps when the second sheet enters the ball "
-                "and relaxes back towards 2: an increase of slope that no manifold produces.",
-        name="ch1-volume-growth", height=520)

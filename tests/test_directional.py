@@ -202,12 +202,12 @@ def test_weighted_histogram_reduces_to_binomial_for_equal_weights():
 
 
 def test_directions_live_update_is_exact_importance_sampling():
-    from tanbias.directional import directions_interactive, exact_directional_density
+    from tanbias.directional import DirectionSamples, exact_directional_density
     from tanbias.manifolds import Cylinder
     from tanbias.radial import Epanechnikov
     C = Cylinder(R=1.0, D=3, seed=0)
-    demo = directions_interactive({"cylinder": C, "sphere": Sphere(2, R=1.0, D=3, seed=0)},
-                                  (0.01, 0.1), n=12_000)
+    demo = DirectionSamples({"cylinder": C, "sphere": Sphere(2, R=1.0, D=3, seed=0)},
+                            (0.01, 0.1), n=12_000)
     live = demo.live("cylinder", 0.03)
     n = live["hist"].n
     assert n == 2000 and 0.3 * n < live["ess"] <= n

@@ -5,12 +5,13 @@ import plotly.io as pio
 import pytest
 from scipy import stats
 
-from tanbias.directional import (RicciSignTest, amplitude_figure, amplitude_scan,
+from tanbias.directional import (DirectionSamples, RicciSignTest, amplitude_scan,
                                  direction_checks, direction_density_data,
-                                 direction_density_figure, directions_interactive,
                                  exact_directional_density, exact_ricci_coefficient,
-                                 ricci_sign_figure, ricci_sign_test, ring_data, ring_factors,
-                                 ring_interactive)
+                                 ricci_sign_data, ricci_sign_test, ring_data, ring_factors)
+from tanbias.figures.directional import (amplitude_figure, direction_density_figure,
+                                         directions_interactive, ricci_sign_figure,
+                                         ring_interactive)
 from tanbias.errors import ParameterError
 from tanbias.manifolds import Cylinder, GeneralizedCylinder, Saddle, Sphere
 from tanbias.radial import Epanechnikov, Gaussian
@@ -136,10 +137,71 @@ def test_ring_data_and_interactives_are_light():
     demo = ring_interactive(S2R, etas=(0.01, 0.1), taus=(0.5, 2.0))
     sd = demo.static_dict()
     assert len(sd["frames"]) == 4 and len(pio.to_json(sd, validate=False)) < 1_000_000
-    dirs = directions_interactive({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
-                                  (0.01, 0.1), n=2000, bins=6)
+    dirs = directions_interactive(DirectionSamples(
+        {"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)}, (0.01, 0.1), n=2000, bins=6))
     sd = dirs.static_dict()
     assert len(sd["frames"]) == 4
     assert dirs.data(0.1, "cylinder")["hist"].n == 2000          # cached frame data
     sphere_frame = dirs.data(0.1, "sphere")
     assert np.allclose(sphere_frame["exact"], 1.0, atol=1e-9)
+
+
+def test_direction_samples_serve_checks_and_figure_alike():
+    C = Cylinder(R=1.0, D=3, seed=0)
+    ds = DirectionSamples({"cylinder": C, "sphere": Sphere(2, R=1.0, D=3)}, (0.01, 0.1), n=3000,
+                          bins=6)
+    frame = ds.data(0.1, "cylinder")
+    assert frame is ds.data(0.1, "cylinder") and frame["u"].shape == (3000, 2)
+    demo = directions_interactive(ds)
+    assert demo.samples is ds and demo.data(0.1, "cylinder") is frame
+    with pytest.raises(ParameterError, match="surface"):
+        ds.data(0.1, "torus")
+    with pytest.raises(ParameterError, match="samples"):
+        directions_interactive({"cylinder": C})
+
+
+def test_ricci_sign_data_orders_the_three_readings():
+    law = Gaussian(0.3)
+    rs = ricci_sign_data(S2R, law, S2R.sample(3000, law, 0).u, n_curve=11)
+    f = rs["first_order"]
+    # along the sphere factor (s = 1) the Ricci term lowers the density in our reading
+    assert f["ours"][-1] < f["extrinsic only"][-1] < f["statement"][-1]
+    assert rs["hist"].n == 3000 and rs["exact"].shape == (11,)
+
+
+def test_chapter3_check_helpers():
+    from tanbias.directional import (amplitude_crossing, direction_verdicts, mc_bias_amplitudes,
+                                     ring_first_order, surface_direction_checks)
+    ds = DirectionSamples({"cylinder": Cylinder(R=1.0, D=3, seed=0),
+                           "sphere": Sphere(2, R=1.0, D=3, seed=0)}, (0.01, 0.3), n=6000)
+    numbers = surface_direction_checks(ds, 0.3)
+    assert {"chi2_exact", "chi2_uniform", "amplitude", "exact_amplitude"} <= set(numbers["cylinder"])
+    verdicts = direction_verdicts(ds, numbers)
+    assert [c.label.split(":")[0] for c in verdicts] == ["cylinder", "cylinder", "sphere", "sphere"]
+    assert all(c.passed for c in verdicts)
+    sc = amplitude_scan(Cylinder(R=1.0), Gaussian(1.0), np.geomspace(1e-3, 1.0, 9))
+    eta10 = amplitude_crossing(sc, 0.10)
+    assert sc["eta_g"][0] < eta10 < sc["eta_g"][-1]
+    with pytest.raises(ParameterError, match="level=5"):
+        amplitude_crossing(sc, 5.0)
+    mc = mc_bias_amplitudes(Cylinder(R=1.0), Gaussian(1.0), [0.1, 0.3], n=20_000)
+    assert len(mc["amplitude"]) == 2
+    assert all(abs(a - e) < 4 * s for a, e, s in zip(mc["amplitude"], mc["exact"], mc["se"]))
+    s = np.linspace(0.0, 1.0, 21)
+    u = np.stack([np.sqrt(s), 0 * s, np.sqrt(1 - s)], axis=1)
+    law = Gaussian(1.0).with_eta(0.01, 3)
+    t = 0.5 * np.sqrt(0.01)
+    exact = ring_factors(S2R, law, t, u)["ring"] - 1
+    first = ring_first_order(S2R, law, t, s)
+    assert np.max(np.abs(exact - first)) < 0.01 * np.max(np.abs(first))
+    with pytest.raises(ParameterError, match="law="):
+        ring_first_order(S2R, Epanechnikov(1.0), t, s)
+
+
+def test_ricci_sign_test_report_and_verdicts():
+    law = Gaussian(0.3)
+    sign = ricci_sign_test(S2R, law, n=200_000, rng=3)
+    assert sign.report().startswith(f"η_g = {sign.eta_g:.3g}, n = 200,000")
+    assert all(c.passed for c in sign.checks())
+    rejected = [c.refute() for c in sign.rejected_readings()]
+    assert all(c.expected_to_fail for c in rejected)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.expansion import (expansion_interactive, expansion_scaling, local_expansion,
-                               mean_square_ii, side_view_data, side_view_figure)
+from tanbias.expansion import expansion_scaling, local_expansion, mean_square_ii, side_view_data
+from tanbias.figures.expansion import expansion_interactive, side_view_figure
 from tanbias.manifolds import Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere, uniform_directions
 
 
@@ -81,3 +81,18 @@ def test_interactive_grid_and_weight():
     assert len(pio.to_json(sd, validate=False)) < 500_000
     # each frame's title names the radius
     assert "0.02" in sd["frames"][0]["layout"]["title"]["text"]
+
+
+def test_normal_ratio_and_scaling_checks():
+    from tanbias.expansion import normal_ratio, scaling_checks
+    S = Sphere(2, R=1.0, D=3)
+    t = 0.2
+    assert normal_ratio(S, t, n=20) == pytest.approx((1 - np.cos(t)) / (t ** 2 / 2), rel=1e-12)
+    sc = expansion_scaling(Cylinder(R=1.0), np.geomspace(0.01, 0.2, 6), n=200)
+    checks = scaling_checks("cylinder", sc)
+    assert [c.label for c in checks] == ["cylinder: slope of ||n|| vs t",
+                                         "cylinder: slope of ||v|| vs t",
+                                         "cylinder: slope of the remainder"]
+    assert all(c.passed for c in checks)
+    bad = dict(sc, slope_normal=sc["slope_tangent"])          # a flat surface would fail
+    assert not scaling_checks("flat", bad)[0].passed

@@ -74,3 +74,17 @@ def test_bad_inputs():
         ZipfVocabulary(10).sample_occurrences(5, "sphere", np.random.default_rng(0))
     with pytest.raises(ParameterError, match="valid range"):
         bucket([1.0, -1.0])
+
+
+def test_bucket_second_moments_follow_eta_g():
+    from tanbias.frequency import bucket_second_moments
+    V = ZipfVocabulary(200, s=1.0, t_max=0.2, alpha=0.5)
+    occ = V.sample_occurrences(20_000, Sphere(2, R=1.0, D=3), np.random.default_rng(2))
+    b = bucket_second_moments(V, occ, 2, 4, predict=lambda eta: eta * (1 + eta / 6))
+    assert b["count"].sum() == 20_000 and b["measured"].shape == (4,)
+    assert np.all(np.abs(b["measured"] - b["predicted"]) < 4.5 * b["stderr"])
+    assert np.all(np.diff(b["predicted"]) > 0)                 # rarer buckets: larger radii
+    flat = bucket_second_moments(V, occ, 2, 4)
+    assert np.all(flat["predicted"] < b["predicted"])          # the sphere adds eta^2 / 6
+    with pytest.raises(ParameterError, match="occ="):
+        bucket_second_moments(V, None, 2)

@@ -5,8 +5,8 @@ import plotly.io as pio
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.frequency import (ZipfVocabulary, occurrence_radii, zipf_data, zipf_figure,
-                               zipf_interactive)
+from tanbias.figures.frequency import zipf_figure, zipf_interactive
+from tanbias.frequency import ZipfVocabulary, occurrence_radii, zipf_data
 from tanbias.radial import Laplace
 
 

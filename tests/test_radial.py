@@ -159,3 +159,14 @@ def test_sample_radius_rejects_bad_n(n):
         Gaussian(1.0).sample_radius(n, 2, np.random.default_rng(0))
     msg = str(exc.value)
     assert msg.startswith("n=") and "valid range is [1, inf)" in msg
+
+
+def test_quadrature_moment_matches_the_closed_forms():
+    from tanbias.radial import quadrature_moment
+    for law in (Gaussian(0.3), Laplace(0.2), PowerLaw(1.0, a=6.0), Epanechnikov(0.5)):
+        for k in (0, 1, 3):
+            assert quadrature_moment(law, k) == pytest.approx(law.moment(k), rel=1e-9)
+    with pytest.raises(ParameterError, match="k="):
+        quadrature_moment(Gaussian(1.0), -1)
+    with pytest.raises(ParameterError, match="law="):
+        quadrature_moment(lambda t: t, 1)

@@ -5,8 +5,8 @@ import plotly.io as pio
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.radial import (Epanechnikov, Gaussian, Laplace, PowerLaw, radial_laws_figure,
-                            radial_laws_interactive, radius_density)
+from tanbias.figures.radial import radial_laws_figure, radial_laws_interactive
+from tanbias.radial import Epanechnikov, Gaussian, Laplace, PowerLaw, radius_density
 
 LAWS = [Gaussian(0.7), Laplace(0.3), PowerLaw(0.5, a=6.0), Epanechnikov(1.3)]
 

@@ -5,10 +5,10 @@ import plotly.io as pio
 import pytest
 
 from tanbias.errors import ParameterError
+from tanbias.figures.volume_growth import growth_figure, stratified_growth_interactive
 from tanbias.manifolds import Sphere, StratifiedSet
 from tanbias.radial import Custom
-from tanbias.volume_growth import (growth_figure, growth_profile, stratified_growth_interactive,
-                                   two_sheet_count)
+from tanbias.volume_growth import growth_profile, two_sheet_count, two_sheet_slope
 
 FLAT = Custom(lambda t: 1.0 - 1e-6 * t, support=1.5, name="flat")
 
@@ -64,3 +64,32 @@ def test_figure_and_interactive():
     demo = stratified_growth_interactive(X, y, ys, S.mu, (0.0, 0.2, 0.4), radii)
     sd = demo.static_dict()
     assert len(sd["frames"]) == 3 and len(pio.to_json(sd, validate=False)) < 300_000
+
+
+def test_two_sheet_slope_is_the_log_derivative_of_the_count():
+    r = np.geomspace(0.05, 0.9, 400)
+    for delta in (0.0, 0.2, 0.4):
+        slope = two_sheet_slope(r, delta)
+        numeric = np.gradient(np.log(two_sheet_count(r, delta)), np.log(r))
+        away = np.abs(r - delta) > 0.02               # the kink at r = delta
+        assert np.allclose(slope[away], numeric[away], atol=0.02)
+    assert np.all(two_sheet_slope(r, 0.0) == 2.0)
+    assert two_sheet_slope([0.2001], 0.2)[0] == pytest.approx(4.0, abs=0.01)
+
+
+def test_window_checks_against_two_sheet_prediction():
+    from tanbias.stats import SlopeFit
+    from tanbias.volume_growth import (local_dimension_slopes, slope_stderr,
+                                       two_sheet_window_slope, window_checks)
+    assert slope_stderr(SlopeFit(2.0, 0.0, 1.9, 2.1, 0.99)) == pytest.approx(0.1 / 1.96)
+    r = np.geomspace(0.35, 0.9, 12)
+    assert two_sheet_window_slope(r, 0.0) == pytest.approx(2.0)
+    assert two_sheet_window_slope(r, 0.3) > 2.0
+    X = StratifiedSet(D=3, seed=0)
+    y = X.sample(100_000, FLAT, np.random.default_rng(0)).y
+    density = 100_000 / 2 / (np.pi * 1.5 ** 2)
+    ld = local_dimension_slopes(y, X.point_on_sheet(0, 0.3), (0.05, 0.25), (0.35, 0.9))
+    checks = window_checks("planes", ld, lambda rr: two_sheet_window_slope(rr, 0.3, density))
+    assert [c.label for c in checks] == ["planes: slope, small window", "planes: slope, large window"]
+    assert all(c.passed for c in checks)
+    assert not window_checks("planes", ld, 2.0)[1].passed      # a manifold's slope is refuted
