@@ -36,7 +36,7 @@ from ._checks import check_callable, check_int, check_real, check_rng
 from .errors import ParameterError
 
 __all__ = ["RadialLaw", "Gaussian", "Laplace", "PowerLaw", "Epanechnikov", "Custom",
-           "radius_density", "quadrature_moment"]
+           "radius_density", "quadrature_moment", "nearly_flat"]
 
 _D_HINT = "Pass the intrinsic dimension d of the manifold (a whole number >= 1)."
 _N_HINT = "Pass a whole number of samples n >= 1."
@@ -704,4 +704,34 @@ def quadrature_moment(law, k) -> float:
     top = law.support if np.isfinite(law.support) else np.inf
     f = lambda t: float(law.g(t)) * t ** k          # noqa: E731
     return integrate.quad(f, 0, top, epsabs=0, epsrel=1e-12, limit=400)[0]
+
+
+def _nearly_flat_g(t):
+    return 1.0 - 1e-6 * t
+
+
+def nearly_flat(support) -> Custom:
+    """A strictly decreasing but almost flat law ``g(t) = 1 - 1e-6 t`` on ``[0, support)``.
+
+    Samples are then nearly uniform (per unit volume) in the ball of radius
+    ``support``, so counts of points in smaller balls are proportional to
+    volume (chapter 1's volume-growth test).
+
+    Parameters
+    ----------
+    support : float > 0
+
+    Returns
+    -------
+    Custom
+        Named ``"flat"``.
+
+    Example
+    -------
+    >>> law = nearly_flat(1.5)
+    >>> law.name, law.support, round(float(law.g(1.0)), 6)
+    ('flat', 1.5, 0.999999)
+    """
+    support = check_real("support", support, lo=0, hint="Pass the radius of the ball.")
+    return Custom(_nearly_flat_g, support=support, name="flat")
 

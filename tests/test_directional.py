@@ -74,7 +74,7 @@ def test_exact_density_is_flat_on_sphere_and_paraboloid():
 
 
 def test_paper_cylinder_check_reproduced_by_quadrature():
-    # PAPER.md: E_p[cos^4] - 3/8 matches eta_g/6 Var(cos^4) to 0.6% (sigma=0.1) and 2.5% (0.2)
+    # the first order: E_p[cos^4] - 3/8 matches eta_g/6 Var(cos^4) to 0.6% (sigma=0.1) and 2.5% (0.2)
     C = Cylinder(R=1.0)
     rel = {}
     for sigma in (0.1, 0.2):

@@ -170,3 +170,14 @@ def test_quadrature_moment_matches_the_closed_forms():
         quadrature_moment(Gaussian(1.0), -1)
     with pytest.raises(ParameterError, match="law="):
         quadrature_moment(lambda t: t, 1)
+
+
+def test_nearly_flat_is_a_decreasing_custom_law_on_its_ball():
+    from tanbias.radial import nearly_flat
+    law = nearly_flat(1.5)
+    assert isinstance(law, Custom) and law.name == "flat" and law.support == 1.5
+    assert float(law.g(2.0)) == 0.0 and float(law.g(0.0)) == 1.0
+    r = law.sample_radius(50_000, 2, np.random.default_rng(0))
+    assert np.mean(r <= 0.75) == pytest.approx(0.25, abs=0.01)      # uniform in the disc
+    with pytest.raises(ParameterError, match="support="):
+        nearly_flat(-1.0)
