@@ -175,7 +175,8 @@ def test_tokenizer_training_is_deterministic():
 # --------------------------------------------------------------------------- models
 def test_models_build_at_smoke_size_and_backprop(corpus, tokenizer):
     import torch
-    from tanbias.lab.models import lm_batches, make_model
+    from tanbias.lab.data import lm_batches
+    from tanbias.lab.models import make_model
 
     small = {lang: docs[:200] for lang, docs in corpus.items()}
     enc = make_model("encoder", "smoke", vocab_size=len(tokenizer), seed=0)
@@ -214,7 +215,8 @@ def test_encoder_is_bidirectional_decoder_is_causal():
 
 
 def test_unigram_baseline_closed_form():
-    from tanbias.lab.models import token_counts, unigram_baseline
+    from tanbias.lab.data import token_counts
+    from tanbias.lab.models import unigram_baseline
 
     counts = token_counts([[5, 5, 5, 6]], vocab_size=7)
     res = unigram_baseline(counts, [5, 6], alpha=1e-12)

@@ -13,8 +13,12 @@ import pytest
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
-from tanbias.lab.probe import analyse_run
-from tanbias.lab.train import Interrupted, reproduce, train, validate_config
+from tanbias.lab.analysis.tables import analyse_run
+from tanbias.lab.config import validate_config
+from tanbias.lab.pipeline import reproduce
+from tanbias.lab.pipeline import train_and_analyse as train
+from tanbias.lab.train import Interrupted
+from tanbias.lab.train import train as train_only
 
 ROOT = runs.ROOT
 
@@ -58,7 +62,7 @@ def test_resume_after_interruption_gives_identical_metrics(smoke_run, tmp_path):
     ref, _ = smoke_run
     d = tmp_path / "smoke-test"
     with pytest.raises(Interrupted):
-        train(SMOKE, out_dir=d, fresh=True, progress=False, analyse=False, stop_after=7)
+        train_only(SMOKE, out_dir=d, fresh=True, progress=False, stop_after=7)
     assert len(_losses(d)) == 7              # steps 4-6 are logged but after the checkpoint at 4
     summary = train(SMOKE, out_dir=d, progress=False)
     assert summary["resume_mismatches"] == 0
@@ -124,9 +128,9 @@ def test_bad_config_values_raise_parameter_error(override, match):
 
 
 def test_constant_schedule_keeps_the_learning_rate_after_warmup():
-    from tanbias.lab.train import _schedule
+    from tanbias.lab.train import lr_schedule
 
-    cos, const = _schedule(100, 5), _schedule(100, 5, "constant")
+    cos, const = lr_schedule(100, 5), lr_schedule(100, 5, "constant")
     assert cos(2) == const(2) == 3 / 5
     assert const(99) == 1.0 and abs(cos(99) - 0.1) < 1e-3
 
@@ -136,13 +140,13 @@ def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke_run, monkeypatch)
     res = reproduce(ref, steps=3, progress=False)
     assert res["ok"], res["failures"]
     assert res["compared"]["steps"] == 3 and res["max_loss_diff"] <= 1e-4
-    import tanbias.lab.train as tr
-    monkeypatch.setitem(tr.REPRODUCE_TOLERANCE, "loss_atol", -1.0)   # nothing can pass
+    import tanbias.lab.config as lab_config
+    monkeypatch.setitem(lab_config.REPRODUCE_TOLERANCE, "loss_atol", -1.0)   # nothing can pass
     assert not reproduce(ref, steps=2, progress=False)["ok"]
 
 
 def test_trained_views_for_chapters_5_and_6(smoke_run):
-    from tanbias.lab.views import trained_attention_view, trained_depth_view
+    from tanbias.figures.runs import trained_attention_view, trained_depth_view
     d, _ = smoke_run
     assert "views.json" in runs.load_run(d).manifest["files"]
     att = trained_attention_view(d)
@@ -157,7 +161,7 @@ def test_trained_views_for_chapters_5_and_6(smoke_run):
 
 
 def test_bench_lab_reports_overhead_ratios():
-    from tanbias.lab import bench_lab
+    from tanbias.lab.train import bench_lab
     b = bench_lab(size="smoke", reps=1)
     assert b["tokens_per_s"] > 0 and b["run_overhead_inline"] >= 0.5
     assert b["per_step_posthoc_ratio"] > 1.0     # a second forward+backward costs something

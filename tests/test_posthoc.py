@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tanbias.errors import ParameterError
-from tanbias.lab import posthoc as ph
+from tanbias.lab.analysis import posthoc as ph
 from tanbias.lab.probe import ResidualProbe
 
 KIND = {"eurobert": "encoder", "gpt_neox": "decoder", "llama": "decoder"}

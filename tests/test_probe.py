@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from tanbias import alignment as al
-from tanbias.lab.models import _loss_and_correct, make_model
-from tanbias.lab.probe import ResidualProbe, analyse_captures, probe_steps
+from tanbias.lab.analysis.tables import analyse_captures
+from tanbias.lab.models import loss_and_correct, make_model
+from tanbias.lab.probe import ResidualProbe, probe_steps
 
 
 def test_probe_steps_are_log_spaced_with_step_zero_and_last():
@@ -29,7 +30,7 @@ def test_captured_gradients_are_dL_dh_of_the_training_backward(kind):
     batch = {"input_ids": ids, "labels": labels}
     probe = ResidualProbe(model, tokens=32)
     probe.arm()
-    loss_sum, n, _ = _loss_and_correct(model, batch)
+    loss_sum, n, _ = loss_and_correct(model, batch)
     (loss_sum / n).backward()
     cap = probe.collect(batch)
     probe.remove()
@@ -38,7 +39,7 @@ def test_captured_gradients_are_dL_dh_of_the_training_backward(kind):
     hs = []
     hooks = [m.register_forward_hook(lambda mod, i, o: hs.append(o))
              for m in [model.model.embed_tokens, *model.model.layers]]
-    loss_sum, n, _ = _loss_and_correct(model, batch)
+    loss_sum, n, _ = loss_and_correct(model, batch)
     grads = torch.autograd.grad(loss_sum / n, hs)
     for h in hooks:
         h.remove()
@@ -59,7 +60,7 @@ def test_probe_does_not_change_the_training_step():
         probe = ResidualProbe(model, 32)
         if with_probe:
             probe.arm()
-        loss_sum, n, _ = _loss_and_correct(model, batch)
+        loss_sum, n, _ = loss_and_correct(model, batch)
         (loss_sum / n).backward()
         if with_probe:
             probe.collect(batch)

@@ -1,7 +1,7 @@
 """Command line of the training lab (chapters 7, 8).
 
     python -m tanbias.lab train CONFIG [--fresh] [--out DIR]   train or resume a run
-    python -m tanbias.lab probe RUN                            recompute the tables from the captures
+    python -m tanbias.lab probe RUN                            recompute tables, views, radii from work/
     python -m tanbias.lab reproduce RUN [--steps N]            re-run a committed run and compare
     python -m tanbias.lab bench [--size small]                 tokens/s and probe overhead (JSON)
     python -m tanbias.lab sweep [--jobs 2] [--fresh]            train the 2x2 sweep's configs in parallel (ch 8)
@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     p.add_argument("--fresh", action="store_true", help="discard the folder's log/checkpoint first")
     p.add_argument("--out", default=None, help="run folder (default data/runs/<name>)")
     p.add_argument("--no-progress", action="store_true")
-    p = sub.add_parser("probe", help="recompute alignment/radius tables from the stored captures")
+    p = sub.add_parser("probe", help="recompute the tables, views and radii from the run's work/ folder")
     p.add_argument("run")
     p = sub.add_parser("reproduce", help="re-run a committed run and compare its metrics")
     p.add_argument("run")
@@ -61,26 +61,21 @@ def main(argv=None) -> int:
     from tanbias.errors import CorruptFileError, ParameterError
     unavailable: tuple = ()
     if args.command == "checkpoints":
-        from tanbias.lab.posthoc import CheckpointUnavailable
+        from tanbias.lab.analysis.posthoc import CheckpointUnavailable
         unavailable = (CheckpointUnavailable,)
     try:
         if args.command == "train":
-            from tanbias.lab.train import train
-            summary = train(args.config, out_dir=args.out, fresh=args.fresh,
+            from tanbias.lab.pipeline import train_and_analyse
+            summary = train_and_analyse(args.config, out_dir=args.out, fresh=args.fresh,
                             progress=not args.no_progress)
             print(json.dumps({k: summary[k] for k in ("run", "train_seconds", "tokens_per_s", "eval",
                                                       "learns")}, indent=1))
         elif args.command == "probe":
-            from tanbias.lab import runs
-            from tanbias.lab.probe import analyse_run
-            tables = analyse_run(args.run)
-            from tanbias.lab.views import compute_views
-            compute_views(args.run)
-            cfg = json.loads((runs.run_dir(args.run) / "config.json").read_text())
-            runs.write_manifest(runs.run_dir(args.run), cfg)
-            print({k: len(v) for k, v in tables.items()})
+            from tanbias.lab.pipeline import after_run
+            res = after_run(args.run)
+            print({**{k: len(v) for k, v in res["tables"].items()}, "tokens.csv": len(res["tokens"])})
         elif args.command == "reproduce":
-            from tanbias.lab.train import reproduce
+            from tanbias.lab.pipeline import reproduce
             res = reproduce(args.run, steps=args.steps)
             print(json.dumps(res, indent=1, default=str))
             if not res["ok"]:
@@ -91,14 +86,14 @@ def main(argv=None) -> int:
             from tanbias.lab.train import bench_lab
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
         elif args.command == "sweep":
-            from tanbias.lab.sweep import run_sweep
+            from tanbias.lab.pipeline import run_sweep
             res = run_sweep(jobs=args.jobs, fresh=args.fresh)
             print(json.dumps(res, indent=1))
             print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
         elif args.command == "mechanism":
-            from tanbias.lab.sweep import measure_radii
+            from tanbias.lab.analysis.radii import measure_radii
             df = measure_radii(args.run, n_batches=args.batches)
             print(f"tokens.csv: {len(df)} rows ({df['token_id'].nunique()} token types, "
                   f"layers {sorted(df['layer'].unique())})")
@@ -114,7 +109,7 @@ def _checkpoints(args) -> None:
     from pathlib import Path
 
     from tanbias.lab import runs
-    from tanbias.lab.posthoc import REFERENCE_MODELS, probe_checkpoints
+    from tanbias.lab.analysis.posthoc import REFERENCE_MODELS, probe_checkpoints
 
     revisions = args.revisions
     if revisions is None:

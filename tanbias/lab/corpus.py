@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.config import REGIMES
 
 __all__ = [
     "CORPUS_DIR", "REBUILD_COMMAND", "DEFAULT_TEMPERATURE", "CorruptFileError",
@@ -41,7 +42,6 @@ CORPUS_DIR = Path(os.environ.get("TANBIAS_CORPUS_DIR",
                                  Path(__file__).resolve().parents[2] / "data" / "corpus"))
 REBUILD_COMMAND = "python data/corpus/make_corpus.py"
 DEFAULT_TEMPERATURE = 10.0 / 3.0
-REGIMES = ("natural", "balanced")
 
 
 def _dir(corpus_dir) -> Path:

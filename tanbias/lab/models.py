@@ -64,49 +64,31 @@ Choices, with the reasons:
   than next-token loss at equal compute, as usual: 30 % of the context is hidden
   and only the masked 30 % of positions give a training signal.
 
-This module also has the minimal helpers used to size the models:
-:func:`lm_batches` (packing + masking), :func:`quick_train`, :func:`evaluate`
-and :func:`unigram_baseline`. The real trainer (checkpoints, resume, probes)
-is elsewhere.
+This module also has the minimal helpers used to size the models
+(:func:`quick_train`, :func:`evaluate`, :func:`unigram_baseline`; batches come
+from :mod:`tanbias.lab.data`), the scored loss every trainer uses
+(:func:`loss_and_correct`) and the one loader that turns a trained run's
+checkpoint into a model (:func:`load_trained`). Sizes, kinds and special-token
+ids are defined in :mod:`tanbias.lab.config`. The real trainer (checkpoints,
+resume, probes) is :mod:`tanbias.lab.train`.
 """
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import numpy as np
 import torch
 
-from tanbias.errors import ParameterError
+from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab import runs
+from tanbias.lab.config import (ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, SIZES,
+                                check_kind)
+from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["KINDS", "SIZES", "MLM_PROBABILITY", "model_config", "make_model", "lm_batches",
-           "mask_tokens", "batch_targets", "quick_train", "evaluate", "unigram_baseline",
-           "token_counts"]
-
-KINDS = ("encoder", "decoder")
-MLM_PROBABILITY = 0.3
-N_SPECIAL = 5          # <pad> <s> </s> <unk> <mask> have ids 0..4 (tanbias.lab.tokenizer)
-PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(N_SPECIAL)
-
-# Shape of the models and of their training batches. "small" is the lab's
-# workhorse (400 steps, measured at 5-8 minutes on 2 CPU cores, learn well past
-# the unigram baseline: see the module docstring); "smoke" does a
-# forward/backward in milliseconds, for tests.
-SIZES: dict[str, dict] = {
-    "small": dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=4,
-                  intermediate_size=768, seq_len=128, batch_size=32, lr=2e-3),
-    "smoke": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, seq_len=32, batch_size=4, lr=3e-3),
-}
-_ARCH_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
-
-
-def _check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise ParameterError(f"kind={kind!r} is out of range: valid values are {KINDS}. "
-                             "'encoder' is EuroBERT (MLM), 'decoder' is Llama (causal LM).")
-    return kind
+__all__ = ["model_config", "make_model", "kind_of", "loss_and_correct", "load_trained", "quick_train",
+           "evaluate", "unigram_baseline"]
 
 
 def model_config(kind: str = "encoder", size: str = "small", vocab_size: int = 8192, **overrides):
@@ -134,17 +116,17 @@ def model_config(kind: str = "encoder", size: str = "small", vocab_size: int = 8
     """
     from transformers import EuroBertConfig, LlamaConfig
 
-    _check_kind(kind)
+    check_kind(kind)
     if size not in SIZES:
         raise ParameterError(f"size={size!r} is out of range: valid values are {tuple(SIZES)}. "
                              "Use 'smoke' for tests.")
-    bad = set(overrides) - set(_ARCH_KEYS)
+    bad = set(overrides) - set(ARCH_KEYS)
     if bad:
-        raise ParameterError(f"overrides={sorted(bad)} are out of range: valid keys are {_ARCH_KEYS}.")
+        raise ParameterError(f"overrides={sorted(bad)} are out of range: valid keys are {ARCH_KEYS}.")
     if int(vocab_size) <= N_SPECIAL:
-        raise ParameterError(f"vocab_size={vocab_size!r} is out of range: valid range is (5, inf). "
+        raise ParameterError(f"vocab_size={vocab_size!r} is out of range: valid range is ({N_SPECIAL}, inf). "
                              "Pass len(load_tokenizer()).")
-    arch = {k: SIZES[size][k] for k in _ARCH_KEYS} | overrides
+    arch = {k: SIZES[size][k] for k in ARCH_KEYS} | overrides
     common = dict(
         vocab_size=int(vocab_size), **arch,
         num_key_value_heads=arch["num_attention_heads"],
@@ -199,119 +181,60 @@ def make_model(kind: str = "encoder", size: str = "small", vocab_size: int = 819
     return model
 
 
-# ---------------------------------------------------------------------------
-# batches
-# ---------------------------------------------------------------------------
-def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float = MLM_PROBABILITY,
-                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT-style masking of the non-special tokens.
+def load_trained(run, step: int | None = None):
+    """The model of a trained run's last checkpoint (``work/ckpt.pt``), in eval mode.
+
+    The one way a run's checkpoint becomes a model (trained views, radii, any
+    later analysis). The tokenizer is the shared one of :mod:`tanbias.lab.tokenizer`.
 
     Parameters
     ----------
-    input_ids : LongTensor (batch, seq)
-    vocab_size : int
-    mlm_probability : float
-        Share of the non-special tokens selected, in ``(0, 1)``.
-    generator : torch.Generator, optional
+    run : str or path
+        Run name under ``data/runs`` or a folder.
+    step : int, optional
+        Require the checkpoint to be at this step; default the run's last step
+        (``config["steps"]``): a checkpoint of an interrupted run is refused.
 
     Returns
     -------
-    (inputs, labels)
-        ``inputs``: 80 % of the selected positions set to ``<mask>``, 10 % to a random
-        non-special token, 10 % unchanged; ``labels``: the original ids at the selected
-        positions, -100 elsewhere.
+    (model, tokenizer, config)
 
-    Example
-    -------
-    >>> ids = torch.arange(5, 1005).reshape(10, 100)
-    >>> x, y = mask_tokens(ids, 2000, 0.3, torch.Generator().manual_seed(0))
-    >>> 0.25 < (y != -100).float().mean().item() < 0.35
-    True
-    """
-    if not (0.0 < mlm_probability < 1.0):
-        raise ParameterError(f"mlm_probability={mlm_probability!r} is out of range: valid range is (0, 1).")
-    ids = input_ids.clone()
-    labels = input_ids.clone()
-    special = ids < N_SPECIAL
-    p = torch.full(ids.shape, float(mlm_probability))
-    selected = torch.bernoulli(p, generator=generator).bool() & ~special
-    labels[~selected] = -100
-    u = torch.rand(ids.shape, generator=generator)
-    ids[selected & (u < 0.8)] = MASK_ID
-    rand_pos = selected & (u >= 0.8) & (u < 0.9)
-    ids[rand_pos] = torch.randint(N_SPECIAL, int(vocab_size), ids.shape, generator=generator)[rand_pos]
-    return ids, labels
-
-
-def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_len: int,
-               mlm_probability: float = MLM_PROBABILITY, seed: int = 0) -> Iterator[dict]:
-    """Pack a stream of documents into fixed-length training batches.
-
-    Each document becomes ``<s> tokens </s>``; documents are concatenated and cut
-    into rows of ``seq_len`` tokens (no padding; a row may span documents, as in
-    RoBERTa's FULL-SENTENCES packing).
-
-    Parameters
-    ----------
-    kind : {"encoder", "decoder"}
-        Encoder batches are masked (:func:`mask_tokens`); decoder labels are the inputs
-        (the model shifts them).
-    documents : iterable of str or of (lang, str)
-        E.g. :func:`tanbias.lab.corpus.mixture`.
-    tokenizer : transformers.PreTrainedTokenizerFast
-    batch_size, seq_len : int
-    mlm_probability : float
-    seed : int
-        Seed of the masking generator.
-
-    Yields
+    Raises
     ------
-    dict
-        ``{"input_ids": LongTensor (batch, seq), "labels": LongTensor (batch, seq)}``.
+    CorruptFileError
+        The checkpoint is missing, unreadable or at another step (names it and
+        the command that regenerates it).
     """
-    _check_kind(kind)
-    gen = torch.Generator().manual_seed(int(seed))
-    n = int(batch_size) * int(seq_len)
-    buf: list[int] = []
-    pending: list[str] = []
-    vocab_size = len(tokenizer)
-    it = iter(documents)
-    while True:
-        while len(buf) < n:
-            pending.clear()
-            for doc in it:
-                pending.append(doc[1] if isinstance(doc, tuple) else doc)
-                if len(pending) == 64:
-                    break
-            if not pending:
-                return
-            for ids in tokenizer(pending, add_special_tokens=True)["input_ids"]:
-                buf.extend(ids)
-        block = torch.tensor(buf[:n], dtype=torch.long).view(int(batch_size), int(seq_len))
-        del buf[:n]
-        if kind == "encoder":
-            inputs, labels = mask_tokens(block, vocab_size, mlm_probability, gen)
-        else:
-            inputs, labels = block, block.clone()
-        yield {"input_ids": inputs, "labels": labels}
-
-
-def batch_targets(kind: str, batch: dict) -> torch.Tensor:
-    """The token ids the model is scored on in ``batch`` (1-D)."""
-    labels = batch["labels"]
-    if _check_kind(kind) == "decoder":
-        labels = labels[:, 1:]
-    return labels[labels != -100]
+    d = runs.run_dir(run)
+    regen = runs.regenerate_command(d)
+    cfg = runs.read_config(d)
+    ckpt = runs.checkpoint_path(d)
+    try:
+        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+        at = int(state["step"])
+    except FileNotFoundError:
+        raise CorruptFileError(ckpt, regen, "checkpoint is missing (work/ is not committed)") from None
+    except Exception as exc:
+        raise CorruptFileError(ckpt, regen, f"unreadable checkpoint: {exc}") from None
+    want = int(cfg["steps"]) if step is None else int(step)
+    if at != want:
+        raise CorruptFileError(ckpt, regen + "  (or resume it without --fresh)",
+                               f"checkpoint is at step {at}, the run has {want} steps")
+    tok = load_tokenizer()
+    model = make_model(cfg["kind"], cfg["size"], vocab_size=len(tok), seed=cfg["seed"])
+    model.load_state_dict(state["model"])
+    model.eval()
+    return model, tok, cfg
 
 
 # ---------------------------------------------------------------------------
 # training and evaluation (minimal: for sizing only)
 # ---------------------------------------------------------------------------
-def _kind_of(model) -> str:
+def kind_of(model) -> str:
     return "encoder" if type(model).__name__.startswith("EuroBert") else "decoder"
 
 
-def _loss_and_correct(model, batch) -> tuple[torch.Tensor, int, int]:
+def loss_and_correct(model, batch) -> tuple[torch.Tensor, int, int]:
     """Summed cross-entropy, number and number of correct top-1 predictions of the scored positions.
 
     The output layer is applied only to the scored positions (all but the last for
@@ -320,7 +243,7 @@ def _loss_and_correct(model, batch) -> tuple[torch.Tensor, int, int]:
     """
     hidden = model.model(input_ids=batch["input_ids"]).last_hidden_state
     labels = batch["labels"]
-    if _kind_of(model) == "decoder":
+    if kind_of(model) == "decoder":
         hidden, labels = hidden[:, :-1], labels[:, 1:]
     keep = labels != -100
     logits = model.lm_head(hidden[keep]).float()
@@ -339,7 +262,7 @@ def quick_train(model, batches: Iterable[dict], steps: int, lr: float = 2e-3, wa
     ----------
     model : EuroBertForMaskedLM or LlamaForCausalLM
     batches : iterable of dict
-        From :func:`lm_batches`.
+        From :func:`tanbias.lab.data.lm_batches`.
     steps : int
         Number of optimiser steps (the schedule's length).
     lr : float
@@ -380,7 +303,7 @@ def quick_train(model, batches: Iterable[dict], steps: int, lr: float = 2e-3, wa
     for step, batch in enumerate(batches):
         if step >= steps:
             break
-        loss_sum, n, _ = _loss_and_correct(model, batch)
+        loss_sum, n, _ = loss_and_correct(model, batch)
         loss = loss_sum / max(n, 1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -416,7 +339,7 @@ def evaluate(model, batches: Iterable[dict]) -> dict:
     model.eval()
     total, count, correct = 0.0, 0, 0
     for batch in batches:
-        loss_sum, n, c = _loss_and_correct(model, batch)
+        loss_sum, n, c = loss_and_correct(model, batch)
         total += float(loss_sum)
         count += n
         correct += c
@@ -424,13 +347,6 @@ def evaluate(model, batches: Iterable[dict]) -> dict:
     loss = total / max(count, 1)
     return {"loss": loss, "perplexity": math.exp(loss), "accuracy": correct / max(count, 1),
             "tokens": count}
-
-
-def token_counts(token_ids, vocab_size: int) -> np.ndarray:
-    """Counts of each id in ``token_ids`` (any iterable of ints / tensors), shape (vocab_size,)."""
-    flat = [np.asarray(t, dtype=np.int64).ravel() for t in token_ids]
-    return np.bincount(np.concatenate(flat) if flat else np.zeros(0, np.int64),
-                       minlength=int(vocab_size)).astype(np.float64)
 
 
 def unigram_baseline(train_counts: np.ndarray, eval_ids, alpha: float = 0.5,

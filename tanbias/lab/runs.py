@@ -35,11 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.errors import CorruptFileError
 
 __all__ = ["RUNS_DIR", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
-           "COMMITTED_FILES", "regenerate_command", "list_runs"]
+           "COMMITTED_FILES", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
+           "read_config", "atomic_save_npz"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
@@ -53,6 +54,28 @@ def run_dir(run) -> Path:
     if p.is_dir() or len(p.parts) > 1:
         return p
     return RUNS_DIR / str(run)
+
+
+def capture_path(run, step: int) -> Path:
+    """The probe capture of ``step`` in a run folder: ``work/probe/step_XXXXXX.npz``."""
+    return run_dir(run) / "work" / "probe" / f"step_{int(step):06d}.npz"
+
+
+def checkpoint_path(run) -> Path:
+    """The run's last checkpoint, ``work/ckpt.pt`` (git-ignored)."""
+    return run_dir(run) / "work" / "ckpt.pt"
+
+
+def read_config(run) -> dict:
+    """The run's ``config.json`` as written by the trainer (already validated)."""
+    d = run_dir(run)
+    path = d / "config.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CorruptFileError(path, regenerate_command(d), "config is missing") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptFileError(path, regenerate_command(d), f"not valid JSON: {exc}") from None
 
 
 def list_runs(runs_dir=None) -> list[str]:
@@ -263,9 +286,3 @@ def load_run(run) -> RunData:
                    radius_corr=table("radius_corr.csv"), token_counts=counts,
                    tokens=table("tokens.csv") if "tokens.csv" in manifest["files"] else None)
 
-
-def _check_run_name(name: str) -> str:
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise ParameterError(f"name={name!r} is not allowed: valid range is a folder name such as "
-                             "'encoder-natural-s0'. Use kind-regime-sSEED.")
-    return name

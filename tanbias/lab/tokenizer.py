@@ -23,7 +23,6 @@ tokens for the frequent words of every language.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -31,14 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.config import SPECIAL_TOKENS
 from tanbias.lab.corpus import load_corpus, split_corpus
 
-__all__ = ["TOKENIZER_PATH", "SPECIAL_TOKENS", "VOCAB_SIZE", "balanced_sample",
+__all__ = ["TOKENIZER_PATH", "VOCAB_SIZE", "balanced_sample",
            "train_tokenizer", "load_tokenizer", "main"]
 
 TOKENIZER_PATH = Path(os.environ.get(
     "TANBIAS_TOKENIZER", Path(__file__).resolve().parents[2] / "data" / "tokenizer" / "tokenizer.json"))
-SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", "<mask>")   # ids 0..4
 VOCAB_SIZE = 8192
 CHARS_PER_LANGUAGE = 400_000
 SEED = 0

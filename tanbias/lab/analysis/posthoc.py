@@ -3,7 +3,7 @@
 The paper measured the alignment on *released* intermediate checkpoints
 (EuroBERT-210m, Pythia-160m at its ``stepN`` revisions, SmolLM2-360M,
 :data:`REFERENCE_MODELS`). This module runs the very probe of our own training
-runs (:class:`tanbias.lab.probe.ResidualProbe`, :func:`tanbias.lab.probe.analyse_captures`)
+runs (:class:`tanbias.lab.probe.ResidualProbe`, :func:`tanbias.lab.analysis.tables.analyse_captures`)
 on such checkpoints, given a Hugging Face model id or a local folder and a list
 of revisions::
 
@@ -56,6 +56,8 @@ import numpy as np
 
 from tanbias._checks import check_choice, check_int
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.config import (BOS_ID, DEFAULT_CONFIG, EOS_ID, KINDS, MASK_ID, MLM_PROBABILITY, PAD_ID,
+                                REGIMES, merge_config, validate_probe_settings)
 
 __all__ = ["REFERENCE_MODELS", "TINY_ARCHS", "CheckpointUnavailable", "resolve_checkpoint",
            "local_revisions", "load_checkpoint", "text_batches", "text_counts",
@@ -82,7 +84,6 @@ REFERENCE_MODELS: dict[str, dict] = {
 #: Architectures of :func:`make_tiny_checkpoint`: the families of the reference models.
 TINY_ARCHS = ("eurobert", "gpt_neox", "llama")
 
-_KINDS = ("encoder", "decoder")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?")
 _STEP = re.compile(r"step(\d+)")
 
@@ -307,7 +308,7 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
     import transformers
 
     if kind is not None:
-        check_choice("kind", kind, _KINDS)
+        check_choice("kind", kind, KINDS)
     path, kwargs = resolve_checkpoint(model_id_or_path, revision)
     hub = "revision" in kwargs
     if hub and _offline():
@@ -362,8 +363,6 @@ def _mask(block, tokenizer, generator):
     """BERT masking (80 % mask token, 10 % random, 10 % kept) of non-special tokens."""
     import torch
 
-    from tanbias.lab.models import MLM_PROBABILITY
-
     special = torch.tensor(_special_ids(tokenizer), dtype=torch.long)
     normal = torch.tensor(np.setdiff1d(np.arange(len(tokenizer)), special.numpy()), dtype=torch.long)
     ids, labels = block.clone(), block.clone()
@@ -395,7 +394,7 @@ def text_batches(tokenizer, kind: str, n_tokens: int = 4096, seq_len: int = 128,
         The checkpoint's tokenizer.
     kind : {"encoder", "decoder"}
         Encoder rows are masked like our training batches
-        (:func:`tanbias.lab.models.mask_tokens`): :data:`~tanbias.lab.models.MLM_PROBABILITY`
+        (:func:`tanbias.lab.data.mask_tokens`): :data:`~tanbias.lab.config.MLM_PROBABILITY`
         of the non-special tokens are selected, 80 % of them become the
         tokenizer's mask token, 10 % a random non-special token, 10 % stay;
         labels are the original ids there and -100 elsewhere. Decoder labels are
@@ -425,10 +424,10 @@ def text_batches(tokenizer, kind: str, n_tokens: int = 4096, seq_len: int = 128,
     import torch
 
     from tanbias.lab.corpus import mixture
-    from tanbias.lab.train import _split
+    from tanbias.lab.data import split
 
-    check_choice("kind", kind, _KINDS)
-    check_choice("regime", regime, ("natural", "balanced"))
+    check_choice("kind", kind, KINDS)
+    check_choice("regime", regime, REGIMES)
     n_tokens = check_int("n_tokens", n_tokens, lo=1, hint="Pass e.g. 4096.")
     seq_len = check_int("seq_len", seq_len, lo=2, hint="Pass e.g. 128.")
     seed = check_int("seed", seed, lo=0)
@@ -440,7 +439,7 @@ def text_batches(tokenizer, kind: str, n_tokens: int = 4096, seq_len: int = 128,
     rows = math.ceil(n_tokens / seq_len)
     need = rows * seq_len
     eos = tokenizer.eos_token_id
-    _, valid = _split()
+    _, valid = split()
     docs = mixture(valid, regime, seed=seed)
     buf: list[int] = []
     while len(buf) < need:
@@ -516,7 +515,7 @@ def capture_checkpoint(model, batch_or_batches, kind: str) -> dict:
 
     from tanbias.lab.probe import ResidualProbe, pack_capture
 
-    check_choice("kind", kind, _KINDS)
+    check_choice("kind", kind, KINDS)
     batches = [batch_or_batches] if isinstance(batch_or_batches, dict) else list(batch_or_batches)
     if not batches:
         raise ParameterError("batch_or_batches=[] is not allowed: valid range is one or more batches. "
@@ -581,9 +580,7 @@ def _revision_steps(revisions: Sequence) -> list[int]:
 
 def _probe_config(probe: dict | None, D: int | None = None, L: int | None = None) -> dict:
     """``DEFAULT_CONFIG["probe"]`` with ``probe``'s overrides; values checked once ``D, L`` are known."""
-    from tanbias.lab.train import DEFAULT_CONFIG, _merge, validate_probe_settings
-
-    pc = _merge(DEFAULT_CONFIG["probe"], dict(probe or {}))
+    pc = merge_config(DEFAULT_CONFIG["probe"], dict(probe or {}))
     if D is None:
         return pc
     validate_probe_settings(pc, D, L)
@@ -597,7 +594,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
 
     For each revision: load it (:func:`load_checkpoint`), capture one forward +
     backward on the evaluation text (:func:`text_batches`, :func:`capture_checkpoint`),
-    free the model. Then :func:`tanbias.lab.probe.analyse_captures` on all the
+    free the model. Then :func:`tanbias.lab.analysis.tables.analyse_captures` on all the
     captures, exactly as for our runs (see the module docstring for the step
     keys, the frozen proxy and the token counts).
 
@@ -618,7 +615,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     seed : int
         Seeds the evaluation text and masking, and the random controls.
     probe : dict, optional
-        Overrides of ``tanbias.lab.train.DEFAULT_CONFIG["probe"]`` (``rank, local_rank,
+        Overrides of ``tanbias.lab.config.DEFAULT_CONFIG["probe"]`` (``rank, local_rank,
         n_controls, n_buckets, min_count, zeta, fit_fraction, layers``).
     progress : bool
 
@@ -626,7 +623,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     -------
     dict of pandas.DataFrame
         ``"alignment"``, ``"radius"``, ``"radius_corr"``: the tidy tables of
-        :func:`tanbias.lab.probe.analyse_run` with ``run`` the model id, ``regime``
+        :func:`tanbias.lab.analysis.tables.analyse_run` with ``run`` the model id, ``regime``
         ``"released"``, plus a ``revision`` column (``"main"`` for ``None``).
 
     Notes
@@ -643,7 +640,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     import pandas as pd
     import torch
 
-    from tanbias.lab.probe import analyse_captures, single_thread_blas
+    from tanbias.lab.analysis.tables import analyse_captures, single_thread_blas
 
     if isinstance(revisions, str) or revisions is None:
         revisions = [revisions]
@@ -659,7 +656,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     seq_len = check_int("seq_len", seq_len, lo=2, hint="Pass e.g. 128.")
     seed = check_int("seed", seed, lo=0)
     if kind is not None:
-        check_choice("kind", kind, _KINDS)
+        check_choice("kind", kind, KINDS)
     name = os.fspath(model_id_or_path)
     _probe_config(probe)                       # unknown keys fail before any loading
 
@@ -718,7 +715,6 @@ def _tiny_model(arch: str, vocab_size: int, seed: int):
     import torch
     import transformers
 
-    from tanbias.lab.models import BOS_ID, EOS_ID, MASK_ID, PAD_ID
 
     common = dict(vocab_size=int(vocab_size), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=64, max_position_embeddings=256, initializer_range=0.02,

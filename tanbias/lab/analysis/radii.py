@@ -1,0 +1,95 @@
+"""Per-token concentration radii of a trained run on one common held-out text (chapter 8).
+
+``python -m tanbias.lab mechanism RUN`` and the end of every run
+(:func:`tanbias.lab.pipeline.after_run`) call :func:`measure_radii`, which
+writes the run's ``tokens.csv``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tanbias import alignment as al
+from tanbias.lab import runs
+from tanbias.lab.config import N_SPECIAL
+from tanbias.lab.data import common_batches
+from tanbias.lab.models import load_trained
+from tanbias.lab.probe import residual_modules
+
+__all__ = ["measure_radii"]
+
+
+def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: bool = True):
+    """Per-token concentration radius ``t`` of a trained run, on a common held-out text.
+
+    The probe's radii (``radius.csv``) come from one training batch (a few dozen
+    token types reach ``min_count``). Here the run's final checkpoint reads
+    ``n_batches`` batches of held-out text drawn from the *natural* mixture with
+    a fixed seed — the same text for every run of a kind, whatever its training
+    regime — so the radii of two regimes are measured on the same occurrences.
+    Forward passes only.
+
+    For each layer ``l >= 1`` (layer 0, the embedding, is context-free: radius
+    0) and each token type with at least ``min_count`` occurrences (encoder
+    ``<mask>`` positions are keyed by the special id and dropped):
+    ``radius`` = RMS distance of its occurrences to their centroid,
+    ``t = radius / spread`` where ``spread`` is the RMS distance of all the
+    layer's activations to their mean (dimensionless, comparable across runs),
+    and ``train_count`` / ``bucket`` from the run's own training stream.
+    ``min_count`` defaults to the run's probe setting.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Written to ``<run>/tokens.csv`` when ``write``.
+
+    Raises
+    ------
+    CorruptFileError
+        The checkpoint ``work/ckpt.pt`` is missing, unreadable or not at the
+        run's last step (:func:`tanbias.lab.models.load_trained`).
+    """
+    import pandas as pd
+
+    d = runs.run_dir(run)
+    model, tok, cfg = load_trained(d)
+    counts = np.load(d / "token_counts.npy")
+    modules = residual_modules(model)
+    store: dict[int, list] = {i: [] for i in range(len(modules))}
+
+    def keep(i):
+        def hook(module, inputs, output):
+            h = output[0] if isinstance(output, tuple) else output
+            store[i].append(h.detach().reshape(-1, h.shape[-1]))
+        return hook
+
+    handles = [m.register_forward_hook(keep(i)) for i, m in enumerate(modules)]
+    batches = common_batches(cfg, tok, n_batches)
+    ids = []
+    try:
+        with torch.no_grad():
+            for b in batches:
+                model(input_ids=b["input_ids"], attention_mask=b.get("attention_mask"))
+                ids.append(b["input_ids"].reshape(-1))
+    finally:
+        for h in handles:
+            h.remove()
+    ids = torch.cat(ids).numpy().astype(np.int64)
+    buckets = al.frequency_buckets(counts, int(cfg["probe"]["n_buckets"]))
+    kind, regime, seed = cfg["kind"], cfg["regime"], int(cfg["seed"])
+    min_count = int(cfg["probe"]["min_count"]) if min_count is None else min_count
+    rows = []
+    for layer in range(1, len(modules)):
+        X = torch.cat(store[layer]).double().numpy()
+        spread = float(np.sqrt(np.mean(np.sum((X - X.mean(0)) ** 2, axis=1))))
+        rad = al.concentration_radius(X, ids, min_count=min_count, exclude=range(N_SPECIAL))
+        for t, c, r in zip(rad["token_id"], rad["count"], rad["radius"]):
+            rows.append({"run": d.name, "kind": kind, "regime": regime, "seed": seed, "layer": layer,
+                         "token_id": int(t), "count_text": int(c), "train_count": int(counts[t]),
+                         "bucket": int(buckets[t]), "radius": float(r), "t": float(r) / spread,
+                         "spread": spread})
+    df = pd.DataFrame(rows)
+    if write:
+        runs.atomic_write_text(d / "tokens.csv", df.to_csv(index=False, float_format="%.6g"))
+        runs.write_manifest(d, cfg)
+    return df

@@ -1,0 +1,346 @@
+"""Every number and verdict word that chapter 8 and the closing page quote, computed here.
+
+The chapters are thin: they call :func:`analyse_sweep` once, glue the dict of
+:func:`chapter8_report` (keys without the ``ch8_`` prefix) or
+:func:`conclusions_report` (keys without ``end_``), show the tables of this
+module and the checks of :func:`chapter8_checks`. Verdict *sentences* stay in
+the chapters' Markdown; only numbers and single words (:class:`Word`) are glued.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tanbias.lab import runs as lab_runs
+from tanbias.lab.analysis import sweep
+from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, SIZES
+from tanbias.lab.corpus import DEFAULT_TEMPERATURE, mixture_probabilities, read_manifest
+from tanbias.lab.data import split
+from tanbias.stats import Check, check_greater, check_in_interval
+
+__all__ = ["Word", "CONTROL_RUNS", "SweepAnalysis", "analyse_sweep", "direction_word",
+           "correlation_word", "decline_word", "language_shares", "loss_summary", "paired_eta",
+           "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
+           "contrast_table", "eta_enrichment_correlation", "chapter8_report", "chapter8_checks",
+           "conclusions_report"]
+
+#: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
+CONTROL_RUNS = ("encoder-natural-s0-constant-lr", "decoder-natural-s0-constant-lr")
+_Q1 = "q1 (most frequent)"
+
+
+class Word(str):
+    """A glued word: a ``str`` whose repr has no quotes, so ``{glue:text}`` shows it bare.
+
+    >>> Word("supported")
+    supported
+    """
+
+    def __repr__(self):
+        return str(self)
+
+
+@dataclass
+class SweepAnalysis:
+    """The sweep's tables, computed once (:func:`analyse_sweep`)."""
+    runs: dict            # {name: RunData}
+    metrics: object       # run_metrics
+    cells: object         # cell_summary
+    effects: object       # effects
+    eta: object           # eta_by_bucket
+    eta_summary: object   # mechanism_summary()[0]
+    corr_summary: object  # mechanism_summary()[1]
+    frequency: object     # frequency_profile
+    timing: object        # timing of the sweep runs
+    controls: dict        # {name: RunData} of CONTROL_RUNS (empty if not given)
+
+    @property
+    def last_layer(self) -> int:
+        return int(self.eta["layer"].max())
+
+    @property
+    def config(self) -> dict:
+        return next(iter(self.runs.values())).config
+
+
+def analyse_sweep(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAnalysis:
+    """Load (if not given) and analyse the committed sweep and its learning-rate controls."""
+    loaded = sweep.load_sweep() if loaded is None else loaded
+    metrics = sweep.run_metrics(loaded)
+    eta_sum, corr_sum, _ = sweep.mechanism_summary(loaded)
+    ctl = {n: lab_runs.load_run(n) for n in controls} if controls else {}
+    return SweepAnalysis(runs=loaded, metrics=metrics, cells=sweep.cell_summary(metrics),
+                         effects=sweep.effects(metrics), eta=sweep.eta_by_bucket(loaded),
+                         eta_summary=eta_sum, corr_summary=corr_sum,
+                         frequency=sweep.frequency_profile(loaded), timing=sweep.timing(loaded),
+                         controls=ctl)
+
+
+# --------------------------------------------------------------------------- words
+def direction_word(lo: float, hi: float, up: str = "larger", down: str = "smaller") -> Word:
+    """``up`` if an interval lies above 0, ``down`` if below, else "not detectably different"."""
+    return Word(up if lo > 0 else down if hi < 0 else "not detectably different")
+
+
+def correlation_word(lo: float, hi: float) -> Word:
+    """The sign of a correlation from its interval: "positive", "negative" or "indistinguishable"."""
+    return Word("positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable")
+
+
+def decline_word(const_ratios) -> Word:
+    """Does the enrichment fall from its peak at a constant learning rate? "falls" or "stays"
+    (every constant-rate run keeps at least 95 % of its peak)."""
+    return Word("stays" if np.min(const_ratios) >= 0.95 else "falls")
+
+
+# --------------------------------------------------------------------------- tables
+def language_shares(languages=None) -> dict:
+    """``{"natural": {lang: share}, "balanced": {...}}``: shares of training *words* per language."""
+    train_docs, _ = split(languages)
+    return {regime: mixture_probabilities(train_docs, regime)["words"] for regime in REGIMES}
+
+
+def loss_summary(sw: SweepAnalysis):
+    """Held-out loss, unigram loss and accuracy per cell: mean and std over seeds."""
+    losses = sweep.loss_table(sw.runs)
+    return losses.groupby(["kind", "regime"])[["loss", "unigram_loss", "accuracy"]].agg(["mean", "std"])
+
+
+def paired_eta(sw: SweepAnalysis, kind: str, bucket: str, col: str, layer: int | None = None):
+    """Seed-paired balanced − natural difference of ``col`` of :func:`sweep.eta_by_bucket`:
+    ``(mean, lo, hi, n)`` (:func:`sweep.t_interval`); default layer: the last."""
+    e = sw.eta
+    layer = sw.last_layer if layer is None else layer
+    e = e[(e["kind"] == kind) & (e["bucket"] == bucket) & (e["layer"] == layer)]
+    w = e.pivot_table(index="seed", columns="regime", values=col)
+    return sweep.t_interval((w["balanced"] - w["natural"]).to_numpy())
+
+
+def mechanism_table(sw: SweepAnalysis):
+    """Balanced − natural ``eta`` and ``small_t_share`` (q1 and all tokens), with 95 % intervals."""
+    import pandas as pd
+
+    rows = []
+    for kind in KINDS:
+        for bucket in (_Q1, "all"):
+            for col in ("eta", "small_t_share"):
+                m, lo, hi, n = paired_eta(sw, kind, bucket, col)
+                rows.append({"kind": kind, "bucket": bucket, "quantity": col,
+                             "balanced − natural": m, "95 % lo": lo, "95 % hi": hi})
+    return pd.DataFrame(rows)
+
+
+def radius_table(sw: SweepAnalysis):
+    """Spearman correlation of log training count with ``t`` at the last layer, per cell."""
+    cs = sw.corr_summary
+    return cs[cs["layer"] == sw.last_layer].set_index(["kind", "regime"])[["mean", "lo", "hi", "n"]]
+
+
+def _cell_rows(sw: SweepAnalysis, metric: str):
+    c = sw.cells
+    return c[(c["layer"] == "mean") & (c["bucket"] == "all") & (c["proxy"] == "frozen")
+             & (c["metric"] == metric)]
+
+
+def cells_table(sw: SweepAnalysis):
+    """Per cell: layer-averaged enrichment (ratio) and excess ΔIsoScore* at init, early, late."""
+    table = _cell_rows(sw, "log_enrichment").pivot_table(
+        index=["kind", "regime"], columns="phase", values="ratio")[["init", "early", "late"]]
+    table.columns = [f"enrichment, {c}" for c in table.columns]
+    iso = _cell_rows(sw, "excess_iso").pivot_table(
+        index=["kind", "regime"], columns="phase", values="mean")[["init", "early", "late"]]
+    iso.columns = [f"excess ΔIsoScore*, {c}" for c in iso.columns]
+    return table.join(iso)
+
+
+def timing_table(sw: SweepAnalysis):
+    """Peak step, peak fraction and last / peak ratio per cell: mean, min, max over seeds."""
+    tim = sw.timing
+    return tim.assign(late_over_peak=np.exp(tim["log_late_over_peak"])).groupby(["kind", "regime"])[
+        ["peak_step", "peak_frac", "late_over_peak"]].agg(["mean", "min", "max"])
+
+
+def control_table(sw: SweepAnalysis):
+    """Peak step and last / peak ratio of the seed-0 natural runs, cosine decay vs constant rate."""
+    import pandas as pd
+
+    tc = sweep.timing(sw.controls).set_index("kind")
+    tb = sw.timing.set_index("run")
+    rows = []
+    for kind in KINDS:
+        for label, row in (("cosine decay", tb.loc[f"{kind}-natural-s0"]), ("constant", tc.loc[kind])):
+            rows.append({"kind": kind, "schedule": label, "peak step": int(row["peak_step"]),
+                         "last / peak": float(np.exp(row["log_late_over_peak"]))})
+    return pd.DataFrame(rows)
+
+
+def _contrasts(sw: SweepAnalysis):
+    e = sw.effects
+    return e[(e["layer"] == "mean") & (e["bucket"] == "all") & (e["proxy"] == "frozen")
+             & (e["metric"] == "log_enrichment")]
+
+
+def contrast_table(sw: SweepAnalysis):
+    """Each seed-paired contrast as a ratio of enrichments with its 95 % interval, early and late."""
+    E = _contrasts(sw)
+    shown = E[E["phase"].isin(["early", "late"])].assign(
+        ratio=lambda d: np.exp(d["mean"]), lo=lambda d: np.exp(d["lo"]), hi=lambda d: np.exp(d["hi"]))
+    return shown.pivot_table(index="contrast", columns="phase", values=["ratio", "lo", "hi"])
+
+
+def eta_enrichment_correlation(sw: SweepAnalysis, layer: int | None = None) -> dict:
+    """``{kind: Spearman rho}`` of a bucket's log eta_g with its late log enrichment (frozen
+    proxy), over every (run, bucket) at ``layer`` (default the last)."""
+    from scipy import stats
+
+    layer = sw.last_layer if layer is None else layer
+    m = sw.metrics
+    j = sw.eta[sw.eta["bucket"] != "all"].merge(
+        m[(m["proxy"] == "frozen") & (m["phase"] == "late") & (m["layer"] != "mean")]
+        .astype({"layer": int}), on=["run", "kind", "regime", "seed", "layer", "bucket"])
+    return {kind: float(stats.spearmanr(np.log(g["eta"]), g["log_enrichment"]).statistic)
+            for kind, g in j[j["layer"] == layer].groupby("kind")}
+
+
+# --------------------------------------------------------------------------- reports
+def chapter8_report(sw: SweepAnalysis) -> dict:
+    """Every number and word chapter 8 glues, keyed without the ``ch8_`` prefix."""
+    out: dict = {}
+    cfg = sw.config
+    size = SIZES[cfg["size"]]
+    seeds = sorted({r.config["seed"] for r in sw.runs.values()})
+    out["n_runs"] = len(sw.runs)
+    out["n_seeds"] = len(seeds)
+    out["steps"] = int(cfg["steps"])
+    out["tokens_m"] = cfg["steps"] * size["batch_size"] * size["seq_len"] / 1e6
+    out["T"] = float(DEFAULT_TEMPERATURE)
+    shares = language_shares(cfg["languages"])
+    out["share_min_nat"] = float(min(shares["natural"].values()) * 100)
+    out["share_min_bal"] = float(min(shares["balanced"].values()) * 100)
+
+    losses = sweep.loss_table(sw.runs)
+    gap = losses["unigram_loss"] - losses["loss"]
+    out["gap_min"] = float(gap.min())
+    out["gap_min_run"] = Word(losses.loc[gap.idxmin(), "run"])
+    out["train_min_total"] = float(losses["train_seconds"].sum() / 60)
+
+    freq = sw.frequency
+    nat, bal = freq.query("regime == 'natural'"), freq.query("regime == 'balanced'")
+    out["vocab_nat"] = float(nat["effective_vocab"].mean())
+    out["vocab_bal"] = float(bal["effective_vocab"].mean())
+    out["top_nat"] = float(100 * nat["top100_share"].mean())
+    out["top_bal"] = float(100 * bal["top100_share"].mean())
+    out["vocab_change_pct"] = float(100 * (np.exp(_vocab_log_ratio(sw)[0]) - 1))
+
+    for kind in KINDS:
+        for bucket, short in ((_Q1, "q1"), ("all", "all")):
+            for col in ("eta", "small_t_share"):
+                m, lo, hi, n = paired_eta(sw, kind, bucket, col)
+                out[f"{kind}_{short}_{col}_d"] = float(m)
+                out[f"{kind}_{short}_{col}_lo"] = float(lo)
+                out[f"{kind}_{short}_{col}_hi"] = float(hi)
+    out["L"] = sw.last_layer
+    for kind in KINDS:
+        m, lo, hi, n = paired_eta(sw, kind, _Q1, "eta")
+        out[f"{kind}_q1_eta_dir"] = direction_word(lo, hi)
+        m, lo, hi, n = paired_eta(sw, kind, "all", "small_t_share")
+        out[f"{kind}_small_dir"] = direction_word(lo, hi)
+
+    cs = radius_table(sw)
+    for (kind, regime), row in cs.iterrows():
+        out[f"rho_{kind}_{regime}"] = float(row["mean"])
+        out[f"rho_{kind}_{regime}_lo"] = float(row["lo"])
+        out[f"rho_{kind}_{regime}_hi"] = float(row["hi"])
+    dn = cs.loc[("decoder", "natural")]
+    out["rho_word"] = correlation_word(dn["lo"], dn["hi"])
+
+    for _, row in _cell_rows(sw, "log_enrichment").iterrows():
+        key = f"{row['kind']}_{row['regime']}_{row['phase']}"
+        out[key] = float(row["ratio"])
+        out[key + "_lo"] = float(row["ratio_lo"])
+        out[key + "_hi"] = float(row["ratio_hi"])
+    for _, row in _cell_rows(sw, "excess_iso").iterrows():
+        out[f"iso_{row['kind']}_{row['regime']}_{row['phase']}"] = float(row["mean"])
+
+    tim = sw.timing
+    for col in ("peak_frac", "log_late_over_peak"):
+        m_, lo_, hi_, n_ = sweep.t_interval(tim[col])
+        f = (lambda v: 100 * v) if col == "peak_frac" else np.exp
+        out[col] = float(f(m_))
+        out[f"{col}_lo"] = float(f(lo_))
+        out[f"{col}_hi"] = float(f(hi_))
+    out["peak_steps"] = Word(", ".join(str(s) for s in sorted(set(tim["peak_step"]))))
+
+    if sw.controls:
+        ctl = control_table(sw)
+        for _, row in ctl.iterrows():
+            key = f"ctl_{row['kind']}_{'const' if row['schedule'] == 'constant' else 'cos'}"
+            out[key + "_peak"] = int(row["peak step"])
+            out[key + "_ratio"] = float(row["last / peak"])
+        out["ctl_word"] = decline_word(ctl.query("schedule == 'constant'")["last / peak"])
+
+    for _, row in _contrasts(sw).iterrows():
+        key = f"eff_{row['contrast'].replace(' | ', '_')}_{row['phase']}"
+        out[key] = float(np.exp(row["mean"]))
+        out[key + "_lo"] = float(np.exp(row["lo"]))
+        out[key + "_hi"] = float(np.exp(row["hi"]))
+    for ph in ("early", "late"):
+        for kind, word in sweep.balancing_verdict(sw.cells, sw.effects, phase=ph).items():
+            out[f"verdict_{kind}_{ph}"] = Word(word)
+
+    for kind, v in eta_enrichment_correlation(sw).items():
+        out[f"eta_rho_{kind}"] = float(v)
+    return out
+
+
+def _vocab_log_ratio(sw: SweepAnalysis):
+    paired = sw.frequency.pivot_table(index=["kind", "seed"], columns="regime",
+                                      values=["effective_vocab", "top100_share"])
+    d_vocab = (paired["effective_vocab"]["balanced"] / paired["effective_vocab"]["natural"]).to_numpy()
+    return sweep.t_interval(np.log(d_vocab))
+
+
+def chapter8_checks(sw: SweepAnalysis) -> dict[str, Check]:
+    """The checks chapter 8 shows, by name: ``learns``, ``flatter``, ``iso``, ``architecture_<regime>``."""
+    losses = sweep.loss_table(sw.runs)
+    gap = losses["unigram_loss"] - losses["loss"]
+    out = {"learns": check_greater("every run: unigram loss − held-out loss [nats]", float(gap.min()), 0.05),
+           "flatter": check_greater("log(effective vocabulary balanced / natural), lower 95 % bound",
+                                    float(_vocab_log_ratio(sw)[1]), 0),
+           "iso": check_in_interval("smallest late excess ΔIsoScore* over the four cells (seed means)",
+                                    float(_cell_rows(sw, "excess_iso").query("phase == 'late'")["mean"].min()),
+                                    0, 1)}
+    E = _contrasts(sw)
+    for regime in REGIMES:
+        row = E[(E["contrast"] == f"architecture | {regime}") & (E["phase"] == "early")].iloc[0]
+        out[f"architecture_{regime}"] = check_greater(
+            f"early architecture effect ({regime} data), lower 95 % bound of the ratio",
+            float(np.exp(row["lo"])), 1)
+    return out
+
+
+def conclusions_report(sw: SweepAnalysis) -> dict:
+    """Every number and word the closing page glues, keyed without the ``end_`` prefix."""
+    out: dict = {}
+    tim = sw.timing
+    peak = sweep.t_interval(tim["peak_frac"])
+    drop = sweep.t_interval(tim["log_late_over_peak"])
+    out["n_runs"] = len(sw.runs)
+    out["peak_pct"] = 100 * peak[0]
+    out["peak_pct_hi"] = 100 * peak[2]
+    out["peak_max_pct"] = 100 * float(tim["peak_frac"].max())
+    out["late_over_peak"] = float(np.exp(drop[0]))
+    out["late_over_peak_lo"] = float(np.exp(drop[1]))
+    out["late_over_peak_hi"] = float(np.exp(drop[2]))
+    out["early_verdict"] = Word(sweep.imprinted_early_property(tim, EARLY_FRAC))
+    verdict = sweep.balancing_verdict(sw.cells, sw.effects, phase="late")
+    out["bal_encoder"] = Word(verdict["encoder"])
+    out["bal_decoder"] = Word(verdict["decoder"])
+    out["bal_verdict"] = Word(sweep.balancing_property(verdict))
+    words = {e["language"]: e["words"] for e in read_manifest()["files"].values()}
+    out["imbalance"] = max(words.values()) / min(words.values())
+    params = next(iter(sw.runs.values())).summary["parameters"]
+    out["params_m"] = params / 1e6
+    out["pythia_x"] = 160e6 / params
+    return out

@@ -1,0 +1,220 @@
+"""Alignment tables from the probe's captures (chapters 7, 8).
+
+:func:`analyse_run` reads a run's stored captures (:mod:`tanbias.lab.probe`)
+and writes ``alignment.csv``, ``radius.csv`` and ``radius_corr.csv``, so the
+analysis can be re-run (``python -m tanbias.lab probe RUN``) and the *frozen*
+proxy can be applied to the early steps too:
+
+* ``frozen``: rank-``r`` PCA of the activations pooled over the probe steps in
+  the first ``fit_fraction`` (30 %) of training, per layer, then frozen and used
+  at every step (the paper's global proxy, :func:`frozen_proxies`);
+* ``refit``: rank-``r`` PCA of that step's own activations (per-checkpoint refit);
+* ``local``: per frequent token, PCA of its own centred activations
+  ``x - mu_token`` (rank ``local_rank``), metrics on that token's gradients
+  (:func:`tanbias.alignment.local_alignment`).
+
+Each with 20 random orthogonal controls: energy share, enrichment, p-value,
+ΔIsoScore* (:func:`tanbias.alignment.alignment_test`), for all tokens and per
+frequency bucket (equal shares of the run's token occurrences,
+:func:`tanbias.alignment.frequency_buckets`). Plus each token's concentration
+radius and the correlation of log-frequency with it. Per-token analyses key a
+position by its *input* token, so an encoder's ``<mask>`` positions (a special
+id) are left out of buckets, local proxies and radii (they stay in ``all``).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from tanbias import alignment as al
+from tanbias.errors import CorruptFileError
+from tanbias.lab import runs
+from tanbias.lab.config import N_SPECIAL
+from tanbias.lab.probe import load_capture, probe_steps
+
+__all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "analyse_run"]
+
+
+@contextlib.contextmanager
+def single_thread_blas():
+    """Run numpy's bundled OpenBLAS on one thread inside the block.
+
+    The analysis does many small matrix operations; on a shared, oversubscribed
+    2-core machine OpenBLAS's threads spin against each other and made it ~20x
+    slower (measured). One thread also makes the tables bit-reproducible.
+    No-op if numpy's OpenBLAS cannot be found.
+    """
+    import ctypes
+    import glob
+    import os
+
+    lib = None
+    for path in glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*")):
+        try:
+            h = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for get, set_ in (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                          ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+                          ("openblas_get_num_threads", "openblas_set_num_threads")):
+            if hasattr(h, get) and hasattr(h, set_):
+                lib = (getattr(h, get), getattr(h, set_))
+                break
+        if lib:
+            break
+    if lib is None:
+        yield
+        return
+    before = lib[0]()
+    lib[1](1)
+    try:
+        yield
+    finally:
+        lib[1](before)
+
+
+def bucket_label(b: int, n_buckets: int) -> str:
+    """``"q1 (most frequent)"`` ... ``"q3 (rarest)"``."""
+    if b == 0:
+        return "q1 (most frequent)"
+    if b == n_buckets - 1:
+        return f"q{b + 1} (rarest)"
+    return f"q{b + 1}"
+
+
+def frozen_proxies(captures: dict, layers, rank: int, fit_fraction: float, total_steps: int) -> dict:
+    """The frozen global proxy of each layer: rank-``rank`` PCA of the activations pooled over
+    the probe steps in the first ``fit_fraction`` of training (at most 16384 rows, seeded)."""
+    steps = sorted(captures)
+    fit_steps = [s for s in steps if s <= fit_fraction * total_steps] or steps[:1]
+    frozen = {}
+    for layer in layers:
+        pooled = np.concatenate([captures[s]["acts"][layer].astype(np.float64) for s in fit_steps])
+        if len(pooled) > 16384:
+            pooled = pooled[np.random.default_rng(0).choice(len(pooled), 16384, replace=False)]
+        frozen[layer] = al.pca_basis(pooled, rank)
+    return frozen
+
+
+def _rows_for(token_ids, buckets, n_buckets, special):
+    """(label, row mask) for 'all' and each frequency bucket."""
+    b = np.where(~special, buckets[np.clip(token_ids, 0, len(buckets) - 1)], -1)
+    out = [("all", np.ones(len(token_ids), bool))]
+    out += [(bucket_label(k, n_buckets), b == k) for k in range(n_buckets)]
+    return out
+
+
+def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray,
+                     progress: bool = False, special_ids=None) -> tuple[list[dict], list[dict], list[dict]]:
+    """Tidy rows (alignment, radius, radius_corr) from captures ``{step: capture}``.
+
+    Parameters
+    ----------
+    captures : dict[int, dict]
+        ``{step: capture}`` (:meth:`ResidualProbe.collect`).
+    config : dict
+        ``name, kind, regime, seed, steps`` and ``probe`` (``rank, local_rank,
+        n_controls, n_buckets, min_count, zeta, fit_fraction, layers``).
+    counts : ndarray (vocab_size,)
+        Token counts that define the frequency buckets and ``corpus_count``.
+    progress : bool
+        Show a tqdm bar.
+    special_ids : iterable of int, optional
+        Token ids left out of the per-token analyses (buckets, local proxies,
+        radii) and of the bucket counts. Default ``range(N_SPECIAL)``: the lab
+        tokenizer's ``<pad> <s> </s> <unk> <mask>``; pass a released
+        tokenizer's ``all_special_ids`` for its checkpoints.
+    """
+    special_ids = sorted({int(i) for i in (range(N_SPECIAL) if special_ids is None else special_ids)})
+    pc = config["probe"]
+    rank, local_rank = int(pc["rank"]), int(pc["local_rank"])
+    n_ctrl, n_buckets, min_count = int(pc["n_controls"]), int(pc["n_buckets"]), int(pc["min_count"])
+    zeta = float(pc["zeta"])
+    total = int(config["steps"])
+    layers = pc.get("layers")
+    steps = sorted(captures)
+    L = captures[steps[0]]["acts"].shape[0]
+    layers = list(range(L)) if layers is None else [int(x) for x in layers]
+    bucket_counts = np.asarray(counts, np.float64).copy()
+    bucket_counts[[i for i in special_ids if 0 <= i < len(bucket_counts)]] = 0
+    buckets = al.frequency_buckets(bucket_counts, n_buckets, n_special=0)
+    freq = np.asarray(counts, np.float64)
+    base = {"run": config["name"], "kind": config["kind"], "regime": config["regime"],
+            "seed": int(config["seed"])}
+
+    # frozen global proxy: PCA of activations pooled over the first fit_fraction of training
+    frozen = frozen_proxies(captures, layers, rank, pc["fit_fraction"], total)
+
+    align, radius, corr = [], [], []
+    it = [(s, l) for s in steps for l in layers]
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc=f"probe {config['name']}", unit="layer-step")
+    for step, layer in it:
+        cap = captures[step]
+        X = cap["acts"][layer].astype(np.float64)
+        G = cap["grads"][layer].astype(np.float64)
+        # per-token analyses use the token the model *sees* at each position: an encoder's
+        # <mask> positions (a special id) drop out instead of mixing a <mask> embedding
+        # into the occurrences of the token it hides
+        ids = cap.get("input_ids", cap["token_ids"]).astype(np.int64)
+        special = np.isin(ids, special_ids)
+        refit = al.pca_basis(X, rank)
+        meta = {**base, "step": int(step), "frac": step / max(total - 1, 1), "layer": int(layer)}
+        for b_label, mask in _rows_for(ids, buckets, n_buckets, special):
+            Gb = G[mask]
+            nz = np.any(Gb != 0, axis=1)
+            for p_i, (proxy, Q) in enumerate((("frozen", frozen[layer]), ("refit", refit))):
+                if nz.sum() < 2:
+                    continue
+                rng = np.random.default_rng([int(config["seed"]), step, layer, p_i, len(align)])
+                row = al.alignment_test(Gb, Q, n_controls=n_ctrl, rng=rng, zeta=zeta)
+                align.append({**meta, "bucket": b_label, "proxy": proxy, **row})
+            rng = np.random.default_rng([int(config["seed"]), step, layer, 2, len(align)])
+            keep = mask & ~special
+            row = al.local_alignment(X[keep], G[keep], ids[keep], rank=local_rank,
+                                     min_count=min_count, n_controls=n_ctrl, rng=rng, zeta=zeta)
+            if row is not None:
+                align.append({**meta, "bucket": b_label, "proxy": "local", **row})
+        rad = al.concentration_radius(X, ids, min_count=min_count, exclude=special_ids)
+        f = freq[rad["token_id"]]
+        ok = f > 0
+        for t, c, r in zip(rad["token_id"], rad["count"], rad["radius"]):
+            radius.append({**meta, "token_id": int(t), "count_in_batch": int(c),
+                           "corpus_count": float(freq[t]), "bucket": int(buckets[t]),
+                           "radius": float(r)})
+        cr = al.frequency_radius_correlation(f[ok], rad["radius"][ok])
+        corr.append({**meta, **cr})
+    return align, radius, corr
+
+
+def analyse_run(run, progress: bool = True) -> dict:
+    """Recompute ``alignment.csv``, ``radius.csv``, ``radius_corr.csv`` from the stored captures.
+
+    Raises
+    ------
+    CorruptFileError
+        A capture is missing or unreadable (the message names the file and the
+        command that regenerates it).
+    """
+    import pandas as pd
+
+    d = runs.run_dir(run)
+    regen = runs.regenerate_command(d)
+    config = runs.read_config(d)
+    captures = {}
+    for s in probe_steps(config["steps"], config["probe"]["n_steps"]):
+        captures[s] = load_capture(runs.capture_path(d, s), regen)
+    counts_path = d / "token_counts.npy"
+    try:
+        counts = np.load(counts_path)
+    except Exception as exc:
+        raise CorruptFileError(counts_path, regen, f"unreadable: {exc}") from None
+    with single_thread_blas():
+        align, radius, corr = analyse_captures(captures, config, counts, progress=progress)
+    tables = {"alignment.csv": pd.DataFrame(align), "radius.csv": pd.DataFrame(radius),
+              "radius_corr.csv": pd.DataFrame(corr)}
+    for name, df in tables.items():
+        runs.atomic_write_text(d / name, df.to_csv(index=False, float_format="%.6g"))
+    return tables
