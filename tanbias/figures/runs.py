@@ -1,0 +1,273 @@
+"""Figures of committed training runs: chapter 7, and the trained views of chapters 5 and 6.
+
+Everything here reads committed run folders (:mod:`tanbias.lab.runs`) and the
+numbers of :mod:`tanbias.lab.analysis` and never trains.
+
+* :func:`loss_figure` — training loss against the unigram baseline;
+* :func:`alignment_interactive` — enrichment or excess ΔIsoScore* against the
+  training step, sliders over layer, bucket and metric;
+* :func:`layer_interactive` — the same by layer, slider over the training step;
+* :func:`radius_interactive` — concentration radius against token frequency;
+* :func:`trained_attention_view` (chapter 5) and :func:`trained_depth_view`
+  (chapter 6) — the chapters' simulated pictures redrawn from a trained model,
+  from ``views.json`` (:func:`tanbias.lab.analysis.views.load_views`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from tanbias.figures.attention import softmax_terms_figure
+from tanbias.figures import KIND_COLORS, labelled
+from tanbias.interactive import Interactive, Param
+from tanbias.lab.analysis.views import load_views
+
+__all__ = ["loss_figure", "alignment_interactive", "layer_interactive", "radius_interactive",
+           "trained_attention_view", "trained_depth_view"]
+
+DASH = {"frozen": "solid", "refit": "dash", "local": "dot"}
+PROXY_LABEL = {"frozen": "global PCA, frozen at 30 %", "refit": "global PCA, refit each step",
+               "local": "local (per-token) PCA"}
+
+
+def _fig(title, x, y):
+    fig = go.Figure()
+    return fig, (lambda f: labelled(f, title, x, y, legend="model, proxy"))
+
+
+def loss_figure(loaded: dict):
+    """Training loss per step for each run, with its unigram baseline (dotted)."""
+    fig, label = _fig("Training loss (per step) against the unigram baseline", "training step",
+                      "cross-entropy [nats/token]")
+    for name, r in loaded.items():
+        k = r.config["kind"]
+        m = r.metrics
+        fig.add_trace(go.Scatter(x=m["step"], y=m["loss"], name=f"{name} (train)", mode="lines",
+                                 line=dict(color=KIND_COLORS[k])))
+        if r.evaluation:
+            fig.add_trace(go.Scatter(x=[0, m["step"].max()], y=[r.evaluation["unigram_loss"]] * 2,
+                                     name=f"{name}: unigram baseline", mode="lines",
+                                     line=dict(color=KIND_COLORS[k], dash="dot")))
+            fig.add_trace(go.Scatter(x=[m["step"].max()], y=[r.evaluation["loss"]], mode="markers",
+                                     name=f"{name}: held-out loss", marker=dict(color=KIND_COLORS[k], size=10,
+                                                                                 symbol="diamond")))
+    return label(fig)
+
+
+def _metric_columns(metric):
+    return {"enrichment": ("enrichment", "energy enrichment E(Q<sub>T</sub>) / mean E(controls)"),
+            "excess ΔIsoScore*": ("excess_iso", "ΔIsoScore*(proxy) − mean ΔIsoScore*(controls)")}[metric]
+
+
+def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")):
+    """Interactive: a metric against the training step; sliders layer, bucket, metric.
+
+    Returns
+    -------
+    tanbias.interactive.Interactive
+    """
+    tables = {}
+    for name, r in loaded.items():
+        a = r.alignment.copy()
+        a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
+        tables[name] = a
+    any_a = next(iter(tables.values()))
+    L = int(any_a["layer"].max())
+    buckets = tuple(dict.fromkeys(any_a["bucket"]))
+
+    def compute(layer, bucket, metric):
+        col, _ = _metric_columns(metric)
+        out = {}
+        for name, a in tables.items():
+            for proxy in proxies:
+                g = a[(a["layer"] == layer) & (a["bucket"] == bucket) & (a["proxy"] == proxy)]
+                g = g.sort_values("step")
+                out[name, proxy] = (g["step"].to_numpy() + 1, g[col].to_numpy())
+        return out
+
+    def figure(data, layer, bucket, metric):
+        _, ylab = _metric_columns(metric)
+        fig, label = _fig(f"{metric} against training, layer {layer}, tokens: {bucket}",
+                          "training step + 1 [log]", ylab)
+        for (name, proxy), (x, y) in data.items():
+            kind = loaded[name].config["kind"]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {PROXY_LABEL[proxy]}",
+                                     line=dict(color=KIND_COLORS[kind], dash=DASH[proxy]), marker=dict(size=5)))
+        ref = 1.0 if metric == "enrichment" else 0.0
+        fig.add_hline(y=ref, line=dict(color="grey", width=1))
+        fig.update_xaxes(type="log")
+        return label(fig)
+
+    return Interactive(
+        params=[Param("layer", "layer (0 = embeddings)", 0, L, default=L // 2 + 1 if L > 1 else 0,
+                      integer=True, steps=L + 1),
+                Param("bucket", "frequency bucket", options=buckets),
+                Param("metric", "metric", options=("enrichment", "excess ΔIsoScore*"))],
+        compute=compute, figure=figure, title="Gradient-tangent alignment during training",
+        caption="Each point is one probe step (log-spaced, step 0 = untrained model). Grey line: "
+                "what a random subspace gives (enrichment 1, excess 0). Solid: the paper's proxy "
+                "(PCA of activations from the first 30 % of training, frozen); dashed: refit at "
+                "each step; dotted: per-token local PCA.",
+        name="ch7-alignment-vs-step", height=520)
+
+
+def layer_interactive(loaded: dict, proxy: str = "frozen"):
+    """Interactive: enrichment against the layer, one curve per run and bucket; slider: step."""
+    tables = {n: r.alignment[r.alignment["proxy"] == proxy] for n, r in loaded.items()}
+    steps = sorted(set.intersection(*(set(t["step"]) for t in tables.values())))
+    buckets = [b for b in dict.fromkeys(next(iter(tables.values()))["bucket"]) if b != "all"]
+    dashes = ["solid", "dash", "dot", "dashdot"]
+
+    def compute(step):
+        return {(n, b): t[(t["step"] == step) & (t["bucket"] == b)].sort_values("layer")
+                [["layer", "enrichment"]].to_numpy().T for n, t in tables.items() for b in buckets}
+
+    def figure(data, step):
+        fig, label = _fig(f"Enrichment by layer and frequency bucket at step {step} ({PROXY_LABEL[proxy]})",
+                          "layer (0 = embeddings)", "enrichment [log]")
+        for (n, b), (x, y) in data.items():
+            kind = loaded[n].config["kind"]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {b}",
+                                     line=dict(color=KIND_COLORS[kind], dash=dashes[buckets.index(b) % 4])))
+        fig.add_hline(y=1.0, line=dict(color="grey", width=1))
+        fig.update_yaxes(type="log")
+        return label(fig)
+
+    return Interactive(
+        params=[Param("step", "training step", options=tuple(int(s) for s in steps),
+                      default=int(steps[-1]))],
+        compute=compute, figure=figure, title="Enrichment by layer and frequency bucket",
+        caption="Buckets hold equal shares of the token occurrences: q1 a few dozen very frequent "
+                "types, the last one the long tail. Move the step to see when the pattern forms.",
+        name="ch7-alignment-by-layer", height=480)
+
+
+def radius_interactive(loaded: dict):
+    """Interactive: each frequent token's concentration radius against its frequency; sliders layer, step."""
+    rad = {n: r.radius for n, r in loaded.items()}
+    corr = {n: r.radius_corr for n, r in loaded.items()}
+    any_r = next(iter(rad.values()))
+    L = int(any_r["layer"].max())
+    steps = sorted(set.intersection(*(set(t["step"]) for t in rad.values())))
+    show = tuple(int(s) for s in steps[:: max(1, len(steps) // 6)]) + ((int(steps[-1]),) if
+                                                                      steps[-1] not in steps[:: max(1, len(steps) // 6)] else ())
+
+    def compute(layer, step):
+        out = {}
+        for n, t in rad.items():
+            g = t[(t["layer"] == layer) & (t["step"] == step) & (t["radius"] > 0)]
+            c = corr[n][(corr[n]["layer"] == layer) & (corr[n]["step"] == step)]
+            med = float(np.median(g["radius"])) if len(g) else 1.0
+            out[n] = (g["corpus_count"].to_numpy(), g["radius"].to_numpy() / med,
+                      float(c["spearman"].iloc[0]) if len(c) else float("nan"))
+        return out
+
+    def figure(data, layer, step):
+        txt = ", ".join(f"{loaded[n].config['kind']} ρ = {s:+.2f}" for n, (_, _, s) in data.items())
+        fig, label = _fig(f"Concentration radius vs frequency, layer {layer}, step {step}: Spearman {txt}",
+                          "token count in the run's training stream [log]",
+                          "radius / median radius [log]")
+        for n, (x, y, _) in data.items():
+            kind = loaded[n].config["kind"]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=kind,
+                                     marker=dict(color=KIND_COLORS[kind], size=6, opacity=0.7)))
+        fig.update_xaxes(type="log")
+        fig.update_yaxes(type="log")
+        return label(fig)
+
+    return Interactive(
+        params=[Param("layer", "layer (0 = embeddings)", 0, L, default=L, integer=True, steps=L + 1),
+                Param("step", "training step", options=show, default=show[-1])],
+        compute=compute, figure=figure, title="Frequency and concentration radius",
+        caption="One point per token type with at least min_count occurrences in the probed batch: "
+                "the RMS distance of its occurrences to their centroid (divided by the median over "
+                "tokens, so layers are comparable). The paper reports a negative correlation "
+                "(about −0.5 for decoders): frequent tokens concentrate more tightly.",
+        name="ch7-radius", height=480)
+
+
+def trained_attention_view(run="decoder-natural-s0"):
+    """Chapter 5's score-term bars, from a trained model: slider over the block.
+
+    Returns
+    -------
+    tanbias.interactive.Interactive
+    """
+    v = load_views(run)
+    by_layer = {a["layer"]: a for a in v["attention"]}
+    # Block 1 reads the token embedding, which is the same vector for every
+    # occurrence of a token: no spread around the centroid, every term is 0.
+    # The default view is the first block whose input varies with context.
+    first = min((l for l, a in by_layer.items() if a["t"] > 0), default=min(by_layer))
+
+    def compute(layer):
+        return by_layer[layer]
+
+    def figure(data, layer):
+        if data["t"] == 0:
+            title = (f"Trained {v['run']}, block {layer}: its input is the context-free token "
+                     "embedding, identical at every occurrence, so there is nothing to split")
+        else:
+            title = (f"Trained {v['run']}, block {layer}, head 0: removing n moves the attention by "
+                     f"{data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
+        return softmax_terms_figure(data, title=title)
+
+    return Interactive(
+        params=[Param("layer", "block", options=tuple(sorted(by_layer)), default=first)],
+        compute=compute, figure=figure, title="Score terms in a trained model",
+        caption=(f"The same bars as above, from the trained {v['run']} (last probe step): queries and "
+                 f"keys are the occurrences of its {v['attention'][0]['n_types']} most frequent token "
+                 f"types at each block's attention input; μ is the token's centroid, v its part in the "
+                 f"token's own rank-{v['local_rank']} PCA (local tangent proxy), n everything else "
+                 "(so n is not small here). Scores at relative position 0 (RoPE ignored). The 'orders "
+                 "in t' of the labels belong to the simulated manifold, not to this data. Block 1 shows no "
+                 "bars: its input is the context-free token embedding, identical for every occurrence."),
+        name="ch5-trained-attention", height=460)
+
+
+def trained_depth_view(run="decoder-natural-s0"):
+    """Chapter 6's residual-stream picture, from a trained model: sliders layer and step.
+
+    Tangent = the layer's frozen global proxy (rank-``r`` PCA of activations from
+    the first 30 % of training), normal = its complement.
+    """
+    v = load_views(run)
+    by_step = {d["step"]: d for d in v["depth"]}
+    steps = tuple(sorted(by_step))
+    L = len(v["depth"][0]["normal_share"]) - 1
+
+    def compute(layer, step):
+        d = by_step[step]
+        return {"t0": d["tangent"][0], "n0": d["normal"][0], "t": d["tangent"][layer],
+                "n": d["normal"][layer], "share": d["normal_share"]}
+
+    def figure(data, layer, step):
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
+                            subplot_titles=["tokens: tangent vs normal norm", "normal share of the stream"])
+        fig.add_trace(go.Scatter(x=data["t0"], y=data["n0"], mode="markers", name="tokens at layer 0",
+                                 marker=dict(size=5, color="#BBBBBB")), 1, 1)
+        fig.add_trace(go.Scatter(x=data["t"], y=data["n"], mode="markers", name="tokens at the chosen layer",
+                                 marker=dict(size=6, color=KIND_COLORS["encoder"], opacity=0.7)), 1, 1)
+        fig.add_trace(go.Scatter(x=list(range(L + 1)), y=data["share"], mode="lines+markers",
+                                 name="normal share", line=dict(color=KIND_COLORS["decoder"])), 1, 2)
+        fig.add_trace(go.Scatter(x=[layer], y=[data["share"][layer]], mode="markers", name="chosen layer",
+                                 marker=dict(size=11, color="black")), 1, 2)
+        fig.update_xaxes(title_text="||P<sub>T</sub>(h − mean)|| [log]", type="log", row=1, col=1)
+        fig.update_yaxes(title_text="||P<sub>N</sub>(h − mean)|| [log]", type="log", row=1, col=1)
+        fig.update_xaxes(title_text="layer (0 = embeddings)", row=1, col=2)
+        fig.update_yaxes(title_text="normal share", row=1, col=2)
+        fig.update_layout(title=dict(text=f"Trained {v['run']}, step {step}, layer {layer}: normal share "
+                                          f"{data['share'][layer]:.2f} (rank-{v['rank']} proxy)"),
+                          legend=dict(orientation="h", x=0.0, y=1.09, yanchor="bottom"), margin=dict(t=150))
+        return fig
+
+    return Interactive(
+        params=[Param("layer", "layer l", 0, L, default=L, integer=True, steps=L + 1),
+                Param("step", "training step", options=steps, default=steps[-1])],
+        compute=compute, figure=figure, title="Residual stream of a trained model",
+        caption=(f"As in the simulated stack above, but from {v['run']}: each layer's tangent proxy is "
+                 f"the rank-{v['rank']} PCA of its activations early in training, 'normal' is the rest "
+                 f"of R^D. Here the normal part is most of the energy (D is large and r small): compare "
+                 "the share across layers and steps, not with the simulation's absolute values."),
+        name="ch6-trained-depth", height=540)
