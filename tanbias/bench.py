@@ -239,7 +239,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["chapters"].append(row)
     # The training lab (issue: training tokens/s and the probe's overhead,
     # inline versus a separate post-hoc forward+backward), measured in one process.
-    from tanbias.lab import bench_lab
+    from tanbias.lab.train import bench_lab
     try:
         report["lab"] = bench_lab(reps=2 if quick else 4)
     except Exception as exc:  # report, keep the rest of the benchmark

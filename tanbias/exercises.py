@@ -443,7 +443,7 @@ def _ex4_select(metrics, **over):
 def reference_balancing_effect(metrics, kind: str, column: str = "log_enrichment", **over) -> float:
     """Mean over seeds of ``m[kind, balanced, s] - m[kind, natural, s]`` (the selection ``EX4_SELECTION``).
 
-    ``metrics`` is :func:`tanbias.lab.sweep.run_metrics` of the sweep. Negative:
+    ``metrics`` is :func:`tanbias.lab.analysis.sweep.run_metrics` of the sweep. Negative:
     balancing weakens the tangent alignment of that architecture.
     """
     m = _ex4_select(metrics, **over)
@@ -478,7 +478,7 @@ def check_exercise_4(fn, prediction=None, metrics=None) -> None:
     ----------
     fn : callable
         ``fn(metrics, kind)`` with ``metrics`` the sweep's
-        :func:`tanbias.lab.sweep.run_metrics` table and ``kind`` in
+        :func:`tanbias.lab.analysis.sweep.run_metrics` table and ``kind`` in
         ``{"encoder", "decoder"}``; returns the mean over seeds of (balanced −
         natural) late log enrichment (frozen proxy, mean over layers, all tokens).
     prediction : dict, optional
@@ -494,13 +494,14 @@ def check_exercise_4(fn, prediction=None, metrics=None) -> None:
         With a diagnostic (flipped sign, wrong phase, proxy, layer or metric,
         ratio instead of log ratio; a prediction the data contradict).
     """
-    from tanbias.lab import sweep
+    from tanbias.lab.analysis import sweep
+    from tanbias.lab.config import KINDS
 
     if metrics is None:
         metrics = sweep.run_metrics(sweep.load_sweep())
     eff = sweep.effects(metrics, columns=("log_enrichment",))
     verdict = {}
-    for kind in ("encoder", "decoder"):
+    for kind in KINDS:
         ref = reference_balancing_effect(metrics, kind)
         got = _as_float(fn(metrics.copy(), kind), f"balancing_effect(metrics, {kind!r})")
         if not _same(got, ref, rtol=1e-6):
