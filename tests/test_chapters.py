@@ -90,3 +90,14 @@ def test_checks_are_displayed_not_printed(path):
         if cell.cell_type == "code" and re.search(r"print\((check_\w+|\w*check\w*\.require)", cell.source):
             bad.append(i)
     assert not bad, f"{path.name}: checks printed in cells {bad}; use display(check.require())"
+
+
+def test_book_evaluates_the_same_expressions_as_the_package_allows():
+    """One pattern: _config.yml's nb_eval_name_regex is tanbias.prose.EVAL_PATTERN."""
+    import yaml
+
+    from tanbias.prose import EVAL_PATTERN
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "inline", "{eval} needs inline execution"
+    assert config["sphinx"]["config"]["nb_eval_name_regex"] == EVAL_PATTERN
