@@ -10,6 +10,7 @@ import torch
 
 from tanbias.errors import ParameterError
 from tanbias.lab.analysis import posthoc as ph
+from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.probe import ResidualProbe
 
 KIND = {"eurobert": "encoder", "gpt_neox": "decoder", "llama": "decoder"}
@@ -42,7 +43,7 @@ def test_probe_checkpoints_end_to_end(tiny, arch):
                                              values="energy_proxy")
     assert not np.allclose(e["step0"], e["step1"])
     r = tables["radius"]
-    assert len(r) and set(r["revision"]) <= {"step0", "step1"} and (r["token_id"] >= 5).all()
+    assert len(r) and set(r["revision"]) <= {"step0", "step1"} and (r["token_id"] >= N_SPECIAL).all()
     assert set(tables["radius_corr"]["revision"]) == {"step0", "step1"}
 
 
@@ -150,7 +151,7 @@ def test_text_batches_are_deterministic_masked_and_need_no_pad_token():
     x = torch.cat([e["input_ids"] for e in enc])
     y = torch.cat([e["labels"] for e in enc])
     scored = y != -100
-    assert 0.25 < scored.float().mean() < 0.35 and (y[scored] >= 5).all()
+    assert 0.25 < scored.float().mean() < 0.35 and (y[scored] >= N_SPECIAL).all()
     assert 0.7 < (x[scored] == 4).float().mean() < 0.9 and (x[~scored] != 4).all()
     counts = ph.text_counts(enc, 8192)
     assert counts.sum() == 4096 and counts[4] == 0           # counts of the uncorrupted text

@@ -278,6 +278,7 @@ def run_summary(loaded: dict, early_frac: float = EARLY_FRAC):
             early = g[(g["frac"] <= early_frac) & (g["step"] > 0)]
             late = g[g["step"] == last]
             enr = {ph: float(np.exp(met.loc[(name, proxy, ph), "log_enrichment"]))
+                   if (name, proxy, ph) in met.index else float("nan")     # e.g. no local rows yet
                    for ph in ("init", "early", "late")}
             rows.append({
                 "run": name, "kind": r.config["kind"], "proxy": proxy,
