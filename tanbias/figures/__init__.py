@@ -44,6 +44,8 @@ COLORS = (
     "#F0E442",  # yellow
     "#000000",  # black
 )
+#: the lab's two architectures, in every figure of chapters 5-8 and the closing page
+KIND_COLORS = {"encoder": COLORS[0], "decoder": COLORS[1]}
 
 TEMPLATE_NAME = "tanbias"
 
