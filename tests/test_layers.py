@@ -33,7 +33,7 @@ CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias._checks": 1, "tanbias.stats"
         "tanbias.prose": 0}
 MATHS = ["tanbias.radial", "tanbias.manifolds", "tanbias.expansion", "tanbias.volume_growth",
          "tanbias.directional", "tanbias.frequency", "tanbias.gradients", "tanbias.attention",
-         "tanbias.residual", "tanbias.alignment"]
+         "tanbias.residual", "tanbias.alignment", "tanbias.token_clouds"]
 #: The lab's chain, bottom to top; a module of one step may import the steps below it.
 LAB = [
     ["tanbias.lab"],

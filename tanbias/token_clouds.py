@@ -1,0 +1,608 @@
+"""Token-representation clouds of one layer of a real model: radii, centroids, anisotropy.
+
+Input: the activations ``X`` (n, D) of one layer (one row per token position,
+float32 or float64) and ``type_ids`` (n,), the token-type id of each row. Every
+computation runs in float64 and holds at most about two ``(n, D)`` float64
+arrays (a float32 ``X`` is converted once; everything else is done per group
+or in chunks of rows).
+
+* **Spread** (:func:`layer_spread`): ``s = sqrt(mean_i ||x_i - xbar||^2)``,
+  the RMS distance of the rows to their mean. Radii divided by ``s`` are
+  scale-free and comparable across layers and models.
+* **Per-type statistics** (:func:`type_statistics`), over the token types with
+  at least ``min_count`` occurrences: the concentration radius
+  ``t = sqrt(mean ||x - mu_type||^2) / s`` (the statement's ``t``), the
+  centroid distance ``||mu_type - xbar|| / s`` and the self-similarity of
+  Ethayarajh (2019), the mean cosine of distinct pairs of occurrences,
+  ``(||sum_i u_i||^2 - c) / (c (c - 1))`` with ``u_i = x_i / ||x_i||``.
+* **Spearman correlation with a bootstrap interval** (:func:`spearman_ci`).
+* **Anisotropy of the whole cloud** (:func:`anisotropy`): mean cosine of random
+  pairs of rows (raw activations, as Ethayarajh), IsoScore* (Rudman & Eickhoff,
+  :func:`tanbias.alignment.isoscore_star`), the variance share of the top
+  principal directions, and the *rogue dimensions* of Timkey & van Schijndel
+  (2021): dimension ``i`` contributes ``E[x_i y_i / (||x|| ||y||)]`` to the
+  expected cosine of random pairs, and a dimension whose contribution exceeds
+  ``outlier_threshold`` (default 5 %) of the mean cosine is an outlier.
+* **Local normal share** (:func:`normal_share`, :func:`type_normal_shares`,
+  :func:`normal_share_scaling`): the variance of a type's cloud outside its
+  top-``k`` principal directions, as a share of its total variance. Points of a
+  smooth ``d``-dimensional manifold within radius ``t`` have tangent parts
+  ``O(t)`` and normal parts ``O(t^2)`` (the second fundamental form), so with
+  ``k = d`` the share is ``O(t^2)``: log-log slope 2 against ``t``. A flat cloud
+  with isotropic noise of the cloud's own size keeps a constant share: slope 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse as _sparse
+from scipy import stats as _st
+
+from ._checks import check_array, check_int, check_real, check_rng, check_rows, to_numpy
+from .alignment import DEFAULT_ZETA, isoscore_star_cov
+from .errors import ParameterError
+from .stats import SlopeFit, loglog_slope
+
+__all__ = [
+    "OUTLIER_THRESHOLD", "layer_spread", "type_statistics", "spearman_ci", "anisotropy",
+    "normal_share", "type_normal_shares", "normal_share_scaling",
+]
+
+#: Default rogue-dimension threshold: share of the mean cosine one dimension must exceed.
+OUTLIER_THRESHOLD = 0.05
+
+_CHUNK = 4096          # rows per chunk in the O(n D) passes
+_BOOT_CHUNK = 256      # resamples per chunk in the bootstrap
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_X(X, name: str = "X", min_rows: int = 2) -> np.ndarray:
+    X = check_rows(name, X, hint="Pass the activations of one layer, one row per token.")
+    if X.shape[0] < min_rows:
+        raise ParameterError(
+            f"{name} has {X.shape[0]} rows: valid range is [{min_rows}, inf) rows. "
+            f"Pass more tokens.")
+    return X
+
+
+def _check_type_ids(type_ids, n: int) -> np.ndarray:
+    a = np.asarray(to_numpy(type_ids))
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ParameterError(
+            f"type_ids has shape {tuple(a.shape)} but expected shape ({n},): valid range is one "
+            f"integer id per row of X. Pass the token-type id of each row.")
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a)):
+        return a.astype(np.int64)
+    bad = a if a.dtype.kind not in "f" else a[~(np.isfinite(a) & (a == np.round(a)))]
+    raise ParameterError(
+        f"type_ids has dtype {a.dtype} (e.g. {bad.ravel()[:1].tolist()}): valid range is "
+        f"integer token ids. Pass an integer array, one id per row of X.")
+
+
+def _check_k(k, D: int, name: str = "k") -> int:
+    return check_int(name, k, lo=1, hi=D - 1,
+                     hint=f"{name} is the number of principal (tangent) directions kept; they "
+                          f"must span a proper subspace of R^{D}: 1 <= {name} <= D-1.")
+
+
+def _check_spread(spread, X: np.ndarray) -> float:
+    if spread is None:
+        s = _spread(X, X.mean(axis=0))
+        if s == 0.0:
+            raise ParameterError(
+                "X has spread=0.0 (all rows equal): valid range is (0, inf). Radii are measured "
+                "in units of the layer's spread; pass a layer whose rows differ.")
+        return s
+    return check_real("spread", spread, lo=0,
+                      hint="Pass the layer's spread, tanbias.token_clouds.layer_spread(X), "
+                           "or None to compute it.")
+
+
+# ----------------------------------------------------------------------------- helpers
+def _row_sq_dist(X, M, rows=None, groups=None) -> np.ndarray:
+    """``||X[rows[i]] - M[groups[i]]||^2`` in chunks (no (n, D) temporary)."""
+    rows = np.arange(X.shape[0]) if rows is None else rows
+    out = np.empty(len(rows))
+    for s in range(0, len(rows), _CHUNK):
+        r = rows[s:s + _CHUNK]
+        diff = X[r] - (M[0] if groups is None else M[groups[s:s + _CHUNK]])
+        out[s:s + _CHUNK] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+def _spread(X, mean) -> float:
+    return float(np.sqrt(np.mean(_row_sq_dist(X, mean[None, :]))))
+
+
+def _group_sums(X, rows, groups, m, weights=None) -> np.ndarray:
+    """``sum_{i: groups[i] = g} w_i X[rows[i]]`` for g < m, as a sparse product (m, D)."""
+    w = np.ones(len(rows)) if weights is None else weights
+    S = _sparse.csr_matrix((w, (groups, rows)), shape=(m, X.shape[0]))
+    return np.asarray(S @ X)
+
+
+def _centred_cov(X, mean) -> np.ndarray:
+    """Scatter matrix ``sum_i (x_i - mean)(x_i - mean)^T`` (D, D), in chunks of rows."""
+    C = np.zeros((X.shape[1], X.shape[1]))
+    for s in range(0, X.shape[0], _CHUNK):
+        Y = X[s:s + _CHUNK] - mean
+        C += Y.T @ Y
+    return C
+
+
+def _tail_share(Y, k: int) -> float:
+    """Share of the variance of the centred rows ``Y`` outside their top-``k`` directions."""
+    G = Y @ Y.T if Y.shape[0] <= Y.shape[1] else Y.T @ Y
+    lam = np.clip(np.linalg.eigvalsh(G), 0.0, None)        # ascending
+    total = float(np.einsum("ij,ij->", Y, Y))
+    if total == 0.0:
+        return float("nan")
+    return float(min(lam[:max(len(lam) - k, 0)].sum() / total, 1.0))
+
+
+# ----------------------------------------------------------------------------- spread, types
+def layer_spread(X) -> float:
+    """The layer's spread: RMS distance of the rows of ``X`` to their mean.
+
+    ``s = sqrt(mean_i ||x_i - xbar||^2)`` (the square root of the total variance,
+    ``ddof = 0``); radii divided by ``s`` are scale-free.
+
+    Parameters
+    ----------
+    X : array (n, D)
+        Activations, one row per token, ``n >= 2``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        Wrong shape, fewer than 2 rows, non-finite entries.
+
+    Example
+    -------
+    >>> layer_spread(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0]]))
+    1.4142135623730951
+    """
+    X = _check_X(X)
+    return _spread(X, X.mean(axis=0))
+
+
+def type_statistics(X, type_ids, min_count: int = 8, spread=None) -> dict:
+    """Per token type: count, concentration radius, centroid distance, self-similarity.
+
+    Over the ``m`` token types with at least ``min_count`` occurrences, sorted by
+    type id, with ``s`` the layer's spread (:func:`layer_spread`, over all ``n``
+    rows) and ``xbar`` the mean of all ``n`` rows:
+
+    * ``radius_t = sqrt(mean_{i in type} ||x_i - mu_type||^2) / s``;
+    * ``centroid_distance = ||mu_type - xbar|| / s``;
+    * ``self_similarity``: mean cosine of the ``c (c - 1)`` ordered pairs of distinct
+      occurrences (Ethayarajh 2019), ``(||sum_i u_i||^2 - c) / (c (c - 1))`` with
+      ``u_i = x_i / ||x_i||`` (raw, uncentred rows); NaN for a type with a zero row.
+
+    Vectorised: group sums are one sparse-times-dense product, squared distances
+    are computed in chunks of rows (two passes, no cancellation).
+
+    Parameters
+    ----------
+    X : array (n, D)
+        Activations of one layer.
+    type_ids : array of int (n,)
+        Token-type id of each row.
+    min_count : int >= 2
+        Types with fewer occurrences are skipped.
+    spread : float > 0, optional
+        Unit of the radii; default ``layer_spread(X)``.
+
+    Returns
+    -------
+    dict of ndarray (m,)
+        ``type``, ``count`` (int64), ``radius_t``, ``centroid_distance``,
+        ``self_similarity`` (float64).
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes, non-finite values, ``type_ids`` not integers or of another length,
+        ``min_count < 2``, no type with ``min_count`` occurrences, zero spread.
+
+    Example
+    -------
+    >>> X = np.array([[1.0, 0], [3, 0], [0, 1], [0, 1], [0, 1]])
+    >>> st = type_statistics(X, [7, 7, 9, 9, 9], min_count=2, spread=1.0)
+    >>> st["type"].tolist(), st["count"].tolist(), st["radius_t"].tolist()
+    ([7, 9], [2, 3], [1.0, 0.0])
+    >>> st["self_similarity"].tolist()
+    [1.0, 1.0]
+    """
+    X = _check_X(X)
+    n = X.shape[0]
+    ids = _check_type_ids(type_ids, n)
+    min_count = check_int("min_count", min_count, lo=2,
+                          hint="A radius needs at least 2 occurrences; the default is 8.")
+    gm = X.mean(axis=0)
+    s = _check_spread(spread, X)
+    uniq, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    keep = counts >= min_count
+    if not np.any(keep):
+        raise ParameterError(
+            f"min_count={min_count} is out of range: no token type occurs that often (the most "
+            f"frequent occurs {int(counts.max())} times): valid range is [2, {int(counts.max())}]. "
+            f"Lower min_count or pass more tokens.")
+    new = np.cumsum(keep) - 1                     # kept type index of each unique id
+    rows = np.flatnonzero(keep[inv])
+    groups = new[inv[rows]]
+    m, c = int(keep.sum()), counts[keep].astype(np.int64)
+
+    mu = _group_sums(X, rows, groups, m) / c[:, None]
+    sq = np.bincount(groups, weights=_row_sq_dist(X, mu, rows, groups), minlength=m)
+    radius = np.sqrt(sq / c) / s
+    dist = np.linalg.norm(mu - gm, axis=1) / s
+
+    norms = np.concatenate([np.linalg.norm(X[rows[i:i + _CHUNK]], axis=1)
+                            for i in range(0, len(rows), _CHUNK)])
+    zero = norms == 0
+    w = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, norms))
+    usum = _group_sums(X, rows, groups, m, weights=w)
+    self_sim = (np.einsum("ij,ij->i", usum, usum) - c) / (c * (c - 1.0))
+    self_sim[np.bincount(groups, weights=zero, minlength=m) > 0] = np.nan
+    return {"type": uniq[keep].astype(np.int64), "count": c, "radius_t": radius,
+            "centroid_distance": dist, "self_similarity": self_sim}
+
+
+# ----------------------------------------------------------------------------- correlation
+def _avg_ranks(codes, idx, n_values) -> np.ndarray:
+    """Average (tie-aware) ranks, 1-based, of ``codes[idx]`` within each row of ``idx``.
+
+    ``codes`` are the dense ranks 0..n_values-1 of the original values; a counting
+    pass per resample replaces a sort (same result as ``scipy.stats.rankdata``).
+    """
+    B = idx.shape[0]
+    v = codes[idx]                                          # (B, n)
+    cnt = np.bincount((v + n_values * np.arange(B)[:, None]).ravel(),
+                      minlength=B * n_values).reshape(B, n_values)
+    avg = np.cumsum(cnt, axis=1) - (cnt - 1) / 2.0           # average rank of each value
+    return np.take_along_axis(avg, v, axis=1)
+
+
+def spearman_ci(x, y, n_boot: int = 1000, confidence: float = 0.95, rng=0) -> dict:
+    """Spearman correlation with a percentile bootstrap interval over items.
+
+    ``rho`` is ``scipy.stats.spearmanr(x, y)``; the interval is the
+    ``(1 - confidence)/2`` and ``(1 + confidence)/2`` percentiles of ``rho`` over
+    ``n_boot`` resamples of the ``n`` pairs ``(x_i, y_i)`` with replacement (indices
+    ``rng.integers(0, n, size=(b, n))`` in blocks of resamples). Ranks per resample
+    are computed by counting (ties get average ranks, as in ``spearmanr``), so
+    ``n = 3000`` and ``n_boot = 1000`` take a fraction of a second. A resample in
+    which ``x`` or ``y`` is constant is left out of the percentiles. When ``x`` or
+    ``y`` itself is constant, ``rho``, ``lo`` and ``hi`` are NaN (e.g. the radii of
+    a context-free embedding layer, all zero).
+
+    Parameters
+    ----------
+    x, y : array (n,)
+        Paired values, finite, ``n >= 3`` (e.g. log counts and radii of token types).
+    n_boot : int >= 1
+    confidence : float in (0, 1)
+    rng : numpy.random.Generator or int seed
+
+    Returns
+    -------
+    dict
+        ``rho``, ``lo``, ``hi`` (float), ``n`` (int).
+
+    Raises
+    ------
+    ParameterError
+        Different lengths, fewer than 3 pairs (too few types left to correlate),
+        non-finite values, bad ``n_boot``, ``confidence`` or ``rng``.
+
+    Example
+    -------
+    >>> x = np.arange(50.0)
+    >>> res = spearman_ci(x, x**3 + np.sin(x) * 1e3, n_boot=200, rng=0)
+    >>> round(res["rho"], 3), res["lo"] <= res["rho"] <= res["hi"], res["n"]
+    (0.99, True, 50)
+    """
+    x = check_array("x", to_numpy(x), shape=(None,), hint="Pass a 1-D array of values.")
+    y = check_array("y", to_numpy(y), shape=(x.shape[0],),
+                    hint=f"x and y must have the same length ({x.shape[0]}): one pair per item.")
+    n = x.shape[0]
+    if n < 3:
+        raise ParameterError(
+            f"x has {n} items: valid range is [3, inf) items to correlate. Too few token types "
+            f"are left: lower min_count or pass more tokens.")
+    n_boot = check_int("n_boot", n_boot, lo=1, hint="Pass a number of resamples such as 1000.")
+    confidence = check_real("confidence", confidence, 0, 1,
+                            hint="Pass a confidence level such as 0.95.")
+    rng = check_rng(rng)
+    nan = float("nan")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"rho": nan, "lo": nan, "hi": nan, "n": int(n)}
+    rho = float(_st.spearmanr(x, y).statistic)
+    ux, cx = np.unique(x, return_inverse=True)
+    uy, cy = np.unique(y, return_inverse=True)
+    boot = np.empty(n_boot)
+    for s in range(0, n_boot, _BOOT_CHUNK):
+        b = min(_BOOT_CHUNK, n_boot - s)
+        idx = rng.integers(0, n, size=(b, n))
+        rx = _avg_ranks(cx, idx, len(ux))
+        ry = _avg_ranks(cy, idx, len(uy))
+        rx -= rx.mean(axis=1, keepdims=True)
+        ry -= ry.mean(axis=1, keepdims=True)
+        den = np.sqrt(np.einsum("ij,ij->i", rx, rx) * np.einsum("ij,ij->i", ry, ry))
+        num = np.einsum("ij,ij->i", rx, ry)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boot[s:s + b] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    ok = boot[np.isfinite(boot)]
+    if ok.size == 0:
+        return {"rho": rho, "lo": nan, "hi": nan, "n": int(n)}
+    lo, hi = np.percentile(ok, [50 * (1 - confidence), 50 * (1 + confidence)])
+    return {"rho": rho, "lo": float(lo), "hi": float(hi), "n": int(n)}
+
+
+# ----------------------------------------------------------------------------- anisotropy
+def anisotropy(X, n_pairs: int = 20000, top_k: int = 10, zeta: float = DEFAULT_ZETA, rng=0,
+               outlier_threshold: float = OUTLIER_THRESHOLD) -> dict:
+    """Anisotropy of a layer's cloud: mean cosine, IsoScore*, top-PC shares, rogue dimensions.
+
+    * ``mean_cosine``: mean cosine similarity of ``n_pairs`` random pairs of distinct
+      rows ``(i, j)``, ``i`` uniform and ``j = (i + U{1..n-1}) mod n``, on the raw
+      (uncentred) activations, as in Ethayarajh (2019).
+    * ``contributions`` (D,): dimension ``i``'s part of that mean,
+      ``mean x_i y_i / (||x|| ||y||)`` over the same pairs; they sum to ``mean_cosine``
+      (Timkey & van Schijndel 2021).
+    * ``outlier_dims``: the "rogue" dimensions whose contribution exceeds
+      ``outlier_threshold * mean_cosine`` (default 5 %; an isotropic layer spreads
+      the mean over ``D`` dimensions, ``1/D`` each), sorted by decreasing
+      contribution; ``outlier_share`` is their summed contribution over
+      ``mean_cosine``. When ``mean_cosine <= 0`` there are none and the share is NaN.
+    * ``isoscore_star``: :func:`tanbias.alignment.isoscore_star` of the rows
+      (computed from the same covariance matrix).
+    * ``top1_share``, ``topk_share``: share of the total variance of the centred cloud
+      in its top 1 and top ``top_k`` principal directions.
+
+    Parameters
+    ----------
+    X : array (n, D)
+        Activations of one layer, ``n >= 2``, ``D >= 2``, no zero row.
+    n_pairs : int >= 1
+    top_k : int in [1, D - 1]
+    zeta : float in [0, 1)
+        IsoScore* shrinkage weight.
+    rng : numpy.random.Generator or int seed
+    outlier_threshold : float in (0, 1]
+
+    Returns
+    -------
+    dict
+        ``mean_cosine``, ``isoscore_star``, ``top1_share``, ``topk_share``,
+        ``outlier_share`` (float), ``outlier_dims`` (list of int), ``contributions``
+        (ndarray (D,)), ``top_k``, ``n_pairs`` (int), ``outlier_threshold`` (float).
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes or values, a zero row (its cosine is undefined), bad ``n_pairs``,
+        ``top_k``, ``zeta``, ``rng`` or ``outlier_threshold``.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 16))
+    >>> X[:, 3] += 20.0                                   # one rogue dimension
+    >>> a = anisotropy(X, top_k=2, rng=0)
+    >>> a["outlier_dims"], round(a["mean_cosine"], 2), a["mean_cosine"] > 0.9
+    ([3], 0.96, True)
+    """
+    X = _check_X(X)
+    n, D = X.shape
+    if D < 2:
+        raise ParameterError(f"X has D={D} columns: valid range is [2, inf). Pass activations "
+                             f"with at least two dimensions.")
+    n_pairs = check_int("n_pairs", n_pairs, lo=1, hint="Pass a number of pairs such as 20000.")
+    top_k = _check_k(top_k, D, "top_k")
+    zeta = check_real("zeta", zeta, 0, 1, lo_open=False, hi_open=True,
+                      hint="zeta is the shrinkage weight; 0 gives plain IsoScore.")
+    outlier_threshold = check_real(
+        "outlier_threshold", outlier_threshold, 0, 1, hi_open=False,
+        hint="Pass the share of the mean cosine that makes a dimension an outlier, e.g. 0.05.")
+    rng = check_rng(rng)
+    norms = np.concatenate([np.linalg.norm(X[s:s + _CHUNK], axis=1)
+                            for s in range(0, n, _CHUNK)])
+    if np.any(norms == 0):
+        i = int(np.argmax(norms == 0))
+        raise ParameterError(f"X[{i}] is a zero row: valid range is rows with a non-zero norm "
+                             f"(a cosine needs a direction). Drop zero rows first.")
+    i = rng.integers(0, n, size=n_pairs)
+    j = (i + rng.integers(1, n, size=n_pairs)) % n
+    contrib = np.zeros(D)
+    for s in range(0, n_pairs, _CHUNK):
+        a, b = i[s:s + _CHUNK], j[s:s + _CHUNK]
+        contrib += np.einsum("ij,ij->j", X[a] / norms[a, None], X[b] / norms[b, None])
+    contrib /= n_pairs
+    mean_cos = float(contrib.sum())
+
+    C = _centred_cov(X, X.mean(axis=0))
+    lam = np.clip(np.linalg.eigvalsh(C), 0.0, None)[::-1]
+    total = float(lam.sum())
+    nan = float("nan")
+    top1 = float(lam[0] / total) if total > 0 else nan
+    topk = float(lam[:top_k].sum() / total) if total > 0 else nan
+    iso = isoscore_star_cov(C / (n - 1), zeta)
+
+    if mean_cos > 0:
+        dims = np.flatnonzero(contrib > outlier_threshold * mean_cos)
+        dims = dims[np.argsort(-contrib[dims], kind="stable")]
+        share = float(contrib[dims].sum() / mean_cos)
+    else:
+        dims, share = np.array([], dtype=np.int64), nan
+    return {"mean_cosine": mean_cos, "isoscore_star": iso, "top1_share": top1,
+            "topk_share": topk, "top_k": top_k, "outlier_dims": [int(d) for d in dims],
+            "outlier_share": share, "contributions": contrib, "n_pairs": n_pairs,
+            "outlier_threshold": outlier_threshold}
+
+
+# ----------------------------------------------------------------------------- normal share
+def normal_share(cloud, k: int) -> float:
+    """Share of the variance of a centred cloud outside its top-``k`` principal directions.
+
+    ``sum_{j > k} lambda_j / sum_j lambda_j`` for the eigenvalues ``lambda`` of the
+    scatter matrix of ``cloud - mean``: a local estimate of the normal share. For
+    points of a smooth ``d``-dimensional manifold within radius ``t`` and ``k = d``
+    it is ``O(t^2)`` (normal parts ``O(t^2)``, tangent parts ``O(t)``); for a flat
+    cloud it is 0; for isotropic noise in ``R^D`` about ``(D - k) / D``. NaN when all
+    points coincide.
+
+    Parameters
+    ----------
+    cloud : array (c, D)
+        Points, ``c >= k + 2`` (with fewer the centred cloud has rank ``<= k`` and the
+        share is trivially 0).
+    k : int in [1, D - 1]
+        Number of principal (tangent) directions.
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Raises
+    ------
+    ParameterError
+        Bad shape, non-finite values, ``k`` out of range, too few points.
+
+    Example
+    -------
+    >>> t = np.linspace(-1.0, 1.0, 21)
+    >>> normal_share(np.stack([t, 0 * t, 0 * t], axis=1), k=1)   # a segment: flat
+    0.0
+    >>> parabola = [normal_share(np.stack([a * t, (a * t)**2, 0 * t], axis=1), k=1)
+    ...             for a in (0.1, 0.2)]      # half-width 0.1, then 0.2
+    >>> round(parabola[0], 5), round(parabola[1] / parabola[0], 2)   # O(t^2): x4
+    (0.0029, 3.97)
+    """
+    cloud = check_rows("cloud", cloud, hint="Pass the (c, D) points of one token type.")
+    c, D = cloud.shape
+    if D < 2:
+        raise ParameterError(f"cloud has D={D} columns: valid range is [2, inf). Pass points "
+                             f"in at least two dimensions.")
+    k = _check_k(k, D)
+    if c < k + 2:
+        raise ParameterError(
+            f"cloud has {c} rows: valid range is [k + 2, inf) = [{k + 2}, inf) rows for k={k}. "
+            f"Pass more points or lower k.")
+    return _tail_share(cloud - cloud.mean(axis=0), k)
+
+
+def type_normal_shares(X, type_ids, k: int, min_count: int = 8, spread=None) -> dict:
+    """Concentration radius and normal share (:func:`normal_share`) of each token type.
+
+    Over the types with at least ``max(min_count, k + 2)`` occurrences, sorted by
+    type id; ``radius_t`` is the same as in :func:`type_statistics` (RMS distance
+    to the type's centroid over the layer's spread).
+
+    Parameters
+    ----------
+    X : array (n, D)
+    type_ids : array of int (n,)
+    k : int in [1, D - 1]
+        Number of principal directions taken as tangent.
+    min_count : int >= 2
+    spread : float > 0, optional
+        Default ``layer_spread(X)``.
+
+    Returns
+    -------
+    dict of ndarray (m,)
+        ``type``, ``count``, ``radius_t``, ``normal_share``.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`type_statistics`, and ``k`` out of range.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)) * [1.0, 1.0, 0.0]      # two types in a plane
+    >>> res = type_normal_shares(X, np.repeat([4, 5], 30), k=2)
+    >>> res["type"].tolist(), res["count"].tolist(), bool(res["normal_share"].max() < 1e-12)
+    ([4, 5], [30, 30], True)
+    """
+    X = _check_X(X)
+    n, D = X.shape
+    ids = _check_type_ids(type_ids, n)
+    if D < 2:
+        raise ParameterError(f"X has D={D} columns: valid range is [2, inf). Pass activations "
+                             f"with at least two dimensions.")
+    k = _check_k(k, D)
+    min_count = check_int("min_count", min_count, lo=2,
+                          hint="A radius needs at least 2 occurrences; the default is 8.")
+    s = _check_spread(spread, X)
+    need = max(min_count, k + 2)
+    order = np.argsort(ids, kind="stable")
+    uniq, start, counts = np.unique(ids[order], return_index=True, return_counts=True)
+    keep = np.flatnonzero(counts >= need)
+    if keep.size == 0:
+        raise ParameterError(
+            f"min_count={min_count} is out of range: no token type occurs max(min_count, k + 2)"
+            f"={need} times (the most frequent occurs {int(counts.max())} times): valid range is "
+            f"types with at least k + 2 occurrences. Lower min_count or k, or pass more tokens.")
+    radius = np.empty(keep.size)
+    share = np.empty(keep.size)
+    for out, g in enumerate(keep):
+        Y = X[order[start[g]:start[g] + counts[g]]]
+        Y = Y - Y.mean(axis=0)
+        radius[out] = np.sqrt(np.einsum("ij,ij->", Y, Y) / len(Y)) / s
+        share[out] = _tail_share(Y, k)
+    return {"type": uniq[keep].astype(np.int64), "count": counts[keep].astype(np.int64),
+            "radius_t": radius, "normal_share": share}
+
+
+def normal_share_scaling(radius_t, share, confidence: float = 0.95) -> SlopeFit:
+    """Log-log slope of the normal share against the radius ``t``.
+
+    A curved manifold predicts slope 2 (share ``O(t^2)``); a flat cloud with
+    isotropic noise of the cloud's own size gives slope 0 (a constant share).
+
+    Parameters
+    ----------
+    radius_t, share : array (m,)
+        Positive and finite (e.g. from :func:`type_normal_shares`), ``m >= 3``.
+    confidence : float in (0, 1)
+
+    Returns
+    -------
+    tanbias.stats.SlopeFit
+
+    Raises
+    ------
+    ParameterError
+        Different lengths, fewer than 3 values, zero, negative or non-finite values.
+
+    Example
+    -------
+    >>> t = np.array([0.05, 0.1, 0.2, 0.4])
+    >>> round(normal_share_scaling(t, 0.3 * t**2).slope, 6)
+    2.0
+    """
+    t = check_array("radius_t", to_numpy(radius_t), shape=(None,),
+                    hint="Pass the radii of the types, e.g. type_normal_shares(...)['radius_t'].")
+    y = check_array("share", to_numpy(share), shape=(t.shape[0],),
+                    hint=f"radius_t and share must have the same length ({t.shape[0]}).")
+    if t.shape[0] < 3:
+        raise ParameterError(
+            f"radius_t has {t.shape[0]} values: valid range is [3, inf) values for a slope with "
+            f"an interval. Too few token types are left: lower min_count or pass more tokens.")
+    for name, arr in (("radius_t", t), ("share", y)):
+        if np.any(arr <= 0):
+            i = int(np.argmax(arr <= 0))
+            raise ParameterError(
+                f"{name}[{i}]={arr[i]!r} is out of range: valid range is (0, inf). A log-log fit "
+                f"needs positive values; keep the types with radius_t > 0 and share > 0.")
+    return loglog_slope(t, y, confidence)
