@@ -26,7 +26,8 @@ from scipy import stats as _st
 from ._checks import check_array, check_real
 from .errors import ParameterError
 
-__all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval"]
+__all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval", "check_greater",
+           "check_less"]
 
 
 @dataclass(frozen=True)

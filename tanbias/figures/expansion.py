@@ -68,8 +68,8 @@ def _side_view_dict(view, scaling, name) -> dict:
 
 
 def side_view_figure(view, scaling, name="manifold") -> go.Figure:
-    """Two panels: the side view of :func:`side_view_data` and the RMS parts of
-    :func:`expansion_scaling` on log-log axes, the current ``t`` marked.
+    """Two panels: the side view of :func:`~tanbias.expansion.side_view_data` and the RMS parts of
+    :func:`~tanbias.expansion.expansion_scaling` on log-log axes, the current ``t`` marked.
 
     Returns
     -------

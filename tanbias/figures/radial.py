@@ -61,7 +61,7 @@ def radial_laws_figure(families, eta_g, d) -> go.Figure:
     Parameters
     ----------
     families : dict[str, RadialLaw]
-        Name -> law (any scale; each is rescaled with :meth:`RadialLaw.with_eta`).
+        Name -> law (any scale; each is rescaled with :meth:`~tanbias.radial.RadialLaw.with_eta`).
     eta_g : float > 0
     d : int >= 1
 

@@ -267,7 +267,7 @@ def frequency_figure(loaded: dict):
 def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen"):
     """Forest plot: every seed-paired contrast of log enrichment as a ratio with its 95 % interval.
 
-    Early and late phases side by side; with ``tim`` (:func:`timing`), one more
+    Early and late phases side by side; with ``tim`` (:func:`~tanbias.lab.analysis.sweep.timing`), one more
     row: the last step's enrichment over the run's peak.
     """
     e = eff[(eff["layer"] == layer) & (eff["bucket"] == bucket) & (eff["proxy"] == proxy)

@@ -63,7 +63,7 @@ def growth_figure(profiles, predicted=None, delta=None, title=None) -> go.Figure
     Parameters
     ----------
     profiles : dict[str, dict]
-        Name -> output of :func:`growth_profile`.
+        Name -> output of :func:`~tanbias.volume_growth.growth_profile`.
     predicted : dict[str, (array, array)], optional
         Name -> ``(r, slope)``: predicted local slopes (dashed).
     delta : float, optional

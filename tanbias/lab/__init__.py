@@ -16,7 +16,7 @@ and everything after it import torch):
 * :mod:`tanbias.lab.analysis`   alignment tables, trained views, radii, sweep statistics,
   the chapter-8 report, the probe on released checkpoints (post hoc)
 * :mod:`tanbias.lab.pipeline`   what happens after a run; reproduce; the sweep
-* :mod:`tanbias.lab.__main__`   ``python -m tanbias.lab ...``
+* ``tanbias.lab.__main__``   ``python -m tanbias.lab ...``
 
 Figures of the runs live in :mod:`tanbias.figures.runs` and :mod:`tanbias.figures.sweep`.
 """

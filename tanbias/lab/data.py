@@ -178,7 +178,7 @@ def training_streams(cfg: dict, tok):
 
 
 def common_batches(cfg: dict, tok, n_batches: int) -> list[dict]:
-    """The held-out text every run of a kind is measured on: natural mixture, seed :data:`MECH_SEED`."""
+    """The held-out text every run of a kind is measured on: natural mixture, seed :data:`~tanbias.lab.config.MECH_SEED`."""
     size = SIZES[cfg["size"]]
     _, valid_docs = split(cfg["languages"])
     it = lm_batches(cfg["kind"], mixture(valid_docs, "natural", seed=MECH_SEED), tok,

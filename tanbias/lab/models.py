@@ -18,14 +18,14 @@ Choices, with the reasons:
   only matters for contexts far longer than the 128 tokens used here.
 * ``num_key_value_heads = num_attention_heads`` (no grouped-query attention):
   EuroBERT-210m has none either.
-* ``mlm_probability = 0.3`` (:data:`MLM_PROBABILITY`). BERT used 15 %; Wettig et
+* ``mlm_probability = 0.3`` (:data:`~tanbias.lab.config.MLM_PROBABILITY`). BERT used 15 %; Wettig et
   al. (2023, "Should you mask 15 % in MLM?") found 30-40 % better, and EuroBERT
   is reported to have pre-trained with 50 % before lowering the ratio for its
   annealing phase (not checked against the paper's text here). In a run of a
   few minutes a higher ratio also gives twice as many supervised positions per
   batch as 15 %. (The installed ``EuroBertConfig``
   has no masking field: the ratio is a property of the data collator.)
-* Sizes (:data:`SIZES`), measured on this 2-core CPU (Xeon, AVX-512), 4 layers,
+* Sizes (:data:`~tanbias.lab.config.SIZES`), measured on this 2-core CPU (Xeon, AVX-512), 4 layers,
   4 heads, MLP 4d, sequence 128, batch 32 (4096 tokens a step), AdamW step
   included. The machine was shared with other jobs (load 4-6) during every
   measurement, so wall-clock times were unreliable; the robust number is the
@@ -150,7 +150,7 @@ def make_model(kind: str = "encoder", size: str = "small", vocab_size: int = 819
     ----------
     kind : {"encoder", "decoder"}
     size : {"small", "smoke"}
-        See :data:`SIZES`.
+        See :data:`~tanbias.lab.config.SIZES`.
     vocab_size : int
     seed : int
         ``torch.manual_seed(seed)`` right before construction: the same seed gives
@@ -356,9 +356,9 @@ def unigram_baseline(train_counts: np.ndarray, eval_ids, alpha: float = 0.5,
     Parameters
     ----------
     train_counts : ndarray (vocab_size,)
-        Token counts on training data (:func:`token_counts`).
+        Token counts on training data (:func:`~tanbias.lab.data.token_counts`).
     eval_ids : array-like of int
-        Held-out target ids (e.g. :func:`batch_targets` of validation batches).
+        Held-out target ids (e.g. :func:`~tanbias.lab.data.batch_targets` of validation batches).
     alpha : float
         Additive smoothing, > 0.
     exclude_special : bool

@@ -76,7 +76,7 @@ def reproduce(run, steps: int | None = None, workdir=None, progress: bool = True
     Compares every logged step's loss (``|Δ| <= loss_atol``), the evaluation loss,
     and — when the whole run is repeated — every numeric column of
     ``alignment.csv`` and ``tokens.csv`` (``|Δ| <= align_atol + align_rtol |x|``); see
-    :data:`REPRODUCE_TOLERANCE`.
+    :data:`~tanbias.lab.config.REPRODUCE_TOLERANCE`.
 
     Parameters
     ----------

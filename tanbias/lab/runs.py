@@ -37,7 +37,7 @@ import numpy as np
 
 from tanbias.errors import CorruptFileError
 
-__all__ = ["RUNS_DIR", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
+__all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
            "COMMITTED_FILES", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
            "read_config", "atomic_save_npz"]
@@ -159,7 +159,8 @@ def sha256(path) -> str:
     return h.hexdigest()
 
 
-def _git_commit() -> dict:
+def git_commit() -> dict:
+    """The repository's HEAD commit, and whether the package has uncommitted changes."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, timeout=10).stdout.strip() or None
@@ -184,7 +185,7 @@ def write_manifest(run, config: dict, extra: dict | None = None) -> dict:
              for name in COMMITTED_FILES if (d / name).exists()}
     manifest = {
         "run": d.name, "config": config, "seed": config.get("seed"),
-        "package_version": tanbias.__version__, "git": _git_commit(),
+        "package_version": tanbias.__version__, "git": git_commit(),
         "python": sys.version.split()[0], "platform": platform.platform(), **versions,
         "files": files,
         "commands": {"train": regenerate_command(d, fresh=True),

@@ -121,7 +121,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     Parameters
     ----------
     config : dict or path
-        A config dict (see :data:`DEFAULT_CONFIG`) or a JSON file.
+        A config dict (see :data:`~tanbias.lab.config.DEFAULT_CONFIG`) or a JSON file.
     out_dir : path, optional
         Run folder; default ``data/runs/<name>``.
     fresh : bool

@@ -108,8 +108,8 @@ def loss_summary(sw: SweepAnalysis):
 
 
 def paired_eta(sw: SweepAnalysis, kind: str, bucket: str, col: str, layer: int | None = None):
-    """Seed-paired balanced − natural difference of ``col`` of :func:`sweep.eta_by_bucket`:
-    ``(mean, lo, hi, n)`` (:func:`sweep.t_interval`); default layer: the last."""
+    """Seed-paired balanced − natural difference of ``col`` of :func:`~tanbias.lab.analysis.sweep.eta_by_bucket`:
+    ``(mean, lo, hi, n)`` (:func:`~tanbias.lab.analysis.sweep.t_interval`); default layer: the last."""
     e = sw.eta
     layer = sw.last_layer if layer is None else layer
     e = e[(e["kind"] == kind) & (e["bucket"] == bucket) & (e["layer"] == layer)]

@@ -112,7 +112,7 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
     Parameters
     ----------
     captures : dict[int, dict]
-        ``{step: capture}`` (:meth:`ResidualProbe.collect`).
+        ``{step: capture}`` (:meth:`~tanbias.lab.probe.ResidualProbe.collect`).
     config : dict
         ``name, kind, regime, seed, steps`` and ``probe`` (``rank, local_rank,
         n_controls, n_buckets, min_count, zeta, fit_fraction, layers``).

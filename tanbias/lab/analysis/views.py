@@ -22,7 +22,7 @@ __all__ = ["compute_views", "load_views"]
 
 
 def compute_views(run, n_tokens: int = 200, attn_tokens: int = 6, min_count: int | None = None) -> dict:
-    """Write and return ``views.json`` of a trained run (see :func:`_compute_views`)."""
+    """Write and return ``views.json`` of a trained run (see ``_compute_views``)."""
     with single_thread_blas():
         return _compute_views(run, n_tokens, attn_tokens, min_count)
 
