@@ -38,12 +38,12 @@ DATA_JS = """gd => JSON.stringify([
 
 
 #: JavaScript: the text a reader sees in the article, with code, typeset math,
-#: figures and scripts removed (hidden dropdowns, e.g. solutions, included).
+#: API signatures (a constant's value may be a regular expression), figures and scripts removed (hidden dropdowns, e.g. solutions, included).
 VISIBLE_TEXT_JS = """() => {
   const root = (document.querySelector('main article') || document.querySelector('main')
                 || document.body).cloneNode(true);
   root.querySelectorAll('pre, .highlight, script, style, mjx-container, .math, '
-    + '.js-plotly-plot, .plotly-graph-div, svg, .headerlink, '
+    + '.js-plotly-plot, .plotly-graph-div, svg, .headerlink, .sig, '
     + 'code:not(.tanbias-check code)').forEach(e => e.remove());
   return root.textContent;
 }"""

@@ -284,7 +284,7 @@ def test_kernels_started_like_the_book_build_are_not_live(tmp_path):
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import os, plotly.io as pio, tanbias\n"
+        "import os, plotly.io as pio, tanbias.figures  # importing the figures sets up plotting\n"
         "from tanbias.interactive import resolve_mode\n"
         "print(os.environ.get('JPY_SESSION_NAME'), resolve_mode(), pio.renderers.default)")])
     env_mode = __import__("os").environ.pop("TANBIAS_MODE", None)
