@@ -40,7 +40,7 @@ LAB = [
     ["tanbias.lab.config"],
     ["tanbias.lab.runs"],
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.data"],
-    ["tanbias.lab.models"],
+    ["tanbias.lab.models", "tanbias.lab.zoo"],
     ["tanbias.lab.probe"],
     ["tanbias.lab.train"],
     ["tanbias.lab.analysis"],
