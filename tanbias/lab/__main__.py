@@ -10,7 +10,8 @@
                                                                probe released/saved checkpoints post hoc
 
 ``RUN`` is a run name under ``data/runs`` (e.g. ``decoder-natural-s0``) or a folder.
-``MODEL`` is a hub id (``EleutherAI/pythia-160m``) or a local folder; ``--revisions``
+``MODEL`` is a hub id (``EleutherAI/pythia-160m``), a local folder or a zoo decoder
+(``smollm2-135m``, ``gemma3-270m``: ``make zoo``); ``--revisions``
 defaults to the paper's revisions for its reference models, else the default branch.
 ``reproduce`` exits with status 1 when the metrics differ beyond the stated tolerance.
 """
@@ -46,7 +47,8 @@ def main(argv=None) -> int:
     p.add_argument("run")
     p.add_argument("--batches", type=int, default=8)
     p = sub.add_parser("checkpoints", help="probe released or saved checkpoints post hoc")
-    p.add_argument("model", help="hub id (e.g. EleutherAI/pythia-160m) or local folder")
+    p.add_argument("model", help="hub id (e.g. EleutherAI/pythia-160m), local folder or zoo "
+                                 "decoder (smollm2-135m, gemma3-270m)")
     p.add_argument("--revisions", nargs="+", default=None,
                    help="e.g. step0 step1000 (default: the paper's for a reference model, else main)")
     p.add_argument("--kind", choices=("encoder", "decoder"), default=None,
@@ -62,7 +64,8 @@ def main(argv=None) -> int:
     unavailable: tuple = ()
     if args.command == "checkpoints":
         from tanbias.lab.analysis.posthoc import CheckpointUnavailable
-        unavailable = (CheckpointUnavailable,)
+        from tanbias.lab.zoo import ZooUnavailable
+        unavailable = (CheckpointUnavailable, ZooUnavailable)
     try:
         if args.command == "train":
             from tanbias.lab.pipeline import train_and_analyse

