@@ -130,6 +130,22 @@ def test_wrong_version_is_unavailable(fake, monkeypatch):
         zoo.weight_path("fake")
 
 
+def test_gemma_is_assembled_once_and_rebuilt_when_damaged(tmp_path, monkeypatch):
+    monkeypatch.setattr(zoo, "ZOO_DIR", tmp_path)
+    try:
+        path = zoo.weight_path("gemma3-270m")
+    except zoo.ZooUnavailable as err:
+        if ON_CI:
+            pytest.fail(f"{err} (CI must install the zoo: make zoo)")
+        pytest.skip(str(err))
+    entry = zoo.ZOO["gemma3-270m"]
+    assert path == tmp_path / entry.weight and path.stat().st_size == entry.size
+    with open(path, "r+b") as f:                          # a truncated copy is assembled again
+        f.truncate(1000)
+    assert zoo.weight_path("gemma3-270m") == path and zoo.verified_sha256(path) == entry.sha256
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([entry.weight, "verified.json"])
+
+
 # ---------------------------------------------------------------------------
 # the real models
 # ---------------------------------------------------------------------------

