@@ -82,16 +82,34 @@ def undocumented_constants(module: str, names: list[str]) -> list[str]:
     return out
 
 
+def api_modules(package: str = "tanbias", exclude=()) -> list[str]:
+    """The public modules of ``package`` minus those under any of ``exclude``.
+
+    Example
+    -------
+    >>> mods = api_modules("tanbias", exclude=("tanbias.lab", "tanbias.figures"))
+    >>> "tanbias.radial" in mods, any(m.startswith("tanbias.lab") for m in mods)
+    (True, False)
+    """
+    return [m for m in public_modules(package)
+            if not any(m == e or m.startswith(e + ".") for e in exclude)]
+
+
 class TanbiasApi(SphinxDirective):
-    """``{tanbias-api}``: automodule sections for every public module."""
+    """``{tanbias-api}``: automodule sections for every public module of a package.
+
+    Options: ``:exclude:`` a comma-separated list of subpackages documented on
+    pages of their own (one page per layer keeps every page light).
+    """
 
     has_content = False
     optional_arguments = 1  # package name, default "tanbias"
+    option_spec = {"exclude": lambda arg: [a.strip() for a in (arg or "").split(",") if a.strip()]}
 
     def run(self) -> list[nodes.Node]:
         package = self.arguments[0] if self.arguments else "tanbias"
         lines: list[str] = []
-        for mod in public_modules(package):
+        for mod in api_modules(package, self.options.get("exclude", ())):
             title = f"``{mod}``"
             lines += [title, "-" * len(title), "", f".. automodule:: {mod}"]
             members = own_public_names(mod)

@@ -142,8 +142,11 @@ def test_pages_weigh_at_most_2_mb(built_book):
 def test_api_page_documents_every_public_module(built_book):
     from tanbias._sphinxext import public_modules
 
-    text = built_book.page("chapters/api").read_text(encoding="utf8")
+    text = "".join(built_book.page(doc).read_text(encoding="utf8")
+                   for doc in ("chapters/api", "chapters/api_lab", "chapters/api_figures"))
     missing = [m for m in public_modules() if f'id="module-{m}"' not in text]
+    twice = [m for m in public_modules() if text.count(f'id="module-{m}"') > 1]
+    assert not twice, f"modules documented on two reference pages: {twice}"
     assert not missing, missing
     assert 'id="tanbias.interactive.Interactive"' in text
 
