@@ -23,7 +23,7 @@ import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
 
-__all__ = ["probe_steps", "ResidualProbe", "residual_modules", "pack_capture", "load_capture",
+__all__ = ["probe_steps", "layer_activations", "F16_SAFE", "ResidualProbe", "residual_modules", "pack_capture", "load_capture",
            "CAPTURE_VERSION"]
 
 CAPTURE_VERSION = 1
@@ -151,19 +151,45 @@ def pack_capture(acts: list, grads: list, input_ids, token_ids) -> dict:
 
     Activations become float16; each layer's gradients are divided by their
     largest absolute value (``grad_scale``, 1 if all are zero) before rounding to
-    float16, so they do not underflow (every metric is scale-free).
+    float16, so they do not underflow (every metric is scale-free). A layer whose
+    activations would overflow float16 (real models have outlier dimensions in
+    the tens of thousands) is divided by a power of two first (``act_scale``, 1
+    for every layer of the lab's models); :func:`layer_activations` undoes it.
     """
-    a16, g16, scales = [], [], []
+    a16, g16, scales, act_scales = [], [], [], []
     for a, g in zip(acts, grads):
         s = float(g.abs().max()) or 1.0
-        a16.append(a.numpy().astype(np.float16))
+        peak = float(a.abs().max())
+        sa = 2.0 ** int(np.ceil(np.log2(peak / F16_SAFE))) if peak > F16_SAFE else 1.0
+        a16.append((a / sa if sa != 1.0 else a).numpy().astype(np.float16))
         g16.append((g / s).numpy().astype(np.float16))
         scales.append(s)
+        act_scales.append(sa)
     return {"acts": np.stack(a16), "grads": np.stack(g16),
             "grad_scale": np.asarray(scales, np.float32),
+            "act_scale": np.asarray(act_scales, np.float32),
             "input_ids": input_ids.numpy().astype(np.int32),
             "token_ids": token_ids.numpy().astype(np.int32),
             "version": np.int32(CAPTURE_VERSION)}
+
+
+#: Largest activation stored as is in float16 (its maximum is 65504): above it a layer is scaled.
+F16_SAFE = 32768.0
+
+
+def layer_activations(cap: dict, layer: int) -> np.ndarray:
+    """Layer ``layer``'s captured activations as float64, in their original units.
+
+    Example
+    -------
+    >>> import torch
+    >>> cap = pack_capture([torch.full((2, 3), 98304.0)], [torch.ones(2, 3)], torch.zeros(1, 2), torch.zeros(2))
+    >>> float(cap["act_scale"][0]), float(layer_activations(cap, 0).max())
+    (4.0, 98304.0)
+    """
+    X = cap["acts"][layer].astype(np.float64)
+    scale = cap.get("act_scale")
+    return X * float(scale[layer]) if scale is not None else X
 
 
 def load_capture(path, regenerate: str) -> dict:

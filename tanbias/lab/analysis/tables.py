@@ -31,7 +31,7 @@ from tanbias import alignment as al
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
-from tanbias.lab.probe import load_capture, probe_steps
+from tanbias.lab.probe import layer_activations, load_capture, probe_steps
 
 __all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "analyse_run"]
 
@@ -90,7 +90,7 @@ def frozen_proxies(captures: dict, layers, rank: int, fit_fraction: float, total
     fit_steps = [s for s in steps if s <= fit_fraction * total_steps] or steps[:1]
     frozen = {}
     for layer in layers:
-        pooled = np.concatenate([captures[s]["acts"][layer].astype(np.float64) for s in fit_steps])
+        pooled = np.concatenate([layer_activations(captures[s], layer) for s in fit_steps])
         if len(pooled) > 16384:
             pooled = pooled[np.random.default_rng(0).choice(len(pooled), 16384, replace=False)]
         frozen[layer] = al.pca_basis(pooled, rank)
@@ -153,7 +153,7 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
         it = tqdm(it, desc=f"probe {config['name']}", unit="layer-step")
     for step, layer in it:
         cap = captures[step]
-        X = cap["acts"][layer].astype(np.float64)
+        X = layer_activations(cap, layer)
         G = cap["grads"][layer].astype(np.float64)
         # per-token analyses use the token the model *sees* at each position: an encoder's
         # <mask> positions (a special id) drop out instead of mixing a <mask> embedding

@@ -16,7 +16,7 @@ from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import frozen_proxies, single_thread_blas
 from tanbias.lab.config import N_SPECIAL
-from tanbias.lab.probe import load_capture, probe_steps, residual_modules
+from tanbias.lab.probe import layer_activations, load_capture, probe_steps, residual_modules
 
 __all__ = ["compute_views", "load_views"]
 
@@ -94,7 +94,7 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
     for s in pick:
         tan, nor, share = [], [], []
         for layer in range(L1):
-            X = caps[s]["acts"][layer].astype(np.float64)
+            X = layer_activations(caps[s], layer)
             Xc = X - X.mean(axis=0)
             pt = Xc @ frozen[layer]
             et = np.sum(pt ** 2, axis=1)
