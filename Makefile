@@ -22,6 +22,7 @@ LAB_ARGS ?=
 # we are root on CI and dev machines; JupyterLab refuses root without this flag
 LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 BENCH_ARGS ?=
+PRETRAINED_ARGS ?=
 PYTEST_ARGS ?=
 
 # Vendored front-end assets (npm registry), pinned; plotly.js comes from the
@@ -134,7 +135,9 @@ sweep: $(STAMP)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo
-	$(PY) -m tanbias.lab pretrained all
+	@# one process per model, so that each manifest records that model's own peak memory;
+	@# a model already measured with the same settings is skipped (--fresh to redo it)
+	for m in smollm2-135m gemma3-270m minilm-l6; do $(PY) -m tanbias.lab pretrained $$m $(PRETRAINED_ARGS) || exit 1; done
 
 bench: $(STAMP) $(ASSETS_STAMP)
 	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.bench $(BENCH_ARGS)

@@ -245,6 +245,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     except Exception as exc:  # report, keep the rest of the benchmark
         report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
+    report["pretrained"] = _pretrained_record(Path(root))
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -261,6 +262,35 @@ def _sweep_record(root: Path) -> dict | None:
     rec = json.loads(path.read_text(encoding="utf8"))
     return {"n_runs": len(rec["runs"]), "wall_seconds": rec["wall_seconds"], "jobs": rec["jobs"],
             "run_seconds": sum(r["seconds"] for r in rec["runs"].values())}
+
+
+#: Budgets of the real-model measurements (chapter 9, ``make pretrained``), seconds and GB.
+PRETRAINED_TARGETS = {"smollm2-135m": 180.0, "gemma3-270m": 360.0, "minilm-l6": 30.0,
+                      "all": 900.0, "peak_gb": 8.0}
+
+
+def _pretrained_record(root: Path) -> dict | None:
+    """The committed real-model measurements' timings (``data/pretrained/*/manifest.json``).
+
+    They take minutes, so they are read, not re-run: each manifest records the
+    seconds of each stage, the forward throughput, its fraction of the float32
+    matrix-multiply rate measured in the same process, and the peak memory.
+    """
+    folder = root / "data" / "pretrained"
+    rows = {}
+    for man in sorted(folder.glob("*/manifest.json")):
+        m = json.loads(man.read_text(encoding="utf8"))
+        sec = m["seconds"]
+        rows[m["model"]] = {
+            "total_s": sec["total"], "probe_s": sec.get("probe", 0.0),
+            "measure_s": sec["total"] - sec.get("probe", 0.0), "forward_s": sec["forward"],
+            "tokens": m["n_tokens"], "tokens_per_s": m["tokens_per_s"],
+            "gemm_gflops": m["gemm_flops"] / 1e9, "gemm_fraction": m.get("gemm_fraction"),
+            "peak_gb": m.get("peak_rss_gb")}
+    if not rows:
+        return None
+    return {"models": rows, "all_s": sum(r["total_s"] for r in rows.values()),
+            "targets": PRETRAINED_TARGETS}
 
 
 def _all_ok(report: dict) -> bool:
@@ -308,6 +338,21 @@ def format_report(report: dict) -> str:
                      f"vs post hoc {lab['run_overhead_posthoc']:.3f}x")
     elif lab:
         lines.append(f"training lab: ERROR {lab['error'][:100]}")
+    pre = report.get("pretrained")
+    if pre:
+        pt = pre["targets"]
+        lines.append("real models (committed, data/pretrained/*/manifest.json; measured by make pretrained):")
+        for name, r in pre["models"].items():
+            peak = f"{r['peak_gb']:.1f} GB" if r.get("peak_gb") is not None else "not recorded"
+            lines.append(
+                f"  {name:<14} {r['total_s']:6.0f} s in all (measurements "
+                f"{_fmt_check(r['measure_s'], pt.get(name, float('inf')), lambda v: f'{v:.0f}')} s "
+                f"<= {pt.get(name, float('inf')):.0f}, alignment probe {r['probe_s']:.0f} s), "
+                f"{r['tokens']} tokens, forward {r['tokens_per_s']:.0f} tokens/s = "
+                f"{100 * (r['gemm_fraction'] or 0):.0f} % of {r['gemm_gflops']:.0f} GFLOP/s "
+                f"(fp32 matmul, same process), peak memory {peak}")
+        lines.append(f"  make pretrained: {_fmt_check(pre['all_s'], pt['all'], lambda v: f'{v:.0f}')} s "
+                     f"<= {pt['all']:.0f}")
     sw = report.get("sweep")
     if sw:
         lines.append(f"2x2 sweep (committed, data/runs/sweep.json): {sw['n_runs']} runs in "

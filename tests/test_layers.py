@@ -50,6 +50,7 @@ LAB = [
     ["tanbias.lab.analysis.sweep"],
     ["tanbias.lab.analysis.report"],
     ["tanbias.lab.analysis.posthoc"],
+    ["tanbias.lab.analysis.pretrained"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]

@@ -8,6 +8,8 @@
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
                                                                probe released/saved checkpoints post hoc
+    python -m tanbias.lab pretrained MODEL|all [--tokens N] [--fresh]
+                                                               measure a zoo model on held-out text (ch 9)
 
 ``RUN`` is a run name under ``data/runs`` (e.g. ``decoder-natural-s0``) or a folder.
 ``MODEL`` is a hub id (``EleutherAI/pythia-160m``), a local folder or a zoo decoder
@@ -58,11 +60,17 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="folder for alignment.csv, radius.csv, radius_corr.csv")
     p.add_argument("--no-progress", action="store_true")
+    p = sub.add_parser("pretrained", help="measure zoo models on held-out text (data/pretrained/)")
+    p.add_argument("model", help="smollm2-135m, gemma3-270m, minilm-l6, or all")
+    p.add_argument("--tokens", type=int, default=None, help="held-out tokens (default 32768)")
+    p.add_argument("--out", default=None, help="root folder (default data/pretrained)")
+    p.add_argument("--fresh", action="store_true", help="measure again models already measured")
+    p.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
     from tanbias.errors import CorruptFileError, ParameterError
     unavailable: tuple = ()
-    if args.command == "checkpoints":
+    if args.command in ("checkpoints", "pretrained"):
         from tanbias.lab.analysis.posthoc import CheckpointUnavailable
         from tanbias.lab.zoo import ZooUnavailable
         unavailable = (CheckpointUnavailable, ZooUnavailable)
@@ -102,6 +110,15 @@ def main(argv=None) -> int:
                   f"layers {sorted(df['layer'].unique())})")
         elif args.command == "checkpoints":
             _checkpoints(args)
+        elif args.command == "pretrained":
+            from tanbias.lab.analysis.pretrained import measure_all
+            settings = {} if args.tokens is None else {"n_tokens": args.tokens}
+            for name, man in measure_all(args.model, root=args.out, fresh=args.fresh,
+                                         progress=not args.no_progress, **settings).items():
+                sec = man["seconds"]
+                print(f"{name}: {man['n_tokens']} tokens, {man['tokens_per_s']:.0f} tokens/s "
+                      f"({man['gemm_fraction']:.1%} of the measured matmul peak), "
+                      f"{sec['total']:.0f} s in all{' (already measured)' if man.get('skipped') else ''}")
     except (ParameterError, CorruptFileError, *unavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
