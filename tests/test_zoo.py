@@ -149,6 +149,7 @@ def test_gemma_is_assembled_once_and_rebuilt_when_damaged(tmp_path, monkeypatch)
 # ---------------------------------------------------------------------------
 # the real models
 # ---------------------------------------------------------------------------
+@pytest.mark.zoo
 def test_smollm2_loads_and_runs(smollm2):
     model, tok = smollm2
     entry = zoo.ZOO["smollm2-135m"]
@@ -167,6 +168,7 @@ def test_smollm2_loads_and_runs(smollm2):
     assert entry.sha256 in marker
 
 
+@pytest.mark.zoo
 def test_minilm_loads_as_a_headless_encoder():
     _require("minilm-l6")
     model, tok = zoo.load_zoo("minilm-l6")
@@ -181,6 +183,7 @@ def test_minilm_loads_as_a_headless_encoder():
 # ---------------------------------------------------------------------------
 # the post-hoc probe on the zoo (python -m tanbias.lab checkpoints NAME)
 # ---------------------------------------------------------------------------
+@pytest.mark.zoo
 def test_probe_checkpoints_on_smollm2(smollm2):
     model, tok = smollm2
     batches = ph.text_batches(tok, "decoder", n_tokens=256, seq_len=64)
