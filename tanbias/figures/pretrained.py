@@ -135,7 +135,9 @@ def types_interactive(pretrained: dict):
     return Interactive(
         params=[Param("model", "model", options=models),
                 Param("depth", "depth", options=DEPTHS, default="last"),
-                Param("reading", "reading", options=tuple(READING_LABELS))],
+                Param("reading", "reading", options=tuple(READING_LABELS),
+                      fmt={"radius_t": "(a) radius t", "centroid_distance": "(b) centroid distance",
+                           "self_similarity": "(c) self-similarity"}.get)],
         compute=compute, figure=figure, title="Token types, one layer at a time",
         caption="Each point is a token type with at least min_count occurrences in the held-out "
                 "text. The premise says frequent types (right) sit tighter around their centroid.",

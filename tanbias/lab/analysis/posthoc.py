@@ -69,7 +69,7 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.config import (BOS_ID, DEFAULT_CONFIG, EOS_ID, KINDS, MASK_ID, MLM_PROBABILITY, PAD_ID,
                                 REGIMES, merge_config, validate_probe_settings)
 
-__all__ = ["REFERENCE_MODELS", "TINY_ARCHS", "CheckpointUnavailable", "resolve_checkpoint",
+__all__ = ["REFERENCE_MODELS", "LOGIT_ROWS_BUDGET", "batch_rows", "TINY_ARCHS", "CheckpointUnavailable", "resolve_checkpoint",
            "local_revisions", "load_checkpoint", "text_batches", "text_counts",
            "capture_checkpoint", "probe_checkpoints", "make_tiny_checkpoint"]
 
@@ -498,6 +498,23 @@ def text_batches(tokenizer, kind: str, n_tokens: int = 4096, seq_len: int = 128,
             for i in range(0, rows, batch_size)]
 
 
+#: Rows of one batch times the vocabulary stay under this, so that a model with a
+#: large vocabulary (Gemma 3: 262,144) computes its logits in smaller batches; every
+#: model with a vocabulary up to 131,072 (the lab's, SmolLM2's) keeps 8 rows.
+LOGIT_ROWS_BUDGET = 2 ** 20
+
+
+def batch_rows(vocab_size: int) -> int:
+    """Rows per evaluation batch for a vocabulary of ``vocab_size`` (1 to 8).
+
+    Example
+    -------
+    >>> batch_rows(8192), batch_rows(49152), batch_rows(262144)
+    (8, 8, 4)
+    """
+    return max(1, min(8, LOGIT_ROWS_BUDGET // int(vocab_size)))
+
+
 def text_counts(batches: Iterable[dict], vocab_size: int) -> np.ndarray:
     """Counts of each (uncorrupted) token id in ``batches``, shape ``(vocab_size,)``.
 
@@ -716,10 +733,10 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
             if max_pos is not None and seq_len > max_pos:
                 raise ParameterError(f"seq_len={seq_len} is out of range for {name!r}: valid range is "
                                      f"[2, {max_pos}] (max_position_embeddings).")
-            mine = text_batches(tok, kind, n_tokens, seq_len, seed)
+            vocab = max(len(tok), model.get_input_embeddings().num_embeddings)
+            mine = text_batches(tok, kind, n_tokens, seq_len, seed, batch_size=batch_rows(vocab))
             if batches is None:
                 batches, special = mine, _special_ids(tok)
-                vocab = max(len(tok), model.get_input_embeddings().num_embeddings)
                 counts = text_counts(batches, vocab)
                 pc = _probe_config(probe, int(cfg.hidden_size), int(cfg.num_hidden_layers))
             elif not all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(batches, mine)) \

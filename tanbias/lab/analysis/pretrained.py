@@ -427,6 +427,10 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     tables = {"types": types, "premise": premise, "anisotropy": pd.DataFrame(aniso_rows),
               "curvature": pd.DataFrame(curv, columns=["layer", "slope", "lo", "hi", "n_types",
                                                        "median_normal_share"])}
+    del model          # the probe loads its own copy: never two models in memory
+    import gc
+
+    gc.collect()
     t0 = time.perf_counter()
     if entry.kind == "decoder":
         from tanbias.lab.analysis.posthoc import probe_checkpoints
@@ -435,7 +439,6 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
                                    probe=s["probe"], progress=progress)
         tables["alignment"] = probed["alignment"]
     t_probe = time.perf_counter() - t0
-    del model
     for key, frame in tables.items():   # atomic: an interrupted run leaves no half table
         atomic_write_text(out / f"{key}.csv", frame.to_csv(index=False, float_format="%.6g"))
 
@@ -629,6 +632,8 @@ def chapter9_checks(pretrained: dict) -> dict:
 
     * ``<m>_paper_t_<source>``: the paper's ρ = −0.5 lies in the bootstrap interval of
       ρ(log frequency, radius t) at the last layer;
+    * ``<m>_t_positive``: the share of blocks where ρ(log frequency, radius t) is above 0
+      (95 % interval) exceeds 0.9: the premise reversed at almost every layer;
     * ``<m>_centroid_web``: ρ(web frequency, centroid distance) is negative at the last layer;
     * ``<m>_curvature_two``: the slope 2 of a curved manifold lies within the range of
       the layers' fitted normal-share slopes;
@@ -648,6 +653,9 @@ def chapter9_checks(pretrained: dict) -> dict:
                     f"{name}, last layer: the paper's ρ = −0.5 in the 95 % interval of "
                     f"ρ(log frequency, radius t), {src} frequencies",
                     PAPER_RHO, rep[f"{key}_lo"], rep[f"{key}_hi"])
+        checks[f"{m}_t_positive"] = check_greater(
+            f"{name}: share of blocks whose 95 % interval of ρ(log frequency, radius t) lies above 0",
+            rep[f"{k}_t_positive_layers"] / rep[f"{k}_t_body_layers"], 0.9)
         key = f"{k}_centroid_distance_wordfreq"
         if f"{key}_hi" in rep:
             checks[f"{m}_centroid_web"] = check_less(
