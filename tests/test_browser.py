@@ -263,16 +263,7 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
     chapter = _first_interactive_chapter(built_book)
     page, problems = _open(browser, f"{base}/lab/tree/{chapter}?token={token}", viewport=(1400, 1100))
     try:
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
-        assert page.locator(".jp-FileEditor").count() == 0, "the chapter opened as a text file"
-        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
-        # wait for the kernel, then run every cell
-        page.wait_for_function(
-            "() => { const w = window.jupyterapp.shell.currentWidget;"
-            " const k = w && w.sessionContext && w.sessionContext.session"
-            " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
-            timeout=180_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        _run_all_in_lab(page, wait_until_done=False)
         # an Interactive's live view: a box holding its sliders and its FigureWidget
         view = page.locator(".jp-OutputArea .widget-vbox:has(.widget-slider):has(.js-plotly-plot)").first
         view.wait_for(state="attached", timeout=180_000)
@@ -322,7 +313,9 @@ LAB_MARKDOWN_JS = """() => Array.from(document.querySelectorAll('.jp-MarkdownCel
     return c.textContent; })"""
 
 
-def _run_all_in_lab(page):
+def _run_all_in_lab(page, wait_until_done: bool = True):
+    """The open chapter is a notebook: wait for its kernel, run every cell (and,
+    by default, wait until no cell is running)."""
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
     assert page.locator(".jp-FileEditor").count() == 0, "the chapter opened as a text file"
     page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
@@ -332,6 +325,8 @@ def _run_all_in_lab(page):
         " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
         timeout=180_000)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    if not wait_until_done:
+        return
     page.wait_for_timeout(2_000)
     page.wait_for_function(
         "() => !Array.from(document.querySelectorAll('.jp-InputArea-prompt'))"
