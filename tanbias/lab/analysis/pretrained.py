@@ -603,6 +603,12 @@ def chapter9_report(pretrained: dict, ch8: dict | None = None) -> dict:
         dims = str(top["outlier_dims"]).split() if isinstance(top["outlier_dims"], str) else []
         out[f"{k}_outliers"] = ", ".join(dims[:3]) if dims else "none"
         out[f"{k}_outlier_share"] = 100 * float(top["outlier_share"]) if dims else 0.0
+        from scipy.stats import spearmanr
+
+        mid = tab["types"]
+        mid = mid[(mid["layer"] == L // 2) & (mid["normal_share"] > 0) & (mid["corpus_count"] > 0)]
+        out[f"{k}_curv_freq_rho"] = float(spearmanr(np.log(mid["corpus_count"]),
+                                                    mid["normal_share"]).statistic)
         c = tab["curvature"]
         c = c[c["layer"] > 0]
         out[f"{k}_curv_median"] = float(c["slope"].median())
