@@ -340,8 +340,10 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     """
     import pandas as pd
     import torch
+    import transformers
 
     from tanbias.lab import zoo
+    from tanbias.lab.corpus import language_counts
 
     unknown = set(settings) - set(DEFAULTS)
     if unknown:
@@ -355,8 +357,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     t0 = time.perf_counter()
     model, tok = zoo.load_zoo(name, progress=progress)
     t_load = time.perf_counter() - t0
-    languages = ENGLISH_ONLY if entry.kind == "encoder" else tuple(
-        sorted(__import__("tanbias.lab.corpus", fromlist=["x"]).language_counts()))
+    languages = ENGLISH_ONLY if entry.kind == "encoder" else tuple(sorted(language_counts()))
     seq_len = min(s["seq_len"], int(getattr(model.config, "max_position_embeddings", s["seq_len"])))
     text = heldout_text(tok, languages, s["n_tokens"], seq_len, s["seed"])
     ids = text["input_ids"]
@@ -451,7 +452,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         "settings": s, "languages": list(languages), "documents": text["documents"],
         "n_tokens": n, "seq_len": seq_len,
         "versions": {"torch": torch.__version__,
-                     "transformers": __import__("transformers").__version__},
+                     "transformers": transformers.__version__},
         "seconds": {"load": t_load, "frequencies": t_freq, "forward": t_forward,
                     "analysis": t_analysis, "probe": t_probe,
                     "total": time.perf_counter() - t_start},
@@ -572,6 +573,8 @@ def chapter9_report(pretrained: dict, ch8: dict | None = None) -> dict:
         for kind in ("decoder", "encoder"):
             out[f"ch9_lab_{kind}_late"] = ch8[f"{kind}_natural_late"]
             out[f"ch9_lab_{kind}_rho"] = ch8[f"rho_{kind}_natural"]
+            out[f"ch9_lab_{kind}_rho_lo"] = ch8[f"rho_{kind}_natural_lo"]
+            out[f"ch9_lab_{kind}_rho_hi"] = ch8[f"rho_{kind}_natural_hi"]
     for name, tab in pretrained.items():
         k = f"ch9_{SHORT[name]}"
         man = tab["manifest"]
@@ -708,26 +711,25 @@ def robustness_summary(pretrained: dict):
     return pd.concat(rows, ignore_index=True).round(2).set_index(["model", "layer", "tokens read"])
 
 
-def lab_comparison(pretrained: dict, ch8: dict):
+def lab_comparison(report: dict, models):
     """The lab's small models (chapter 8, natural data) beside the released ones.
 
-    ``ch8`` is :func:`tanbias.lab.analysis.report.chapter8_report` of the committed sweep.
+    ``report`` is :func:`chapter9_report` with the lab's numbers (its ``ch8``
+    argument given); ``models`` the zoo models it covers.
     """
     import pandas as pd
 
-    rep = chapter9_report(pretrained)
+    rep = report
 
     def ci(v, lo, hi):
         return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
-    cols = {"lab decoders (ch 8)": (ci(ch8["rho_decoder_natural"], ch8["rho_decoder_natural_lo"],
-                                       ch8["rho_decoder_natural_hi"]),
-                                    f"×{ch8['decoder_natural_late']:.1f} (geometric mean over layers, "
-                                    "last step)"),
-            "lab encoders (ch 8)": (ci(ch8["rho_encoder_natural"], ch8["rho_encoder_natural_lo"],
-                                       ch8["rho_encoder_natural_hi"]),
-                                    f"×{ch8['encoder_natural_late']:.1f} (same)")}
-    for name in pretrained:
+    cols = {f"lab {kind}s (ch 8)": (ci(rep[f"ch9_lab_{kind}_rho"], rep[f"ch9_lab_{kind}_rho_lo"],
+                                       rep[f"ch9_lab_{kind}_rho_hi"]),
+                                    f"×{rep[f'ch9_lab_{kind}_late']:.1f} " + note)
+            for kind, note in (("decoder", "(geometric mean over layers, last step)"),
+                               ("encoder", "(same)"))}
+    for name in models:
         k = f"ch9_{SHORT[name]}"
         rho = ci(rep[f"{k}_radius_t_corpus_rho"], rep[f"{k}_radius_t_corpus_lo"],
                  rep[f"{k}_radius_t_corpus_hi"])
