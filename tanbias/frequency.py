@@ -23,7 +23,7 @@ from .manifolds import Samples, Submanifold
 from .radial import Gaussian, RadialLaw
 
 __all__ = ["ZipfVocabulary", "Occurrences", "bucket", "occurrence_radii", "zipf_data",
-           "bucket_second_moments"]
+           "bucket_second_moments", "concentration"]
 
 
 @dataclass
@@ -313,3 +313,52 @@ def bucket_second_moments(vocab, occ, d, n_buckets=4, by="occurrences", predict=
         out["predicted"].append(np.mean(eta_occ if predict is None else predict(eta_occ)))
     return {key: np.asarray(v) for key, v in out.items()}
 
+
+
+def concentration(counts, top: int = 100) -> dict:
+    """How concentrated a token stream's frequencies are (chapters 8 and 10).
+
+    Parameters
+    ----------
+    counts : array-like of non-negative numbers
+        Occurrences (or expected frequencies) of each type; zeros are types not seen.
+    top : int >= 1
+        The head whose share is reported.
+
+    Returns
+    -------
+    dict
+        * ``collision`` — the collision probability ``sum_w p_w^2``: the chance that
+          two occurrences drawn at random are the same type. The dose experiment's
+          measure of concentration: it is dominated by the head, and it is ``1/V``
+          for ``V`` equally frequent types.
+        * ``effective_types`` — ``1 / collision`` (the Hill number of order 2);
+        * ``effective_vocab`` — ``exp`` of the entropy (order 1), in types;
+        * ``top_share`` — the share of occurrences of the ``top`` most frequent types;
+        * ``types_for_half`` — the fewest types that cover half the occurrences;
+        * ``types_seen`` — types with a non-zero count.
+
+    Raises
+    ------
+    ParameterError
+        A negative or non-finite count, or no occurrence at all.
+
+    Example
+    -------
+    >>> c = concentration([10, 10, 10, 10])
+    >>> c["collision"], c["effective_types"], round(c["effective_vocab"], 6), c["top_share"]
+    (0.25, 4.0, 4.0, 1.0)
+    >>> concentration([90, 5, 5], top=1)["top_share"]
+    0.9
+    """
+    c = np.asarray(counts, dtype=np.float64).ravel()
+    if c.size == 0 or not np.all(np.isfinite(c)) or np.any(c < 0) or c.sum() <= 0:
+        raise ParameterError("counts is out of range: valid values are finite non-negative counts with "
+                             "at least one occurrence. Pass the occurrences of each type.")
+    top = check_int("top", top, lo=1)
+    c = np.sort(c[c > 0])[::-1]
+    p = c / c.sum()
+    collision = float((p ** 2).sum())
+    return {"collision": collision, "effective_types": 1.0 / collision,
+            "effective_vocab": float(np.exp(-(p * np.log(p)).sum())), "top_share": float(p[:top].sum()),
+            "types_for_half": int(np.searchsorted(np.cumsum(p), 0.5) + 1), "types_seen": int(len(c))}

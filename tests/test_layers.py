@@ -51,6 +51,7 @@ LAB = [
     ["tanbias.lab.analysis.report"],
     ["tanbias.lab.analysis.posthoc"],
     ["tanbias.lab.analysis.pretrained"],
+    ["tanbias.lab.analysis.dose"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]

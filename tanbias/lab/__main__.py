@@ -5,6 +5,8 @@
     python -m tanbias.lab reproduce RUN [--steps N]            re-run a committed run and compare
     python -m tanbias.lab bench [--size small]                 tokens/s and probe overhead (JSON)
     python -m tanbias.lab sweep [--jobs 2] [--fresh]            train the 2x2 sweep's configs in parallel (ch 8)
+    python -m tanbias.lab dose [--jobs 2] [--commit] [--seeds 0 1 2]
+                                                               the dose experiment (ch 10), resumable
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
                                                                probe released/saved checkpoints post hoc
@@ -44,6 +46,11 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=4)
     p = sub.add_parser("sweep", help="train every sweep config (kind-regime-sSEED) in parallel")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
+    p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
+    p = sub.add_parser("dose", help="train the dose experiment's runs (chapter 10); skips complete ones")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
+    p.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: all of DOSE_SEEDS")
     p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
     p = sub.add_parser("mechanism", help="measure every token's radius t on held-out text (tokens.csv)")
     p.add_argument("run")
@@ -101,6 +108,15 @@ def main(argv=None) -> int:
             res = run_sweep(jobs=args.jobs, fresh=args.fresh)
             print(json.dumps(res, indent=1))
             print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
+            if any(r["exit"] != 0 for r in res["runs"].values()):
+                return 1
+        elif args.command == "dose":
+            from tanbias.lab.config import DOSE_SEEDS
+            from tanbias.lab.pipeline import run_dose
+            res = run_dose(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
+                           seeds=tuple(args.seeds) if args.seeds else DOSE_SEEDS)
+            print(json.dumps(res, indent=1))
+            print(f"dose sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
         elif args.command == "mechanism":

@@ -12,7 +12,11 @@ definition each:
 * :data:`DEFAULT_CONFIG` of a training run, :func:`validate_config`,
   :func:`load_config`, :data:`REPRODUCE_TOLERANCE`;
 * the sweep's run names (:data:`SWEEP_NAME_RE`, :func:`parse_run_name`),
-  :data:`EARLY_FRAC` and :data:`MECH_SEED`.
+  :data:`EARLY_FRAC` and :data:`MECH_SEED`;
+* the dose-response experiment (chapter 10): :data:`SKEWED_WEIGHTS` (its
+  natural, strongly skewed language mixture), :data:`DOSE_LEVELS` (the two
+  knobs' levels), :data:`DOSE_SEEDS`, :data:`DOSE_NAME_RE`,
+  :func:`parse_dose_name`, :func:`dose_config`.
 """
 from __future__ import annotations
 
@@ -27,7 +31,9 @@ from tanbias.errors import ParameterError
 
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "DEFAULT_CONFIG", "REPRODUCE_TOLERANCE",
-           "EARLY_FRAC", "MECH_SEED", "SWEEP_NAME_RE", "SCHEDULES", "merge_config", "check_kind",
+           "EARLY_FRAC", "MECH_SEED", "SWEEP_NAME_RE", "SCHEDULES", "DEFAULT_TEMPERATURE",
+           "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS", "DOSE_SEEDS", "DOSE_NAME_RE",
+           "parse_dose_name", "dose_config", "dose_names", "check_temperature", "merge_config", "check_kind",
            "check_run_name", "parse_run_name", "validate_probe_settings", "validate_config",
            "load_config"]
 
@@ -35,6 +41,8 @@ KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
 SCHEDULES = ("cosine", "constant")
 MLM_PROBABILITY = 0.3
+#: temperature of the "balanced" regime when a config does not set one (XLM-R's and mT5's 10/3)
+DEFAULT_TEMPERATURE = 10.0 / 3.0
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", "<mask>")
 N_SPECIAL = len(SPECIAL_TOKENS)          # ids 0 .. N_SPECIAL - 1 are the special tokens
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(N_SPECIAL)
@@ -52,6 +60,14 @@ ARCH_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "interme
 
 DEFAULT_CONFIG: dict = {
     "name": None, "kind": "encoder", "size": "small", "regime": "natural", "languages": None, "seed": 0,
+    # the mixture's natural word shares per language (None: the corpus' own sizes); the
+    # "balanced" regime's temperature (None: DEFAULT_TEMPERATURE; "inf": uniform)
+    "language_weights": None, "temperature": None,
+    # the direct knob on token frequencies: an occurrence of a type with stream frequency f
+    # is kept with probability min(1, (f / flatten_f0) ** -flatten); 0 keeps everything
+    "flatten": 0.0, "flatten_f0": 1e-4,
+    # held-out batches evaluated at every probe step (0: only the final evaluation)
+    "probe_eval_batches": 0,
     "steps": 240, "lr": None, "warmup": None, "schedule": "cosine", "weight_decay": 0.01,
     "checkpoint_every": 20, "eval_batches": 8, "threads": 1,
     "probe": {"enabled": True, "n_steps": 14, "tokens": 4096, "rank": 8, "local_rank": 4,
@@ -69,6 +85,33 @@ EARLY_FRAC = 0.3
 MECH_SEED = 424_242
 #: names of the 2x2 sweep's runs: ``<kind>-<regime>-s<seed>``
 SWEEP_NAME_RE = re.compile(rf"^({'|'.join(KINDS)})-({'|'.join(REGIMES)})-s(\d+)$")
+
+# ---------------------------------------------------------------- the dose-response experiment
+#: The dose experiment's natural mixture: word shares halving from one language to the next
+#: (English 50 %, German 25 %, ... Portuguese 0.4 %: 128x between the largest and the
+#: smallest), one dominant language and a long tail as in web data.
+SKEWED_WEIGHTS = {lang: 2.0 ** -i for i, lang in enumerate(("en", "de", "ru", "es", "it", "pl", "cs", "pt"))}
+#: the direct knob's threshold frequency: types rarer than this are never subsampled
+FLATTEN_F0 = 1e-4
+#: The two knobs' levels. ``skewed`` (T = 1, nothing subsampled) is the common start of both;
+#: the language knob raises the mixture's temperature to uniform, the token knob subsamples
+#: frequent types with exponents chosen so that the stream's collision probability falls in
+#: three equal steps on the log scale (measured: 0.0034, 0.0014, 0.00054, 0.00022).
+DOSE_LEVELS: dict[str, dict] = {
+    "skewed": {"knobs": ("language", "token"), "order": 0, "temperature": 1.0, "flatten": 0.0},
+    "T2": {"knobs": ("language",), "order": 1, "temperature": 2.0, "flatten": 0.0},
+    "T4": {"knobs": ("language",), "order": 2, "temperature": 4.0, "flatten": 0.0},
+    "uniform": {"knobs": ("language",), "order": 3, "temperature": "inf", "flatten": 0.0},
+    "b16": {"knobs": ("token",), "order": 1, "temperature": 1.0, "flatten": 0.16},
+    "b37": {"knobs": ("token",), "order": 2, "temperature": 1.0, "flatten": 0.37},
+    "b100": {"knobs": ("token",), "order": 3, "temperature": 1.0, "flatten": 1.0},
+}
+DOSE_KNOBS = ("language", "token")
+#: seeds per cell, from the power analysis of chapter 10 (3 seeds: a 1.25x end-to-end change
+#: in the decoder's late enrichment is detected with 80 % power)
+DOSE_SEEDS = (0, 1, 2)
+#: names of the dose runs: ``dose-<kind>-<level>-s<seed>``
+DOSE_NAME_RE = re.compile(rf"^dose-({'|'.join(KINDS)})-({'|'.join(DOSE_LEVELS)})-s(\d+)$")
 
 
 def merge_config(base: dict, over: dict) -> dict:
@@ -113,6 +156,65 @@ def parse_run_name(name: str) -> tuple[str, str, int]:
         raise ParameterError(f"run={name!r} is not a sweep run: valid range is names "
                              "'<encoder|decoder>-<natural|balanced>-s<seed>'.")
     return m.group(1), m.group(2), int(m.group(3))
+
+
+def parse_dose_name(name: str) -> tuple[str, str, int]:
+    """``(kind, level, seed)`` of a dose run's name ``dose-<kind>-<level>-s<seed>``.
+
+    >>> parse_dose_name("dose-decoder-b37-s2")
+    ('decoder', 'b37', 2)
+    """
+    m = DOSE_NAME_RE.match(name)
+    if m is None:
+        raise ParameterError(f"run={name!r} is not a dose run: valid range is names "
+                             f"'dose-<encoder|decoder>-<{'|'.join(DOSE_LEVELS)}>-s<seed>'.")
+    return m.group(1), m.group(2), int(m.group(3))
+
+
+def dose_config(kind: str, level: str, seed: int, steps: int = 320, size: str = "small") -> dict:
+    """The config of one dose run: chapter 8's schedule on the skewed mixture at ``level``.
+
+    >>> c = dose_config("decoder", "b37", 1)
+    >>> c["name"], c["flatten"], c["temperature"], c["steps"]
+    ('dose-decoder-b37-s1', 0.37, 1.0, 320)
+    """
+    check_kind(kind)
+    check_choice("level", level, tuple(DOSE_LEVELS))
+    lv = DOSE_LEVELS[level]
+    return {"name": f"dose-{kind}-{level}-s{int(seed)}", "kind": kind, "size": size, "regime": "balanced",
+            "language_weights": dict(SKEWED_WEIGHTS), "temperature": lv["temperature"],
+            "flatten": lv["flatten"], "flatten_f0": FLATTEN_F0, "probe_eval_batches": 2,
+            "seed": int(seed), "steps": int(steps), "checkpoint_every": 40, "threads": 1}
+
+
+def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:
+    """The dose runs' names in the order ``make dose`` trains them.
+
+    Seed by seed (each finished seed is a complete replicate); within a seed the
+    token knob before the language knob (it is the one that moves frequency
+    concentration), decoders before encoders (slower, so two parallel workers
+    stay balanced).
+
+    >>> dose_names(seeds=(0,), kinds=("decoder",))[:4]
+    ['dose-decoder-skewed-s0', 'dose-decoder-b16-s0', 'dose-decoder-b37-s0', 'dose-decoder-b100-s0']
+    """
+    levels = list(DOSE_LEVELS) if levels is None else [check_choice("level", lv, tuple(DOSE_LEVELS)) for lv in levels]
+    order = sorted((int(seed), "token" not in DOSE_LEVELS[lv]["knobs"], k != "decoder", DOSE_LEVELS[lv]["order"],
+                    f"dose-{check_kind(k)}-{lv}-s{int(seed)}") for seed in seeds for k in kinds for lv in levels)
+    return [o[-1] for o in order]
+
+
+def check_temperature(temperature) -> float:
+    """A mixture temperature in ``[1, inf]`` (the string ``"inf"`` allowed, as JSON has no infinity)."""
+    t = float("inf") if temperature == "inf" else temperature
+    try:
+        ok = float(t) >= 1.0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ParameterError(f"temperature={temperature!r} is out of range: valid range is [1, inf] "
+                             "(a number, or 'inf' for the uniform mixture). 1 is the natural mixture.")
+    return float(t)
 
 
 def validate_probe_settings(p: dict, D: int, L: int) -> dict:
@@ -167,6 +269,22 @@ def validate_config(config: dict) -> dict:
             raise ParameterError(f"languages={cfg['languages']!r} is out of range: valid values are "
                                  "lists of language codes such as ['en', 'de']. Pass None for all.")
         cfg["languages"] = list(cfg["languages"])
+    if cfg["language_weights"] is not None:
+        w = cfg["language_weights"]
+        if not isinstance(w, dict) or not w or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in w.items()):
+            raise ParameterError(f"language_weights={w!r} is out of range: valid values are a dict "
+                                 "{language code: positive weight}, e.g. {'en': 2, 'de': 1}. Pass None "
+                                 "for the corpus' own sizes.")
+        cfg["language_weights"] = {k: float(v) for k, v in w.items()}
+    if cfg["temperature"] is not None:
+        cfg["temperature"] = check_temperature(cfg["temperature"])
+        if cfg["temperature"] == float("inf"):
+            cfg["temperature"] = "inf"
+    cfg["flatten"] = check_real("flatten", cfg["flatten"], 0, 1, lo_open=False, hi_open=False,
+                                hint="0 keeps every token; 1 flattens every type above flatten_f0 to it.")
+    cfg["flatten_f0"] = check_real("flatten_f0", cfg["flatten_f0"], 0, 1, hi_open=True)
+    cfg["probe_eval_batches"] = check_int("probe_eval_batches", cfg["probe_eval_batches"], lo=0)
     size = SIZES[cfg["size"]]
     D, L = size["hidden_size"], size["num_hidden_layers"]
     cfg["seed"] = check_int("seed", cfg["seed"], lo=0)

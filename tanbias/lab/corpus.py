@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab.config import REGIMES
+from tanbias.lab.config import DEFAULT_TEMPERATURE, REGIMES, check_temperature
 
 __all__ = [
-    "CORPUS_DIR", "REBUILD_COMMAND", "DEFAULT_TEMPERATURE", "CorruptFileError",
+    "CORPUS_DIR", "REBUILD_COMMAND", "CorruptFileError",
     "read_manifest", "verify_corpus", "load_corpus", "language_counts",
     "mixture_probabilities", "mixture", "split_corpus",
 ]
@@ -41,7 +41,6 @@ __all__ = [
 CORPUS_DIR = Path(os.environ.get("TANBIAS_CORPUS_DIR",
                                  Path(__file__).resolve().parents[2] / "data" / "corpus"))
 REBUILD_COMMAND = "python data/corpus/make_corpus.py"
-DEFAULT_TEMPERATURE = 10.0 / 3.0
 
 
 def _dir(corpus_dir) -> Path:
@@ -218,7 +217,8 @@ def _sizes(corpus: Mapping[str, Sequence[str]]) -> tuple[list[str], np.ndarray, 
 
 
 def mixture_probabilities(corpus: Mapping[str, Sequence[str]], regime: str = "balanced",
-                          temperature: float = DEFAULT_TEMPERATURE) -> dict[str, dict[str, float]]:
+                          temperature: float = DEFAULT_TEMPERATURE, weights: Mapping[str, float] | None = None
+                          ) -> dict[str, dict[str, float]]:
     """Target language shares and the per-draw language probabilities of :func:`mixture`.
 
     Parameters
@@ -227,7 +227,11 @@ def mixture_probabilities(corpus: Mapping[str, Sequence[str]], regime: str = "ba
         Documents per language.
     regime : {"natural", "balanced"}
     temperature : float
-        ``T >= 1`` (``math.inf`` allowed) for ``"balanced"``; ignored for ``"natural"``.
+        ``T >= 1`` (``math.inf`` or ``"inf"`` allowed) for ``"balanced"``; ignored for ``"natural"``.
+    weights : dict, optional
+        The *natural* word shares ``n_l`` (any positive scale; a language of the corpus
+        without a weight is left out). Default: the corpus' own word counts. The
+        dose experiment's skewed mixture (chapter 10) sets them.
 
     Returns
     -------
@@ -244,21 +248,30 @@ def mixture_probabilities(corpus: Mapping[str, Sequence[str]], regime: str = "ba
     0.9
     >>> round(mixture_probabilities(c, "balanced", math.inf)["draws"]["a"], 3)
     0.5
+    >>> mixture_probabilities(c, "natural", weights={"a": 1, "b": 3})["words"]["b"]
+    0.75
     """
     if regime not in REGIMES:
         raise ParameterError(f"regime={regime!r} is out of range: valid values are {REGIMES}. "
                              "Use 'natural' for size-proportional sampling.")
-    t = float(temperature)
-    if regime == "balanced" and not (t >= 1.0):
-        raise ParameterError(f"temperature={temperature!r} is out of range: valid range is [1, inf]. "
-                             "T=1 is the natural mixture, T=inf the uniform one.")
+    t = check_temperature(temperature) if regime == "balanced" else 1.0
     langs, docs, words = _sizes(corpus)
+    if weights is not None:
+        unknown = sorted(set(weights) - set(corpus))
+        if unknown or any(not (float(weights[k]) > 0) for k in weights):
+            raise ParameterError(f"weights={dict(weights)!r} is out of range: valid values are positive "
+                                 f"weights of the corpus' languages {sorted(corpus)}.")
+        keep = [i for i, lang in enumerate(langs) if lang in weights]
+        langs, docs, words = [langs[i] for i in keep], docs[keep], words[keep]
+        natural = np.array([float(weights[lang]) for lang in langs])
+    else:
+        natural = words
     if regime == "natural" or t == 1.0:
-        share = words / words.sum()
+        share = natural / natural.sum()
     elif math.isinf(t):
         share = np.full(len(langs), 1.0 / len(langs))
     else:
-        share = words ** (1.0 / t)
+        share = natural ** (1.0 / t)
         share = share / share.sum()
     mean_len = words / docs
     draws = share / mean_len
@@ -267,7 +280,8 @@ def mixture_probabilities(corpus: Mapping[str, Sequence[str]], regime: str = "ba
 
 
 def mixture(corpus: Mapping[str, Sequence[str]], regime: str = "balanced",
-            temperature: float = DEFAULT_TEMPERATURE, seed: int = 0) -> Iterator[tuple[str, str]]:
+            temperature: float = DEFAULT_TEMPERATURE, seed: int = 0,
+            weights: Mapping[str, float] | None = None) -> Iterator[tuple[str, str]]:
     """Endless stream of ``(lang, document)`` pairs drawn from a language mixture.
 
     A language is drawn with the ``"draws"`` probabilities of
@@ -288,6 +302,8 @@ def mixture(corpus: Mapping[str, Sequence[str]], regime: str = "balanced",
         ``T`` in ``p_l ∝ n_l ** (1/T)``; ``[1, inf]``.
     seed : int
         Seed of the ``numpy.random.Generator`` that drives the stream.
+    weights : dict, optional
+        Natural word shares per language (see :func:`mixture_probabilities`).
 
     Yields
     ------
@@ -306,7 +322,7 @@ def mixture(corpus: Mapping[str, Sequence[str]], regime: str = "balanced",
     >>> [lang for lang, _ in itertools.islice(mixture(c, "balanced", math.inf, seed=1), 6)]
     ['b', 'a', 'a', 'b', 'a', 'b']
     """
-    probs = mixture_probabilities(corpus, regime, temperature)["draws"]
+    probs = mixture_probabilities(corpus, regime, temperature, weights)["draws"]
     langs = list(probs)
     p = np.array([probs[lang] for lang in langs])
     rng = np.random.default_rng(seed)

@@ -4,6 +4,9 @@
   (checksums verified) once per process;
 * :func:`lm_batches` — documents packed into fixed-length rows, masked for the
   encoder (:func:`mask_tokens`), the decoder's labels = inputs;
+* :func:`stream_frequencies`, :func:`keep_probabilities` — the expected
+  token frequencies of a run's language mixture and the direct knob that
+  subsamples frequent types (chapter 10);
 * :func:`training_streams` — a run's training and validation batch streams;
 * :func:`common_batches` — the one held-out text every run of a kind is
   measured on (chapter 8's radii).
@@ -18,12 +21,16 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import torch
 
+from tanbias._checks import check_real
 from tanbias.errors import ParameterError
-from tanbias.lab.config import MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, SIZES, check_kind
-from tanbias.lab.corpus import CORPUS_DIR, load_corpus, mixture, read_manifest, split_corpus
+from tanbias.lab.config import (DEFAULT_TEMPERATURE, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, SIZES,
+                                check_kind)
+from tanbias.lab.corpus import (CORPUS_DIR, load_corpus, mixture, mixture_probabilities, read_manifest,
+                                split_corpus)
 
 __all__ = ["split", "check_languages", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
-           "token_counts", "training_streams", "common_batches"]
+           "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
+           "common_batches"]
 
 _SPLIT_CACHE: dict = {}
 
@@ -93,7 +100,8 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
 
 
 def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_len: int,
-               mlm_probability: float = MLM_PROBABILITY, seed: int = 0) -> Iterator[dict]:
+               mlm_probability: float = MLM_PROBABILITY, seed: int = 0,
+               keep: np.ndarray | None = None) -> Iterator[dict]:
     """Pack a stream of documents into fixed-length training batches.
 
     Each document becomes ``<s> tokens </s>``; documents are concatenated and cut
@@ -111,7 +119,12 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
     batch_size, seq_len : int
     mlm_probability : float
     seed : int
-        Seed of the masking generator.
+        Seed of the masking generator (and of the subsampling one, ``seed + 1``).
+    keep : array (vocab,), optional
+        Probability that an occurrence of each type is kept (:func:`keep_probabilities`);
+        dropped occurrences are cut out of the text before packing, so rows stay
+        full. Special tokens are always kept. None keeps everything (and draws nothing,
+        so the stream is bit-identical to one without the option).
 
     Yields
     ------
@@ -120,6 +133,11 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
     """
     check_kind(kind)
     gen = torch.Generator().manual_seed(int(seed))
+    sub = None
+    if keep is not None:
+        keep = np.asarray(keep, np.float64).copy()
+        keep[:N_SPECIAL] = 1.0
+        sub = np.random.default_rng(int(seed) + 1)
     n = int(batch_size) * int(seq_len)
     buf: list[int] = []
     pending: list[str] = []
@@ -134,8 +152,13 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
                     break
             if not pending:
                 return
-            for ids in tokenizer(pending, add_special_tokens=True)["input_ids"]:
-                buf.extend(ids)
+            encoded = tokenizer(pending, add_special_tokens=True)["input_ids"]
+            if sub is None:
+                for ids in encoded:
+                    buf.extend(ids)
+            else:
+                flat = np.fromiter((i for ids in encoded for i in ids), np.int64)
+                buf.extend(flat[sub.random(flat.size) < keep[flat]].tolist())
         block = torch.tensor(buf[:n], dtype=torch.long).view(int(batch_size), int(seq_len))
         del buf[:n]
         if kind == "encoder":
@@ -166,14 +189,80 @@ def original_ids(batch) -> torch.Tensor:
     return torch.where(labels != -100, labels, ids)
 
 
+def mixture_of(cfg: dict) -> dict:
+    """The keyword arguments of :func:`~tanbias.lab.corpus.mixture` for a validated config."""
+    t = cfg["temperature"] if cfg["temperature"] is not None else DEFAULT_TEMPERATURE
+    return {"regime": cfg["regime"], "temperature": t, "weights": cfg["language_weights"]}
+
+
+_COUNT_CACHE: dict = {}
+
+
+def _language_counts(languages, tok) -> dict:
+    """Per language of the training split: (token counts incl. specials, number of documents); cached."""
+    key = (str(CORPUS_DIR), None if languages is None else tuple(languages), len(tok))
+    if key not in _COUNT_CACHE:
+        train_docs, _ = split(languages)
+        out = {}
+        for lang, docs in train_docs.items():
+            ids = tok(docs, add_special_tokens=True)["input_ids"]
+            out[lang] = (np.bincount(np.fromiter((i for x in ids for i in x), np.int64), minlength=len(tok)),
+                         len(docs))
+        _COUNT_CACHE[key] = out
+    return _COUNT_CACHE[key]
+
+
+def stream_frequencies(cfg: dict, tok) -> np.ndarray:
+    """Expected relative frequency of every token id in a run's training stream, before subsampling.
+
+    Exact in expectation: the per-language token counts of the training split,
+    weighted by the probability that a drawn document is in that language over
+    the language's number of documents (expected tokens per draw; ``<s>``/``</s>``
+    included), as :func:`~tanbias.lab.corpus.mixture` draws them. The counts are
+    cached per process.
+    """
+    train_docs, _ = split(cfg["languages"])
+    draws = mixture_probabilities(train_docs, **mixture_of(cfg))["draws"]
+    counts = _language_counts(cfg["languages"], tok)
+    freq = np.zeros(len(tok), np.float64)
+    for lang, p in draws.items():
+        c, n_docs = counts[lang]
+        freq += p * c / n_docs
+    return freq / freq.sum()
+
+
+def keep_probabilities(freq, flatten: float, f0: float) -> np.ndarray:
+    """The direct knob: keep an occurrence of a type of frequency ``f`` with ``min(1, (f / f0) ** -flatten)``.
+
+    Types more frequent than ``f0`` end with frequency ``∝ f ** (1 - flatten) * f0 ** flatten``
+    (``flatten = 1``: all of them at ``f0``, a flat head); rarer types are untouched.
+
+    >>> keep_probabilities([0.1, 1e-3, 1e-5], 0.5, 1e-3).round(3).tolist()
+    [0.1, 1.0, 1.0]
+    """
+    flatten = check_real("flatten", flatten, 0, 1, lo_open=False, hi_open=False)
+    f0 = check_real("flatten_f0", f0, 0, 1)
+    f = np.asarray(freq, np.float64)
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, (np.maximum(f, 1e-300) / f0) ** -flatten)
+
+
 def training_streams(cfg: dict, tok):
-    """The (training, validation) batch iterators of a validated run config."""
+    """The (training, validation) batch iterators of a validated run config.
+
+    Both follow the run's language mixture and, when ``flatten > 0``, its
+    subsampling of frequent types (the validation text is then distributed as the
+    training text, so the generalisation gap compares like with like).
+    """
     size = SIZES[cfg["size"]]
     train_docs, valid_docs = split(cfg["languages"])
-    train = lm_batches(cfg["kind"], mixture(train_docs, cfg["regime"], seed=cfg["seed"]), tok,
-                       size["batch_size"], size["seq_len"], seed=cfg["seed"])
-    valid = lm_batches(cfg["kind"], mixture(valid_docs, cfg["regime"], seed=cfg["seed"] + 10_000),
-                       tok, size["batch_size"], size["seq_len"], seed=cfg["seed"] + 10_000)
+    keep = (keep_probabilities(stream_frequencies(cfg, tok), cfg["flatten"], cfg["flatten_f0"])
+            if cfg["flatten"] > 0 else None)
+    mix = mixture_of(cfg)
+    train = lm_batches(cfg["kind"], mixture(train_docs, seed=cfg["seed"], **mix), tok,
+                       size["batch_size"], size["seq_len"], seed=cfg["seed"], keep=keep)
+    valid = lm_batches(cfg["kind"], mixture(valid_docs, seed=cfg["seed"] + 10_000, **mix),
+                       tok, size["batch_size"], size["seq_len"], seed=cfg["seed"] + 10_000, keep=keep)
     return train, valid
 
 

@@ -8,7 +8,10 @@
   train`` (:func:`train_and_analyse`) and ``python -m tanbias.lab probe`` both
   call it;
 * :func:`reproduce` — re-run a committed run and compare;
-* :func:`run_sweep` — train the 2x2 sweep's configs in parallel (``make sweep``);
+* :func:`run_queue` — train a list of configs in parallel, resuming and
+  (optionally) committing each run as it finishes; :func:`run_sweep` (the 2x2
+  of chapter 8, ``make sweep``) and :func:`run_dose` (the dose experiment of
+  chapter 10, ``make dose``) use it;
 * :func:`smoke_pipeline` — the whole lab at smoke size in seconds (chapter 7).
 """
 from __future__ import annotations
@@ -26,10 +29,12 @@ from tanbias.lab import runs
 from tanbias.lab.analysis.radii import measure_radii
 from tanbias.lab.analysis.tables import analyse_run
 from tanbias.lab.analysis.views import compute_views
-from tanbias.lab.config import REPRODUCE_TOLERANCE, SWEEP_NAME_RE, parse_run_name, validate_config
+from tanbias.lab.config import (DOSE_SEEDS, REPRODUCE_TOLERANCE, SWEEP_NAME_RE, dose_config, dose_names,
+                                parse_dose_name, parse_run_name, validate_config)
 from tanbias.lab.train import Interrupted, train
 
-__all__ = ["after_run", "train_and_analyse", "reproduce", "sweep_configs", "run_sweep", "smoke_pipeline"]
+__all__ = ["after_run", "train_and_analyse", "reproduce", "sweep_configs", "run_queue", "run_sweep",
+           "dose_configs", "run_dose", "smoke_pipeline"]
 
 
 def after_run(run, progress: bool = True) -> dict:
@@ -148,28 +153,60 @@ def sweep_configs(configs_dir=None) -> list[Path]:
     return sorted(found, key=lambda p: (parse_run_name(p.stem)[2], p.stem.split("-")[0] != "decoder", p.stem))
 
 
-def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None) -> dict:
-    """Train every sweep config (``python -m tanbias.lab train``) with ``jobs`` parallel processes.
+def _complete(run_folder: Path) -> bool:
+    """A run is complete when its manifest lists ``tokens.csv`` (the last thing :func:`after_run` writes)."""
+    man = run_folder / "manifest.json"
+    try:
+        return "tokens.csv" in json.loads(man.read_text()).get("files", {})
+    except (OSError, ValueError):
+        return False
 
-    Each run uses one thread (its config's ``threads``), so ``jobs`` should
-    not exceed the number of cores. A run that is already complete (its
-    manifest lists ``tokens.csv``) is skipped unless ``fresh``; an interrupted
-    one resumes. Returns the wall time and each run's exit status and time
-    (also written to ``sweep.json`` beside the runs when anything ran); the
-    log of each run goes to ``<run>/work/train.log``.
+
+def _git_commit_run(folder: Path, message: str) -> str:
+    """Commit a finished run's committed files (its manifest's list) and nothing else; '' if git is absent."""
+    import subprocess
+
+    files = [folder / "manifest.json", *(folder / n for n in json.loads((folder / "manifest.json").read_text())["files"])]
+    cwd = runs.ROOT
+    for attempt in range(20):            # another git command may hold the index lock for a moment
+        add = subprocess.run(["git", "add", "--", *map(str, files)], cwd=cwd, capture_output=True, text=True)
+        if add.returncode == 0:
+            out = subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, files)], cwd=cwd,
+                                 capture_output=True, text=True)
+            if out.returncode == 0:
+                return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True,
+                                      text=True).stdout.strip()
+            if "index.lock" not in out.stderr:
+                raise RuntimeError(f"git commit of {folder.name} failed: {out.stderr.strip()}")
+        elif "index.lock" not in add.stderr:
+            raise RuntimeError(f"git add of {folder.name} failed: {add.stderr.strip()}")
+        time.sleep(3)
+    raise RuntimeError(f"git commit of {folder.name}: the index stayed locked for a minute")
+
+
+def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
+              report_name: str = "sweep.json", how: str = "") -> dict:
+    """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
+
+    Each run uses one thread (its config's ``threads``), so ``jobs`` should not
+    exceed the number of cores. A complete run (:func:`_complete`) is skipped
+    unless ``fresh``; an interrupted one resumes from its checkpoint and log. The
+    log of each run goes to ``<run>/work/train.log``. With ``commit``, each run
+    that finishes is committed to git at once (its manifest's files only), so an
+    interruption loses at most the runs in progress. The sitting's wall time and
+    each run's exit status and time are appended to ``report_name`` beside the
+    runs (a list of sittings) when anything ran.
     """
     import subprocess
     import sys
+    import threading
     from concurrent.futures import ThreadPoolExecutor
+    from datetime import datetime
 
     jobs = check_int("jobs", jobs, lo=1, hi=64)
     root = Path(out_root) if out_root is not None else runs.RUNS_DIR
-    todo = []
-    for cfg in sweep_configs(configs_dir):
-        man = root / cfg.stem / "manifest.json"
-        if not fresh and man.exists() and "tokens.csv" in json.loads(man.read_text()).get("files", {}):
-            continue
-        todo.append(cfg)
+    todo = [Path(c) for c in configs if fresh or not _complete(root / Path(c).stem)]
+    lock = threading.Lock()
 
     def one(cfg):
         out = root / cfg.stem
@@ -178,21 +215,76 @@ def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=Non
         if fresh:
             cmd.append("--fresh")
         t0 = time.perf_counter()
-        with open(out / "work" / "train.log", "w") as log:
+        started = datetime.now().isoformat(timespec="seconds")
+        with open(out / "work" / "train.log", "a") as log:
             rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
         dt = time.perf_counter() - t0
+        rec = {"exit": rc, "seconds": round(dt, 1), "start": started,
+               "end": datetime.now().isoformat(timespec="seconds")}
+        if rc == 0 and commit and _complete(out):
+            with lock:
+                rec["commit"] = _git_commit_run(out, f"{report_name.split('.')[0]}: {cfg.stem} finished "
+                                                     f"({dt / 60:.1f} min, committed as it completed)")
         print(f"{cfg.stem}: exit {rc} after {dt / 60:.1f} min", flush=True)
-        return cfg.stem, rc, dt
+        return cfg.stem, rec
 
     t0 = time.perf_counter()
+    started = datetime.now().isoformat(timespec="seconds")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(one, todo))
-    report = {"wall_seconds": round(time.perf_counter() - t0, 1), "jobs": jobs,
-              "how": f"python -m tanbias.lab sweep --jobs {jobs}" + (" --fresh" if fresh else ""),
-              "runs": {n: {"exit": rc, "seconds": round(dt, 1)} for n, rc, dt in results}}
+        results = dict(pool.map(one, todo))
+    sitting = {"wall_seconds": round(time.perf_counter() - t0, 1), "jobs": jobs, "how": how,
+               "started": started, "finished": datetime.now().isoformat(timespec="seconds"), "runs": results}
     if todo:
-        runs.atomic_write_text(root / "sweep.json", json.dumps(report, indent=1) + "\n")
-    return report
+        path = root / report_name
+        prior = json.loads(path.read_text()) if path.exists() else None
+        sittings = prior.get("sittings", [prior]) if isinstance(prior, dict) and report_name != "sweep.json" else []
+        report = sitting if report_name == "sweep.json" else {"sittings": [*sittings, sitting]}
+        runs.atomic_write_text(path, json.dumps(report, indent=1) + "\n")
+        if commit:
+            with lock:
+                _git_commit_file(path, f"{report_name}: a sitting of {len(todo)} runs")
+    return sitting
+
+
+def _git_commit_file(path: Path, message: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "add", "--", str(path)], cwd=runs.ROOT, capture_output=True)
+    subprocess.run(["git", "commit", "-q", "-m", message, "--", str(path)], cwd=runs.ROOT, capture_output=True)
+
+
+def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None) -> dict:
+    """Train every sweep config (the 2x2 of chapter 8) with ``jobs`` parallel processes (:func:`run_queue`)."""
+    return run_queue(sweep_configs(configs_dir), jobs=jobs, fresh=fresh, out_root=out_root,
+                     how=f"python -m tanbias.lab sweep --jobs {jobs}" + (" --fresh" if fresh else ""))
+
+
+def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = 320, size: str = "small",
+                 write: bool = True) -> list[Path]:
+    """The dose experiment's config files (chapter 10) in ``configs_dir``, in the order they run
+    (:func:`~tanbias.lab.config.dose_names`); written unless ``write=False``."""
+    d = Path(configs_dir) if configs_dir is not None else runs.RUNS_DIR / "configs"
+    paths = []
+    for name in dose_names(seeds):
+        kind, level, seed = parse_dose_name(name)
+        cfg = dose_config(kind, level, seed, steps=steps, size=size)
+        path = d / f"{name}.json"
+        if write:
+            d.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(cfg, indent=1) + "\n"
+            if not path.exists() or path.read_text() != text:
+                runs.atomic_write_text(path, text)
+        paths.append(path)
+    return paths
+
+
+def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOSE_SEEDS, configs_dir=None,
+             out_root=None) -> dict:
+    """The dose experiment (``make dose``): every dose config, complete runs skipped, interrupted ones resumed."""
+    paths = dose_configs(configs_dir, seeds=seeds)
+    how = f"python -m tanbias.lab dose --jobs {jobs}" + (" --commit" if commit else "") + (" --fresh" if fresh else "")
+    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="dose.json",
+                     how=how)
 
 
 def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:

@@ -45,7 +45,8 @@ __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_wr
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
 COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
-                   "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv")
+                   "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv",
+                   "anisotropy.csv")
 
 
 def run_dir(run) -> Path:
@@ -245,6 +246,8 @@ class RunData:
     radius_corr: "object"    # pandas.DataFrame
     token_counts: np.ndarray
     tokens: "object" = None  # pandas.DataFrame of per-token radii on held-out text (tokens.csv), if measured
+    anisotropy: "object" = None    # pandas.DataFrame per probe step and layer (anisotropy.csv), if measured
+    probe_evals: "object" = None   # pandas.DataFrame of held-out losses at the probe steps, if logged
 
 
 def load_run(run) -> RunData:
@@ -285,5 +288,8 @@ def load_run(run) -> RunData:
                    summary=json.loads((d / "summary.json").read_text()),
                    alignment=table("alignment.csv"), radius=table("radius.csv"),
                    radius_corr=table("radius_corr.csv"), token_counts=counts,
-                   tokens=table("tokens.csv") if "tokens.csv" in manifest["files"] else None)
+                   tokens=table("tokens.csv") if "tokens.csv" in manifest["files"] else None,
+                   anisotropy=table("anisotropy.csv") if "anisotropy.csv" in manifest["files"] else None,
+                   probe_evals=pd.DataFrame([r for r in records if r.get("type") == "probe_eval"]) if any(
+                       r.get("type") == "probe_eval" for r in records) else None)
 

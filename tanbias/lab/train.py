@@ -179,12 +179,24 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     kill_after = os.environ.get("TANBIAS_KILL_AFTER_STEP")
 
     train_batches, valid_batches = training_streams(cfg, tok)
+    # held-out batches scored at every probe step (the same first batches the final
+    # evaluation starts with), from their own copy of the validation stream
+    probe_eval = [next(training_streams(cfg, tok)[1]) for _ in range(cfg["probe_eval_batches"])]
+    probe_evals = {r["step"] for r in records if r.get("type") == "probe_eval"}
+    eval_seconds = 0.0
     for _ in range(start):             # the data-stream position: regenerate and skip
         next(train_batches)
     bar = tqdm(total=cfg["steps"], initial=start, desc=cfg["name"], unit="step",
                disable=not progress, dynamic_ncols=True)
     model.train()
     for step in range(start, cfg["steps"]):
+        if probe_eval and step in pset and step not in probe_evals:
+            te = time.perf_counter()
+            res = evaluate(model, probe_eval)
+            runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
+                                         "accuracy": res["accuracy"], "tokens": res["tokens"]})
+            probe_evals.add(step)
+            eval_seconds += time.perf_counter() - te
         t0 = time.perf_counter()
         batch = next(train_batches)
         counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=vocab)
@@ -251,6 +263,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
                "train_seconds": round(elapsed, 1),
                "tokens_per_s": round(cfg["steps"] * tokens_per_step / max(elapsed, 1e-9), 1),
                "probe_seconds": round(probe_seconds, 2), "probe_steps": sorted(pset),
+               **({"probe_eval_seconds": round(eval_seconds, 1)} if probe_eval else {}),
                "loss_first10": float(first), "loss_last10": float(last),
                "eval": {k: v for k, v in ev.items() if k not in ("type", "step")},
                "learns": bool(ev["loss"] < ev["unigram_loss"]),

@@ -14,8 +14,8 @@ import numpy as np
 
 from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
-from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, SIZES
-from tanbias.lab.corpus import DEFAULT_TEMPERATURE, mixture_probabilities, read_manifest
+from tanbias.lab.config import DEFAULT_TEMPERATURE, EARLY_FRAC, KINDS, REGIMES, SIZES
+from tanbias.lab.corpus import mixture_probabilities, read_manifest
 from tanbias.lab.data import split
 from tanbias.stats import Check, check_greater, check_in_interval
 

@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.frequency import concentration
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import bucket_label
 from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL, REGIMES, SWEEP_NAME_RE, parse_run_name
@@ -463,14 +464,12 @@ def frequency_profile(loaded: dict):
     rows = []
     for name, r in loaded.items():
         c = np.asarray(r.token_counts, np.float64)[N_SPECIAL:]
-        c = np.sort(c[c > 0])[::-1]
-        p = c / c.sum()
+        conc = concentration(c)
         kind, regime, seed = parse_run_name(name)
-        rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed, "types_seen": len(c),
-                     "effective_vocab": float(np.exp(-(p * np.log(p)).sum())),
-                     "top100_share": float(p[:100].sum()),
-                     "types_for_half": int(np.searchsorted(np.cumsum(p), 0.5) + 1),
-                     "rare_share": float(np.mean(c <= 10))})
+        rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed, "types_seen": conc["types_seen"],
+                     "effective_vocab": conc["effective_vocab"], "top100_share": conc["top_share"],
+                     "types_for_half": conc["types_for_half"],
+                     "rare_share": float(np.mean(c[c > 0] <= 10))})
     return pd.DataFrame(rows)
 
 

@@ -28,12 +28,14 @@ import contextlib
 import numpy as np
 
 from tanbias import alignment as al
+from tanbias import token_clouds
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.probe import layer_activations, load_capture, probe_steps
 
-__all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "analyse_run"]
+__all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "anisotropy_rows",
+           "analyse_run"]
 
 
 @contextlib.contextmanager
@@ -189,8 +191,33 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
     return align, radius, corr
 
 
+def anisotropy_rows(captures: dict, config: dict) -> list[dict]:
+    """Anisotropy of every probed layer at every probe step (chapter 10's activations link).
+
+    One row per (step, layer): ``mean_cosine``, ``isoscore_star``, ``top1_share``
+    (:func:`tanbias.token_clouds.anisotropy`, on the captured activations) and the
+    participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
+    (an effective dimension between 1 and D).
+    """
+    rows = []
+    total = config["steps"]
+    for step in sorted(captures):
+        cap = captures[step]
+        for layer in range(len(cap["acts"])):
+            X = layer_activations(cap, layer)
+            X = X[np.linalg.norm(X, axis=1) > 0]
+            a = token_clouds.anisotropy(X, rng=np.random.default_rng([int(config["seed"]), step, layer]),
+                                        zeta=config["probe"]["zeta"])
+            lam = np.clip(np.linalg.eigvalsh(np.cov(X, rowvar=False)), 0, None)
+            rows.append({"run": config["name"], "step": int(step), "frac": step / max(total - 1, 1),
+                         "layer": int(layer), "n_tokens": int(len(X)), "mean_cosine": a["mean_cosine"],
+                         "isoscore_star": a["isoscore_star"], "top1_share": a["top1_share"],
+                         "participation_ratio": float(lam.sum() ** 2 / (lam ** 2).sum())})
+    return rows
+
+
 def analyse_run(run, progress: bool = True) -> dict:
-    """Recompute ``alignment.csv``, ``radius.csv``, ``radius_corr.csv`` from the stored captures.
+    """Recompute ``alignment.csv``, ``radius.csv``, ``radius_corr.csv``, ``anisotropy.csv`` from the captures.
 
     Raises
     ------
@@ -213,8 +240,9 @@ def analyse_run(run, progress: bool = True) -> dict:
         raise CorruptFileError(counts_path, regen, f"unreadable: {exc}") from None
     with single_thread_blas():
         align, radius, corr = analyse_captures(captures, config, counts, progress=progress)
+        aniso = anisotropy_rows(captures, config)
     tables = {"alignment.csv": pd.DataFrame(align), "radius.csv": pd.DataFrame(radius),
-              "radius_corr.csv": pd.DataFrame(corr)}
+              "radius_corr.csv": pd.DataFrame(corr), "anisotropy.csv": pd.DataFrame(aniso)}
     for name, df in tables.items():
         runs.atomic_write_text(d / name, df.to_csv(index=False, float_format="%.6g"))
     return tables
