@@ -167,7 +167,7 @@ def _git_commit_run(folder: Path, message: str) -> str:
     import subprocess
 
     files = [folder / "manifest.json", *(folder / n for n in json.loads((folder / "manifest.json").read_text())["files"])]
-    cwd = runs.ROOT
+    cwd = folder                         # the repository that holds the runs (TANBIAS_RUNS_DIR may point elsewhere)
     for attempt in range(20):            # another git command may hold the index lock for a moment
         add = subprocess.run(["git", "add", "--", *map(str, files)], cwd=cwd, capture_output=True, text=True)
         if add.returncode == 0:
@@ -249,8 +249,8 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
 def _git_commit_file(path: Path, message: str) -> None:
     import subprocess
 
-    subprocess.run(["git", "add", "--", str(path)], cwd=runs.ROOT, capture_output=True)
-    subprocess.run(["git", "commit", "-q", "-m", message, "--", str(path)], cwd=runs.ROOT, capture_output=True)
+    subprocess.run(["git", "add", "--", str(path)], cwd=path.parent, capture_output=True)
+    subprocess.run(["git", "commit", "-q", "-m", message, "--", str(path)], cwd=path.parent, capture_output=True)
 
 
 def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None) -> dict:
