@@ -171,8 +171,12 @@ def parse_dose_name(name: str) -> tuple[str, str, int]:
     return m.group(1), m.group(2), int(m.group(3))
 
 
-def dose_config(kind: str, level: str, seed: int, steps: int = 320, size: str = "small") -> dict:
+def dose_config(kind: str, level: str, seed: int, steps: int = 320, size: str = "small",
+                languages=None, **overrides) -> dict:
     """The config of one dose run: chapter 8's schedule on the skewed mixture at ``level``.
+
+    ``languages`` (a subset, for smoke runs) keeps those languages' skewed weights;
+    ``overrides`` are further config keys (e.g. ``probe``, ``eval_batches``).
 
     >>> c = dose_config("decoder", "b37", 1)
     >>> c["name"], c["flatten"], c["temperature"], c["steps"]
@@ -181,10 +185,14 @@ def dose_config(kind: str, level: str, seed: int, steps: int = 320, size: str = 
     check_kind(kind)
     check_choice("level", level, tuple(DOSE_LEVELS))
     lv = DOSE_LEVELS[level]
-    return {"name": f"dose-{kind}-{level}-s{int(seed)}", "kind": kind, "size": size, "regime": "balanced",
-            "language_weights": dict(SKEWED_WEIGHTS), "temperature": lv["temperature"],
-            "flatten": lv["flatten"], "flatten_f0": FLATTEN_F0, "probe_eval_batches": 2,
-            "seed": int(seed), "steps": int(steps), "checkpoint_every": 40, "threads": 1}
+    weights = dict(SKEWED_WEIGHTS) if languages is None else {k: SKEWED_WEIGHTS[k] for k in languages}
+    cfg = {"name": f"dose-{kind}-{level}-s{int(seed)}", "kind": kind, "size": size, "regime": "balanced",
+           "language_weights": weights, "temperature": lv["temperature"],
+           "flatten": lv["flatten"], "flatten_f0": FLATTEN_F0, "probe_eval_batches": 2,
+           "seed": int(seed), "steps": int(steps), "checkpoint_every": 40, "threads": 1}
+    if languages is not None:
+        cfg["languages"] = list(languages)
+    return merge_config(merge_config(DEFAULT_CONFIG, cfg), overrides) if overrides else cfg
 
 
 def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:

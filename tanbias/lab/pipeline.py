@@ -260,14 +260,15 @@ def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=Non
 
 
 def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = 320, size: str = "small",
-                 write: bool = True) -> list[Path]:
+                 write: bool = True, kinds=None, **overrides) -> list[Path]:
     """The dose experiment's config files (chapter 10) in ``configs_dir``, in the order they run
-    (:func:`~tanbias.lab.config.dose_names`); written unless ``write=False``."""
+    (:func:`~tanbias.lab.config.dose_names`); written unless ``write=False``. ``kinds`` and
+    ``overrides`` (keywords of :func:`~tanbias.lab.config.dose_config`) make smoke-size sweeps."""
     d = Path(configs_dir) if configs_dir is not None else runs.RUNS_DIR / "configs"
     paths = []
-    for name in dose_names(seeds):
+    for name in dose_names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)})):
         kind, level, seed = parse_dose_name(name)
-        cfg = dose_config(kind, level, seed, steps=steps, size=size)
+        cfg = dose_config(kind, level, seed, steps=steps, size=size, **overrides)
         path = d / f"{name}.json"
         if write:
             d.mkdir(parents=True, exist_ok=True)
@@ -279,9 +280,12 @@ def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = 320, size: str
 
 
 def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOSE_SEEDS, configs_dir=None,
-             out_root=None) -> dict:
-    """The dose experiment (``make dose``): every dose config, complete runs skipped, interrupted ones resumed."""
-    paths = dose_configs(configs_dir, seeds=seeds)
+             out_root=None, paths=None) -> dict:
+    """The dose experiment (``make dose``): every dose config, complete runs skipped, interrupted ones resumed.
+
+    ``paths`` replaces the committed configs (tests pass smoke-size ones from :func:`dose_configs`).
+    """
+    paths = dose_configs(configs_dir, seeds=seeds) if paths is None else paths
     how = f"python -m tanbias.lab dose --jobs {jobs}" + (" --commit" if commit else "") + (" --fresh" if fresh else "")
     return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="dose.json",
                      how=how)

@@ -54,7 +54,7 @@ from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL, REGIMES, SWEEP_NAME
 
 __all__ = ["DEFAULT_RUNS", "CONTRASTS", "load_runs", "sweep_names", "load_sweep", "cells",
            "t_interval", "summarise", "summarise_columns", "add_log_enrichment", "mean_over_layers",
-           "alignment_frame", "run_metrics", "run_summary", "timing", "cell_summary", "effects",
+           "run_cell", "alignment_frame", "run_metrics", "run_summary", "timing", "cell_summary", "effects",
            "balancing_verdict", "imprinted_early_property", "balancing_property", "frequency_profile",
            "rank_frequency", "tokens_table", "eta_by_bucket", "weighted_quantile",
            "radius_correlations", "mechanism_summary", "loss_table"]
@@ -207,6 +207,11 @@ def mean_over_layers(table, keys, columns=("log_enrichment", "excess_iso"), sort
     return table.groupby(list(keys), sort=sort)[list(columns)].mean().reset_index()
 
 
+def run_cell(r) -> tuple[str, str, int]:
+    """``(kind, regime, seed)`` of a loaded run, from its config (any run name: sweep or dose)."""
+    return r.config["kind"], r.config["regime"], int(r.config["seed"])
+
+
 def alignment_frame(loaded: dict, proxy: str):
     """All runs' alignment rows for one proxy, with cell columns, ``log_enrichment`` and
     ``excess_iso``, plus rows ``layer == "mean"`` (:func:`mean_over_layers` per run, step, bucket)."""
@@ -215,7 +220,7 @@ def alignment_frame(loaded: dict, proxy: str):
     frames = []
     for name, r in loaded.items():
         a = add_log_enrichment(r.alignment[r.alignment["proxy"] == proxy])
-        a["kind"], a["regime"], a["seed"] = parse_run_name(name)
+        a["kind"], a["regime"], a["seed"] = run_cell(r)
         frames.append(a)
     a = pd.concat(frames, ignore_index=True)
     mean = mean_over_layers(a, ["run", "kind", "regime", "seed", "step", "bucket"])
@@ -248,7 +253,7 @@ def run_metrics(loaded: dict, early_frac: float = EARLY_FRAC):
             mean = mean_over_layers(by, ["bucket", "proxy"], cols)
             mean["layer"] = "mean"
             both = pd.concat([by.astype({"layer": object}), mean], ignore_index=True)
-            kind, regime, seed = parse_run_name(name)
+            kind, regime, seed = run_cell(r)
             both.insert(0, "phase", phase)
             both.insert(0, "seed", seed)
             both.insert(0, "regime", regime)

@@ -241,7 +241,11 @@ def analyse_run(run, progress: bool = True) -> dict:
     with single_thread_blas():
         align, radius, corr = analyse_captures(captures, config, counts, progress=progress)
         aniso = anisotropy_rows(captures, config)
-    tables = {"alignment.csv": pd.DataFrame(align), "radius.csv": pd.DataFrame(radius),
+    # no type repeats min_count times in a tiny probe batch (smoke runs): an empty table, with its header
+    radius_cols = ["run", "kind", "regime", "seed", "step", "frac", "layer", "token_id", "count_in_batch",
+                   "corpus_count", "bucket", "radius"]
+    tables = {"alignment.csv": pd.DataFrame(align), "radius.csv": pd.DataFrame(radius, columns=None if radius
+                                                                                  else radius_cols),
               "radius_corr.csv": pd.DataFrame(corr), "anisotropy.csv": pd.DataFrame(aniso)}
     for name, df in tables.items():
         runs.atomic_write_text(d / name, df.to_csv(index=False, float_format="%.6g"))
