@@ -12,7 +12,8 @@ One section per exercise:
 * Exercise 2 (chapter 4): which token type's normal signal is more suppressed.
 * Exercise 3 (chapter 6): does the feedback loop compound or repeat?
 * Exercise 4 (chapter 8): the sign of the balancing effect, from the mechanism
-  and from the committed 2x2 sweep.
+  and from the committed 2x2 sweep; extended in chapter 10 to the dose-response
+  (:func:`check_exercise_4_dose`): sign and shape predicted before looking.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ __all__ = [
     "check_exercise_3",
     "reference_balancing_effect",
     "check_exercise_4",
+    "reference_dose_change",
+    "check_exercise_4_dose",
 ]
 
 _RTOL = 1e-6
@@ -534,3 +537,107 @@ def check_exercise_4(fn, prediction=None, metrics=None) -> None:
         state = "excludes 0" if (lo > 0 or hi < 0) else "contains 0: the seeds do not decide"
         parts.append(f"{kind} {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({state})")
     print("Exercise 4 passed. Balancing changes the late log enrichment by " + "; ".join(parts) + ".")
+
+
+# ============================================================================
+# Exercise 4, extended (chapter 10): the dose-response, sign and shape
+# ============================================================================
+#: the shapes a reader may predict for the late enrichment at the token knob's flattest level
+DOSE_SHAPES = ("absent", "attenuated", "unchanged", "stronger")
+
+
+def reference_dose_change(table, kind: str, knob: str = "token", column: str = "log_enrichment_late") -> float:
+    """Mean over seeds of ``m[flattest level] - m[skewed start]`` along a knob (chapter 10's run table)."""
+    from tanbias.lab.analysis.dose import knob_runs, level_positions
+
+    order = level_positions(knob)
+    start, flat = min(order, key=order.get), max(order, key=order.get)
+    g = knob_runs(table, knob, kind)
+    wide = g.pivot_table(index="seed", columns="level", values=column)
+    if start not in wide or flat not in wide:
+        return float("nan")            # the runs of one of the two levels are not committed yet
+    return float((wide[flat] - wide[start]).dropna().mean())
+
+
+def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
+    """Check the reader's ``dose_change(table, kind) -> float`` and their predicted sign and shape.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(table, kind)`` with ``table`` chapter 10's :func:`tanbias.lab.analysis.dose.run_table`;
+        returns the mean over seeds of (flattest − skewed) late log enrichment along the token knob.
+    prediction : dict, optional
+        ``{"encoder": {"sign": s, "shape": shape}, "decoder": {...}}``: ``s`` in -1, 0, +1 (the
+        fitted dose-response slope of late log enrichment as frequencies flatten) and ``shape`` in
+        :data:`DOSE_SHAPES` (the enrichment at the flattest level: ``"absent"`` = not above a
+        random subspace, ``"attenuated"`` = lower than at the start but present, ``"unchanged"``,
+        ``"stronger"``), made from the mechanism before looking.
+    analysis : DoseAnalysis, optional
+        Default: :func:`tanbias.lab.analysis.dose.analyse_dose` of the committed runs.
+
+    Raises
+    ------
+    AssertionError
+        With a diagnostic (flipped sign, wrong knob or phase, ratio instead of log ratio; a
+        prediction the data contradict).
+    """
+    from tanbias.lab.analysis import dose
+    from tanbias.lab.config import KINDS
+
+    da = dose.analyse_dose() if analysis is None else analysis
+    table = da.table
+    results = {}
+    missing = []
+    for kind in KINDS:
+        ref = reference_dose_change(table, kind)
+        if not np.isfinite(ref):
+            missing.append(kind)
+            continue
+        got = _as_float(fn(table.copy(), kind), f"dose_change(table, {kind!r})")
+        if not _same(got, ref, rtol=1e-6):
+            mistakes = [(-ref, "Sign flipped: the change is flattest minus start, not start minus flattest."),
+                        (reference_dose_change(table, kind, column="log_enrichment_early"),
+                         "You used the early phase; the exercise asks for the late enrichment."),
+                        (reference_dose_change(table, kind, knob="language"),
+                         "You used the language knob (uniform vs skewed); the exercise asks for the token "
+                         "knob (b100 vs skewed)."),
+                        (float(np.exp(ref)), "You returned a ratio; return the difference of *log* enrichments.")]
+            for value, message in mistakes:
+                if np.isfinite(value) and _same(got, value, rtol=1e-6):
+                    raise AssertionError(f"{message} ({kind}: expected {ref:+.4f}, got {got:+.4f})")
+            raise AssertionError(f"Wrong dose change for the {kind}: expected {ref:+.4f}, got {got:+.4f}. "
+                                 "Pair the runs by seed (pivot on seed and level) and average the differences.")
+        r = da.responses
+        row = r[(r["metric"] == "log_enrichment_late") & (r["knob"] == "token") & (r["kind"] == kind)].iloc[0]
+        sign = {"+": 1, "-": -1, "0": 0}.get(row["observed"], 0)
+        flat_lo, change_lo, change_hi = (float(row.get(k, np.nan)) for k in ("flat_lo", "change_lo", "change_hi"))
+        shape = ("not decided (fewer than two seeds)" if not np.isfinite(flat_lo) else "absent" if flat_lo <= 0
+                 else "attenuated" if change_hi < 0 else "stronger" if change_lo > 0 else "unchanged")
+        results[kind] = (ref, sign, shape, row)
+    if prediction is not None:
+        ok = isinstance(prediction, dict) and set(prediction) == set(KINDS) and all(
+            isinstance(v, dict) and v.get("sign") in (-1, 0, 1) and v.get("shape") in DOSE_SHAPES
+            for v in prediction.values())
+        if not ok:
+            raise AssertionError("prediction should be {'encoder': {'sign': s, 'shape': shape}, 'decoder': {...}} "
+                                 f"with s in (-1, 0, +1) and shape in {DOSE_SHAPES}, got {prediction!r}.")
+        for kind, (ref, sign, shape, row) in results.items():
+            if not np.isfinite(row["end_to_end"]):
+                continue
+            if prediction[kind]["sign"] != sign:
+                raise AssertionError(
+                    f"You predicted slope sign {prediction[kind]['sign']:+d} for the {kind}; the dose runs give "
+                    f"{sign:+d} (end-to-end change of late log enrichment {row['end_to_end']:+.3f}, 95 % interval "
+                    f"[{row['end_to_end_lo']:+.3f}, {row['end_to_end_hi']:+.3f}], {row['n_seeds']} seeds).")
+            if prediction[kind]["shape"] != shape and shape in DOSE_SHAPES:
+                raise AssertionError(
+                    f"You predicted '{prediction[kind]['shape']}' at the flattest level for the {kind}; the runs "
+                    f"say '{shape}' (flattest − start {row['change']:+.3f} [{row['change_lo']:+.3f}, "
+                    f"{row['change_hi']:+.3f}]; flattest level's log enrichment {row['flat_mean']:+.3f} "
+                    f"[{row['flat_lo']:+.3f}, {row['flat_hi']:+.3f}]).")
+    parts = [f"{kind}: flattest − start {ref:+.3f}, slope sign {sign:+d}, '{shape}'"
+             for kind, (ref, sign, shape, _) in results.items()]
+    parts += [f"{kind}: not checked, its skewed or flattest runs are not committed yet (make dose)"
+              for kind in missing]
+    print("Exercise 4 (dose) passed. " + "; ".join(parts) + ".")

@@ -204,7 +204,7 @@ def test_dose_response_agrees_with_scipy(smoke_sweep):
     # Page's L by hand: levels in knob order, ranks within each seed
     wide = g.assign(pos=g["level"].map(dose.level_positions("token"))).pivot_table(
         index="seed", columns="pos", values="log_enrichment_late").to_numpy()
-    wide = wide if r["end_to_end"] >= 0 else -wide
+    wide = wide if r["page_direction"] == "+" else -wide
     ranks = np.apply_along_axis(stats.rankdata, 1, wide)
     assert r["page_L"] == pytest.approx(float((ranks.sum(0) * np.arange(1, 5)).sum()))
     # flattest vs start, paired by seed: scipy's paired t interval

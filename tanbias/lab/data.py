@@ -16,6 +16,7 @@ The corpus (:mod:`tanbias.lab.corpus`) and the tokenizer
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -27,6 +28,8 @@ from tanbias.lab.config import (DEFAULT_TEMPERATURE, MASK_ID, MECH_SEED, MLM_PRO
                                 check_kind)
 from tanbias.lab.corpus import (CORPUS_DIR, load_corpus, mixture, mixture_probabilities, read_manifest,
                                 split_corpus)
+from tanbias.lab.runs import atomic_write_bytes
+from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
 __all__ = ["split", "check_languages", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
@@ -196,20 +199,57 @@ def mixture_of(cfg: dict) -> dict:
 
 
 _COUNT_CACHE: dict = {}
+#: the training split's token counts per language, derived from the corpus and the tokenizer;
+#: rebuilt automatically (about 10 s) when missing or when either of them changed
+COUNTS_PATH = TOKENIZER_PATH.parent / "language_counts.npz"
+
+
+def _count_key() -> str:
+    """SHA-256 of the corpus manifest and the tokenizer: what the counts derive from."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in (CORPUS_DIR / "manifest.json", TOKENIZER_PATH):
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def _language_counts(languages, tok) -> dict:
-    """Per language of the training split: (token counts incl. specials, number of documents); cached."""
+    """Per language of the training split: (token counts incl. specials, number of documents).
+
+    Cached per process and, for the whole corpus, in :data:`COUNTS_PATH` (keyed by
+    the corpus manifest and the tokenizer, so a stale file is recomputed, never used).
+    """
     key = (str(CORPUS_DIR), None if languages is None else tuple(languages), len(tok))
-    if key not in _COUNT_CACHE:
-        train_docs, _ = split(languages)
-        out = {}
-        for lang, docs in train_docs.items():
-            ids = tok(docs, add_special_tokens=True)["input_ids"]
-            out[lang] = (np.bincount(np.fromiter((i for x in ids for i in x), np.int64), minlength=len(tok)),
-                         len(docs))
-        _COUNT_CACHE[key] = out
-    return _COUNT_CACHE[key]
+    if key in _COUNT_CACHE:
+        return _COUNT_CACHE[key]
+    disk = languages is None and len(tok) == VOCAB_SIZE
+    if disk and COUNTS_PATH.is_file():
+        try:
+            with np.load(COUNTS_PATH) as z:
+                if str(z["key"]) == _count_key():
+                    _COUNT_CACHE[key] = {str(lang): (z["counts"][i], int(z["docs"][i]))
+                                         for i, lang in enumerate(z["languages"])}
+                    return _COUNT_CACHE[key]
+        except (OSError, ValueError, KeyError):
+            pass                       # unreadable: recomputed and rewritten below
+    train_docs, _ = split(languages)
+    out = {}
+    for lang, docs in train_docs.items():
+        ids = tok(docs, add_special_tokens=True)["input_ids"]
+        out[lang] = (np.bincount(np.fromiter((i for x in ids for i in x), np.int64), minlength=len(tok)),
+                     len(docs))
+    if disk:
+        buf = io.BytesIO()
+        np.savez_compressed(buf, key=_count_key(), languages=np.array(list(out)),
+                            counts=np.stack([c for c, _ in out.values()]),
+                            docs=np.array([n for _, n in out.values()]))
+        try:
+            atomic_write_bytes(COUNTS_PATH, buf.getvalue())
+        except OSError:
+            pass                       # a read-only checkout: keep the counts in memory
+    _COUNT_CACHE[key] = out
+    return out
 
 
 def stream_frequencies(cfg: dict, tok) -> np.ndarray:

@@ -18,15 +18,19 @@ from the seed-to-seed variation of chapter 8's committed 2x2).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tanbias._checks import check_int, check_real
 from tanbias.lab.config import DOSE_LEVELS, DOSE_SEEDS, KINDS, dose_names
 
-__all__ = ["PREDICTIONS", "LINKS", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio",
+__all__ = ["PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio",
            "power_analysis", "predictions_table", "design_report", "run_status", "load_dose",
            "reference_buckets", "run_table", "knob_runs", "dose_response", "all_responses",
-           "architecture_interaction", "adaptive_frame", "adaptive_association", "verdict_table"]
+           "architecture_interaction", "verdict_word", "adaptive_frame", "adaptive_association", "verdict_table",
+           "DoseAnalysis", "analyse_dose", "measured_concentration", "chapter10_report", "balancing_property",
+           "adaptive_property"]
 
 #: What the tangent-bias hypothesis predicts along each knob, written down before any dose run
 #: existed (the git history of this file shows it). "falls" = concentration of frequencies, x,
@@ -80,6 +84,21 @@ LINKS: dict[str, tuple[str, str]] = {
     "mean_cosine_late": ("anisotropy", "mean cosine of the activations (last step, mean over layers)"),
     "isoscore_late": ("anisotropy", "IsoScore* of the activations (last step, mean over layers)"),
 }
+
+
+#: metrics that move against the link's named quantity (IsoScore* rises when anisotropy falls)
+_OPPOSITE = {"isoscore_late"}
+
+
+def predicted_sign(metric: str, knob: str) -> str:
+    """The sign :data:`PREDICTIONS` gives a metric's change as the knob flattens frequencies.
+
+    >>> predicted_sign("log_enrichment_late", "token"), predicted_sign("isoscore_late", "token")
+    ('-', '+')
+    """
+    key = LINKS[metric][0] if metric in LINKS else metric
+    sign = PREDICTIONS[key][knob]["sign"] if key in PREDICTIONS else "?"
+    return {"+": "-", "-": "+"}.get(sign, sign) if metric in _OPPOSITE else sign
 
 
 def level_positions(knob: str) -> dict[str, float]:
@@ -304,7 +323,8 @@ def run_table(loaded: dict, buckets=None) -> "object":
     that knob), ``x_token``, ``x_language``; link 0 from the run's own training
     counts: ``collision``, ``log_collision``, ``effective_types``, ``top_share``;
     link 1 on the common held-out text at the last layer: ``log_eta_q1 .. q3``
-    (occurrence-weighted mean t² of the reference buckets, :func:`reference_buckets`),
+    (occurrence-weighted mean t² of fixed buckets: by default those of the summed
+    training counts of the skewed-start runs, else :func:`reference_buckets`),
     ``log_eta_all``; link 2: ``log_enrichment_early``, ``log_enrichment_late``
     (frozen proxy, all tokens, mean over layers, :func:`tanbias.lab.analysis.sweep.run_metrics`);
     link 3 at the last probe step, mean over layers 1..L: ``mean_cosine_late``,
@@ -312,6 +332,7 @@ def run_table(loaded: dict, buckets=None) -> "object":
     """
     import pandas as pd
 
+    from tanbias.alignment import frequency_buckets
     from tanbias.frequency import concentration
     from tanbias.lab.analysis import sweep
     from tanbias.lab.config import N_SPECIAL, parse_dose_name
@@ -319,7 +340,11 @@ def run_table(loaded: dict, buckets=None) -> "object":
     if not loaded:
         raise ValueError("no complete dose run is committed yet: run `make dose` (or python -m tanbias.lab "
                          "dose --jobs 2 --commit) first.")
-    buckets = reference_buckets() if buckets is None else np.asarray(buckets)
+    if buckets is None:
+        start = [np.asarray(r.token_counts, float) for n, r in loaded.items() if parse_dose_name(n)[1] == "skewed"]
+        buckets = (frequency_buckets(np.sum(start, axis=0), 3, n_special=N_SPECIAL) if start
+                   else reference_buckets())
+    buckets = np.asarray(buckets)
     met = sweep.run_metrics(loaded)
     met = met[(met["layer"] == "mean") & (met["bucket"] == "all") & (met["proxy"] == "frozen")]
     met = met.set_index(["run", "phase"])["log_enrichment"]
@@ -362,6 +387,20 @@ def knob_runs(table, knob: str, kind: str | None = None):
     return g if kind is None else g[g["kind"] == kind]
 
 
+def verdict_word(predicted: str, observed: str) -> str:
+    """What an observed sign says of a predicted one (an interval containing 0 decides nothing).
+
+    >>> verdict_word("-", "-"), verdict_word("-", "0"), verdict_word("0", "0")
+    ('as predicted', 'not detected', 'no detectable trend, as predicted')
+    """
+    if observed not in ("+", "-", "0") or predicted not in ("+", "-", "0"):
+        return "not decided"
+    if predicted == "0":
+        return "no detectable trend, as predicted" if observed == "0" else "a trend not predicted"
+    return "as predicted" if observed == predicted else "not detected" if observed == "0" else \
+        "against the prediction"
+
+
 def _sign(lo: float, hi: float) -> str:
     return "+" if lo > 0 else "-" if hi < 0 else "0"
 
@@ -397,10 +436,12 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     seeds = sorted(g["seed"].unique())
     out = {"kind": kind, "knob": knob, "metric": metric, "x": xcol, "n_runs": int(len(g)), "n_seeds": len(seeds),
            "levels": int(g["level"].nunique())}
-    key = LINKS.get(metric, (metric,))[0]
-    out["predicted"] = PREDICTIONS[key][knob]["sign"] if key in PREDICTIONS else "?"
+    out["predicted"] = predicted_sign(metric, knob)
     if len(g) < 3 or g["level"].nunique() < 2 or g[xcol].nunique() < 2:
-        return {**out, "slope": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "observed": "n/a", "agrees": None}
+        nan = {k: np.nan for k in ("slope", "lo", "hi", "p", "df", "end_to_end", "end_to_end_lo", "end_to_end_hi",
+                                   "dx", "page_L", "page_p", "change", "change_lo", "change_hi", "flat_mean",
+                                   "flat_lo", "flat_hi")}
+        return {**out, **nan, "observed": "n/a", "agrees": None, "verdict": "not decided", "page_direction": ""}
     formula = f"{metric} ~ {xcol}" + (" + C(seed)" if len(seeds) > 1 else "")
     fit = smf.ols(formula, data=g).fit()
     lo, hi = fit.conf_int(alpha).loc[xcol]
@@ -410,14 +451,18 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     e2e = sorted([slope * dx, lo * dx, hi * dx])
     out.update(slope=slope, lo=float(lo), hi=float(hi), p=float(fit.pvalues[xcol]), df=float(fit.df_resid),
                end_to_end=slope * dx, end_to_end_lo=e2e[0], end_to_end_hi=e2e[2], dx=float(dx))
-    # Page's trend test: blocks = seeds with every level; direction = the observed end-to-end sign
+    out["observed"] = _sign(out["end_to_end_lo"], out["end_to_end_hi"])
+    # Page's trend test across the levels in knob order, seeds (with every level) as blocks: one-sided
+    # in the predicted direction when there is one, else in the observed direction with p doubled
     wide = g.pivot_table(index="seed", columns="pos", values=metric).dropna()
     if len(wide) >= 2 and wide.shape[1] >= 3:
-        data = wide.to_numpy() if out["end_to_end"] >= 0 else -wide.to_numpy()
-        res = stats.page_trend_test(data)
-        out.update(page_L=float(res.statistic), page_p=float(res.pvalue))
+        pred = out["predicted"]
+        up = pred == "+" if pred in ("+", "-") else out["end_to_end"] >= 0
+        res = stats.page_trend_test(wide.to_numpy() if up else -wide.to_numpy())
+        p = float(res.pvalue) if pred in ("+", "-") else min(1.0, 2 * float(res.pvalue))
+        out.update(page_L=float(res.statistic), page_p=p, page_direction="+" if up else "-")
     else:
-        out.update(page_L=np.nan, page_p=np.nan)
+        out.update(page_L=np.nan, page_p=np.nan, page_direction="")
     paired = g.pivot_table(index="seed", columns="level", values=metric)
     if start in paired and flat in paired:
         d = (paired[flat] - paired[start]).dropna().to_numpy()
@@ -425,8 +470,8 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
         out.update(change=m, change_lo=dlo, change_hi=dhi)
         m2, flo, fhi, _ = t_interval(paired[flat].dropna().to_numpy())
         out.update(flat_mean=m2, flat_lo=flo, flat_hi=fhi)
-    out["observed"] = _sign(out["lo"], out["hi"])
-    out["agrees"] = out["observed"] == out["predicted"] if out["predicted"] in "+-0" else None
+    out["agrees"] = out["observed"] == out["predicted"] if out["predicted"] in ("+", "-", "0") else None
+    out["verdict"] = verdict_word(out["predicted"], out["observed"])
     return out
 
 
@@ -442,9 +487,9 @@ def architecture_interaction(table, metric: str = "log_enrichment_late", knob: s
                              alpha: float = 0.05) -> dict:
     """Does the dose-response slope differ between encoder and decoder?
 
-    OLS ``metric ~ x * kind + C(seed):C(kind)`` (each run of a seed and an
-    architecture shares an intercept): the ``x:kind`` coefficient, decoder minus
-    encoder, with its interval and p-value.
+    OLS ``metric ~ C(seed):C(kind) + x + x:is_decoder`` (one intercept per seed and
+    architecture, one slope per architecture): the ``x:is_decoder`` coefficient,
+    the decoder's slope minus the encoder's, with its interval and p-value.
     """
     import statsmodels.formula.api as smf
 
@@ -452,7 +497,7 @@ def architecture_interaction(table, metric: str = "log_enrichment_late", knob: s
     if g["kind"].nunique() < 2 or len(g) < 6:
         return {"knob": knob, "metric": metric, "diff": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan}
     g["is_decoder"] = (g["kind"] == "decoder").astype(float)
-    fit = smf.ols(f"{metric} ~ log_collision * is_decoder + C(seed):C(kind)", data=g).fit()
+    fit = smf.ols(f"{metric} ~ 0 + C(seed):C(kind) + log_collision + log_collision:is_decoder", data=g).fit()
     term = "log_collision:is_decoder"
     lo, hi = fit.conf_int(alpha).loc[term]
     return {"knob": knob, "metric": metric, "diff": float(fit.params[term]), "lo": float(lo), "hi": float(hi),
@@ -524,6 +569,139 @@ def adaptive_association(frame, y: str = "heldout_loss", x: str = "participation
 
 def verdict_table(responses) -> "object":
     """The predictions against what was measured: one row per link, knob and architecture."""
-    cols = ["metric", "knob", "kind", "n_seeds", "levels", "predicted", "observed", "agrees", "end_to_end",
+    cols = ["metric", "knob", "kind", "n_seeds", "levels", "predicted", "observed", "verdict", "end_to_end",
             "end_to_end_lo", "end_to_end_hi", "page_p"]
     return responses[[c for c in cols if c in responses]].copy()
+
+
+# --------------------------------------------------------------------------- the chapter's report
+@dataclass
+class DoseAnalysis:
+    """Chapter 10's tables, computed once (:func:`analyse_dose`)."""
+    runs: dict            # {name: RunData}, complete dose runs
+    table: object         # run_table
+    responses: object     # all_responses
+    interaction: dict     # {knob: architecture_interaction on late enrichment}
+    adaptive: object      # adaptive_frame
+    association: dict     # {"loss": ..., "gap": ..., "loss_iso": ...} adaptive_association results
+
+
+def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
+    """Load the committed dose runs (if not given) and compute every statistic of chapter 10."""
+    loaded = load_dose() if loaded is None else loaded
+    table = run_table(loaded)
+    frame = adaptive_frame(loaded)
+    return DoseAnalysis(
+        runs=loaded, table=table, responses=all_responses(table),
+        interaction={k: architecture_interaction(table, knob=k) for k in ("token", "language")},
+        adaptive=frame,
+        association={"loss": adaptive_association(frame, "heldout_loss", "participation"),
+                     "gap": adaptive_association(frame, "gap", "participation"),
+                     "loss_iso": adaptive_association(frame, "heldout_loss", "isoscore")})
+
+
+def measured_concentration(table, expected) -> "object":
+    """Each level's collision probability as measured in the runs' streams (mean over runs) and as expected."""
+    m = table.groupby("level").agg(runs=("run", "count"), collision=("collision", "mean"),
+                                   effective_types=("effective_types", "mean"), top_share=("top_share", "mean"))
+    e = expected.set_index("level")[["collision"]].rename(columns={"collision": "expected"})
+    out = e.join(m, how="left").reset_index()
+    return out[["level", "runs", "expected", "collision", "effective_types", "top_share"]]
+
+
+_SHORT = {"log_collision": "conc", "log_eta_q1": "eta", "log_enrichment_late": "enr",
+          "log_enrichment_early": "enr_early", "mean_cosine_late": "cos", "isoscore_late": "iso"}
+
+
+def chapter10_report(da: DoseAnalysis) -> dict:
+    """Every number and verdict word chapter 10 quotes (glued as ``ch10_<key>``).
+
+    For each link, knob and architecture (``<short>_<knob>_<kind>``, shorts
+    ``conc, eta, enr, enr_early, cos, iso``): the fitted end-to-end change
+    (a ratio for log metrics, a difference otherwise) with its 95 % interval,
+    the observed direction word, whether it agrees with :data:`PREDICTIONS`,
+    Page's p; for enrichment also the flattest level's value and the
+    "attenuated, not absent" word. Plus the measured spans of the knobs, the
+    architecture interaction and the "possibly adaptive" association.
+    """
+    from tanbias.lab.analysis.report import Word
+
+    out: dict = {}
+    t = da.table
+    out["runs_done"] = int(len(t))
+    out["seeds_min"] = int(t.groupby(["kind", "level"])["seed"].nunique().min())
+    for knob, flat in (("token", "b100"), ("language", "uniform")):
+        g = t[t["level"].isin(["skewed", flat])].groupby("level")["log_collision"].mean()
+        out[f"span_{knob}"] = float(np.exp(g.get("skewed", np.nan) - g.get(flat, np.nan)))
+    for _, r in da.responses.iterrows():
+        key = f"{_SHORT[r['metric']]}_{r['knob']}_{r['kind']}"
+        log = r["metric"].startswith("log_")
+        f = np.exp if log else (lambda v: v)
+        e2e = r.get("end_to_end", np.nan)
+        out[key] = float(f(e2e)) if np.isfinite(e2e) else float("nan")
+        out[f"{key}_lo"] = float(f(r.get("end_to_end_lo", np.nan)))
+        out[f"{key}_hi"] = float(f(r.get("end_to_end_hi", np.nan)))
+        out[f"{key}_p"] = float(r.get("page_p", np.nan))
+        obs = r["observed"]
+        out[f"{key}_word"] = Word({"+": "rises", "-": "falls", "0": "shows no detectable trend"}.get(obs, "n/a"))
+        out[f"{key}_agrees"] = Word(r["verdict"])
+        if _SHORT[r["metric"]] in ("enr", "enr_early"):
+            out[f"{key}_flat"] = float(np.exp(r.get("flat_mean", np.nan)))
+            out[f"{key}_flat_lo"] = float(np.exp(r.get("flat_lo", np.nan)))
+            out[f"{key}_flat_hi"] = float(np.exp(r.get("flat_hi", np.nan)))
+            out[f"{key}_change"] = float(np.exp(r.get("change", np.nan)))
+            out[f"{key}_change_lo"] = float(np.exp(r.get("change_lo", np.nan)))
+            out[f"{key}_change_hi"] = float(np.exp(r.get("change_hi", np.nan)))
+            present = r.get("flat_lo", np.nan) > 0
+            weaker = r.get("change_hi", np.nan) < 0
+            out[f"{key}_attenuation"] = Word(
+                "attenuated, not absent" if present and weaker else
+                "present, not detectably attenuated" if present else
+                "not shown to be present" if np.isfinite(r.get("flat_lo", np.nan)) else "not decided")
+    for knob, res in da.interaction.items():
+        out[f"inter_{knob}"] = res["diff"]
+        out[f"inter_{knob}_lo"] = res["lo"]
+        out[f"inter_{knob}_hi"] = res["hi"]
+    out["balancing_verdict"] = Word(balancing_property(da.responses))
+    out["adaptive_verdict"] = Word(adaptive_property(da.association))
+    for name, res in da.association.items():
+        for k in ("within", "lo", "hi", "p", "pooled", "n"):
+            out[f"adapt_{name}_{k}"] = res.get(k, np.nan)
+        lo, hi = res.get("lo", np.nan), res.get("hi", np.nan)
+        out[f"adapt_{name}_word"] = Word("positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable from 0")
+    return out
+
+
+def balancing_property(responses, metric: str = "log_enrichment_late") -> str:
+    """The closing page's verdict on "weaker under balancing", from the direct knob's dose-response.
+
+    "supported: attenuated, not absent" when both architectures' enrichment falls
+    as predicted and stays present at the flattest level; "contradicted" when either
+    moves against the prediction or vanishes; "not detected" when the intervals
+    contain no trend; "not decided" with fewer than two seeds per level.
+    """
+    rows = responses[(responses["metric"] == metric) & (responses["knob"] == "token")]
+    if rows.empty or (rows["n_seeds"] < 2).any() or rows["flat_lo"].isna().any():
+        return "not decided yet (fewer than two seeds per level)"
+    verdicts = set(rows["verdict"])
+    absent = (rows["flat_lo"] <= 0).any()
+    if "against the prediction" in verdicts or absent:
+        return "contradicted" + (" (the alignment vanishes)" if absent else "")
+    if verdicts == {"as predicted"} and (rows["change_hi"] < 0).all():
+        return "supported: attenuated, not absent"
+    if "as predicted" in verdicts:
+        return "partly supported (one architecture)"
+    return "not detected (no trend at the design's power)"
+
+
+def adaptive_property(association: dict) -> str:
+    """The closing page's verdict on "possibly adaptive", from the within-cell association."""
+    res = association.get("loss", {})
+    lo, hi = res.get("lo", np.nan), res.get("hi", np.nan)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "untested (too few runs yet)"
+    if lo > 0:
+        return "supported, correlationally (fewer effective dimensions, lower held-out loss)"
+    if hi < 0:
+        return "contradicted, correlationally (fewer effective dimensions, higher held-out loss)"
+    return "no association detected"

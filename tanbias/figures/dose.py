@@ -1,0 +1,158 @@
+"""Figures of the dose experiment (chapter 10).
+
+The numbers come from :mod:`tanbias.lab.analysis.dose`; this module only draws.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+from plotly.subplots import make_subplots
+
+from tanbias.figures import KIND_COLORS, labelled
+from tanbias.interactive import Interactive, Param
+from tanbias.lab.analysis import dose, sweep
+from tanbias.lab.config import EARLY_FRAC, KINDS
+
+__all__ = ["KNOBS", "level_color", "chain_interactive", "trajectory_interactive", "adaptive_figure"]
+
+#: the two knobs as the chapter names them
+KNOBS = {"token": "token knob (subsampling frequent types)",
+         "language": "language knob (mixture temperature)"}
+SYMBOL = {"encoder": "circle", "decoder": "diamond"}
+
+
+def level_color(x: float) -> str:
+    """Colour of a level at design position ``x`` in [0, 1]: dark (skewed start) to light (flattest)."""
+    return sample_colorscale("Viridis", [0.9 * float(x)])[0]
+
+
+def chain_interactive(table):
+    """Interactive: every link of the chain against the measured concentration, one knob at a time.
+
+    Four panels share the x axis (collision probability of each run's training
+    stream, log): the η<sub>g</sub> of a frequency bucket, the frozen proxy's
+    enrichment, the mean cosine and IsoScore* of the activations. Points: runs
+    (seeds); lines: level means. Sliders: knob, bucket, phase.
+    """
+    panels = [("log_eta", "ln η<sub>g</sub> of the bucket"), ("log_enrichment", "ln enrichment"),
+              ("mean_cosine_late", "mean cosine"), ("isoscore_late", "IsoScore*")]
+    buckets = [c.removeprefix("log_eta_") for c in table.columns if c.startswith("log_eta_")]
+
+    def compute(knob, bucket, phase):
+        out = {}
+        for kind in KINDS:
+            g = dose.knob_runs(table, knob, kind)
+            cols = {"log_eta": f"log_eta_{bucket}", "log_enrichment": f"log_enrichment_{phase}",
+                    "mean_cosine_late": "mean_cosine_late", "isoscore_late": "isoscore_late"}
+            pts = {p: (g["collision"].to_numpy(), g[c].to_numpy(), g["level"].to_numpy(), g["seed"].to_numpy())
+                   for p, c in cols.items()}
+            means = g.groupby("level", sort=False)[["collision", *cols.values()]].mean()
+            means = means.sort_values("collision")
+            lines = {p: (means["collision"].to_numpy(), means[c].to_numpy()) for p, c in cols.items()}
+            out[kind] = (pts, lines)
+        return out
+
+    def figure(data, knob, bucket, phase):
+        fig = make_subplots(rows=1, cols=4, shared_xaxes=True, horizontal_spacing=0.07,
+                            subplot_titles=[t for _, t in panels])
+        for kind in KINDS:
+            pts, lines = data[kind]
+            for i, (p, _) in enumerate(panels, start=1):
+                x, y, lv, seed = pts[p]
+                fig.add_trace(go.Scatter(
+                    x=x, y=y, mode="markers", name=f"{kind}: runs", legendgroup=kind, showlegend=i == 1,
+                    text=[f"{a}, seed {b}" for a, b in zip(lv, seed)],
+                    marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.6)), 1, i)
+                lx, ly = lines[p]
+                fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", name=f"{kind}: level means",
+                                         legendgroup=kind, showlegend=i == 1,
+                                         line=dict(color=KIND_COLORS[kind], width=2)), 1, i)
+        fig.update_xaxes(type="log", autorange="reversed", title_text="collision probability [log]")
+        return labelled(fig, f"The chain along the {KNOBS[knob]}: bucket {bucket}, enrichment {phase}",
+                        "collision probability [log]", "", legend="architecture")
+
+    return Interactive(
+        params=[Param("knob", "knob", options=tuple(KNOBS)),
+                Param("bucket", "frequency bucket (η<sub>g</sub> panel)", options=tuple(buckets)),
+                Param("phase", "enrichment phase", options=("late", "early"))],
+        compute=compute, figure=figure, title="The chain, link by link",
+        caption="x: the collision probability of each run's own training stream (the chance that two "
+                "random training tokens are the same type), decreasing to the right: frequencies flatten "
+                "as you read. Panels: η<sub>g</sub> (mean t², the statement's concentration) of a fixed "
+                "set of types — q1 are those frequent at the skewed start —, measured at the last layer on "
+                "one common held-out text; the frozen proxy's enrichment (geometric mean over layers); "
+                "the activations' mean cosine and IsoScore* at the last step. Points are seeds, lines join "
+                "the level means.",
+        name="ch10-chain", height=430, fixed_ranges=False)
+
+
+def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
+    """Interactive: log enrichment during training, one line per level of a knob (seed means).
+
+    Sliders: knob, architecture, layer (``mean`` = mean over layers), frequency bucket.
+    """
+    from tanbias.lab.config import parse_dose_name
+
+    a = sweep.alignment_frame(loaded, proxy)
+    a["level"] = [parse_dose_name(r)[1] for r in a["run"]]
+    L = int(max(x for x in a["layer"] if x != "mean"))
+    buckets = tuple(dict.fromkeys(a["bucket"]))
+    total = next(iter(loaded.values())).config["steps"]
+    st = a.groupby(["layer", "bucket", "kind", "level", "step"], sort=False)["log_enrichment"].mean()
+    curves = {k: g.droplevel([0, 1, 2, 3]) for k, g in st.groupby(level=[0, 1, 2, 3], sort=False)}
+    n_max = max(len(dose.level_positions(k)) for k in KNOBS)
+
+    def compute(knob, kind, layer, bucket):
+        out = []
+        for level, x in dose.level_positions(knob).items():
+            c = curves.get((layer, bucket, kind, level))
+            out.append((level, x, (c.index.to_numpy() + 1, c.to_numpy()) if c is not None else
+                        (np.empty(0), np.empty(0))))
+        return out + [("", 0.0, (np.empty(0), np.empty(0)))] * (n_max - len(out))
+
+    def figure(data, knob, kind, layer, bucket):
+        fig = go.Figure()
+        for level, x, (s, y) in data:
+            fig.add_trace(go.Scatter(x=s, y=y, mode="lines+markers", name=level or " ",
+                                     showlegend=bool(level), line=dict(color=level_color(x), width=2),
+                                     marker=dict(size=5)))
+        fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+        fig.add_vline(x=EARLY_FRAC * total + 1, line=dict(color="grey", width=1, dash="dot"))
+        fig.update_xaxes(type="log")
+        lname = "mean over layers" if layer == "mean" else f"layer {layer}"
+        return labelled(fig, f"Log enrichment during training, {kind}, {lname}, tokens: {bucket}",
+                        "training step + 1 [log]", "log enrichment  ln[E(proxy) / mean E(controls)]",
+                        legend=f"level of the {knob} knob")
+
+    return Interactive(
+        params=[Param("knob", "knob", options=tuple(KNOBS)),
+                Param("kind", "architecture", options=KINDS, default="decoder"),
+                Param("layer", "layer (0 = embeddings)", options=("mean", *range(L + 1)), default="mean"),
+                Param("bucket", "frequency bucket", options=buckets)],
+        compute=compute, figure=figure, title="Enrichment during training, by level",
+        caption="Each line: the mean over seeds of one level of the knob (dark = the skewed start, light = "
+                "the flattest level). Frozen proxy (PCA of the activations of the first 30 % of training, "
+                "dotted line). 0 = what a random subspace of the same rank gets.",
+        name="ch10-trajectories", height=480)
+
+
+def adaptive_figure(frame):
+    """Held-out loss against effective dimension within a (kind, level, step) cell: what is left across seeds."""
+    fig = go.Figure()
+    cell = ["kind", "level", "step"]
+    for kind in KINDS:
+        g = frame[frame["kind"] == kind]
+        if not len(g):
+            fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name=kind))
+            continue
+        dx = g["participation"] - g.groupby(cell)["participation"].transform("mean")
+        dy = g["heldout_loss"] - g.groupby(cell)["heldout_loss"].transform("mean")
+        fig.add_trace(go.Scatter(x=dx, y=dy, mode="markers", name=kind,
+                                 text=[f"{lv}, step {s}, seed {sd}" for lv, s, sd in zip(g["level"], g["step"], g["seed"])],
+                                 marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.7)))
+    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+    fig.add_vline(x=0.0, line=dict(color="grey", width=1))
+    return labelled(fig, "Within a level and a step: effective dimension against held-out loss",
+                    "participation ratio − its cell mean [dimensions]",
+                    "held-out loss − its cell mean [nats]", legend="architecture")
