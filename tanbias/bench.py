@@ -245,6 +245,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     except Exception as exc:  # report, keep the rest of the benchmark
         report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
+    report["dose"] = _dose_record(Path(root))
     report["pretrained"] = _pretrained_record(Path(root))
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
@@ -262,6 +263,22 @@ def _sweep_record(root: Path) -> dict | None:
     rec = json.loads(path.read_text(encoding="utf8"))
     return {"n_runs": len(rec["runs"]), "wall_seconds": rec["wall_seconds"], "jobs": rec["jobs"],
             "run_seconds": sum(r["seconds"] for r in rec["runs"].values())}
+
+
+#: chapter 10's budget for the whole dose experiment, all sittings together (2 cores)
+DOSE_BUDGET_S = 5 * 3600.0
+
+
+def _dose_record(root: Path) -> dict | None:
+    """The dose experiment's committed wall time (``data/runs/dose.json``, one record per sitting)."""
+    path = root / "data" / "runs" / "dose.json"
+    if not path.exists():
+        return None
+    sittings = json.loads(path.read_text(encoding="utf8")).get("sittings", [])
+    done = [r for st in sittings for r in st["runs"].values() if r["exit"] == 0]
+    return {"sittings": len(sittings), "wall_seconds": sum(st["wall_seconds"] for st in sittings),
+            "runs_finished": len(done), "run_seconds": sum(r["seconds"] for r in done),
+            "budget_seconds": DOSE_BUDGET_S}
 
 
 #: Budgets of the real-model measurements (chapter 9, ``make pretrained``), seconds and GB.
@@ -358,6 +375,13 @@ def format_report(report: dict) -> str:
         lines.append(f"2x2 sweep (committed, data/runs/sweep.json): {sw['n_runs']} runs in "
                      f"{sw['wall_seconds'] / 60:.1f} min wall time with {sw['jobs']} parallel jobs on 2 cores "
                      f"(sum of run times {sw['run_seconds'] / 60:.1f} min)")
+    ds = report.get("dose")
+    if ds:
+        lines.append(f"dose experiment (committed, data/runs/dose.json): {ds['runs_finished']} runs finished in "
+                     f"{ds['sittings']} sitting(s), "
+                     f"{_fmt_check(ds['wall_seconds'] / 3600, ds['budget_seconds'] / 3600, lambda v: f'{v:.2f}')} h "
+                     f"wall time <= {ds['budget_seconds'] / 3600:.0f} h so far "
+                     f"(sum of run times {ds['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
     lines.append(f"all targets met: {'yes' if report['ok'] else 'NO'}   (written to {report.get('path')})")
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from tanbias.figures import KIND_COLORS, labelled
+from tanbias.figures import KIND_COLORS, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
@@ -25,6 +25,22 @@ SYMBOL = {"encoder": "circle", "decoder": "diamond"}
 def level_color(x: float) -> str:
     """Colour of a level at design position ``x`` in [0, 1]: dark (skewed start) to light (flattest)."""
     return sample_colorscale("Viridis", [0.9 * float(x)])[0]
+
+
+@frozen_layout
+def _chain_layout(titles: tuple):
+    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.07, subplot_titles=list(titles))
+    fig.update_xaxes(type="log", autorange="reversed", title_text="collision probability [log]")
+    return labelled(fig, " ", "collision probability [log]", "", legend="architecture")
+
+
+@frozen_layout
+def _trajectory_layout(early_x: float):
+    fig = go.Figure()
+    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+    fig.add_vline(x=early_x, line=dict(color="grey", width=1, dash="dot"))
+    fig.update_xaxes(type="log")
+    return labelled(fig, " ", "training step + 1 [log]", "log enrichment  ln[E(proxy) / mean E(controls)]")
 
 
 def chain_interactive(table):
@@ -54,23 +70,25 @@ def chain_interactive(table):
         return out
 
     def figure(data, knob, bucket, phase):
-        fig = make_subplots(rows=1, cols=4, shared_xaxes=True, horizontal_spacing=0.07,
-                            subplot_titles=[t for _, t in panels])
+        # plain dicts on a cached layout: make_subplots per update would cost ~100 ms
+        traces = []
         for kind in KINDS:
             pts, lines = data[kind]
             for i, (p, _) in enumerate(panels, start=1):
+                ax = dict(xaxis=f"x{i if i > 1 else ''}", yaxis=f"y{i if i > 1 else ''}")
                 x, y, lv, seed = pts[p]
-                fig.add_trace(go.Scatter(
-                    x=x, y=y, mode="markers", name=f"{kind}: runs", legendgroup=kind, showlegend=i == 1,
-                    text=[f"{a}, seed {b}" for a, b in zip(lv, seed)],
-                    marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.6)), 1, i)
+                traces.append(dict(type="scatter", x=x.tolist(), y=y.tolist(), mode="markers",
+                                   name=f"{kind}: runs", legendgroup=kind, showlegend=i == 1,
+                                   text=[f"{a}, seed {b}" for a, b in zip(lv, seed)],
+                                   marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.6),
+                                   **ax))
                 lx, ly = lines[p]
-                fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", name=f"{kind}: level means",
-                                         legendgroup=kind, showlegend=i == 1,
-                                         line=dict(color=KIND_COLORS[kind], width=2)), 1, i)
-        fig.update_xaxes(type="log", autorange="reversed", title_text="collision probability [log]")
-        return labelled(fig, f"The chain along the {KNOBS[knob]}: bucket {bucket}, enrichment {phase}",
-                        "collision probability [log]", "", legend="architecture")
+                traces.append(dict(type="scatter", x=lx.tolist(), y=ly.tolist(), mode="lines",
+                                   name=f"{kind}: level means", legendgroup=kind, showlegend=i == 1,
+                                   line=dict(color=KIND_COLORS[kind], width=2), **ax))
+        layout = _chain_layout(tuple(t for _, t in panels))
+        layout["title"]["text"] = f"The chain along the {KNOBS[knob]}: bucket {bucket}, enrichment {phase}"
+        return {"data": traces, "layout": layout}
 
     return Interactive(
         params=[Param("knob", "knob", options=tuple(KNOBS)),
@@ -112,18 +130,14 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
         return out + [("", 0.0, (np.empty(0), np.empty(0)))] * (n_max - len(out))
 
     def figure(data, knob, kind, layer, bucket):
-        fig = go.Figure()
-        for level, x, (s, y) in data:
-            fig.add_trace(go.Scatter(x=s, y=y, mode="lines+markers", name=level or " ",
-                                     showlegend=bool(level), line=dict(color=level_color(x), width=2),
-                                     marker=dict(size=5)))
-        fig.add_hline(y=0.0, line=dict(color="grey", width=1))
-        fig.add_vline(x=EARLY_FRAC * total + 1, line=dict(color="grey", width=1, dash="dot"))
-        fig.update_xaxes(type="log")
+        traces = [dict(type="scatter", x=s_.tolist(), y=y.tolist(), mode="lines+markers", name=level or " ",
+                       showlegend=bool(level), line=dict(color=level_color(x), width=2), marker=dict(size=5))
+                  for level, x, (s_, y) in data]
+        layout = _trajectory_layout(EARLY_FRAC * total + 1)
         lname = "mean over layers" if layer == "mean" else f"layer {layer}"
-        return labelled(fig, f"Log enrichment during training, {kind}, {lname}, tokens: {bucket}",
-                        "training step + 1 [log]", "log enrichment  ln[E(proxy) / mean E(controls)]",
-                        legend=f"level of the {knob} knob")
+        layout["title"]["text"] = f"Log enrichment during training, {kind}, {lname}, tokens: {bucket}"
+        layout["legend"] = {**layout.get("legend", {}), "title": {"text": f"level of the {knob} knob"}}
+        return {"data": traces, "layout": layout}
 
     return Interactive(
         params=[Param("knob", "knob", options=tuple(KNOBS)),

@@ -162,11 +162,12 @@ def _complete(run_folder: Path) -> bool:
         return False
 
 
-def _git_commit_run(folder: Path, message: str) -> str:
-    """Commit a finished run's committed files (its manifest's list) and nothing else; '' if git is absent."""
+def _git_commit_run(folder: Path, message: str, extra=()) -> str:
+    """Commit a finished run's committed files (its manifest's list) and ``extra`` files, nothing else."""
     import subprocess
 
-    files = [folder / "manifest.json", *(folder / n for n in json.loads((folder / "manifest.json").read_text())["files"])]
+    files = [folder / "manifest.json", *(folder / n for n in json.loads((folder / "manifest.json").read_text())["files"]),
+             *map(Path, extra)]
     cwd = folder                         # the repository that holds the runs (TANBIAS_RUNS_DIR may point elsewhere)
     for attempt in range(20):            # another git command may hold the index lock for a moment
         add = subprocess.run(["git", "add", "--", *map(str, files)], cwd=cwd, capture_output=True, text=True)
@@ -191,11 +192,13 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     Each run uses one thread (its config's ``threads``), so ``jobs`` should not
     exceed the number of cores. A complete run (:func:`_complete`) is skipped
     unless ``fresh``; an interrupted one resumes from its checkpoint and log. The
-    log of each run goes to ``<run>/work/train.log``. With ``commit``, each run
-    that finishes is committed to git at once (its manifest's files only), so an
-    interruption loses at most the runs in progress. The sitting's wall time and
-    each run's exit status and time are appended to ``report_name`` beside the
-    runs (a list of sittings) when anything ran.
+    log of each run goes to ``<run>/work/train.log``. The sitting's wall time so
+    far and each finished run's exit status and time are written to
+    ``report_name`` beside the runs after every run (for the sweep, the sitting;
+    otherwise a list of sittings, earlier ones kept), so a sitting cut short
+    still has its record. With ``commit``, each run that finishes is committed to
+    git at once with that report (its manifest's files only), so an
+    interruption loses at most the runs in progress.
     """
     import subprocess
     import sys
@@ -207,6 +210,21 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     root = Path(out_root) if out_root is not None else runs.RUNS_DIR
     todo = [Path(c) for c in configs if fresh or not _complete(root / Path(c).stem)]
     lock = threading.Lock()
+    path = root / report_name
+    t0 = time.perf_counter()
+    sitting = {"wall_seconds": 0.0, "jobs": jobs, "how": how, "started": datetime.now().isoformat(timespec="seconds"),
+               "finished": None, "runs": {}}
+
+    def report() -> None:
+        """Write the report with this sitting as it stands (called under the lock after every run)."""
+        sitting["wall_seconds"] = round(time.perf_counter() - t0, 1)
+        if report_name == "sweep.json":
+            doc = sitting
+        else:
+            prior = json.loads(path.read_text()) if path.exists() else {}
+            others = [x for x in prior.get("sittings", []) if x.get("started") != sitting["started"]]
+            doc = {"sittings": [*others, sitting]}
+        runs.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
     def one(cfg):
         out = root / cfg.stem
@@ -214,35 +232,32 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
         cmd = [sys.executable, "-m", "tanbias.lab", "train", str(cfg), "--out", str(out), "--no-progress"]
         if fresh:
             cmd.append("--fresh")
-        t0 = time.perf_counter()
+        t1 = time.perf_counter()
         started = datetime.now().isoformat(timespec="seconds")
         with open(out / "work" / "train.log", "a") as log:
             rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
-        dt = time.perf_counter() - t0
+        dt = time.perf_counter() - t1
         rec = {"exit": rc, "seconds": round(dt, 1), "start": started,
                "end": datetime.now().isoformat(timespec="seconds")}
-        if rc == 0 and commit and _complete(out):
-            with lock:
+        with lock:
+            sitting["runs"][cfg.stem] = rec
+            report()
+            if rc == 0 and commit and _complete(out):
                 rec["commit"] = _git_commit_run(out, f"{report_name.split('.')[0]}: {cfg.stem} finished "
-                                                     f"({dt / 60:.1f} min, committed as it completed)")
+                                                     f"({dt / 60:.1f} min, committed as it completed)",
+                                                extra=[path])
         print(f"{cfg.stem}: exit {rc} after {dt / 60:.1f} min", flush=True)
         return cfg.stem, rec
 
-    t0 = time.perf_counter()
-    started = datetime.now().isoformat(timespec="seconds")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = dict(pool.map(one, todo))
-    sitting = {"wall_seconds": round(time.perf_counter() - t0, 1), "jobs": jobs, "how": how,
-               "started": started, "finished": datetime.now().isoformat(timespec="seconds"), "runs": results}
+        list(pool.map(one, todo))
+    sitting["finished"] = datetime.now().isoformat(timespec="seconds")
     if todo:
-        path = root / report_name
-        prior = json.loads(path.read_text()) if path.exists() else None
-        sittings = prior.get("sittings", [prior]) if isinstance(prior, dict) and report_name != "sweep.json" else []
-        report = sitting if report_name == "sweep.json" else {"sittings": [*sittings, sitting]}
-        runs.atomic_write_text(path, json.dumps(report, indent=1) + "\n")
-        if commit:
-            with lock:
-                _git_commit_file(path, f"{report_name}: a sitting of {len(todo)} runs")
+        with lock:
+            report()
+            if commit:
+                _git_commit_file(path, f"{report_name}: a sitting of {len(todo)} runs finished")
+    sitting["wall_seconds"] = round(time.perf_counter() - t0, 1)
     return sitting
 
 

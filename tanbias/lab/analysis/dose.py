@@ -442,6 +442,9 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
                                    "dx", "page_L", "page_p", "change", "change_lo", "change_hi", "flat_mean",
                                    "flat_lo", "flat_hi")}
         return {**out, **nan, "observed": "n/a", "agrees": None, "verdict": "not decided", "page_direction": ""}
+    if len(g) - len(seeds) - 1 < 1:                         # no residual degree of freedom
+        return dose_response(table.iloc[:0], metric, knob, kind, x, alpha) | {"n_runs": int(len(g)),
+                                                                              "n_seeds": len(seeds)}
     formula = f"{metric} ~ {xcol}" + (" + C(seed)" if len(seeds) > 1 else "")
     fit = smf.ols(formula, data=g).fit()
     lo, hi = fit.conf_int(alpha).loc[xcol]
@@ -553,7 +556,8 @@ def adaptive_association(frame, y: str = "heldout_loss", x: str = "participation
     """
     import statsmodels.formula.api as smf
 
-    if len(frame) < 10:
+    cells = frame.groupby(["kind", "level", "step"]).ngroups if len(frame) else 0
+    if len(frame) < 10 or len(frame) - cells - 1 < 2:      # too few seeds per cell to see anything within it
         return {"y": y, "x": x, "within": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "pooled": np.nan,
                 "n": int(len(frame))}
     sd_x = frame[x].std()
