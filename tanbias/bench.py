@@ -353,6 +353,12 @@ def format_report(report: dict) -> str:
                      f"inline {lab['per_step_inline_ratio']:.3f}x vs post hoc {lab['per_step_posthoc_ratio']:.3f}x; "
                      f"whole default run inline {lab['run_overhead_inline']:.3f}x (target <= 1.10) "
                      f"vs post hoc {lab['run_overhead_posthoc']:.3f}x")
+        for prec, r in lab.get("precisions", {}).items():
+            lines.append(f"  {prec}: {r['tokens_per_s']:.0f} tokens/s = {100 * r['peak_fraction']:.0f} % of "
+                         f"{r['gemm_gflops']:.0f} GFLOP/s ({prec} matmul, same process); whole-run probe "
+                         f"overhead {r['run_overhead_inline']:.3f}x")
+        if "bf16" in lab.get("precisions", {}):
+            lines.append(f"  bf16 / fp32 training throughput, side by side: {lab['speedup']:.2f}x (target >= 1.5)")
     elif lab:
         lines.append(f"training lab: ERROR {lab['error'][:100]}")
     pre = report.get("pretrained")

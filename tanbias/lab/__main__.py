@@ -26,6 +26,11 @@ import json
 import sys
 
 
+DEVICE_HELP = "auto (a CUDA GPU when there is one), cpu or cuda"
+PRECISION_HELP = ("fp32 or bf16 (bfloat16 autocast, float32 weights and optimizer state); overrides the "
+                  "config's precision")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tanbias.lab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -35,6 +40,8 @@ def main(argv=None) -> int:
     p.add_argument("--fresh", action="store_true", help="discard the folder's log/checkpoint first")
     p.add_argument("--out", default=None, help="run folder (default data/runs/<name>)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--precision", default=None, help=PRECISION_HELP)
     p = sub.add_parser("probe", help="recompute the tables, views and radii from the run's work/ folder")
     p.add_argument("run")
     p = sub.add_parser("reproduce", help="re-run a committed run and compare its metrics")
@@ -47,11 +54,13 @@ def main(argv=None) -> int:
     p = sub.add_parser("sweep", help="train every sweep config (kind-regime-sSEED) in parallel")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
     p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p = sub.add_parser("dose", help="train the dose experiment's runs (chapter 10); skips complete ones")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
     p.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: all of DOSE_SEEDS")
     p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p = sub.add_parser("mechanism", help="measure every token's radius t on held-out text (tokens.csv)")
     p.add_argument("run")
     p.add_argument("--batches", type=int, default=8)
@@ -84,8 +93,12 @@ def main(argv=None) -> int:
     try:
         if args.command == "train":
             from tanbias.lab.pipeline import train_and_analyse
-            summary = train_and_analyse(args.config, out_dir=args.out, fresh=args.fresh,
-                            progress=not args.no_progress)
+            from tanbias.lab.config import load_config
+            config = load_config(args.config)
+            if args.precision is not None:
+                config["precision"] = args.precision
+            summary = train_and_analyse(config, out_dir=args.out, fresh=args.fresh,
+                                        progress=not args.no_progress, device=args.device)
             print(json.dumps({k: summary[k] for k in ("run", "train_seconds", "tokens_per_s", "eval",
                                                       "learns")}, indent=1))
         elif args.command == "probe":
@@ -105,7 +118,7 @@ def main(argv=None) -> int:
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
         elif args.command == "sweep":
             from tanbias.lab.pipeline import run_sweep
-            res = run_sweep(jobs=args.jobs, fresh=args.fresh)
+            res = run_sweep(jobs=args.jobs, fresh=args.fresh, device=args.device)
             print(json.dumps(res, indent=1))
             print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
@@ -114,7 +127,7 @@ def main(argv=None) -> int:
             from tanbias.lab.config import DOSE_SEEDS
             from tanbias.lab.pipeline import run_dose
             res = run_dose(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
-                           seeds=tuple(args.seeds) if args.seeds else DOSE_SEEDS)
+                           seeds=tuple(args.seeds) if args.seeds else DOSE_SEEDS, device=args.device)
             print(json.dumps(res, indent=1))
             print(f"dose sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):

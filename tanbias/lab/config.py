@@ -33,13 +33,17 @@ __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "DEFAULT_CONFIG", "REPRODUCE_TOLERANCE",
            "EARLY_FRAC", "MECH_SEED", "SWEEP_NAME_RE", "SCHEDULES", "DEFAULT_TEMPERATURE",
            "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS", "DOSE_SEEDS", "DOSE_NAME_RE",
-           "parse_dose_name", "dose_config", "dose_names", "check_temperature", "merge_config", "check_kind",
+           "parse_dose_name", "dose_config", "dose_names", "check_temperature", "DEVICES", "PRECISIONS", "merge_config", "check_kind",
            "check_run_name", "parse_run_name", "validate_probe_settings", "validate_config",
            "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
 SCHEDULES = ("cosine", "constant")
+#: where a run computes (``auto``: CUDA when a GPU is visible, else the CPU) and in what precision
+#: (``bf16``: bfloat16 autocast with float32 master weights and optimizer state)
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")
 MLM_PROBABILITY = 0.3
 #: temperature of the "balanced" regime when a config does not set one (XLM-R's and mT5's 10/3)
 DEFAULT_TEMPERATURE = 10.0 / 3.0
@@ -68,6 +72,8 @@ DEFAULT_CONFIG: dict = {
     "flatten": 0.0, "flatten_f0": 1e-4,
     # held-out batches evaluated at every probe step (0: only the final evaluation)
     "probe_eval_batches": 0,
+    # arithmetic of the forward and backward passes (PRECISIONS); the probe always captures float32
+    "precision": "fp32",
     "steps": 240, "lr": None, "warmup": None, "schedule": "cosine", "weight_decay": 0.01,
     "checkpoint_every": 20, "eval_batches": 8, "threads": 1,
     "probe": {"enabled": True, "n_steps": 14, "tokens": 4096, "rank": 8, "local_rank": 4,
@@ -293,6 +299,7 @@ def validate_config(config: dict) -> dict:
                                 hint="0 keeps every token; 1 flattens every type above flatten_f0 to it.")
     cfg["flatten_f0"] = check_real("flatten_f0", cfg["flatten_f0"], 0, 1, hi_open=True)
     cfg["probe_eval_batches"] = check_int("probe_eval_batches", cfg["probe_eval_batches"], lo=0)
+    check_choice("precision", cfg["precision"], PRECISIONS)
     size = SIZES[cfg["size"]]
     D, L = size["hidden_size"], size["num_hidden_layers"]
     cfg["seed"] = check_int("seed", cfg["seed"], lo=0)

@@ -87,7 +87,7 @@ from tanbias.lab.config import (ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, P
                                 check_kind)
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["model_config", "make_model", "kind_of", "loss_and_correct", "load_trained", "quick_train",
+__all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "make_model", "kind_of", "loss_and_correct", "load_trained", "quick_train",
            "evaluate", "unigram_baseline"]
 
 
@@ -234,6 +234,76 @@ def kind_of(model) -> str:
     return "encoder" if type(model).__name__.startswith("EuroBert") else "decoder"
 
 
+def resolve_device(device: str = "auto") -> "torch.device":
+    """The torch device of ``--device``: ``auto`` (CUDA when a GPU is visible, else CPU), ``cpu`` or ``cuda``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown value, or ``cuda`` asked for on a machine without a CUDA GPU.
+
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    from tanbias.lab.config import DEVICES
+
+    if device not in DEVICES:
+        raise ParameterError(f"device={device!r} is out of range: valid values are {DEVICES}. "
+                             "'auto' uses a CUDA GPU when there is one.")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ParameterError("device='cuda' is out of range on this machine: valid values here are "
+                             "('auto', 'cpu'); torch sees no CUDA GPU. Use --device cpu or --device auto.")
+    return torch.device(device)
+
+
+def autocast(device, precision: str = "fp32"):
+    """The autocast context of a precision: bfloat16 for ``bf16`` (weights stay float32), nothing for ``fp32``.
+
+    >>> with autocast(torch.device("cpu"), "bf16"):
+    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+    torch.bfloat16
+    """
+    from tanbias.lab.config import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise ParameterError(f"precision={precision!r} is out of range: valid values are {PRECISIONS}.")
+    dev = torch.device(device)
+    return torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+def gemm_peak(n: int = 2048, repeats: int = 3, dtype: str = "fp32", device="cpu") -> float:
+    """The machine's matrix-multiply rate in FLOP/s for ``dtype`` (``fp32`` or ``bf16``), measured in this process.
+
+    The best of ``repeats`` products of two ``n x n`` matrices (after one warm-up);
+    the reference for "fraction of the peak" figures, measured beside them.
+    """
+    from tanbias.lab.config import PRECISIONS
+
+    if dtype not in PRECISIONS:
+        raise ParameterError(f"dtype={dtype!r} is out of range: valid values are {PRECISIONS}.")
+    dev = torch.device(device)
+    t = torch.float32 if dtype == "fp32" else torch.bfloat16
+    a, b = torch.randn(n, n, device=dev).to(t), torch.randn(n, n, device=dev).to(t)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        a @ b
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / best
+
+
+def to_device(batch: dict, device) -> dict:
+    """A batch's tensors on ``device`` (a no-op on the CPU)."""
+    return {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
+
+
 def loss_and_correct(model, batch) -> tuple[torch.Tensor, int, int]:
     """Summed cross-entropy, number and number of correct top-1 predictions of the scored positions.
 
@@ -327,8 +397,10 @@ def quick_train(model, batches: Iterable[dict], steps: int, lr: float = 2e-3, wa
 
 
 @torch.no_grad()
-def evaluate(model, batches: Iterable[dict]) -> dict:
+def evaluate(model, batches: Iterable[dict], precision: str = "fp32") -> dict:
     """Token-weighted cross-entropy (nats) and top-1 accuracy on the scored positions.
+
+    The batches move to the model's device; ``precision`` as in training (:func:`autocast`).
 
     Returns
     -------
@@ -338,8 +410,10 @@ def evaluate(model, batches: Iterable[dict]) -> dict:
     was_training = model.training
     model.eval()
     total, count, correct = 0.0, 0, 0
+    device = next(model.parameters()).device
     for batch in batches:
-        loss_sum, n, c = loss_and_correct(model, batch)
+        with autocast(device, precision):
+            loss_sum, n, c = loss_and_correct(model, to_device(batch, device))
         total += float(loss_sum)
         count += n
         correct += c

@@ -31,13 +31,14 @@ from tanbias.lab.analysis.tables import analyse_run
 from tanbias.lab.analysis.views import compute_views
 from tanbias.lab.config import (DOSE_SEEDS, REPRODUCE_TOLERANCE, SWEEP_NAME_RE, dose_config, dose_names,
                                 parse_dose_name, parse_run_name, validate_config)
+from tanbias.lab.models import resolve_device
 from tanbias.lab.train import Interrupted, train
 
 __all__ = ["after_run", "train_and_analyse", "reproduce", "sweep_configs", "run_queue", "run_sweep",
            "dose_configs", "run_dose", "smoke_pipeline"]
 
 
-def after_run(run, progress: bool = True) -> dict:
+def after_run(run, progress: bool = True, device: str = "cpu") -> dict:
     """Everything computed from a finished run: tables, views, radii; summary and manifest updated.
 
     Returns
@@ -55,7 +56,7 @@ def after_run(run, progress: bool = True) -> dict:
     t0 = time.perf_counter()
     tables = analyse_run(d, progress=progress)
     views = compute_views(d)
-    tokens = measure_radii(d, write=True)
+    tokens = measure_radii(d, write=True, device=device)
     seconds = round(time.perf_counter() - t0, 1)
     summary_path = d / "summary.json"
     if summary_path.is_file():
@@ -66,12 +67,13 @@ def after_run(run, progress: bool = True) -> dict:
     return {"tables": tables, "views": views, "tokens": tokens, "seconds": seconds}
 
 
-def train_and_analyse(config, out_dir=None, fresh: bool = False, progress: bool = True) -> dict:
+def train_and_analyse(config, out_dir=None, fresh: bool = False, progress: bool = True,
+                      device: str = "auto") -> dict:
     """:func:`tanbias.lab.train.train`, then :func:`after_run` if the run probed; returns the summary."""
-    summary = train(config, out_dir=out_dir, fresh=fresh, progress=progress)
+    summary = train(config, out_dir=out_dir, fresh=fresh, progress=progress, device=device)
     d = Path(out_dir) if out_dir is not None else runs.run_dir(summary["run"])
     if summary["probe_steps"]:
-        summary["analysis_seconds"] = after_run(d, progress=progress)["seconds"]
+        summary["analysis_seconds"] = after_run(d, progress=progress, device=summary["device"])["seconds"]
     return summary
 
 
@@ -106,11 +108,11 @@ def reproduce(run, steps: int | None = None, workdir=None, progress: bool = True
     try:
         if partial:
             try:
-                train(cfg, out_dir=tmp, fresh=True, stop_after=int(steps), progress=progress)
+                train(cfg, out_dir=tmp, fresh=True, stop_after=int(steps), progress=progress, device="cpu")
             except Interrupted:
                 pass
         else:
-            train_and_analyse(cfg, out_dir=tmp, fresh=True, progress=progress)
+            train_and_analyse(cfg, out_dir=tmp, fresh=True, progress=progress, device="cpu")
         new = {r["step"]: r for r in runs.read_jsonl(tmp / "metrics.jsonl") if r.get("type") == "step"}
         tol = REPRODUCE_TOLERANCE
         failures = []
@@ -186,7 +188,7 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
 
 
 def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
-              report_name: str = "sweep.json", how: str = "") -> dict:
+              report_name: str = "sweep.json", how: str = "", device: str = "auto") -> dict:
     """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
 
     Each run uses one thread (its config's ``threads``), so ``jobs`` should not
@@ -207,6 +209,7 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     from datetime import datetime
 
     jobs = check_int("jobs", jobs, lo=1, hi=64)
+    resolve_device(device)                  # a bad or unavailable device fails here, not in every run
     root = Path(out_root) if out_root is not None else runs.RUNS_DIR
     todo = [Path(c) for c in configs if fresh or not _complete(root / Path(c).stem)]
     lock = threading.Lock()
@@ -229,7 +232,8 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     def one(cfg):
         out = root / cfg.stem
         (out / "work").mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "tanbias.lab", "train", str(cfg), "--out", str(out), "--no-progress"]
+        cmd = [sys.executable, "-m", "tanbias.lab", "train", str(cfg), "--out", str(out), "--no-progress",
+               "--device", device]
         if fresh:
             cmd.append("--fresh")
         t1 = time.perf_counter()
@@ -268,9 +272,9 @@ def _git_commit_file(path: Path, message: str) -> None:
     subprocess.run(["git", "commit", "-q", "-m", message, "--", str(path)], cwd=path.parent, capture_output=True)
 
 
-def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None) -> dict:
+def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None, device: str = "auto") -> dict:
     """Train every sweep config (the 2x2 of chapter 8) with ``jobs`` parallel processes (:func:`run_queue`)."""
-    return run_queue(sweep_configs(configs_dir), jobs=jobs, fresh=fresh, out_root=out_root,
+    return run_queue(sweep_configs(configs_dir), jobs=jobs, fresh=fresh, out_root=out_root, device=device,
                      how=f"python -m tanbias.lab sweep --jobs {jobs}" + (" --fresh" if fresh else ""))
 
 
@@ -295,7 +299,7 @@ def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = 320, size: str
 
 
 def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOSE_SEEDS, configs_dir=None,
-             out_root=None, paths=None) -> dict:
+             out_root=None, paths=None, device: str = "auto") -> dict:
     """The dose experiment (``make dose``): every dose config, complete runs skipped, interrupted ones resumed.
 
     ``paths`` replaces the committed configs (tests pass smoke-size ones from :func:`dose_configs`).
@@ -303,7 +307,7 @@ def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOS
     paths = dose_configs(configs_dir, seeds=seeds) if paths is None else paths
     how = f"python -m tanbias.lab dose --jobs {jobs}" + (" --commit" if commit else "") + (" --fresh" if fresh else "")
     return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="dose.json",
-                     how=how)
+                     how=how, device=device)
 
 
 def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:

@@ -131,12 +131,13 @@ class ResidualProbe:
         acts, grads = [], []
         for i in range(self.n_layers):
             h = self._h[i]
-            acts.append(h.detach().reshape(-1, h.shape[-1])[:n].float())
+            # float32 on the CPU whatever the device and precision the step ran in
+            acts.append(h.detach().reshape(-1, h.shape[-1])[:n].float().cpu())
             grads.append((h.grad if h.grad is not None else torch.zeros_like(h))
-                         .reshape(-1, h.shape[-1])[:n].float())
+                         .reshape(-1, h.shape[-1])[:n].float().cpu())
         self._h.clear()
-        flat_ids = ids.reshape(-1)[:n]
-        flat_lab = labels.reshape(-1)[:n]
+        flat_ids = ids.reshape(-1)[:n].cpu()
+        flat_lab = labels.reshape(-1)[:n].cpu()
         # the uncorrupted token at each position (encoder inputs carry <mask>/random ids)
         orig = torch.where(flat_lab != -100, flat_lab, flat_ids) if not torch.equal(ids, labels) else flat_ids
         return acts, grads, flat_ids, orig

@@ -184,8 +184,14 @@ def write_manifest(run, config: dict, extra: dict | None = None) -> dict:
         versions = {}
     files = {name: {"sha256": sha256(d / name), "bytes": (d / name).stat().st_size}
              for name in COMMITTED_FILES if (d / name).exists()}
+    try:
+        summary = json.loads((d / "summary.json").read_text())
+    except (OSError, ValueError):
+        summary = {}
     manifest = {
         "run": d.name, "config": config, "seed": config.get("seed"),
+        **({"device": summary["device"]} if "device" in summary else {}),
+        "precision": config.get("precision", "fp32"),
         "package_version": tanbias.__version__, "git": git_commit(),
         "python": sys.version.split()[0], "platform": platform.platform(), **versions,
         "files": files,

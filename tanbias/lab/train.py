@@ -49,7 +49,8 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
 from tanbias.lab.config import REPRODUCE_TOLERANCE, SIZES, load_config, validate_config
 from tanbias.lab.data import batch_targets, check_languages, original_ids, training_streams
-from tanbias.lab.models import evaluate, loss_and_correct, make_model, unigram_baseline
+from tanbias.lab.models import (autocast, evaluate, loss_and_correct, make_model, resolve_device, to_device,
+                                unigram_baseline)
 from tanbias.lab.probe import ResidualProbe, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
 
@@ -72,12 +73,14 @@ def lr_schedule(steps, warmup, kind: str = "cosine"):
     return f
 
 
-def setup_training(cfg):
-
+def setup_training(cfg, device=None):
+    """Tokenizer, model (on ``device``, default the CPU), AdamW and its schedule for a validated config."""
     torch.set_num_threads(cfg["threads"])
     torch.use_deterministic_algorithms(True, warn_only=True)
     tok = load_tokenizer()
     model = make_model(cfg["kind"], cfg["size"], vocab_size=len(tok), seed=cfg["seed"])
+    if device is not None:
+        model = model.to(device)        # before the optimizer: its state lives beside the weights
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embed" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg["weight_decay"]},
@@ -113,7 +116,7 @@ def _load_checkpoint(path, model, opt, sched):
 
 
 def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = None,
-          progress: bool = True) -> dict:
+          progress: bool = True, device: str = "auto") -> dict:
     """Train (or resume) a run; write its log, probe captures, summary and manifest.
 
     The analysis of the captures is :func:`tanbias.lab.pipeline.after_run`.
@@ -132,6 +135,10 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         SIGKILLs the process there (a real kill).
     progress : bool
         Show the tqdm bar.
+    device : {"auto", "cpu", "cuda"}
+        Where to compute (:func:`tanbias.lab.models.resolve_device`); the captures,
+        checkpoints and tables are stored from the CPU either way. The summary and
+        the manifest record it with the config's ``precision``.
 
     Returns
     -------
@@ -156,7 +163,8 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
                                  "valid range is the same config to resume. Pass --fresh to start over.")
     runs.atomic_write_text(cfg_path, json.dumps(cfg, indent=1, sort_keys=True) + "\n")
 
-    tok, model, opt, sched = setup_training(cfg)
+    dev = resolve_device(device)
+    tok, model, opt, sched = setup_training(cfg, dev)
     size = SIZES[cfg["size"]]
     tokens_per_step = size["batch_size"] * size["seq_len"]
     vocab = len(tok)
@@ -192,7 +200,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     for step in range(start, cfg["steps"]):
         if probe_eval and step in pset and step not in probe_evals:
             te = time.perf_counter()
-            res = evaluate(model, probe_eval)
+            res = evaluate(model, probe_eval, cfg["precision"])
             runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
                                          "accuracy": res["accuracy"], "tokens": res["tokens"]})
             probe_evals.add(step)
@@ -203,13 +211,15 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         probing = step in pset
         if probing:
             probe.arm()
-        loss_sum, n, correct = loss_and_correct(model, batch)
+        dbatch = to_device(batch, dev)
+        with autocast(dev, cfg["precision"]):
+            loss_sum, n, correct = loss_and_correct(model, dbatch)
         loss = loss_sum / max(n, 1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if probing:
             tp = time.perf_counter()
-            runs.atomic_save_npz(runs.capture_path(d, step), **probe.collect(batch))
+            runs.atomic_save_npz(runs.capture_path(d, step), **probe.collect(dbatch))
             probe_seconds += time.perf_counter() - tp
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -246,7 +256,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         ev = evals[-1]
     else:
         vb = [next(valid_batches) for _ in range(cfg["eval_batches"])]
-        res = evaluate(model, vb)
+        res = evaluate(model, vb, cfg["precision"])
         targets = torch.cat([batch_targets(cfg["kind"], b) for b in vb]).numpy()
         uni = unigram_baseline(counts, targets, exclude_special=cfg["kind"] == "encoder")
         ev = {"type": "eval", "step": cfg["steps"], **{k: res[k] for k in ("loss", "perplexity", "accuracy", "tokens")},
@@ -267,6 +277,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
                "loss_first10": float(first), "loss_last10": float(last),
                "eval": {k: v for k, v in ev.items() if k not in ("type", "step")},
                "learns": bool(ev["loss"] < ev["unigram_loss"]),
+               "device": dev.type, "precision": cfg["precision"],
                "resume_mismatches": mismatches}
     runs.atomic_write_text(d / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     runs.write_manifest(d, cfg)
@@ -281,13 +292,14 @@ def _npy_bytes(a) -> bytes:
 
 # --------------------------------------------------------------------------- benchmark
 def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
-              n_probe_steps: int | None = None) -> dict:
-    """Training tokens/s and the probe's overhead, measured in one process.
+              n_probe_steps: int | None = None, device: str = "auto", precisions=("fp32", "bf16")) -> dict:
+    """Training tokens/s per precision and the probe's overhead, measured side by side in one process.
 
-    Interleaves ``reps`` rounds of three step types on the same model and data,
-    so all see the same machine load: a plain training step; a step with the
-    inline probe (hooks + ``retain_grad`` + copy + atomic write of the capture);
-    and a plain step followed by the *post-hoc* alternative (a separate
+    For each precision a model is built from the same seed; ``reps`` rounds
+    interleave, for every precision, three step types on the same data, so all
+    see the same machine load: a plain training step; a step with the inline
+    probe (hooks + ``retain_grad`` + copy + atomic write of the capture); and a
+    plain step followed by the *post-hoc* alternative (a separate
     forward+backward with the probe armed, as a probe of a saved checkpoint
     would need). The overheads of a whole default run (``run_steps`` steps,
     ``n_probe_steps`` of them probed) are then
@@ -295,30 +307,46 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         inline  = (N t_plain + k (t_inline - t_plain)) / (N t_plain)
         posthoc = (N t_plain + k (t_posthoc - t_plain)) / (N t_plain)
 
+    Training throughput is also given as a fraction of the matrix-multiply rate
+    of its dtype (:func:`tanbias.lab.models.gemm_peak`), measured in the same
+    process, with 6 x (non-embedding parameters) FLOP per token.
+
     Returns
     -------
     dict
-        ``tokens_per_s``, ``t_plain``, ``t_inline``, ``t_posthoc`` (median seconds per
-        step), ``per_step_inline_ratio``, ``per_step_posthoc_ratio`` (probing every
-        step), ``run_overhead_inline``, ``run_overhead_posthoc`` (default cadence),
-        ``load_average``.
+        The first precision's figures at the top level (``tokens_per_s``, ``t_plain``,
+        ``t_inline``, ``t_posthoc``, ``per_step_inline_ratio``, ``per_step_posthoc_ratio``,
+        ``run_overhead_inline``, ``run_overhead_posthoc``), every precision's under
+        ``precisions``, ``speedup`` (second over first tokens/s), ``device``, ``load_average``.
     """
-    cfg = validate_config({"name": "bench", "kind": kind, "size": size,
-                           "probe": {"tokens": SIZES[size]["batch_size"] * SIZES[size]["seq_len"],
-                                     "rank": min(8, SIZES[size]["hidden_size"] // 2)}})
-    run_steps = cfg["steps"] if run_steps is None else int(run_steps)
-    k = len(probe_steps(run_steps, n_probe_steps or cfg["probe"]["n_steps"]))
-    tok, model, opt, sched = setup_training(cfg)
-    batches, _ = training_streams(cfg, tok)
-    probe = ResidualProbe(model, cfg["probe"]["tokens"])
+    from tanbias.lab.models import gemm_peak
+
+    dev = resolve_device(device)
+    cfg0 = validate_config({"name": "bench", "kind": kind, "size": size,
+                            "probe": {"tokens": SIZES[size]["batch_size"] * SIZES[size]["seq_len"],
+                                      "rank": min(8, SIZES[size]["hidden_size"] // 2)}})
+    run_steps = cfg0["steps"] if run_steps is None else int(run_steps)
+    k = len(probe_steps(run_steps, n_probe_steps or cfg0["probe"]["n_steps"]))
     tokens_per_step = SIZES[size]["batch_size"] * SIZES[size]["seq_len"]
-    times = {"plain": [], "inline": [], "posthoc": []}
+    setups = {}
+    for prec in precisions:
+        cfg = validate_config({**cfg0, "precision": prec})
+        tok, model, opt, sched = setup_training(cfg, dev)
+        setups[prec] = (model, opt, sched, ResidualProbe(model, cfg["probe"]["tokens"]))
+    batches, _ = training_streams(cfg0, tok)
+    times = {p: {"plain": [], "inline": [], "posthoc": []} for p in precisions}
     tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
 
-    def step(batch, inline=False):
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    def step(prec, batch, inline=False):
+        model, opt, sched, probe = setups[prec]
         if inline:
             probe.arm()
-        loss_sum, n, _ = loss_and_correct(model, batch)
+        with autocast(dev, prec):
+            loss_sum, n, _ = loss_and_correct(model, batch)
         opt.zero_grad(set_to_none=True)
         (loss_sum / max(n, 1)).backward()
         if inline:
@@ -327,37 +355,54 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         opt.step()
         sched.step()
 
-    def posthoc(batch):
+    def posthoc(prec, batch):
+        model, _, _, probe = setups[prec]
         probe.arm()
-        loss_sum, n, _ = loss_and_correct(model, batch)
+        with autocast(dev, prec):
+            loss_sum, n, _ = loss_and_correct(model, batch)
         model.zero_grad(set_to_none=True)
         (loss_sum / max(n, 1)).backward()
         runs.atomic_save_npz(tmp / "cap.npz", **probe.collect(batch))
         model.zero_grad(set_to_none=True)
 
     try:
-        step(next(batches))                                   # warm-up
+        b = to_device(next(batches), dev)
+        for prec in precisions:
+            step(prec, b)                                     # warm-up
         for _ in range(int(reps)):
             for kind_ in ("plain", "inline", "posthoc"):
-                b = next(batches)
-                t0 = time.perf_counter()
-                if kind_ == "posthoc":
-                    step(b)
-                    posthoc(b)
-                else:
-                    step(b, inline=kind_ == "inline")
-                times[kind_].append(time.perf_counter() - t0)
+                b = to_device(next(batches), dev)
+                for prec in precisions:
+                    sync()
+                    t0 = time.perf_counter()
+                    if kind_ == "posthoc":
+                        step(prec, b)
+                        posthoc(prec, b)
+                    else:
+                        step(prec, b, inline=kind_ == "inline")
+                    sync()
+                    times[prec][kind_].append(time.perf_counter() - t0)
     finally:
-        probe.remove()
+        for *_, probe in setups.values():
+            probe.remove()
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {key: float(np.median(v)) for key, v in times.items()}
+    model = setups[precisions[0]][0]
+    flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
     N = run_steps
-    return {"size": size, "kind": kind, "reps": int(reps), "threads": cfg["threads"],
-            "tokens_per_s": tokens_per_step / med["plain"],
-            "t_plain": med["plain"], "t_inline": med["inline"], "t_posthoc": med["posthoc"],
+    per = {}
+    for prec in precisions:
+        med = {key: float(np.median(v)) for key, v in times[prec].items()}
+        tps = tokens_per_step / med["plain"]
+        peak = gemm_peak(dtype=prec, device=dev)
+        per[prec] = {
+            "tokens_per_s": tps, "t_plain": med["plain"], "t_inline": med["inline"], "t_posthoc": med["posthoc"],
             "per_step_inline_ratio": med["inline"] / med["plain"],
             "per_step_posthoc_ratio": med["posthoc"] / med["plain"],
-            "run_steps": N, "probe_steps": k,
             "run_overhead_inline": (N * med["plain"] + k * (med["inline"] - med["plain"])) / (N * med["plain"]),
             "run_overhead_posthoc": (N * med["plain"] + k * (med["posthoc"] - med["plain"])) / (N * med["plain"]),
+            "gemm_gflops": peak / 1e9, "peak_fraction": tps * flop_token / peak}
+    first = per[precisions[0]]
+    return {"size": size, "kind": kind, "reps": int(reps), "threads": cfg0["threads"], "device": dev.type,
+            **first, "run_steps": N, "probe_steps": k, "precisions": per,
+            "speedup": (per[precisions[1]]["tokens_per_s"] / first["tokens_per_s"]) if len(precisions) > 1 else 1.0,
             "load_average": os.getloadavg()[0]}

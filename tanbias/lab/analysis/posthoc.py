@@ -598,8 +598,9 @@ def capture_checkpoint(model, batch_or_batches, kind: str) -> dict:
             for b in batches:
                 probe.arm()
                 extra = {"use_cache": False} if kind == "decoder" else {}
-                logits = model(input_ids=b["input_ids"], **extra).logits
-                labels = b["labels"]
+                dev = next(model.parameters()).device
+                logits = model(input_ids=b["input_ids"].to(dev), **extra).logits
+                labels = b["labels"].to(dev)
                 if kind == "decoder":
                     logits, labels = logits[:, :-1], labels[:, 1:]
                 keep = labels != -100

@@ -44,11 +44,12 @@ import numpy as np
 
 from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.models import gemm_peak
 from tanbias.lab.runs import atomic_write_text, sha256
 
 __all__ = ["PRETRAINED_DIR", "DEFAULTS", "MODEL_SETTINGS", "TABLES", "READINGS", "heldout_text", "corpus_frequencies",
            "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables", "premise_table",
-           "robustness_table", "gemm_peak", "measure", "measure_all", "load_pretrained",
+           "robustness_table", "measure", "measure_all", "load_pretrained",
            "SHORT", "PAPER_RHO", "premise_main", "sign_word", "chapter9_report", "chapter9_checks",
            "zoo_table", "robustness_summary", "lab_comparison"]
 
@@ -296,20 +297,6 @@ def robustness_table(H, type_ids, frequency, layers, min_counts, fractions, n_bo
                     out.append({"layer": int(layer), "n_tokens": m, "min_count": mc,
                                 "reading": reading, **r})
     return pd.DataFrame(out)
-
-
-def gemm_peak(n: int = 2048, repeats: int = 3) -> float:
-    """The machine's float32 matrix-multiply rate, FLOP/s, measured in this process."""
-    import torch
-
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t0)
-    return 2 * n ** 3 / best
 
 
 def _flops_per_token(model, seq_len: int) -> float:

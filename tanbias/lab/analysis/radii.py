@@ -13,13 +13,14 @@ from tanbias import alignment as al
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.data import common_batches
-from tanbias.lab.models import load_trained
+from tanbias.lab.models import load_trained, resolve_device
 from tanbias.lab.probe import residual_modules
 
 __all__ = ["measure_radii"]
 
 
-def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: bool = True):
+def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: bool = True,
+                  device: str = "cpu"):
     """Per-token concentration radius ``t`` of a trained run, on a common held-out text.
 
     The probe's radii (``radius.csv``) come from one training batch (a few dozen
@@ -53,6 +54,8 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
 
     d = runs.run_dir(run)
     model, tok, cfg = load_trained(d)
+    model = model.to(resolve_device(device))
+    dev = next(model.parameters()).device
     counts = np.load(d / "token_counts.npy")
     modules = residual_modules(model)
     store: dict[int, list] = {i: [] for i in range(len(modules))}
@@ -60,7 +63,7 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     def keep(i):
         def hook(module, inputs, output):
             h = output[0] if isinstance(output, tuple) else output
-            store[i].append(h.detach().reshape(-1, h.shape[-1]))
+            store[i].append(h.detach().reshape(-1, h.shape[-1]).float().cpu())
         return hook
 
     handles = [m.register_forward_hook(keep(i)) for i, m in enumerate(modules)]
@@ -69,7 +72,8 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     try:
         with torch.no_grad():
             for b in batches:
-                model(input_ids=b["input_ids"], attention_mask=b.get("attention_mask"))
+                mask = b.get("attention_mask")
+                model(input_ids=b["input_ids"].to(dev), attention_mask=None if mask is None else mask.to(dev))
                 ids.append(b["input_ids"].reshape(-1))
     finally:
         for h in handles:
