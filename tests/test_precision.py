@@ -90,3 +90,32 @@ def test_manifest_and_summary_record_device_and_precision(both):
         assert r.summary["device"] == "cpu" and r.summary["precision"] == prec
         assert r.manifest["device"] == "cpu" and r.manifest["precision"] == prec
         assert r.manifest["config"]["precision"] == prec
+
+
+def test_gpu_check_script_exits_cleanly_without_a_gpu():
+    import subprocess
+    from pathlib import Path
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU: the script would train")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(["bash", str(root / "scripts" / "gpu_check.sh")], capture_output=True, text=True)
+    assert out.returncode == 0 and "no CUDA GPU" in out.stdout
+
+
+def test_gpu_check_measures_what_it_prints_on_the_cpu(tmp_path):
+    from tanbias.lab.train import gpu_check
+
+    r = gpu_check("smoke", steps=6, precision="bf16", device="cpu", out_dir=tmp_path / "run")
+    assert r["device"] == "cpu" and r["peak_memory_gb"] is None
+    assert r["tokens_per_s"] > 0 and 0 < r["peak_fraction"] < 1 and r["probe_overhead"] >= 1.0
+    assert (tmp_path / "run" / "summary.json").exists()
+
+
+def test_larger_sizes_have_the_stated_parameter_counts():
+    from tanbias.lab.models import make_model
+
+    for size, lo, hi in (("base", 25e6, 40e6), ("large", 100e6, 140e6)):
+        m = make_model("decoder", size, vocab_size=8192)
+        n = sum(p.numel() for name, p in m.named_parameters() if "embed" not in name)
+        assert lo < n < hi, (size, n)

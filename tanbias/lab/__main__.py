@@ -4,6 +4,8 @@
     python -m tanbias.lab probe RUN                            recompute tables, views, radii from work/
     python -m tanbias.lab reproduce RUN [--steps N]            re-run a committed run and compare
     python -m tanbias.lab bench [--size small]                 tokens/s and probe overhead (JSON)
+    python -m tanbias.lab sizes [--sizes small base large]     seconds per step of each size (data/runs/sizes.json)
+    python -m tanbias.lab gpucheck [--size base] [--steps 300] train on the GPU, print tokens/s, peak share, memory
     python -m tanbias.lab sweep [--jobs 2] [--fresh]            train the 2x2 sweep's configs in parallel (ch 8)
     python -m tanbias.lab dose [--jobs 2] [--commit] [--seeds 0 1 2]
                                                                the dose experiment (ch 10), resumable
@@ -51,6 +53,16 @@ def main(argv=None) -> int:
     p.add_argument("--size", default="small")
     p.add_argument("--kind", default="decoder")
     p.add_argument("--reps", type=int, default=4)
+    p = sub.add_parser("sizes", help="seconds per training step of each model size (data/runs/sizes.json)")
+    p.add_argument("--sizes", nargs="+", default=["small", "base", "large"])
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--out", default=None, help="JSON file (default data/runs/sizes.json)")
+    p = sub.add_parser("gpucheck", help="train a size on the GPU and print throughput, peak fraction, memory")
+    p.add_argument("--size", default="base")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--precision", default="bf16", help=PRECISION_HELP)
+    p.add_argument("--device", default="cuda", help=DEVICE_HELP)
     p = sub.add_parser("sweep", help="train every sweep config (kind-regime-sSEED) in parallel")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
     p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
@@ -116,6 +128,29 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             from tanbias.lab.train import bench_lab
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
+        elif args.command == "sizes":
+            from pathlib import Path
+
+            from tanbias.lab import runs
+            from tanbias.lab.train import measure_sizes
+            rows = measure_sizes(tuple(args.sizes), steps=args.steps, device=args.device)
+            out = Path(args.out) if args.out else runs.RUNS_DIR / "sizes.json"
+            prior = json.loads(out.read_text()) if out.exists() else []
+            keep = [r for r in prior if (r["size"], r["precision"], r["device"]) not in
+                    {(x["size"], x["precision"], x["device"]) for x in rows}]
+            runs.atomic_write_text(out, json.dumps(keep + rows, indent=1) + "\n")
+            for r in rows:
+                print(f"{r['size']:>6} {r['precision']}: {r['parameters'] / 1e6:6.1f} M parameters, "
+                      f"{r['seconds_per_step']:7.2f} s/step, {r['tokens_per_s']:8.0f} tokens/s ({r['device']})")
+        elif args.command == "gpucheck":
+            from tanbias.lab.train import gpu_check
+            r = gpu_check(args.size, args.steps, args.precision, args.device)
+            print(json.dumps(r, indent=1))
+            mem = "n/a" if r["peak_memory_gb"] is None else f"{r['peak_memory_gb']:.1f} GB"
+            print(f"{r['device_name']}: {r['tokens_per_s']:.0f} tokens/s = {100 * r['peak_fraction']:.1f} % of "
+                  f"{r['gemm_tflops']:.1f} TFLOP/s ({r['precision']} matmul, same process); probe overhead "
+                  f"{r['probe_overhead']:.3f}x; peak memory {mem}; loss {r['loss_first']:.2f} -> "
+                  f"{r['loss_last']:.2f} in {r['seconds']:.0f} s")
         elif args.command == "sweep":
             from tanbias.lab.pipeline import run_sweep
             res = run_sweep(jobs=args.jobs, fresh=args.fresh, device=args.device)

@@ -54,7 +54,7 @@ from tanbias.lab.models import (autocast, evaluate, loss_and_correct, make_model
 from tanbias.lab.probe import ResidualProbe, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["train", "setup_training", "lr_schedule", "Interrupted", "bench_lab"]
+__all__ = ["train", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "measure_sizes", "gpu_check"]
 
 
 class Interrupted(RuntimeError):
@@ -406,3 +406,87 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
             **first, "run_steps": N, "probe_steps": k, "precisions": per,
             "speedup": (per[precisions[1]]["tokens_per_s"] / first["tokens_per_s"]) if len(precisions) > 1 else 1.0,
             "load_average": os.getloadavg()[0]}
+
+
+def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps: int = 2, device: str = "auto",
+                  precisions=("fp32", "bf16")) -> list[dict]:
+    """Seconds per training step of each size and precision (after one warm-up step), on ``device``.
+
+    One row per (size, precision): ``parameters`` (outside the embedding),
+    ``tokens_per_step``, ``seconds_per_step`` (median of ``steps``), ``tokens_per_s``,
+    ``device``, ``threads``. ``python -m tanbias.lab sizes`` writes them to
+    ``data/runs/sizes.json`` (the sizing table of the README).
+    """
+    dev = resolve_device(device)
+    rows = []
+    for size in sizes:
+        for prec in precisions:
+            cfg = validate_config({"name": "sizes", "kind": kind, "size": size, "precision": prec})
+            tok, model, opt, sched = setup_training(cfg, dev)
+            batches, _ = training_streams(cfg, tok)
+            times = []
+            for i in range(int(steps) + 1):
+                b = to_device(next(batches), dev)
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                with autocast(dev, prec):
+                    loss_sum, n, _ = loss_and_correct(model, b)
+                opt.zero_grad(set_to_none=True)
+                (loss_sum / max(n, 1)).backward()
+                opt.step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                if i:                                   # the first step warms up
+                    times.append(time.perf_counter() - t0)
+            tps = SIZES[size]["batch_size"] * SIZES[size]["seq_len"]
+            sec = float(np.median(times))
+            rows.append({"size": size, "precision": prec, "kind": kind, "device": dev.type,
+                         "threads": torch.get_num_threads(),
+                         "parameters": int(sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)),
+                         "tokens_per_step": tps, "seconds_per_step": sec, "tokens_per_s": tps / sec})
+            del model, opt
+    return rows
+
+
+def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", device: str = "cuda",
+              out_dir=None) -> dict:
+    """Train ``size`` for ``steps`` steps with the probe and report what a GPU does with the lab.
+
+    Returns ``tokens_per_s`` (training, from the run's own timing), ``gemm_tflops``
+    (the device's matrix-multiply rate for ``precision``, measured in the same
+    process), ``peak_fraction`` (6 x non-embedding parameters FLOP per token),
+    ``probe_overhead`` (whole run / run without the probe's capture time),
+    ``peak_memory_gb`` (CUDA only), ``loss_first``, ``loss_last``, ``seconds``.
+    ``scripts/gpu_check.sh`` calls it when torch sees a CUDA GPU.
+    """
+    from tanbias.lab.models import gemm_peak
+
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    tmp = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    cfg = {"name": f"gpu-check-{size}", "kind": "decoder", "size": size, "steps": int(steps),
+           "precision": precision, "checkpoint_every": int(steps), "eval_batches": 2,
+           "threads": min(os.cpu_count() or 1, 8) if dev.type == "cpu" else 1,
+           "probe": {"n_steps": min(14, int(steps)),
+                     "tokens": min(4096, SIZES[size]["batch_size"] * SIZES[size]["seq_len"])}}
+    try:
+        summary = train(cfg, out_dir=tmp, fresh=True, progress=False, device=device)
+        peak = gemm_peak(4096 if dev.type == "cuda" else 1024, dtype=precision, device=dev)
+        _, model, _, _ = setup_training(validate_config(cfg))
+        flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
+        losses = [r["loss"] for r in runs.read_jsonl(tmp / "metrics.jsonl") if r.get("type") == "step"]
+    finally:
+        if out_dir is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    tps = summary["tokens_per_s"]
+    train_s = summary["train_seconds"]
+    return {"size": size, "steps": int(steps), "precision": precision, "device": dev.type,
+            "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+            "tokens_per_s": tps, "gemm_tflops": peak / 1e12, "peak_fraction": tps * flop_token / peak,
+            "probe_overhead": train_s / max(train_s - summary["probe_seconds"], 1e-9),
+            "peak_memory_gb": torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else None,
+            "loss_first": float(np.mean(losses[:10])), "loss_last": float(np.mean(losses[-10:])),
+            "seconds": time.perf_counter() - t0}
