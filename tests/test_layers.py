@@ -42,6 +42,7 @@ LAB = [
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.data"],
     ["tanbias.lab.models", "tanbias.lab.zoo"],
     ["tanbias.lab.probe"],
+    ["tanbias.lab.distributed"],
     ["tanbias.lab.train"],
     ["tanbias.lab.analysis"],
     ["tanbias.lab.analysis.tables"],

@@ -111,8 +111,9 @@ def main(argv=None) -> int:
                 config["precision"] = args.precision
             summary = train_and_analyse(config, out_dir=args.out, fresh=args.fresh,
                                         progress=not args.no_progress, device=args.device)
-            print(json.dumps({k: summary[k] for k in ("run", "train_seconds", "tokens_per_s", "eval",
-                                                      "learns")}, indent=1))
+            if summary.get("rank", 0) == 0:
+                print(json.dumps({k: summary[k] for k in ("run", "train_seconds", "tokens_per_s", "eval",
+                                                          "learns", "processes")}, indent=1))
         elif args.command == "probe":
             from tanbias.lab.pipeline import after_run
             res = after_run(args.run)

@@ -72,7 +72,7 @@ def train_and_analyse(config, out_dir=None, fresh: bool = False, progress: bool 
     """:func:`tanbias.lab.train.train`, then :func:`after_run` if the run probed; returns the summary."""
     summary = train(config, out_dir=out_dir, fresh=fresh, progress=progress, device=device)
     d = Path(out_dir) if out_dir is not None else runs.run_dir(summary["run"])
-    if summary["probe_steps"]:
+    if summary["probe_steps"] and summary.get("rank", 0) == 0:     # under torchrun, rank 0 analyses
         summary["analysis_seconds"] = after_run(d, progress=progress, device=summary["device"])["seconds"]
     return summary
 

@@ -46,12 +46,12 @@ import numpy as np
 import torch
 
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab import runs
+from tanbias.lab import distributed, runs
 from tanbias.lab.config import REPRODUCE_TOLERANCE, SIZES, load_config, validate_config
 from tanbias.lab.data import batch_targets, check_languages, original_ids, training_streams
 from tanbias.lab.models import (autocast, evaluate, loss_and_correct, make_model, resolve_device, to_device,
                                 unigram_baseline)
-from tanbias.lab.probe import ResidualProbe, probe_steps
+from tanbias.lab.probe import ResidualProbe, pack_capture, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["train", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "measure_sizes", "gpu_check"]
@@ -145,11 +145,30 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     dict
         The summary (also written to ``summary.json``).
     """
-    from tqdm.auto import tqdm
-
     cfg = load_config(config) if not isinstance(config, dict) else validate_config(config)
     check_languages(cfg["languages"])
     d = Path(out_dir) if out_dir is not None else runs.run_dir(cfg["name"])
+    dev = resolve_device(device)
+    ctx = distributed.context(dev)          # torchrun: rank, world size, this rank's device
+    dev = ctx.device
+    if ctx.distributed:
+        if SIZES[cfg["size"]]["batch_size"] % ctx.world:
+            raise ParameterError(f"batch_size={SIZES[cfg['size']]['batch_size']} is out of range for "
+                                 f"{ctx.world} processes: valid range is multiples of {ctx.world}.")
+    if ctx.main:
+        _train_setup_files(d, cfg, fresh)
+    ctx.barrier()
+    try:
+        summary = _train(cfg, d, ctx, dev, stop_after, progress)
+    except BaseException:
+        distributed.finish(ctx, wait=False)     # a failing rank must not wait for the others
+        raise
+    distributed.finish(ctx)
+    return summary
+
+
+def _train_setup_files(d: Path, cfg: dict, fresh: bool) -> None:
+    """``--fresh`` clean-up and the run's ``config.json`` (checked against the one of a run to resume)."""
     if fresh:
         for name in ("metrics.jsonl", *runs.COMMITTED_FILES[2:], "manifest.json"):
             (d / name).unlink(missing_ok=True)
@@ -163,8 +182,18 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
                                  "valid range is the same config to resume. Pass --fresh to start over.")
     runs.atomic_write_text(cfg_path, json.dumps(cfg, indent=1, sort_keys=True) + "\n")
 
-    dev = resolve_device(device)
+
+def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
+    """The training loop of :func:`train` (every rank runs it; rank 0 writes)."""
+    from tqdm.auto import tqdm
+
     tok, model, opt, sched = setup_training(cfg, dev)
+    step_model = model
+    if ctx.distributed:
+        from torch.nn.parallel import DistributedDataParallel
+
+        step_model = DistributedDataParallel(distributed.LossModule(model),
+                                             device_ids=[dev.index] if dev.type == "cuda" else None)
     size = SIZES[cfg["size"]]
     tokens_per_step = size["batch_size"] * size["seq_len"]
     vocab = len(tok)
@@ -176,15 +205,18 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         probe_seconds = ck.get("probe_seconds", 0.0)
     log_path = d / "metrics.jsonl"
     records = runs.read_jsonl(log_path)
-    if log_path.exists():  # drop a torn final line so appends stay valid JSONL
+    if ctx.main and log_path.exists():  # drop a torn final line so appends stay valid JSONL
         good = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
         if log_path.read_text(encoding="utf-8") != good:
             runs.atomic_write_text(log_path, good)
     logged = {r["step"]: r for r in records if r.get("type") == "step"}
     mismatches = 0
     pset = set(probe_steps(cfg["steps"], cfg["probe"]["n_steps"])) if cfg["probe"]["enabled"] else set()
-    probe = ResidualProbe(model, cfg["probe"]["tokens"]) if pset else None
+    # under torchrun every rank captures all its positions; rank 0 gathers and keeps the first tokens
+    probe_tokens = cfg["probe"]["tokens"] if not ctx.distributed else tokens_per_step // ctx.world
+    probe = ResidualProbe(model, probe_tokens) if pset else None
     kill_after = os.environ.get("TANBIAS_KILL_AFTER_STEP")
+    kill_rank = os.environ.get("TANBIAS_KILL_RANK")         # under torchrun: kill only this rank
 
     train_batches, valid_batches = training_streams(cfg, tok)
     # held-out batches scored at every probe step (the same first batches the final
@@ -198,7 +230,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
                disable=not progress, dynamic_ncols=True)
     model.train()
     for step in range(start, cfg["steps"]):
-        if probe_eval and step in pset and step not in probe_evals:
+        if ctx.main and probe_eval and step in pset and step not in probe_evals:
             te = time.perf_counter()
             res = evaluate(model, probe_eval, cfg["precision"])
             runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
@@ -211,22 +243,42 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         probing = step in pset
         if probing:
             probe.arm()
-        dbatch = to_device(batch, dev)
-        with autocast(dev, cfg["precision"]):
-            loss_sum, n, correct = loss_and_correct(model, dbatch)
-        loss = loss_sum / max(n, 1)
+        dbatch = to_device(distributed.shard(batch, ctx), dev)
+        if not ctx.distributed:
+            with autocast(dev, cfg["precision"]):
+                loss_sum, n, correct = loss_and_correct(model, dbatch)
+            loss = loss_sum / max(n, 1)
+            logged_loss = loss
+        else:
+            with autocast(dev, cfg["precision"]):
+                loss_sum, nc = step_model(dbatch["input_ids"], dbatch["labels"])
+            n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
+            # DDP averages the ranks' gradients: world x (local sum) / (global count) makes that
+            # average the gradient of the global mean loss
+            loss = loss_sum * ctx.world / max(n, 1)
+            logged_loss = distributed.all_sum(loss_sum.detach().float(), ctx) / max(n, 1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if probing:
             tp = time.perf_counter()
-            runs.atomic_save_npz(runs.capture_path(d, step), **probe.collect(dbatch))
+            if not ctx.distributed:
+                runs.atomic_save_npz(runs.capture_path(d, step), **probe.collect(dbatch))
+            else:
+                acts, grads, ids_, orig = probe.collect_raw(dbatch)
+                rows_local = dbatch["input_ids"].shape[0]
+                grads = [g / ctx.world for g in grads]        # the gradient of the global mean loss
+                got = distributed.gather_rows([*acts, *grads, ids_, orig], ctx, rows_local)
+                if ctx.main:
+                    L1, k_ = len(acts), cfg["probe"]["tokens"]
+                    runs.atomic_save_npz(runs.capture_path(d, step), **pack_capture(
+                        [a[:k_] for a in got[:L1]], [g[:k_] for g in got[L1:2 * L1]], got[-2][:k_], got[-1][:k_]))
             probe_seconds += time.perf_counter() - tp
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         dt = time.perf_counter() - t0
         elapsed += dt
-        rec = {"type": "step", "step": step, "loss": float(loss.detach()), "accuracy": correct / max(n, 1),
+        rec = {"type": "step", "step": step, "loss": float(logged_loss.detach()), "accuracy": correct / max(n, 1),
                "scored": n, "tokens": (step + 1) * tokens_per_step, "lr": sched.get_last_lr()[0],
                "seconds": round(elapsed, 3), "tokens_per_s": round(tokens_per_step / dt, 1),
                "probe": probing}
@@ -234,21 +286,25 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
             if abs(logged[step]["loss"] - rec["loss"]) > REPRODUCE_TOLERANCE["loss_atol"]:
                 mismatches += 1
         else:
-            runs.append_jsonl(log_path, rec)
+            if ctx.main:
+                runs.append_jsonl(log_path, rec)
             logged[step] = rec
         bar.update(1)
         bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}")
         done = step + 1
-        if done % cfg["checkpoint_every"] == 0 or done == cfg["steps"]:
+        if ctx.main and (done % cfg["checkpoint_every"] == 0 or done == cfg["steps"]):
             _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds)
         if stop_after is not None and done == stop_after:
             bar.close()
             raise Interrupted(f"stopped after step {step} (stop_after={stop_after})")
-        if kill_after is not None and done == int(kill_after):
+        if kill_after is not None and done == int(kill_after) and kill_rank in (None, str(ctx.rank)):
             os.kill(os.getpid(), signal.SIGKILL)
     bar.close()
     if probe is not None:
         probe.remove()
+    if not ctx.main:                   # rank 0 evaluates and writes the run's files
+        return {"run": cfg["name"], "rank": ctx.rank, "world": ctx.world, "device": dev.type,
+                "probe_steps": sorted(pset), "steps": cfg["steps"]}
 
     # ---------------------------------------------------------------- evaluation
     evals = [r for r in runs.read_jsonl(log_path) if r.get("type") == "eval"]
@@ -277,7 +333,7 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
                "loss_first10": float(first), "loss_last10": float(last),
                "eval": {k: v for k, v in ev.items() if k not in ("type", "step")},
                "learns": bool(ev["loss"] < ev["unigram_loss"]),
-               "device": dev.type, "precision": cfg["precision"],
+               "device": dev.type, "precision": cfg["precision"], "processes": ctx.world,
                "resume_mismatches": mismatches}
     runs.atomic_write_text(d / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     runs.write_manifest(d, cfg)

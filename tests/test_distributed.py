@@ -1,0 +1,101 @@
+"""Training under torchrun (DistributedDataParallel, gloo on the CPU), checked against one process.
+
+Tolerances: every logged step's loss within 1e-4 nats of the single-process run
+with the same global batch (:data:`~tanbias.lab.config.REPRODUCE_TOLERANCE`;
+measured differences are about 1e-6, the order of float32 sums taken in another
+order), and every value of the alignment tables within 1e-3 relative or 1e-4
+absolute (the captures differ by float16 rounding of those 1e-6 differences).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tanbias.errors import ParameterError
+from tanbias.lab import distributed, runs
+from tanbias.lab.config import REPRODUCE_TOLERANCE
+from tanbias.lab.pipeline import train_and_analyse
+
+SMOKE = {"size": "smoke", "steps": 8, "languages": ["en"], "checkpoint_every": 4, "eval_batches": 1,
+         "probe": {"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4}}
+
+
+def _torchrun(cfg_path, out, env=None):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "tanbias.lab", "train", str(cfg_path), "--out", str(out), "--no-progress", "--device", "cpu"]
+    clean = {k: v for k, v in os.environ.items() if k not in distributed.TORCHRUN_VARS}
+    return subprocess.run(cmd, capture_output=True, text=True, env={**clean, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def _steps(path):
+    return [(r["step"], r["loss"]) for r in runs.read_jsonl(path / "metrics.jsonl") if r["type"] == "step"]
+
+
+def _same_tables(a_dir, b_dir):
+    a, b = pd.read_csv(a_dir / "alignment.csv"), pd.read_csv(b_dir / "alignment.csv")
+    assert a.shape == b.shape
+    num = a.select_dtypes("number").columns
+    assert np.allclose(a[num].to_numpy(float), b[num].to_numpy(float), rtol=1e-3, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_two_processes_train_as_one(kind, tmp_path):
+    cfg = {**SMOKE, "name": f"ddp-{kind}", "kind": kind}
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    out = _torchrun(path, tmp_path / "two")
+    assert out.returncode == 0, out.stderr[-2000:]
+    train_and_analyse(cfg, out_dir=tmp_path / "one", fresh=True, progress=False, device="cpu")
+    one, two = _steps(tmp_path / "one"), _steps(tmp_path / "two")
+    assert [s for s, _ in two] == list(range(cfg["steps"]))              # logged once, by rank 0
+    assert np.allclose([x for _, x in one], [x for _, x in two], rtol=0, atol=REPRODUCE_TOLERANCE["loss_atol"])
+    _same_tables(tmp_path / "one", tmp_path / "two")
+    summary = json.loads((tmp_path / "two" / "summary.json").read_text())
+    assert summary["processes"] == 2
+
+
+def test_a_killed_rank_resumes_and_loses_nothing(tmp_path):
+    cfg = {**SMOKE, "name": "ddp-kill", "kind": "decoder"}
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    # rank 1 is SIGKILLed after step 6 (checkpoint at 4): torchrun stops the run
+    first = _torchrun(path, tmp_path / "run", env={"TANBIAS_KILL_AFTER_STEP": "6", "TANBIAS_KILL_RANK": "1"})
+    assert first.returncode != 0
+    assert not (tmp_path / "run" / "summary.json").exists()
+    second = _torchrun(path, tmp_path / "run")
+    assert second.returncode == 0, second.stderr[-2000:]
+    train_and_analyse(cfg, out_dir=tmp_path / "one", fresh=True, progress=False, device="cpu")
+    resumed, one = _steps(tmp_path / "run"), _steps(tmp_path / "one")
+    assert [s for s, _ in resumed] == list(range(cfg["steps"]))            # nothing lost, nothing twice
+    assert np.allclose([x for _, x in resumed], [x for _, x in one], rtol=0, atol=REPRODUCE_TOLERANCE["loss_atol"])
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["resume_mismatches"] == 0
+
+
+def test_half_set_torchrun_variables_are_a_clear_error(tmp_path):
+    with pytest.raises(ParameterError, match="torchrun variables are half set: RANK, WORLD_SIZE are set but "
+                                             "LOCAL_RANK, MASTER_ADDR, MASTER_PORT are not"):
+        distributed.context(torch.device("cpu"), environ={"RANK": "0", "WORLD_SIZE": "2"})
+    with pytest.raises(ParameterError, match="0 <= RANK < WORLD_SIZE"):
+        distributed.context(torch.device("cpu"), environ={"RANK": "3", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                                                          "MASTER_ADDR": "localhost", "MASTER_PORT": "1"})
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({**SMOKE, "name": "x", "kind": "decoder"}))
+    env = {k: v for k, v in os.environ.items() if k not in distributed.TORCHRUN_VARS}
+    out = subprocess.run([sys.executable, "-m", "tanbias.lab", "train", str(path), "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True, env={**env, "RANK": "0"})
+    assert out.returncode == 2 and "torchrun variables are half set" in out.stderr
+
+
+def test_shard_takes_every_world_th_row_and_refuses_uneven_batches():
+    batch = {"input_ids": torch.arange(12).reshape(4, 3), "labels": torch.arange(12).reshape(4, 3)}
+    ctx = distributed.Context(rank=1, world=2)
+    assert distributed.shard(batch, ctx)["input_ids"][:, 0].tolist() == [3, 9]
+    with pytest.raises(ParameterError, match="batch_size=4 is out of range for 3 processes"):
+        distributed.shard(batch, distributed.Context(rank=0, world=3))
