@@ -201,6 +201,8 @@ def _checkpoints(args) -> None:
         revisions = REFERENCE_MODELS.get(args.model, {}).get("revisions", [None])
     tables = probe_checkpoints(args.model, revisions, kind=args.kind, n_tokens=args.tokens,
                                seq_len=args.seq_len, seed=args.seed, progress=not args.no_progress)
+    if tables is None:                 # a rank other than 0 under torchrun: rank 0 writes the tables
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():

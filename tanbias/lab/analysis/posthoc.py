@@ -684,7 +684,9 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     dict of pandas.DataFrame
         ``"alignment"``, ``"radius"``, ``"radius_corr"``: the tidy tables of
         :func:`tanbias.lab.analysis.tables.analyse_run` with ``run`` the model id, ``regime``
-        ``"released"``, plus a ``revision`` column (``"main"`` for ``None``).
+        ``"released"``, plus a ``revision`` column (``"main"`` for ``None``). Under
+        ``torchrun`` every rank captures its share of the revisions and rank 0 returns
+        the tables of all of them (identical to one process); the other ranks return None.
 
     Notes
     -----
@@ -720,9 +722,14 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
     name = os.fspath(model_id_or_path)
     _probe_config(probe)                       # unknown keys fail before any loading
 
+    # under torchrun the revisions are shared out (rank r takes every world-th one) and the
+    # captures gathered on rank 0, which analyses them all: the single-process result
+    from tanbias.lab import distributed
+
+    ctx = distributed.context(torch.device("cpu"))
     captures, label = {}, {}
     batches = counts = special = pc = None
-    it = zip(steps, revisions)
+    it = list(zip(steps, revisions))[ctx.rank::ctx.world]
     if progress:
         from tqdm.auto import tqdm
         it = tqdm(list(it), desc=f"capture {name}", unit="revision")
@@ -751,6 +758,18 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
         finally:
             del model
             gc.collect()
+    if ctx.distributed:
+        parts = [None] * ctx.world if ctx.main else None
+        torch.distributed.gather_object((captures, label, kind, counts, special, pc), parts, dst=0)
+        distributed.finish(ctx)
+        if not ctx.main:
+            return None
+        for caps, lab, k, c, sp, p in parts:
+            if caps:
+                captures.update(caps)
+                label.update(lab)
+                kind, counts, special, pc = k, c, sp, p
+        captures = {st: captures[st] for st in steps}         # the single-process order
 
     config = {"name": name, "kind": kind, "regime": "released", "seed": seed,
               "steps": max(steps) + 1, "probe": pc}

@@ -467,15 +467,21 @@ def measure_all(names="all", root=None, fresh: bool = False, progress: bool = Tr
     A model counts as measured when its folder has a ``manifest.json`` (written
     last, after every table) with the same settings; ``fresh=True`` measures
     again. Returns ``{name: manifest}`` (``skipped: True`` for the ones kept).
+    Under ``torchrun`` the models are shared out over the ranks (rank r measures
+    every world-th one and writes its own folder, as one process would); rank 0
+    returns every model's manifest once all are written.
     """
-    from tanbias.lab import zoo
+    import torch
+
+    from tanbias.lab import distributed, zoo
 
     names = list(zoo.ZOO) if names == "all" else [names] if isinstance(names, str) else list(names)
     for name in names:
         zoo.zoo_entry(name)                       # unknown names fail before any work
     base = Path(root) if root is not None else PRETRAINED_DIR
+    ctx = distributed.context(torch.device("cpu"))
     out = {}
-    for name in names:
+    for name in names[ctx.rank::ctx.world]:
         man_path = base / name / "manifest.json"
         wanted = json.loads(json.dumps({**DEFAULTS, **MODEL_SETTINGS.get(name, {}), **settings},
                                        default=list))
@@ -485,6 +491,14 @@ def measure_all(names="all", root=None, fresh: bool = False, progress: bool = Tr
                 out[name] = {**old, "skipped": True}
                 continue
         out[name] = measure(name, out_dir=base / name, progress=progress, **settings)
+    if ctx.distributed:
+        parts = [None] * ctx.world if ctx.main else None
+        torch.distributed.gather_object(out, parts, dst=0)
+        distributed.finish(ctx)
+        if not ctx.main:
+            return {}
+        out = {name: m for part in parts for name, m in part.items()}
+        out = {name: out[name] for name in names}
     return out
 
 
