@@ -110,12 +110,13 @@ chromium:
 	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 # ---------------------------------------------------------------- targets
-# --all: a fresh Sphinx environment, so every chapter is read and executed
-# (execute_notebooks: force only applies to documents Sphinx re-reads).
+# tanbias.bookbuild = jupyter-book build . --all -W -n --keep-going, with Sphinx's parallel
+# read on every core (reading a chapter executes it). A fresh environment every time, so
+# every chapter is read and executed.
 book: $(STAMP) $(ASSETS_STAMP)
 	mkdir -p $(BUILD)
 	export PATH="$(BIN):$$PATH" TANBIAS_MODE=static; \
-	  jupyter-book build . --all -W -n --keep-going 2>&1 | tee $(BUILD)/build.log \
+	  $(PY) -m tanbias.bookbuild . 2>&1 | tee $(BUILD)/build.log \
 	  || { echo "BOOK BUILD FAILED (strict: any warning or execution error fails it)."; \
 	       echo "Log: $(BUILD)/build.log"; exit 1; }
 	@echo "The book is at file://$(CURDIR)/$(BUILD)/html/index.html"

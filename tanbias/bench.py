@@ -185,11 +185,10 @@ def chapter_latencies(path: str | os.PathLike, n: int = 50) -> list[dict]:
 
 
 def build_book(root: Path, out: Path) -> tuple[float, bool, str]:
-    """Clean strict build into ``out`` (``jupyter-book --path-output``); (seconds, ok, log tail)."""
+    """Clean strict build into ``out`` (:mod:`tanbias.bookbuild`, both cores); (seconds, ok, log tail)."""
     env = dict(os.environ, TANBIAS_MODE="static")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--all",
-           "-W", "-n", "--keep-going", "--path-output", str(out)]
+    cmd = [sys.executable, "-m", "tanbias.bookbuild", str(root), "--path-output", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0

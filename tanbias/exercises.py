@@ -570,7 +570,7 @@ def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
     prediction : dict, optional
         ``{"encoder": {"sign": s, "shape": shape}, "decoder": {...}}``: ``s`` in -1, 0, +1 (the
         fitted dose-response slope of late log enrichment as frequencies flatten) and ``shape`` in
-        :data:`DOSE_SHAPES` (the enrichment at the flattest level: ``"absent"`` = not above a
+        ``DOSE_SHAPES`` (the enrichment at the flattest level: ``"absent"`` = not above a
         random subspace, ``"attenuated"`` = lower than at the start but present, ``"unchanged"``,
         ``"stronger"``), made from the mechanism before looking.
     analysis : DoseAnalysis, optional

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Glued", "glue", "glued", "format_value", "EVAL_PATTERN"]
+__all__ = ["Glued", "glue", "glued", "format_value", "EVAL_PATTERN", "NOT_AVAILABLE"]
 
 #: The expressions that chapters may put in ``{eval}`` roles (myst-nb's
 #: ``nb_eval_name_regex`` in ``_config.yml`` is this pattern): a plain name, or
@@ -58,6 +58,8 @@ def format_value(value, spec: str = "") -> str:
     ('1.998', '0.6%', '3')
     >>> format_value("weaker")
     'weaker'
+    >>> format_value(float("nan"), ".2f")
+    'n/a'
     """
     if spec == "":
         return str(value)
@@ -69,10 +71,16 @@ def format_value(value, spec: str = "") -> str:
             value = int(value)
         elif kind in "eEfFgGn%":
             value = float(value)
+            if value != value:             # NaN: a statistic the data cannot give yet
+                return NOT_AVAILABLE
         return format(value, spec)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cannot format {value!r} with spec {spec!r}: {exc}. "
                          "Use a spec that fits the value's type (e.g. '.3f' for a number).") from None
+
+
+#: how a number the data cannot give yet (NaN) reads in the prose
+NOT_AVAILABLE = "n/a"
 
 
 class Glued(dict):

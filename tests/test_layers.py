@@ -58,7 +58,7 @@ LAB = [
 ]
 PRESENTATION = [["tanbias.interactive", "tanbias.renderer"], ["tanbias.figures"],
                 ["tanbias.figures.*"]]
-BOOK = ["tanbias.exercises", "tanbias.bench", "tanbias._sphinxext"]
+BOOK = ["tanbias.exercises", "tanbias.bench", "tanbias._sphinxext", "tanbias.bookbuild"]
 LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
 
 

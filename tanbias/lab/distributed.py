@@ -75,6 +75,8 @@ def context(device, environ=None) -> Context:
         Some torchrun variables set and others not, or values that are not
         integers with ``0 <= RANK < WORLD_SIZE``.
 
+    Examples
+    --------
     >>> context(torch.device("cpu"), environ={})
     Context(rank=0, world=1, local_rank=0, device=device(type='cpu'))
     >>> context(torch.device("cpu"), environ={"RANK": "0"})

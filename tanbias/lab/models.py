@@ -242,6 +242,8 @@ def resolve_device(device: str = "auto") -> "torch.device":
     ParameterError
         An unknown value, or ``cuda`` asked for on a machine without a CUDA GPU.
 
+    Examples
+    --------
     >>> resolve_device("cpu")
     device(type='cpu')
     """

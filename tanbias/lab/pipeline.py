@@ -192,7 +192,7 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
 
     Each run uses one thread (its config's ``threads``), so ``jobs`` should not
-    exceed the number of cores. A complete run (:func:`_complete`) is skipped
+    exceed the number of cores. A complete run (its manifest lists ``tokens.csv``) is skipped
     unless ``fresh``; an interrupted one resumes from its checkpoint and log. The
     log of each run goes to ``<run>/work/train.log``. The sitting's wall time so
     far and each finished run's exit status and time are written to

@@ -633,6 +633,7 @@ def chapter10_report(da: DoseAnalysis) -> dict:
     out: dict = {}
     t = da.table
     out["runs_done"] = int(len(t))
+    out["n_runs"] = len(dose_names())
     out["seeds_min"] = int(t.groupby(["kind", "level"])["seed"].nunique().min())
     for knob, flat in (("token", "b100"), ("language", "uniform")):
         g = t[t["level"].isin(["skewed", flat])].groupby("level")["log_collision"].mean()
