@@ -59,8 +59,8 @@ SIZES: dict[str, dict] = {
                   intermediate_size=768, seq_len=128, batch_size=32, lr=2e-3),
     "smoke": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=64, seq_len=32, batch_size=4, lr=3e-3),
-    # for a GPU (scripts/gpu_check.sh): the same family, about 30 M and 110 M parameters outside
-    # the embedding; seconds per step measured in data/runs/sizes.json
+    # for a GPU (scripts/gpu_check.sh): the same family, about 38 M and 120 M parameters outside
+    # the input embedding (output layer included); seconds per step measured in data/runs/sizes.json
     "base": dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
                  intermediate_size=2048, seq_len=256, batch_size=32, lr=1e-3),
     "large": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
