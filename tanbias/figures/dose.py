@@ -29,9 +29,14 @@ def level_color(x: float) -> str:
 
 @frozen_layout
 def _chain_layout(titles: tuple):
-    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.07, subplot_titles=list(titles))
-    fig.update_xaxes(type="log", autorange="reversed", title_text="collision probability [log]")
-    return labelled(fig, " ", "collision probability [log]", "", legend="architecture")
+    # a 2 x 2 grid: four panels side by side leave each too narrow for its log axis
+    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.12, vertical_spacing=0.16,
+                        subplot_titles=list(titles))
+    fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power")
+    fig.update_xaxes(title_text="collision probability [log]", row=2)
+    fig = labelled(fig, " ", "collision probability [log]", "", legend="architecture")
+    fig.update_layout(xaxis_title="", xaxis2_title="")
+    return fig
 
 
 @frozen_layout
@@ -102,7 +107,7 @@ def chain_interactive(table):
                 "one common held-out text; the frozen proxy's enrichment (geometric mean over layers); "
                 "the activations' mean cosine and IsoScore* at the last step. Points are seeds, lines join "
                 "the level means.",
-        name="ch10-chain", height=430, fixed_ranges=False)
+        name="ch10-chain", height=640, fixed_ranges=False)
 
 
 def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
