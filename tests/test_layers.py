@@ -215,6 +215,16 @@ def test_maths_import_without_plotly():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_figures_import_skips_the_grammar_compiling_optional_dependency():
+    """Importing the figures (every chapter does) must not load rfc3987_syntax (3 s of CPU)."""
+    code = ("import sys\nimport tanbias.figures, tanbias.interactive, tanbias.renderer\n"
+            "import plotly.io as pio, jsonschema\n"
+            "assert sys.modules.get('rfc3987_syntax') is None\n"
+            "assert 'rfc3987_syntax.syntax_helpers' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 #: import name -> distribution name, where they differ
 DIST = {"yaml": "pyyaml", "IPython": "ipython", "huggingface_hub": "huggingface-hub"}
 

@@ -26,9 +26,18 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 
-import plotly.graph_objects as go
-import plotly.io as pio
+# plotly's renderers import nbformat, which imports jsonschema, which imports the optional
+# rfc3987_syntax package when it is installed (JupyterLab's jupyter-events installs it): it
+# compiles a grammar at import, about 3 s of CPU in every chapter's kernel, to check one string
+# format ("iri") the book never validates. A None entry in sys.modules makes that optional
+# import fail as if the package were absent, and jsonschema skips that one checker.
+if "rfc3987_syntax" not in sys.modules:
+    sys.modules["rfc3987_syntax"] = None
+
+import plotly.graph_objects as go  # noqa: E402
+import plotly.io as pio  # noqa: E402
 
 __all__ = ["COLORS", "TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "new_figure",
            "frozen_layout"]
