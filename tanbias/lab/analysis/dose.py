@@ -437,7 +437,9 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     out = {"kind": kind, "knob": knob, "metric": metric, "x": xcol, "n_runs": int(len(g)), "n_seeds": len(seeds),
            "levels": int(g["level"].nunique())}
     out["predicted"] = predicted_sign(metric, knob)
-    if len(g) < 3 or g["level"].nunique() < 2 or g[xcol].nunique() < 2:
+    start, flat = min(order, key=order.get), max(order, key=order.get)
+    if len(g) < 3 or g[xcol].nunique() < 2 or not {start, flat} <= set(g["level"]):
+        # an end-to-end change needs both ends of the knob
         nan = {k: np.nan for k in ("slope", "lo", "hi", "p", "df", "end_to_end", "end_to_end_lo", "end_to_end_hi",
                                    "dx", "page_L", "page_p", "change", "change_lo", "change_hi", "flat_mean",
                                    "flat_lo", "flat_hi")}
@@ -448,7 +450,6 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     formula = f"{metric} ~ {xcol}" + (" + C(seed)" if len(seeds) > 1 else "")
     fit = smf.ols(formula, data=g).fit()
     lo, hi = fit.conf_int(alpha).loc[xcol]
-    start, flat = min(order, key=order.get), max(order, key=order.get)
     dx = g.loc[g["level"] == flat, xcol].mean() - g.loc[g["level"] == start, xcol].mean()
     slope = float(fit.params[xcol])
     e2e = sorted([slope * dx, lo * dx, hi * dx])
