@@ -275,7 +275,10 @@ def _dose_record(root: Path) -> dict | None:
         return None
     sittings = json.loads(path.read_text(encoding="utf8")).get("sittings", [])
     done = [r for st in sittings for r in st["runs"].values() if r["exit"] == 0]
-    return {"sittings": len(sittings), "wall_seconds": sum(st["wall_seconds"] for st in sittings),
+    # a sitting may have been paused (its processes stopped while the machine measured something
+    # else): paused_seconds, when recorded, are not the experiment's time
+    return {"sittings": len(sittings),
+            "wall_seconds": sum(st["wall_seconds"] - st.get("paused_seconds", 0.0) for st in sittings),
             "runs_finished": len(done), "run_seconds": sum(r["seconds"] for r in done),
             "budget_seconds": DOSE_BUDGET_S}
 
