@@ -674,7 +674,9 @@ def chapter10_report(da: DoseAnalysis) -> dict:
         for k in ("within", "lo", "hi", "p", "pooled", "n"):
             out[f"adapt_{name}_{k}"] = res.get(k, np.nan)
         lo, hi = res.get("lo", np.nan), res.get("hi", np.nan)
-        out[f"adapt_{name}_word"] = Word("positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable from 0")
+        out[f"adapt_{name}_word"] = Word(
+            "not decided yet (too few seeds per cell)" if not (np.isfinite(lo) and np.isfinite(hi)) else
+            "positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable from 0")
     return out
 
 
