@@ -636,7 +636,8 @@ def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
                     f"say '{shape}' (flattest − start {row['change']:+.3f} [{row['change_lo']:+.3f}, "
                     f"{row['change_hi']:+.3f}]; flattest level's log enrichment {row['flat_mean']:+.3f} "
                     f"[{row['flat_lo']:+.3f}, {row['flat_hi']:+.3f}]).")
-    parts = [f"{kind}: flattest − start {ref:+.3f}, slope sign {sign:+d}, '{shape}'"
+    parts = [f"{kind}: flattest − start {ref:+.3f}, slope sign {sign:+d}, '{shape}'" if sign else
+             f"{kind}: flattest − start {ref:+.3f}, no slope sign decided, '{shape}'"
              for kind, (ref, sign, shape, _) in results.items()]
     parts += [f"{kind}: not checked, its skewed or flattest runs are not committed yet (make dose)"
               for kind in missing]
