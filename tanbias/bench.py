@@ -243,6 +243,11 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["lab"] = bench_lab(reps=2 if quick else 4)
     except Exception as exc:  # report, keep the rest of the benchmark
         report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
+    from tanbias.lab.train import bench_ddp
+    try:
+        report["ddp"] = bench_ddp(steps=4 if quick else 8)
+    except Exception as exc:  # report, keep the rest of the benchmark
+        report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
     report["dose"] = _dose_record(Path(root))
     report["pretrained"] = _pretrained_record(Path(root))
@@ -363,6 +368,13 @@ def format_report(report: dict) -> str:
             lines.append(f"  bf16 / fp32 training throughput, side by side: {lab['speedup']:.2f}x (target >= 1.5)")
     elif lab:
         lines.append(f"training lab: ERROR {lab['error'][:100]}")
+    ddp = report.get("ddp")
+    if ddp and "error" not in ddp:
+        lines.append(f"DDP, {ddp['nproc']} CPU processes (torchrun, gloo, one thread each) vs one process, "
+                     f"{ddp['size']} {ddp['kind']}, {ddp['steps']} steps: {ddp['tokens_per_s_ddp']:.0f} vs "
+                     f"{ddp['tokens_per_s_one']:.0f} tokens/s = {ddp['speedup']:.2f}x")
+    elif ddp:
+        lines.append(f"DDP: ERROR {ddp['error'][:100]}")
     pre = report.get("pretrained")
     if pre:
         pt = pre["targets"]

@@ -118,3 +118,11 @@ def test_sharded_posthoc_probe_equals_one_process(tmp_path):
     for name in ("alignment", "radius", "radius_corr"):
         a, b = (tmp_path / "one" / f"{name}.csv").read_text(), (tmp_path / "two" / f"{name}.csv").read_text()
         assert a == b and len(a.splitlines()) > 3, name      # rank 1's revision is in rank 0's tables
+
+
+def test_bench_ddp_reports_both_throughputs():
+    from tanbias.lab.train import bench_ddp
+
+    r = bench_ddp("smoke", steps=4)
+    assert r["tokens_per_s_one"] > 0 and r["tokens_per_s_ddp"] > 0
+    assert r["speedup"] == pytest.approx(r["tokens_per_s_ddp"] / r["tokens_per_s_one"])

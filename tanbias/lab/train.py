@@ -54,7 +54,8 @@ from tanbias.lab.models import (autocast, evaluate, loss_and_correct, make_model
 from tanbias.lab.probe import ResidualProbe, pack_capture, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["train", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "measure_sizes", "gpu_check"]
+__all__ = ["train", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "bench_ddp", "measure_sizes",
+           "gpu_check"]
 
 
 class Interrupted(RuntimeError):
@@ -546,3 +547,37 @@ def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", dev
             "peak_memory_gb": torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else None,
             "loss_first": float(np.mean(losses[:10])), "loss_last": float(np.mean(losses[-10:])),
             "seconds": time.perf_counter() - t0}
+
+
+def bench_ddp(size: str = "small", kind: str = "decoder", steps: int = 8, nproc: int = 2) -> dict:
+    """Training tokens/s of one process against ``nproc`` under torchrun (gloo, one thread each).
+
+    Runs the same short config (no probe) twice, as ``python -m tanbias.lab train``
+    and as ``torchrun --standalone --nproc_per_node=nproc -m tanbias.lab train``, and
+    reads each run's own tokens/s (training steps only, from its summary).
+    """
+    import subprocess
+    import sys
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ddp-"))
+    cfg = {"name": "bench-ddp", "kind": kind, "size": size, "steps": int(steps), "eval_batches": 1,
+           "checkpoint_every": int(steps),
+           "probe": {"enabled": False, "n_steps": 2,
+                     "tokens": min(4096, SIZES[size]["batch_size"] * SIZES[size]["seq_len"])}}
+    (tmp / "cfg.json").write_text(json.dumps(cfg))
+    env = {k: v for k, v in os.environ.items() if k not in distributed.TORCHRUN_VARS}
+    env["OMP_NUM_THREADS"] = "1"
+    out = {}
+    try:
+        for label, prefix in (("one", []), ("ddp", ["-m", "torch.distributed.run", "--standalone",
+                                                    f"--nproc_per_node={nproc}"])):
+            cmd = [sys.executable, *prefix, "-m", "tanbias.lab", "train", str(tmp / "cfg.json"),
+                   "--out", str(tmp / label), "--no-progress", "--device", "cpu"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{label}: {proc.stderr[-500:]}")
+            out[label] = json.loads((tmp / label / "summary.json").read_text())["tokens_per_s"]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"size": size, "kind": kind, "steps": int(steps), "nproc": int(nproc),
+            "tokens_per_s_one": out["one"], "tokens_per_s_ddp": out["ddp"], "speedup": out["ddp"] / out["one"]}
