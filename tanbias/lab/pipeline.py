@@ -155,15 +155,6 @@ def sweep_configs(configs_dir=None) -> list[Path]:
     return sorted(found, key=lambda p: (parse_run_name(p.stem)[2], p.stem.split("-")[0] != "decoder", p.stem))
 
 
-def _complete(run_folder: Path) -> bool:
-    """A run is complete when its manifest lists ``tokens.csv`` (the last thing :func:`after_run` writes)."""
-    man = run_folder / "manifest.json"
-    try:
-        return "tokens.csv" in json.loads(man.read_text()).get("files", {})
-    except (OSError, ValueError):
-        return False
-
-
 def _git_commit_run(folder: Path, message: str, extra=()) -> str:
     """Commit a finished run's committed files (its manifest's list) and ``extra`` files, nothing else."""
     import subprocess
@@ -211,7 +202,7 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     jobs = check_int("jobs", jobs, lo=1, hi=64)
     resolve_device(device)                  # a bad or unavailable device fails here, not in every run
     root = Path(out_root) if out_root is not None else runs.RUNS_DIR
-    todo = [Path(c) for c in configs if fresh or not _complete(root / Path(c).stem)]
+    todo = [Path(c) for c in configs if fresh or not runs.is_complete(root / Path(c).stem)]
     lock = threading.Lock()
     path = root / report_name
     t0 = time.perf_counter()
@@ -246,7 +237,7 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
         with lock:
             sitting["runs"][cfg.stem] = rec
             report()
-            if rc == 0 and commit and _complete(out):
+            if rc == 0 and commit and runs.is_complete(out):
                 rec["commit"] = _git_commit_run(out, f"{report_name.split('.')[0]}: {cfg.stem} finished "
                                                      f"({dt / 60:.1f} min, committed as it completed)",
                                                 extra=[path])

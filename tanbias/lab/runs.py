@@ -39,7 +39,7 @@ from tanbias.errors import CorruptFileError
 
 __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
-           "COMMITTED_FILES", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
+           "COMMITTED_FILES", "is_complete", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
            "read_config", "atomic_save_npz"]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +47,15 @@ RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
 COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
                    "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv",
                    "anisotropy.csv")
+
+
+def is_complete(run) -> bool:
+    """A run is complete when its manifest lists ``tokens.csv`` (the last file its analysis writes)."""
+    man = run_dir(run) / "manifest.json"
+    try:
+        return "tokens.csv" in json.loads(man.read_text()).get("files", {})
+    except (OSError, ValueError):
+        return False
 
 
 def run_dir(run) -> Path:

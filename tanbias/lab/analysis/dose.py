@@ -265,8 +265,6 @@ def design_report(expected, power) -> dict:
 
 def run_status(runs_dir=None) -> "object":
     """Which dose runs are committed: one row per (kind, level) with the seeds complete."""
-    import json
-
     import pandas as pd
 
     from tanbias.lab import runs
@@ -276,8 +274,7 @@ def run_status(runs_dir=None) -> "object":
     rows = []
     for name in dose_names():
         kind, level, seed = parse_dose_name(name)
-        man = root / name / "manifest.json"
-        done = man.exists() and "tokens.csv" in json.loads(man.read_text()).get("files", {})
+        done = runs.is_complete(root / name)
         rows.append({"kind": kind, "level": level, "knob": "+".join(DOSE_LEVELS[level]["knobs"]),
                      "seed": seed, "complete": done})
     df = pd.DataFrame(rows)
@@ -288,15 +285,12 @@ def run_status(runs_dir=None) -> "object":
 # --------------------------------------------------------------------------- the runs, measured
 def load_dose(names=None, runs_dir=None) -> dict:
     """The committed dose runs that are complete (checksums verified), by name."""
-    import json
-
     from tanbias.lab import runs
 
     root = runs.RUNS_DIR if runs_dir is None else runs_dir
     out = {}
     for name in (dose_names() if names is None else names):
-        man = root / name / "manifest.json"
-        if man.exists() and "tokens.csv" in json.loads(man.read_text()).get("files", {}):
+        if runs.is_complete(root / name):
             out[name] = runs.load_run(root / name)
     return out
 
