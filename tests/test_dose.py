@@ -128,7 +128,9 @@ def test_dose_names_and_order():
     names = dose_names()
     assert len(names) == len(DOSE_SEEDS) * len(KINDS) * len(DOSE_LEVELS)
     assert names[:4] == [f"dose-decoder-{lv}-s0" for lv in ("skewed", "b16", "b37", "b100")]
-    assert [n for n in names if n.endswith("-s0")] == names[:len(KINDS) * len(DOSE_LEVELS)]
+    token = [n for n in names if "token" in DOSE_LEVELS[n.split("-")[2]]["knobs"]]
+    assert names[:len(token)] == token                   # the token knob first, every seed
+    assert [int(n.split("-s")[-1]) for n in token] == sorted(int(n.split("-s")[-1]) for n in token)
     committed = sorted(p.stem for p in (runs.RUNS_DIR / "configs").glob("dose-*.json"))
     assert committed == sorted(names)
     for p in dose_configs(write=False):       # the committed configs are what the code writes

@@ -210,16 +210,17 @@ def dose_config(kind: str, level: str, seed: int, steps: int = 320, size: str = 
 def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:
     """The dose runs' names in the order ``make dose`` trains them.
 
-    Seed by seed (each finished seed is a complete replicate); within a seed the
-    token knob before the language knob (it is the one that moves frequency
-    concentration), decoders before encoders (slower, so two parallel workers
-    stay balanced).
+    The token knob's runs (every seed) before the language knob's: the token knob is
+    the one that moves frequency concentration, so a budget cut short spends its time
+    where the mechanism's test needs it. Within a knob seed by seed (each finished
+    seed is a complete replicate), decoders before encoders (slower, so two
+    parallel workers stay balanced).
 
     >>> dose_names(seeds=(0,), kinds=("decoder",))[:4]
     ['dose-decoder-skewed-s0', 'dose-decoder-b16-s0', 'dose-decoder-b37-s0', 'dose-decoder-b100-s0']
     """
     levels = list(DOSE_LEVELS) if levels is None else [check_choice("level", lv, tuple(DOSE_LEVELS)) for lv in levels]
-    order = sorted((int(seed), "token" not in DOSE_LEVELS[lv]["knobs"], k != "decoder", DOSE_LEVELS[lv]["order"],
+    order = sorted(("token" not in DOSE_LEVELS[lv]["knobs"], int(seed), k != "decoder", DOSE_LEVELS[lv]["order"],
                     f"dose-{check_kind(k)}-{lv}-s{int(seed)}") for seed in seeds for k in kinds for lv in levels)
     return [o[-1] for o in order]
 
