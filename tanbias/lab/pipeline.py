@@ -155,27 +155,41 @@ def sweep_configs(configs_dir=None) -> list[Path]:
     return sorted(found, key=lambda p: (parse_run_name(p.stem)[2], p.stem.split("-")[0] != "decoder", p.stem))
 
 
-def _git_commit_run(folder: Path, message: str, extra=()) -> str:
-    """Commit a finished run's committed files (its manifest's list) and ``extra`` files, nothing else."""
+def _git_commit(files, message: str, cwd: Path, check: bool = True) -> str:
+    """``git add`` and ``git commit`` of ``files`` only (another git command may hold the
+    index lock for a moment: retried for a minute). Returns the new commit's short hash;
+    with ``check=False`` a failure (nothing to commit, say) returns ``""`` instead of raising."""
     import subprocess
 
-    files = [folder / "manifest.json", *(folder / n for n in json.loads((folder / "manifest.json").read_text())["files"]),
-             *map(Path, extra)]
-    cwd = folder                         # the repository that holds the runs (TANBIAS_RUNS_DIR may point elsewhere)
-    for attempt in range(20):            # another git command may hold the index lock for a moment
-        add = subprocess.run(["git", "add", "--", *map(str, files)], cwd=cwd, capture_output=True, text=True)
+    files = [str(f) for f in files]
+    for attempt in range(20):
+        add = subprocess.run(["git", "add", "--", *files], cwd=cwd, capture_output=True, text=True)
         if add.returncode == 0:
-            out = subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, files)], cwd=cwd,
+            out = subprocess.run(["git", "commit", "-q", "-m", message, "--", *files], cwd=cwd,
                                  capture_output=True, text=True)
             if out.returncode == 0:
                 return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True,
                                       text=True).stdout.strip()
             if "index.lock" not in out.stderr:
-                raise RuntimeError(f"git commit of {folder.name} failed: {out.stderr.strip()}")
+                if not check:
+                    return ""
+                raise RuntimeError(f"git commit of {files[0]}...: {(out.stderr or out.stdout).strip()}")
         elif "index.lock" not in add.stderr:
-            raise RuntimeError(f"git add of {folder.name} failed: {add.stderr.strip()}")
+            if not check:
+                return ""
+            raise RuntimeError(f"git add of {files[0]}...: {add.stderr.strip()}")
         time.sleep(3)
-    raise RuntimeError(f"git commit of {folder.name}: the index stayed locked for a minute")
+    if not check:
+        return ""
+    raise RuntimeError(f"git commit of {files[0]}...: the index stayed locked for a minute")
+
+
+def _git_commit_run(folder: Path, message: str, extra=()) -> str:
+    """Commit a finished run's committed files (its manifest's list) and ``extra`` files, nothing else."""
+    files = [folder / "manifest.json", *(folder / n for n in json.loads((folder / "manifest.json").read_text())["files"]),
+             *map(Path, extra)]
+    # run in the repository that holds the runs (TANBIAS_RUNS_DIR may point elsewhere)
+    return _git_commit(files, message, cwd=folder)
 
 
 def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
@@ -251,16 +265,9 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
         with lock:
             report()
             if commit:
-                _git_commit_file(path, f"{report_name}: a sitting of {len(todo)} runs finished")
+                _git_commit([path], f"{report_name}: a sitting of {len(todo)} runs finished", cwd=path.parent, check=False)
     sitting["wall_seconds"] = round(time.perf_counter() - t0, 1)
     return sitting
-
-
-def _git_commit_file(path: Path, message: str) -> None:
-    import subprocess
-
-    subprocess.run(["git", "add", "--", str(path)], cwd=path.parent, capture_output=True)
-    subprocess.run(["git", "commit", "-q", "-m", message, "--", str(path)], cwd=path.parent, capture_output=True)
 
 
 def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None, device: str = "auto") -> dict:
