@@ -11,6 +11,7 @@ import json
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -19,7 +20,7 @@ from tanbias.errors import ParameterError
 from tanbias.frequency import concentration
 from tanbias.lab import runs
 from tanbias.lab.analysis import dose
-from tanbias.lab.config import (DOSE_LEVELS, DOSE_SEEDS, KINDS, N_SPECIAL, dose_config, dose_names,
+from tanbias.lab.config import (DOSE_LEVELS, DOSE_SEEDS, KINDS, LANGUAGE_SEEDS, N_SPECIAL, dose_config, dose_names,
                                 validate_config)
 from tanbias.lab.corpus import mixture_probabilities
 from tanbias.lab.data import keep_probabilities, lm_batches, split, stream_frequencies, training_streams
@@ -126,7 +127,10 @@ def test_bad_dose_settings_name_themselves(key, value, words):
 
 def test_dose_names_and_order():
     names = dose_names()
-    assert len(names) == len(DOSE_SEEDS) * len(KINDS) * len(DOSE_LEVELS)
+    token_levels = [lv for lv in DOSE_LEVELS if "token" in DOSE_LEVELS[lv]["knobs"]]
+    assert len(names) == len(KINDS) * (len(DOSE_SEEDS) * len(token_levels)
+                                       + len(LANGUAGE_SEEDS) * (len(DOSE_LEVELS) - len(token_levels)))
+    assert not [n for n in names if n.split("-")[2] not in token_levels and int(n.split("-s")[-1]) not in LANGUAGE_SEEDS]
     assert names[:4] == [f"dose-decoder-{lv}-s0" for lv in ("skewed", "b16", "b37", "b100")]
     token = [n for n in names if "token" in DOSE_LEVELS[n.split("-")[2]]["knobs"]]
     assert names[:len(token)] == token                   # the token knob first, every seed
@@ -214,6 +218,18 @@ def test_dose_response_agrees_with_scipy(smoke_sweep):
     ci = stats.ttest_rel(p["b100"], p["skewed"]).confidence_interval()
     assert (r["change_lo"], r["change_hi"]) == pytest.approx((ci.low, ci.high))
     assert r["observed"] in "+-0" and r["predicted"] == "-"
+
+
+def test_a_seed_with_only_the_start_level_is_left_out(smoke_sweep):
+    """The language knob's levels have fewer seeds than the shared skewed start: a seed
+    that has only the start says nothing about a slope and must not count as one."""
+    _, _, table = smoke_sweep
+    r = dose.dose_response(table, "log_enrichment_late", "language", "decoder")
+    extra = table[(table["kind"] == "decoder") & (table["level"] == "skewed") & (table["seed"] == 0)].assign(
+        seed=7, log_enrichment_late=lambda t: t["log_enrichment_late"] + 5.0)
+    r2 = dose.dose_response(pd.concat([table, extra]), "log_enrichment_late", "language", "decoder")
+    assert r2["n_seeds"] == r["n_seeds"] == 2 and r2["n_runs"] == r["n_runs"]
+    assert r2["slope"] == pytest.approx(r["slope"]) and r2["change_lo"] == pytest.approx(r["change_lo"])
 
 
 def test_interaction_and_adaptive_statistics(smoke_sweep):
