@@ -126,3 +126,36 @@ def test_bench_ddp_reports_both_throughputs():
     r = bench_ddp("smoke", steps=4)
     assert r["tokens_per_s_one"] > 0 and r["tokens_per_s_ddp"] > 0
     assert r["speedup"] == pytest.approx(r["tokens_per_s_ddp"] / r["tokens_per_s_one"])
+
+
+def test_zoo_measurements_share_out_over_ranks_and_merge_in_order(tmp_path):
+    """``pretrained.measure_all`` under torchrun: rank r measures models r, r+2, ...; rank 0
+    returns every model's manifest in the zoo's order, as one process does. The script
+    replaces ``measure`` by a stand-in that records the rank that called it, so nothing loads:
+    what is tested is the sharing out and the merge (the measurement itself is tested in
+    test_pretrained.py)."""
+    from tanbias.lab import zoo
+
+    names = list(zoo.ZOO)
+    assert len(names) >= 3                     # rank 1 gets at least one model
+    script = tmp_path / "measure_all.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "from tanbias.lab.analysis import pretrained as pt\n"
+        "pt.measure = lambda name, out_dir, progress, **s: {'name': name, 'by': int(os.environ.get('RANK', 0))}\n"
+        "out = pt.measure_all('all', root=sys.argv[1], progress=False)\n"
+        "if out:\n"
+        "    json.dump({'rank': int(os.environ.get('RANK', 0)), 'out': out}, open(sys.argv[2], 'w'))\n")
+    clean = {k: v for k, v in os.environ.items() if k not in distributed.TORCHRUN_VARS}
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          str(script), str(tmp_path / "zoo"), str(tmp_path / "two.json")],
+                         capture_output=True, text=True, env={**clean, "OMP_NUM_THREADS": "1"})
+    assert two.returncode == 0, two.stderr[-2000:]
+    one = subprocess.run([sys.executable, str(script), str(tmp_path / "zoo"), str(tmp_path / "one.json")],
+                         capture_output=True, text=True, env=clean)
+    assert one.returncode == 0, one.stderr[-2000:]
+    a, b = json.loads((tmp_path / "one.json").read_text()), json.loads((tmp_path / "two.json").read_text())
+    assert b["rank"] == 0 and list(b["out"]) == names == list(a["out"])
+    assert [b["out"][n]["by"] for n in names] == [i % 2 for i in range(len(names))]   # shared out
+    assert [a["out"][n]["by"] for n in names] == [0] * len(names)
+    assert [m["name"] for m in b["out"].values()] == names                            # merged in order
