@@ -140,7 +140,7 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 sweep: $(STAMP)
 	$(PY) -m tanbias.lab sweep --jobs 2
 
-# chapter 10's dose experiment: 36 runs, about 4.5 h on 2 cores, over as many sittings as it
+# chapter 10's dose experiment: 42 runs, about 4 h on 2 cores, over as many sittings as it
 # takes (complete runs are skipped, an interrupted one resumes; each run is committed to
 # git as it finishes). DOSE_ARGS e.g. --seeds 0
 DOSE_ARGS ?=

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tanbias._checks import check_int, check_real
-from tanbias.lab.config import DOSE_LEVELS, DOSE_SEEDS, KINDS, LANGUAGE_SEEDS, dose_names
+from tanbias.lab.config import DOSE_LEVELS, DOSE_SEEDS, KINDS, dose_names
 
 __all__ = ["PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio",
            "power_analysis", "predictions_table", "design_report", "run_status", "load_dose",
@@ -216,8 +216,7 @@ def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "obj
 
     Returns a DataFrame with columns ``kind, residual_sd, sd_df, seeds, detectable_ratio``
     (80 % power, two-sided α = 0.05, four levels at x = 0, 1/3, 2/3, 1) and
-    ``chosen`` (the token knob's :data:`~tanbias.lab.config.DOSE_SEEDS`; the language knob's own
-    levels have :data:`~tanbias.lab.config.LANGUAGE_SEEDS`, whose power is the row of that many seeds).
+    ``chosen`` (the design's :data:`~tanbias.lab.config.DOSE_SEEDS`).
     """
     import pandas as pd
 
@@ -261,8 +260,7 @@ def design_report(expected, power) -> dict:
             "detectable_decoder": float(chosen.loc["decoder", "detectable_ratio"]),
             "detectable_encoder": float(chosen.loc["encoder", "detectable_ratio"]),
             "detectable_decoder_2": float(two.loc["decoder", "detectable_ratio"]),
-            "detectable_encoder_2": float(two.loc["encoder", "detectable_ratio"]),
-            "n_seeds": len(DOSE_SEEDS), "n_language_seeds": len(LANGUAGE_SEEDS), "n_runs": len(dose_names())}
+            "n_seeds": len(DOSE_SEEDS), "n_runs": len(dose_names())}
 
 
 def run_status(runs_dir=None) -> "object":
@@ -429,8 +427,8 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     order = level_positions(knob)
     g["pos"] = g["level"].map(order)
     g = g.dropna(subset=[metric, xcol])
-    # a seed with one level of this knob (the language knob's skewed start at a seed that has
-    # only the direct knob's levels) says nothing about the slope: it is left out
+    # a seed with one level of this knob (only the skewed start, shared by both knobs, say)
+    # says nothing about the slope: it is left out
     per_seed = g.groupby("seed")["level"].nunique()
     g = g[g["seed"].isin(per_seed[per_seed >= 2].index)]
     seeds = sorted(g["seed"].unique())
