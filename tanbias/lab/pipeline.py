@@ -161,6 +161,11 @@ def _git_commit(files, message: str, cwd: Path, check: bool = True) -> str:
     with ``check=False`` a failure (nothing to commit, say) returns ``""`` instead of raising."""
     import subprocess
 
+    def failed(why: str) -> str:
+        if check:
+            raise RuntimeError(f"git commit of {files[0]}...: {why}")
+        return ""
+
     files = [str(f) for f in files]
     for attempt in range(20):
         add = subprocess.run(["git", "add", "--", *files], cwd=cwd, capture_output=True, text=True)
@@ -171,17 +176,11 @@ def _git_commit(files, message: str, cwd: Path, check: bool = True) -> str:
                 return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True,
                                       text=True).stdout.strip()
             if "index.lock" not in out.stderr:
-                if not check:
-                    return ""
-                raise RuntimeError(f"git commit of {files[0]}...: {(out.stderr or out.stdout).strip()}")
+                return failed((out.stderr or out.stdout).strip())
         elif "index.lock" not in add.stderr:
-            if not check:
-                return ""
-            raise RuntimeError(f"git add of {files[0]}...: {add.stderr.strip()}")
+            return failed(f"git add: {add.stderr.strip()}")
         time.sleep(3)
-    if not check:
-        return ""
-    raise RuntimeError(f"git commit of {files[0]}...: the index stayed locked for a minute")
+    return failed("the index stayed locked for a minute")
 
 
 def _git_commit_run(folder: Path, message: str, extra=()) -> str:
