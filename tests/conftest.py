@@ -16,8 +16,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -31,7 +29,6 @@ class BuiltBook:
     html: Path           # _build/html
     returncode: int
     log: str
-    seconds: float
 
     def page(self, doc: str) -> Path:
         return self.html / f"{doc}.html"
@@ -45,23 +42,14 @@ class _BookBuild:
         env = dict(os.environ, TANBIAS_MODE="static", PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
         env.pop("JPY_SESSION_NAME", None)
         self.log_path = self.out / "build.log"
-        self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             [str(BIN / "python"), "-m", "tanbias.bookbuild", str(ROOT), "--path-output", str(self.out)],
             env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
-        self.seconds = None
-        threading.Thread(target=self._time, daemon=True).start()
-
-    def _time(self):
-        self.proc.wait()
-        self.seconds = time.perf_counter() - self.t0
 
     def result(self) -> BuiltBook:
         returncode = self.proc.wait()
-        while self.seconds is None:
-            time.sleep(0.05)
         build = self.out / "_build"
-        return BuiltBook(build, build / "html", returncode, self.log_path.read_text(), self.seconds)
+        return BuiltBook(build, build / "html", returncode, self.log_path.read_text())
 
     def stop(self, remove: bool):
         if self.proc.poll() is None:
@@ -102,7 +90,7 @@ def built_book() -> BuiltBook:
         build = Path(reuse).resolve() / "_build"
         if not (build / "html" / "index.html").exists():
             pytest.fail(f"TANBIAS_BOOK_DIR={reuse}: no built book under {build}")
-        return BuiltBook(build, build / "html", 0, "(reused build)", 0.0)
+        return BuiltBook(build, build / "html", 0, "(reused build)")
     if not (ROOT / "_assets_build" / "plotly.min.js").exists():
         pytest.fail("static assets missing: run `make assets` (make test does it)")
     if "book" not in _BUILD:          # e.g. selected by a keyword after collection
