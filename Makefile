@@ -44,9 +44,22 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt pyproject.toml | $(PY)
-	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q -e .
+# uv installs the pinned stack: about 45 s on 2 cores where pip takes about 2 min 45 s (same
+# versions). It byte-compiles everything at install, on both cores, as pip does: our machines
+# set PYTHONDONTWRITEBYTECODE, so a module not compiled then is compiled again by every
+# process that imports it. uv does not read pip's configuration, so it is handed pip's
+# find-links: on our machines that folder holds the CPU wheel of torch, which the pin
+# torch==2.13.0 then takes instead of a multi-GB CUDA build.
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+PIP_FIND_LINKS ?= $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+UV_PIP = $(UV) pip install --python $(PY) -q --compile-bytecode $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
+
+$(UV): | $(PY)
+	$(PY) -m pip install -q uv==$(UV_VERSION)
+
+$(STAMP): requirements.txt pyproject.toml | $(UV)
+	$(UV_PIP) -r requirements.txt -e .
 	$(PIP_CHECK)
 	touch $@
 
@@ -69,7 +82,7 @@ PIP_CHECK = { $(PY) -m pip check || true; } | \
     awk '/^No broken requirements/ || /$(ZOO_UNDECLARED)/ {next} {print; bad = 1} END {exit bad}'
 
 $(ZOO_STAMP): $(STAMP)
-	$(PY) -m pip install -q --no-deps $(ZOO_PKGS)
+	$(UV_PIP) --no-deps $(ZOO_PKGS)
 	$(PIP_CHECK)
 	touch $@
 
@@ -125,12 +138,16 @@ book: $(STAMP) $(ASSETS_STAMP)
 	       echo "Log: $(BUILD)/build.log"; exit 1; }
 	@echo "The book is at file://$(CURDIR)/$(BUILD)/html/index.html"
 
+# pytest-xdist workers (the book build runs beside them, tests/conftest.py); 0 = one process
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
+
 test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
-	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(PYTEST_ARGS)
+	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # the fast inner loop: no book build, no assets, no browser (under 2 minutes)
 unit: $(STAMP)
-	$(PY) -m pytest -m "not book and not browser and not zoo" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not book and not browser and not zoo" $(PYTEST_ARGS)
 
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \

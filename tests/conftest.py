@@ -2,8 +2,15 @@
 
 The build starts in the background as soon as the tests are collected, and the
 test files that read it (those using ``built_book``) run last, so the ~90 s
-build overlaps the rest of the suite instead of coming before it; most tests use
-one core, the build two.
+build overlaps the rest of the suite instead of coming before it.
+
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) the workers
+share that one build: the controller names a folder before the workers start
+(``TANBIAS_TEST_BOOK``), the first worker to collect a test that reads the book
+starts the build there, and every worker waits for its exit status file. Tests
+that share something heavier than a temporary folder stay on one worker
+(:func:`pytest_collection_modifyitems` puts them in an ``xdist_group``): the
+model zoo's cache in ``work/zoo`` and the JupyterLab server.
 
 Set ``TANBIAS_BOOK_DIR=/path/with/_build`` to reuse an existing build (e.g. the
 output of ``make book``: ``TANBIAS_BOOK_DIR=.``) while iterating on tests.
@@ -14,13 +21,21 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from bookhelpers import BIN, CHROMIUM_ARGS, ROOT  # noqa: E402
+
+#: the folder of this test run's book build, named by the controller, inherited by the workers
+SHARED_ENV = "TANBIAS_TEST_BOOK"
+#: longest wait for the shared build (a clean build takes about 100 s on 2 idle cores)
+BUILD_TIMEOUT_S = 1800
 
 
 @dataclasses.dataclass
@@ -35,51 +50,112 @@ class BuiltBook:
 
 
 class _BookBuild:
-    """``python -m tanbias.bookbuild`` (strict, static mode) in a background process."""
+    """``python -m tanbias.bookbuild`` (strict, static mode) in a background process, in ``out``.
 
-    def __init__(self):
-        self.out = Path(tempfile.mkdtemp(prefix="tanbias-book-"))
+    The process writes its exit status to ``out/returncode`` when it ends, so any
+    process of the test run (not only its parent) can wait for it; its pid is in
+    ``out/pid`` so that the controller can stop it at the end.
+    """
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.log_path = out / "build.log"
+        self.rc_path = out / "returncode"
+
+    @classmethod
+    def claim(cls, out: Path):
+        """Start the build in ``out`` unless a process of this run already did; the shared handle."""
+        build = cls(out)
+        try:
+            os.mkdir(out / "claimed")           # atomic: exactly one process of the run starts it
+        except FileExistsError:
+            return build
         env = dict(os.environ, TANBIAS_MODE="static", PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
         env.pop("JPY_SESSION_NAME", None)
-        self.log_path = self.out / "build.log"
-        self.proc = subprocess.Popen(
-            [str(BIN / "python"), "-m", "tanbias.bookbuild", str(ROOT), "--path-output", str(self.out)],
-            env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
+        script = ('import subprocess, sys, os\n'
+                  'rc = subprocess.call(sys.argv[1:], stdout=open(os.environ["_LOG"], "w"), '
+                  'stderr=subprocess.STDOUT)\n'
+                  'open(os.environ["_RC"] + ".tmp", "w").write(str(rc))\n'
+                  'os.replace(os.environ["_RC"] + ".tmp", os.environ["_RC"])\n')
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(BIN / "python"), "-m", "tanbias.bookbuild", str(ROOT),
+             "--path-output", str(out)],
+            env={**env, "_LOG": str(build.log_path), "_RC": str(build.rc_path)},
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        (out / "pid").write_text(str(proc.pid))
+        return build
 
     def result(self) -> BuiltBook:
-        returncode = self.proc.wait()
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while not self.rc_path.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"the book build in {self.out} did not finish in {BUILD_TIMEOUT_S} s")
+            time.sleep(0.5)
         build = self.out / "_build"
-        return BuiltBook(build, build / "html", returncode, self.log_path.read_text())
+        log = self.log_path.read_text() if self.log_path.exists() else "(no log)"
+        return BuiltBook(build, build / "html", int(self.rc_path.read_text()), log)
 
-    def stop(self, remove: bool):
-        if self.proc.poll() is None:
-            self.proc.terminate()
+    @staticmethod
+    def stop(out: Path, remove: bool):
+        """Stop a build still running in ``out`` (its whole process group); remove ``out``."""
+        pid = out / "pid"
+        if pid.exists() and not (out / "returncode").exists():
             try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(int(pid.read_text()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
         if remove:
-            shutil.rmtree(self.out, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
 
 
-_BUILD: dict[str, _BookBuild] = {}
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    """The controller (or the only process) names the run's build folder before workers start."""
+    if not _is_worker(config) and SHARED_ENV not in os.environ:
+        os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="tanbias-book-")
+        config._tanbias_book_owner = True
+
+
+def _shared() -> Path:
+    return Path(os.environ[SHARED_ENV])
+
+
+#: tests that share more than a temporary folder run on one worker: by marker, and by fixture
+_GROUP_BY_MARKER = {"zoo": "zoo-cache"}
+_GROUP_BY_FIXTURE = {"jupyter_lab": "jupyterlab"}
 
 
 @pytest.hookimpl(trylast=True)          # after -m / -k deselection: `make unit` starts no build
 def pytest_collection_modifyitems(session, config, items):
     """Test files that read the built book go last; the build starts now, in the background."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        group = next((g for m, g in _GROUP_BY_MARKER.items() if item.get_closest_marker(m)), None)
+        group = next((g for f, g in _GROUP_BY_FIXTURE.items() if f in fixtures), group)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
     files = {item.path for item in items if "built_book" in getattr(item, "fixturenames", ())}
     if not files:
         return
     items[:] = [i for i in items if i.path not in files] + [i for i in items if i.path in files]
     if (not config.option.collectonly and not os.environ.get("TANBIAS_BOOK_DIR")
             and (ROOT / "_assets_build" / "plotly.min.js").exists()):
-        _BUILD["book"] = _BookBuild()
+        _BookBuild.claim(_shared())
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_tanbias_book_owner", False):
+        # a failed run keeps the build and its log for a look; an unused folder always goes
+        failed = getattr(config, "_tanbias_failed", True)
+        _BookBuild.stop(_shared(), remove=not failed or not (_shared() / "claimed").exists())
+        os.environ.pop(SHARED_ENV, None)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if "book" in _BUILD:
-        _BUILD.pop("book").stop(remove=exitstatus == 0)
+    session.config._tanbias_failed = exitstatus != 0
 
 
 @pytest.fixture(scope="session")
@@ -93,9 +169,8 @@ def built_book() -> BuiltBook:
         return BuiltBook(build, build / "html", 0, "(reused build)")
     if not (ROOT / "_assets_build" / "plotly.min.js").exists():
         pytest.fail("static assets missing: run `make assets` (make test does it)")
-    if "book" not in _BUILD:          # e.g. selected by a keyword after collection
-        _BUILD["book"] = _BookBuild()
-    return _BUILD["book"].result()
+    # started at collection; or now, e.g. when selected by a keyword after collection
+    return _BookBuild.claim(_shared()).result()
 
 
 @pytest.fixture(scope="session")
