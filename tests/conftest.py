@@ -34,6 +34,8 @@ from bookhelpers import BIN, CHROMIUM_ARGS, ROOT  # noqa: E402
 
 #: the folder of this test run's book build, named by the controller, inherited by the workers
 SHARED_ENV = "TANBIAS_TEST_BOOK"
+#: the math libraries' thread counts, set to 1 for the workers of ``pytest -n``
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: longest wait for the shared build (a clean build takes about 100 s on 2 idle cores)
 BUILD_TIMEOUT_S = 1800
 
@@ -117,26 +119,48 @@ def pytest_configure(config):
     if not _is_worker(config) and SHARED_ENV not in os.environ:
         os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="tanbias-book-")
         config._tanbias_book_owner = True
+    if not _is_worker(config) and getattr(config.option, "numprocesses", None):
+        # two workers and the book build already fill both cores: a second math thread per
+        # process only spins against the others (measured: a third more CPU time in all)
+        for var in THREAD_VARS:
+            os.environ.setdefault(var, "1")
 
 
 def _shared() -> Path:
     return Path(os.environ[SHARED_ENV])
 
 
-#: tests that share more than a temporary folder run on one worker: by marker, and by fixture
-_GROUP_BY_MARKER = {"zoo": "zoo-cache"}
-_GROUP_BY_FIXTURE = {"jupyter_lab": "jupyterlab"}
+def _module_scoped(item) -> bool:
+    """Whether ``item`` uses a fixture computed once per module (or class)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope in ("module", "class", "package") for seq in defs for d in seq)
+
+
+def _xdist_groups(items) -> None:
+    """Put tests that share something on one worker (``--dist loadgroup``).
+
+    * every test of a module that loads a model of the zoo: they share ``work/zoo``
+      (a first load writes the float32 cache there) and, with it, module fixtures;
+    * the tests of a module that use a module-scoped fixture (a smoke training run, a
+      sweep, a JupyterLab server): that fixture is then computed once, not once per worker.
+    The others are shared out one by one.
+    """
+    zoo_modules = {i.path for i in items if i.get_closest_marker("zoo")}
+    for item in items:
+        if item.path in zoo_modules:
+            group = "zoo-cache"
+        elif _module_scoped(item):
+            group = f"module:{item.path.name}"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(trylast=True)          # after -m / -k deselection: `make unit` starts no build
 def pytest_collection_modifyitems(session, config, items):
     """Test files that read the built book go last; the build starts now, in the background."""
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        group = next((g for m, g in _GROUP_BY_MARKER.items() if item.get_closest_marker(m)), None)
-        group = next((g for f, g in _GROUP_BY_FIXTURE.items() if f in fixtures), group)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+    _xdist_groups(items)
     files = {item.path for item in items if "built_book" in getattr(item, "fixturenames", ())}
     if not files:
         return
