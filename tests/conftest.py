@@ -116,6 +116,7 @@ def _is_worker(config) -> bool:
 
 def pytest_configure(config):
     """The controller (or the only process) names the run's build folder before workers start."""
+    config.pluginmanager.register(_GroupsPlugin(), "tanbias-xdist-groups")
     if not _is_worker(config) and SHARED_ENV not in os.environ:
         os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="tanbias-book-")
         config._tanbias_book_owner = True
@@ -147,6 +148,8 @@ def _xdist_groups(items) -> None:
     The others are shared out one by one.
     """
     zoo_modules = {i.path for i in items if i.get_closest_marker("zoo")}
+    # xdist reads the groups in its own pytest_collection_modifyitems (they become a suffix
+    # of the node id): this runs first (_GroupsPlugin)
     for item in items:
         if item.path in zoo_modules:
             group = "zoo-cache"
@@ -157,10 +160,15 @@ def _xdist_groups(items) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+class _GroupsPlugin:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items):
+        _xdist_groups(items)
+
+
 @pytest.hookimpl(trylast=True)          # after -m / -k deselection: `make unit` starts no build
 def pytest_collection_modifyitems(session, config, items):
     """Test files that read the built book go last; the build starts now, in the background."""
-    _xdist_groups(items)
     files = {item.path for item in items if "built_book" in getattr(item, "fixturenames", ())}
     if not files:
         return
