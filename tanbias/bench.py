@@ -240,7 +240,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     # inline versus a separate post-hoc forward+backward), measured in one process.
     from tanbias.lab.train import bench_lab
     try:
-        report["lab"] = bench_lab(reps=2 if quick else 4)
+        report["lab"] = bench_lab(reps=3 if quick else 8)
     except Exception as exc:  # report, keep the rest of the benchmark
         report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
     from tanbias.lab.train import bench_ddp

@@ -93,3 +93,31 @@ def test_analysis_finds_a_planted_tangent_space():
     assert all(r["enrichment"] > 3 and r["p_energy"] < 0.05 for r in rows)
     assert {r["proxy"] for r in align} == {"frozen", "refit", "local"}
     assert len(corr) == 6 and all("spearman" in c for c in corr)
+
+
+def test_capture_writer_writes_what_a_synchronous_save_writes(tmp_path):
+    """The background writer stores exactly the synchronous pack + save, and ``wait``
+    reports a failed write (here: the folder is a file) instead of losing it."""
+    from tanbias.lab import runs
+    from tanbias.lab.probe import CaptureWriter, load_capture, pack_capture
+
+    g = torch.Generator().manual_seed(0)
+    acts = [torch.randn(16, 8, generator=g) for _ in range(3)]
+    grads = [1e-6 * torch.randn(16, 8, generator=g) for _ in range(3)]
+    ids, orig = torch.arange(16), torch.arange(16) + 1
+    runs.atomic_save_npz(tmp_path / "sync.npz", **pack_capture(acts, grads, ids, orig))
+    with CaptureWriter() as w:
+        for i in range(3):                                   # several in flight, in order
+            w.submit(tmp_path / f"bg{i}.npz", acts, grads, ids, orig)
+    want = load_capture(tmp_path / "sync.npz", "x")
+    for i in range(3):
+        got = load_capture(tmp_path / f"bg{i}.npz", "x")
+        assert set(got) == set(want)
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key])
+    (tmp_path / "a-file").write_text("")
+    w = CaptureWriter()
+    w.submit(tmp_path / "a-file" / "step_000001.npz", acts, grads, ids, orig)
+    with pytest.raises(OSError):
+        w.wait()
+    w.close()                                                # nothing pending: no error twice

@@ -51,10 +51,10 @@ from tanbias.lab.config import REPRODUCE_TOLERANCE, SIZES, load_config, validate
 from tanbias.lab.data import batch_targets, check_languages, original_ids, training_streams
 from tanbias.lab.models import (autocast, evaluate, loss_and_correct, make_model, resolve_device, to_device,
                                 unigram_baseline)
-from tanbias.lab.probe import ResidualProbe, pack_capture, probe_steps
+from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["train", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "bench_ddp", "measure_sizes",
+__all__ = ["train", "train_step", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "bench_ddp", "measure_sizes",
            "gpu_check"]
 
 
@@ -95,6 +95,41 @@ def setup_training(cfg, device=None):
     warmup = cfg["warmup"] or max(1, cfg["steps"] // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg["steps"], warmup, cfg["schedule"]))
     return tok, model, opt, sched
+
+
+def train_step(model, opt, sched, batch, precision: str, device, capture=None):
+    """One optimizer step of one process on ``batch`` (already on ``device``).
+
+    Forward and loss under :func:`~tanbias.lab.models.autocast`, backward, gradient
+    clipping at norm 1, AdamW step, schedule step. ``capture=(probe, writer, path)``
+    arms ``probe`` for this step and, after the backward, hands its capture to
+    ``writer`` (a :class:`~tanbias.lab.probe.CaptureWriter`) for ``path``. Both
+    :func:`train` (one process) and :func:`bench_lab` run their steps through it.
+
+    Returns
+    -------
+    tuple
+        ``(loss, scored, correct, capture_seconds)``: the mean loss (a detached
+        tensor), the numbers of scored and correctly predicted positions, and the
+        seconds the step spent on the capture.
+    """
+    if capture is not None:
+        capture[0].arm()
+    with autocast(device, precision):
+        loss_sum, n, correct = loss_and_correct(model, batch)
+    loss = loss_sum / max(n, 1)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    seconds = 0.0
+    if capture is not None:
+        t = time.perf_counter()
+        probe, writer, path = capture
+        writer.submit(path, *probe.collect_raw(batch))
+        seconds = time.perf_counter() - t
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    return loss.detach(), n, correct, seconds
 
 
 def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds):
@@ -235,76 +270,79 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
     bar = tqdm(total=cfg["steps"], initial=start, desc=cfg["name"], unit="step",
                disable=not progress, dynamic_ncols=True)
     model.train()
-    for step in range(start, cfg["steps"]):
-        if ctx.main and probe_eval and step in pset and step not in probe_evals:
-            te = time.perf_counter()
-            res = evaluate(model, probe_eval, cfg["precision"])
-            runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
-                                         "accuracy": res["accuracy"], "tokens": res["tokens"]})
-            probe_evals.add(step)
-            eval_seconds += time.perf_counter() - te
-        t0 = time.perf_counter()
-        batch = next(train_batches)
-        counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=vocab)
-        probing = step in pset
-        if probing:
-            probe.arm()
-        dbatch = to_device(distributed.shard(batch, ctx), dev)
-        if not ctx.distributed:
-            with autocast(dev, cfg["precision"]):
-                loss_sum, n, correct = loss_and_correct(model, dbatch)
-            loss = loss_sum / max(n, 1)
-            logged_loss = loss
-        else:
-            with autocast(dev, cfg["precision"]):
-                loss_sum, nc = step_model(dbatch["input_ids"], dbatch["labels"])
-            n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
-            # DDP averages the ranks' gradients: world x (local sum) / (global count) makes that
-            # average the gradient of the global mean loss
-            loss = loss_sum * ctx.world / max(n, 1)
-            logged_loss = distributed.all_sum(loss_sum.detach().float(), ctx) / max(n, 1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if probing:
-            tp = time.perf_counter()
+    # captures are packed and written on a thread beside the steps; leaving this block waits
+    # for them (and re-raises a failed write)
+    with CaptureWriter() as writer:
+        for step in range(start, cfg["steps"]):
+            if ctx.main and probe_eval and step in pset and step not in probe_evals:
+                te = time.perf_counter()
+                res = evaluate(model, probe_eval, cfg["precision"])
+                runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
+                                             "accuracy": res["accuracy"], "tokens": res["tokens"]})
+                probe_evals.add(step)
+                eval_seconds += time.perf_counter() - te
+            t0 = time.perf_counter()
+            batch = next(train_batches)
+            counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=vocab)
+            probing = step in pset
+            dbatch = to_device(distributed.shard(batch, ctx), dev)
             if not ctx.distributed:
-                runs.atomic_save_npz(runs.capture_path(d, step), **probe.collect(dbatch))
+                logged_loss, n, correct, tp = train_step(
+                    model, opt, sched, dbatch, cfg["precision"], dev,
+                    capture=(probe, writer, runs.capture_path(d, step)) if probing else None)
+                probe_seconds += tp
             else:
-                acts, grads, ids_, orig = probe.collect_raw(dbatch)
-                rows_local = dbatch["input_ids"].shape[0]
-                grads = [g / ctx.world for g in grads]        # the gradient of the global mean loss
-                got = distributed.gather_rows([*acts, *grads, ids_, orig], ctx, rows_local)
+                if probing:
+                    probe.arm()
+                with autocast(dev, cfg["precision"]):
+                    loss_sum, nc = step_model(dbatch["input_ids"], dbatch["labels"])
+                n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
+                # DDP averages the ranks' gradients: world x (local sum) / (global count) makes that
+                # average the gradient of the global mean loss
+                loss = loss_sum * ctx.world / max(n, 1)
+                logged_loss = distributed.all_sum(loss_sum.detach().float(), ctx) / max(n, 1)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if probing:
+                    tp = time.perf_counter()
+                    acts, grads, ids_, orig = probe.collect_raw(dbatch)
+                    rows_local = dbatch["input_ids"].shape[0]
+                    grads = [g / ctx.world for g in grads]        # the gradient of the global mean loss
+                    got = distributed.gather_rows([*acts, *grads, ids_, orig], ctx, rows_local)
+                    if ctx.main:
+                        L1, k_ = len(acts), cfg["probe"]["tokens"]
+                        writer.submit(runs.capture_path(d, step), [a[:k_] for a in got[:L1]],
+                                      [g[:k_] for g in got[L1:2 * L1]], got[-2][:k_], got[-1][:k_])
+                    probe_seconds += time.perf_counter() - tp
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                sched.step()
+            dt = time.perf_counter() - t0
+            elapsed += dt
+            rec = {"type": "step", "step": step, "loss": float(logged_loss.detach()), "accuracy": correct / max(n, 1),
+                   "scored": n, "tokens": (step + 1) * tokens_per_step, "lr": sched.get_last_lr()[0],
+                   "seconds": round(elapsed, 3), "tokens_per_s": round(tokens_per_step / dt, 1),
+                   "probe": probing}
+            if step in logged:
+                if abs(logged[step]["loss"] - rec["loss"]) > REPRODUCE_TOLERANCE["loss_atol"]:
+                    mismatches += 1
+            else:
                 if ctx.main:
-                    L1, k_ = len(acts), cfg["probe"]["tokens"]
-                    runs.atomic_save_npz(runs.capture_path(d, step), **pack_capture(
-                        [a[:k_] for a in got[:L1]], [g[:k_] for g in got[L1:2 * L1]], got[-2][:k_], got[-1][:k_]))
-            probe_seconds += time.perf_counter() - tp
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        dt = time.perf_counter() - t0
-        elapsed += dt
-        rec = {"type": "step", "step": step, "loss": float(logged_loss.detach()), "accuracy": correct / max(n, 1),
-               "scored": n, "tokens": (step + 1) * tokens_per_step, "lr": sched.get_last_lr()[0],
-               "seconds": round(elapsed, 3), "tokens_per_s": round(tokens_per_step / dt, 1),
-               "probe": probing}
-        if step in logged:
-            if abs(logged[step]["loss"] - rec["loss"]) > REPRODUCE_TOLERANCE["loss_atol"]:
-                mismatches += 1
-        else:
-            if ctx.main:
-                runs.append_jsonl(log_path, rec)
-            logged[step] = rec
-        bar.update(1)
-        bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}")
-        done = step + 1
-        if ctx.main and (done % cfg["checkpoint_every"] == 0 or done == cfg["steps"]):
-            _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds)
-        if stop_after is not None and done == stop_after:
-            bar.close()
-            raise Interrupted(f"stopped after step {step} (stop_after={stop_after})")
-        if kill_after is not None and done == int(kill_after) and kill_rank in (None, str(ctx.rank)):
-            os.kill(os.getpid(), signal.SIGKILL)
+                    runs.append_jsonl(log_path, rec)
+                logged[step] = rec
+            bar.update(1)
+            bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}")
+            done = step + 1
+            if ctx.main and (done % cfg["checkpoint_every"] == 0 or done == cfg["steps"]):
+                tw = time.perf_counter()
+                writer.wait()                # a checkpoint never counts a capture not yet written
+                probe_seconds += time.perf_counter() - tw
+                _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds)
+            if stop_after is not None and done == stop_after:
+                bar.close()
+                raise Interrupted(f"stopped after step {step} (stop_after={stop_after})")
+            if kill_after is not None and done == int(kill_after) and kill_rank in (None, str(ctx.rank)):
+                os.kill(os.getpid(), signal.SIGKILL)
     bar.close()
     if probe is not None:
         probe.remove()
@@ -358,13 +396,27 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     """Training tokens/s per precision and the probe's overhead, measured side by side in one process.
 
     For each precision a model is built from the same seed; ``reps`` rounds
-    interleave, for every precision, three step types on the same data, so all
-    see the same machine load: a plain training step; a step with the inline
-    probe (hooks + ``retain_grad`` + copy + atomic write of the capture); and a
-    plain step followed by the *post-hoc* alternative (a separate
-    forward+backward with the probe armed, as a probe of a saved checkpoint
-    would need). The overheads of a whole default run (``run_steps`` steps,
-    ``n_probe_steps`` of them probed) are then
+    interleave, for every precision, three measurements of two steps each on the same
+    data (every step is :func:`train_step`, as in :func:`train`):
+
+    * ``plain``: two training steps;
+    * ``inline``: a step with the inline probe (hooks, ``retain_grad``, the copy handed
+      to a :class:`~tanbias.lab.probe.CaptureWriter`), a plain step and a wait for the
+      capture to be on disk: the probe's whole cost, including what its writer thread
+      takes from the next step;
+    * ``posthoc``: a plain step and the *post-hoc* alternative (a separate
+      forward+backward with the probe armed, as a probe of a saved checkpoint would
+      need, packed and written synchronously).
+
+    Each round's ``inline`` and ``posthoc`` are compared with its own ``plain`` pair
+    (steps on this machine vary by about 10 % from one to the next, ten times the
+    probe's cost: the paired differences cancel the slow drifts), and the medians over
+    rounds give ``t_plain`` (half the plain pair), ``t_inline = t_plain + (inline -
+    plain)`` (one probed step) and ``t_posthoc = 2 t_plain + (posthoc - plain)`` (a
+    step and its post-hoc pass).
+
+    The overheads of a whole default run (``run_steps`` steps, ``n_probe_steps`` of
+    them probed) are then
 
         inline  = (N t_plain + k (t_inline - t_plain)) / (N t_plain)
         posthoc = (N t_plain + k (t_posthoc - t_plain)) / (N t_plain)
@@ -398,6 +450,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     batches, _ = training_streams(cfg0, tok)
     times = {p: {"plain": [], "inline": [], "posthoc": []} for p in precisions}
     tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
+    writer = CaptureWriter()
 
     def sync():
         if dev.type == "cuda":
@@ -405,17 +458,8 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
 
     def step(prec, batch, inline=False):
         model, opt, sched, probe = setups[prec]
-        if inline:
-            probe.arm()
-        with autocast(dev, prec):
-            loss_sum, n, _ = loss_and_correct(model, batch)
-        opt.zero_grad(set_to_none=True)
-        (loss_sum / max(n, 1)).backward()
-        if inline:
-            runs.atomic_save_npz(tmp / "cap.npz", **probe.collect(batch))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        train_step(model, opt, sched, batch, prec, dev,
+                   capture=(probe, writer, tmp / "cap.npz") if inline else None)
 
     def posthoc(prec, batch):
         model, _, _, probe = setups[prec]
@@ -432,19 +476,25 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         for prec in precisions:
             step(prec, b)                                     # warm-up
         for _ in range(int(reps)):
+            b = to_device(next(batches), dev)                 # one batch for the round's pairs
             for kind_ in ("plain", "inline", "posthoc"):
-                b = to_device(next(batches), dev)
                 for prec in precisions:
                     sync()
                     t0 = time.perf_counter()
                     if kind_ == "posthoc":
                         step(prec, b)
                         posthoc(prec, b)
+                    elif kind_ == "inline":
+                        step(prec, b, inline=True)
+                        step(prec, b)
+                        writer.wait()
                     else:
-                        step(prec, b, inline=kind_ == "inline")
+                        step(prec, b)
+                        step(prec, b)
                     sync()
                     times[prec][kind_].append(time.perf_counter() - t0)
     finally:
+        writer.close()
         for *_, probe in setups.values():
             probe.remove()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -453,7 +503,11 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     N = run_steps
     per = {}
     for prec in precisions:
-        med = {key: float(np.median(v)) for key, v in times[prec].items()}
+        pairs = {key: np.asarray(v) for key, v in times[prec].items()}
+        t_plain = float(np.median(pairs["plain"])) / 2
+        med = {"plain": t_plain,
+               "inline": t_plain + float(np.median(pairs["inline"] - pairs["plain"])),
+               "posthoc": 2 * t_plain + float(np.median(pairs["posthoc"] - pairs["plain"]))}
         tps = tokens_per_step / med["plain"]
         peak = gemm_peak(dtype=prec, device=dev)
         per[prec] = {
@@ -518,7 +572,8 @@ def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", dev
     Returns ``tokens_per_s`` (training, from the run's own timing), ``gemm_tflops``
     (the device's matrix-multiply rate for ``precision``, measured in the same
     process), ``peak_fraction`` (6 x non-embedding parameters FLOP per token),
-    ``probe_overhead`` (whole run / run without the probe's capture time),
+    ``probe_overhead`` (whole run / run without the time the loop spent on the probe: its
+    copy and any wait for the writer thread, which packs and writes beside the steps),
     ``peak_memory_gb`` (CUDA only), ``loss_first``, ``loss_last``, ``seconds``.
     ``scripts/gpu_check.sh`` calls it when torch sees a CUDA GPU.
     """
