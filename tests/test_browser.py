@@ -257,11 +257,12 @@ def _first_interactive_chapter(built_book) -> str:
 
 def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book, browser,
                                                         screenshot_dir):
-    """Open a chapter in JupyterLab: it is a notebook; run it; move a live slider;
-    the FigureWidget next to it changes (live mode: the kernel recomputes)."""
+    """Open a chapter in JupyterLab: it is a notebook; run it; its prose renders with its
+    numbers (:func:`_check_prose`); move a live slider; the FigureWidget next to it
+    changes (live mode: the kernel recomputes). One run of the chapter for both."""
     base, token = jupyter_lab
     chapter = _first_interactive_chapter(built_book)
-    page, problems = _open(browser, f"{base}/lab/tree/{chapter}?token={token}", viewport=(1400, 1100))
+    page, problems = _open(browser, _lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
     try:
         _run_all_in_lab(page, wait_until_done=False)
         # an Interactive's live view: a box holding its sliders and its FigureWidget
@@ -272,6 +273,7 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
         page.wait_for_function(
             "() => !Array.from(document.querySelectorAll('.jp-InputArea-prompt'))"
             ".some(p => p.textContent.includes('*'))", timeout=300_000)
+        _check_prose(page, chapter, screenshot_dir)
         view.scroll_into_view_if_needed()
         plot = view.locator(".js-plotly-plot").first.element_handle()
         before = plot.evaluate(DATA_JS)
@@ -299,9 +301,9 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
         page.close()
 
 
-#: Chapters whose prose the JupyterLab test reads after running them: the first
-#: chapter, and the one that quotes the most numbers.
-LAB_PROSE_CHAPTERS = ["chapters/01_manifold_hypothesis.md", "chapters/08_eurobert_vs_decoder.md"]
+#: Chapters whose prose the JupyterLab test reads after running them: the one that
+#: quotes the most numbers (the live-figure test reads the first interactive chapter's).
+LAB_PROSE_CHAPTERS = ["chapters/08_eurobert_vs_decoder.md"]
 
 #: JavaScript: the rendered text of every Markdown cell of the open notebook,
 #: without its (hidden) editor and typeset math. Inline code stays: an {eval}
@@ -333,29 +335,36 @@ def _run_all_in_lab(page, wait_until_done: bool = True):
         ".some(p => p.textContent.includes('*'))", timeout=300_000)
 
 
+def _lab_workspace_url(base: str, token: str, chapter: str) -> str:
+    """The chapter in a workspace of its own, reset: only this chapter is open (a restored
+    tab from another test would be the current widget that "run all" runs)."""
+    workspace = Path(chapter).stem.replace("_", "-")
+    return f"{base}/lab/workspaces/{workspace}/tree/{chapter}?token={token}&reset"
+
+
+def _check_prose(page, chapter: str, screenshot_dir) -> None:
+    """After a run in JupyterLab: the chapter's Markdown renders as MyST (jupyterlab-myst),
+    every {eval} shows its number, and no raw role or TeX reaches the reader."""
+    n_eval = (ROOT / chapter).read_text(encoding="utf8").count("{eval}`")
+    page.wait_for_timeout(2_000)   # the last Markdown cells' expressions come back
+    text = "\n".join(page.evaluate(LAB_MARKDOWN_JS))
+    page.screenshot(path=str(screenshot_dir / f"lab-prose-{Path(chapter).stem}.png"))
+    assert n_eval > 0, f"{chapter} quotes no number: pick another chapter"
+    shown = text.count("glued[")
+    assert shown == 0, (f"{shown} of {n_eval} {{eval}} expressions were shown instead of their "
+                        "values (jupyterlab-myst evaluates only rendered cells: "
+                        "lab-settings/overrides.json turns notebook windowing off)")
+    raw = raw_markup(text)
+    assert not raw, f"{chapter} in JupyterLab shows raw markup:\n" + "\n".join(raw[:20])
+
+
 @pytest.mark.parametrize("chapter", LAB_PROSE_CHAPTERS)
 def test_lab_renders_prose_with_its_numbers(chapter, jupyter_lab, browser, screenshot_dir):
-    """Run a chapter in JupyterLab: its Markdown renders as MyST (jupyterlab-myst),
-    every {eval} shows its number, and no raw role or TeX reaches the reader."""
+    """Run a chapter in JupyterLab and read its prose (:func:`_check_prose`)."""
     base, token = jupyter_lab
-    source = (ROOT / chapter).read_text(encoding="utf8")
-    n_eval = source.count("{eval}`")
-    # a workspace of its own, reset: only this chapter is open (a restored tab from
-    # another test would be the current widget that "run all" runs)
-    workspace = Path(chapter).stem.replace("_", "-")
-    page, problems = _open(browser, f"{base}/lab/workspaces/{workspace}/tree/{chapter}"
-                                    f"?token={token}&reset", viewport=(1400, 1100))
+    page, problems = _open(browser, _lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
     try:
         _run_all_in_lab(page)
-        page.wait_for_timeout(2_000)   # the last Markdown cells' expressions come back
-        text = "\n".join(page.evaluate(LAB_MARKDOWN_JS))
-        page.screenshot(path=str(screenshot_dir / f"lab-prose-{Path(chapter).stem}.png"))
-        assert n_eval > 0, f"{chapter} quotes no number: pick another chapter"
-        shown = text.count("glued[")
-        assert shown == 0, (f"{shown} of {n_eval} {{eval}} expressions were shown instead of their "
-                            "values (jupyterlab-myst evaluates only rendered cells: "
-                            "lab-settings/overrides.json turns notebook windowing off)")
-        raw = raw_markup(text)
-        assert not raw, f"{chapter} in JupyterLab shows raw markup:\n" + "\n".join(raw[:20])
+        _check_prose(page, chapter, screenshot_dir)
     finally:
         page.close()

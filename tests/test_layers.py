@@ -215,6 +215,16 @@ def test_maths_import_without_plotly():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_chapters_reading_committed_results_import_no_torch():
+    """Chapters 8, 9, 10 and the closing page read committed tables: what they import must
+    not load torch (about 3 s of CPU a chapter in the book build)."""
+    code = ("import sys\nimport tanbias.lab.zoo, tanbias.lab.analysis.pretrained, "
+            "tanbias.lab.analysis.report, tanbias.lab.analysis.dose, tanbias.lab.corpus\n"
+            "assert 'torch' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_figures_import_skips_the_grammar_compiling_optional_dependency():
     """Importing the figures (every chapter does) must not load rfc3987_syntax (3 s of CPU)."""
     code = ("import sys\nimport tanbias.figures, tanbias.interactive, tanbias.renderer\n"

@@ -35,7 +35,7 @@ from tanbias.lab.config import DEFAULT_TEMPERATURE, REGIMES, check_temperature
 __all__ = [
     "CORPUS_DIR", "REBUILD_COMMAND", "CorruptFileError",
     "read_manifest", "verify_corpus", "load_corpus", "language_counts",
-    "mixture_probabilities", "mixture", "split_corpus",
+    "mixture_probabilities", "mixture", "split_corpus", "split",
 ]
 
 CORPUS_DIR = Path(os.environ.get("TANBIAS_CORPUS_DIR",
@@ -374,3 +374,15 @@ def split_corpus(corpus: Mapping[str, Sequence[str]], valid_fraction: float = 0.
             h = int.from_bytes(hashlib.sha1(d.encode("utf-8")).digest()[:8], "big")
             (valid if h < cut else train)[lang].append(d)
     return train, valid
+
+
+_SPLIT_CACHE: dict = {}
+
+
+def split(languages=None):
+    """The corpus' train/validation split (:func:`split_corpus`), loaded and checksum-verified
+    once per process; ``languages`` as :func:`load_corpus`."""
+    key = (str(CORPUS_DIR), None if languages is None else tuple(languages))
+    if key not in _SPLIT_CACHE:
+        _SPLIT_CACHE[key] = split_corpus(load_corpus(languages))
+    return _SPLIT_CACHE[key]

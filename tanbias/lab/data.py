@@ -26,24 +26,13 @@ from tanbias._checks import check_real
 from tanbias.errors import ParameterError
 from tanbias.lab.config import (DEFAULT_TEMPERATURE, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, SIZES,
                                 check_kind)
-from tanbias.lab.corpus import (CORPUS_DIR, load_corpus, mixture, mixture_probabilities, read_manifest,
-                                split_corpus)
+from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_manifest, split
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
 __all__ = ["split", "check_languages", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
            "common_batches"]
-
-_SPLIT_CACHE: dict = {}
-
-
-def split(languages=None):
-    """The corpus' train/validation split, loaded (and checksum-verified) once per process."""
-    key = (str(CORPUS_DIR), None if languages is None else tuple(languages))
-    if key not in _SPLIT_CACHE:
-        _SPLIT_CACHE[key] = split_corpus(load_corpus(languages))
-    return _SPLIT_CACHE[key]
 
 
 def check_languages(languages) -> list | None:

@@ -63,7 +63,6 @@ from importlib import import_module, metadata
 from importlib.util import find_spec
 from pathlib import Path
 
-import torch
 
 from tanbias._checks import check_choice
 from tanbias.errors import CorruptFileError, ParameterError
@@ -448,6 +447,8 @@ def _from_gguf(entry: ZooModel, path: Path, dtype):
 
 
 def _write_cache(entry: ZooModel, path: Path, folder: Path) -> None:
+    import torch
+
     model, tokenizer = _from_gguf(entry, path, torch.float32)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -470,15 +471,16 @@ def _write_cache(entry: ZooModel, path: Path, folder: Path) -> None:
         _remember(folder / fname, rec["sha256"])
 
 
-def load_zoo(name, dtype=torch.float32, cache: bool = True, progress: bool = False):
+def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
     """Load a zoo model and its own tokenizer, in eval mode.
 
     Parameters
     ----------
     name : str
         A key of :data:`ZOO`: ``"smollm2-135m"``, ``"gemma3-270m"`` or ``"minilm-l6"``.
-    dtype : torch.dtype
-        Of the parameters (GGUF weights are dequantised to float32 first).
+    dtype : torch.dtype, optional
+        Of the parameters, default ``torch.float32`` (GGUF weights are dequantised to
+        float32 first).
     cache : bool
         For the GGUF decoders: load the dequantised copy in ``ZOO_DIR/<name>/``,
         writing it first if it is missing or does not match its marker (see the
@@ -511,9 +513,11 @@ def load_zoo(name, dtype=torch.float32, cache: bool = True, progress: bool = Fal
     ...
     tanbias.errors.ParameterError: name='gpt2' is not allowed: ...
     """
+    import torch                 # here, not at the top: the registry alone needs no torch
     import transformers
 
     entry = zoo_entry(name)
+    dtype = torch.float32 if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ParameterError(f"dtype={dtype!r} is not allowed: valid range is a floating torch "
                              "dtype. Pass e.g. torch.float32.")

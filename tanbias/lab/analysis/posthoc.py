@@ -465,7 +465,7 @@ def text_batches(tokenizer, kind: str, n_tokens: int = 4096, seq_len: int = 128,
     import torch
 
     from tanbias.lab.corpus import mixture
-    from tanbias.lab.data import split
+    from tanbias.lab.corpus import split
 
     check_choice("kind", kind, KINDS)
     check_choice("regime", regime, REGIMES)

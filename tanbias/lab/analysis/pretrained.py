@@ -44,7 +44,6 @@ import numpy as np
 
 from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab.models import gemm_peak
 from tanbias.lab.runs import atomic_write_text, sha256
 
 __all__ = ["PRETRAINED_DIR", "DEFAULTS", "MODEL_SETTINGS", "TABLES", "READINGS", "heldout_text", "corpus_frequencies",
@@ -91,7 +90,7 @@ def heldout_text(tokenizer, languages, n_tokens: int, seq_len: int, seed: int = 
         array of language codes (the language of each token's document),
         ``languages``, ``documents`` (how many were read).
     """
-    from tanbias.lab.data import split
+    from tanbias.lab.corpus import split
 
     n_tokens = check_int("n_tokens", n_tokens, lo=seq_len, hint="Pass at least one row of tokens.")
     _, valid = split()
@@ -128,7 +127,7 @@ def corpus_frequencies(tokenizer, languages, vocab_size: int, max_docs: int | No
     proxy (the web-scale ``wordfreq`` one is the check that conclusions do not
     hang on it).
     """
-    from tanbias.lab.data import split
+    from tanbias.lab.corpus import split
 
     train, _ = split()
     counts = np.zeros(vocab_size, dtype=np.int64)
@@ -429,6 +428,8 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     t_probe = time.perf_counter() - t0
     for key, frame in tables.items():   # atomic: an interrupted run leaves no half table
         atomic_write_text(out / f"{key}.csv", frame.to_csv(index=False, float_format="%.6g"))
+
+    from tanbias.lab.models import gemm_peak  # here: it imports torch and transformers
 
     peak = gemm_peak()
     manifest = {

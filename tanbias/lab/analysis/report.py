@@ -15,8 +15,7 @@ import numpy as np
 from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
 from tanbias.lab.config import DEFAULT_TEMPERATURE, EARLY_FRAC, KINDS, REGIMES, SIZES
-from tanbias.lab.corpus import mixture_probabilities, read_manifest
-from tanbias.lab.data import split
+from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
 from tanbias.stats import Check, check_greater, check_in_interval
 
 __all__ = ["Word", "CONTROL_RUNS", "SweepAnalysis", "analyse_sweep", "direction_word",
