@@ -345,8 +345,15 @@ def _lab_workspace_url(base: str, token: str, chapter: str) -> str:
 def _check_prose(page, chapter: str, screenshot_dir) -> None:
     """After a run in JupyterLab: the chapter's Markdown renders as MyST (jupyterlab-myst),
     every {eval} shows its number, and no raw role or TeX reaches the reader."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     n_eval = (ROOT / chapter).read_text(encoding="utf8").count("{eval}`")
-    page.wait_for_timeout(2_000)   # the last Markdown cells' expressions come back
+    # the Markdown cells' expressions come back from the kernel after the last cell ran
+    try:
+        page.wait_for_function(f"() => !({LAB_MARKDOWN_JS})().join('\\n').includes('glued[')",
+                               timeout=60_000)
+    except PlaywrightTimeout:
+        pass                           # the assertion below says how many are missing
     text = "\n".join(page.evaluate(LAB_MARKDOWN_JS))
     page.screenshot(path=str(screenshot_dir / f"lab-prose-{Path(chapter).stem}.png"))
     assert n_eval > 0, f"{chapter} quotes no number: pick another chapter"

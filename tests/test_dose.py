@@ -22,8 +22,8 @@ from tanbias.lab import runs
 from tanbias.lab.analysis import dose
 from tanbias.lab.config import (DOSE_LEVELS, DOSE_SEEDS, KINDS, N_SPECIAL, dose_config, dose_names,
                                 validate_config)
-from tanbias.lab.corpus import mixture_probabilities
-from tanbias.lab.data import keep_probabilities, lm_batches, split, stream_frequencies, training_streams
+from tanbias.lab.corpus import mixture_probabilities, split
+from tanbias.lab.data import keep_probabilities, lm_batches, stream_frequencies, training_streams
 from tanbias.lab.pipeline import _git_commit_run, dose_configs, run_queue, train_and_analyse
 from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.lab.train import train

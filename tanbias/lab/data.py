@@ -1,7 +1,7 @@
 """The lab's data: the corpus split, training and held-out batches (chapters 7, 8).
 
-* :func:`split` — the corpus' deterministic train/validation split, loaded
-  (checksums verified) once per process;
+* the corpus' deterministic train/validation split comes from
+  :func:`tanbias.lab.corpus.split` (loaded, checksums verified, once per process);
 * :func:`lm_batches` — documents packed into fixed-length rows, masked for the
   encoder (:func:`mask_tokens`), the decoder's labels = inputs;
 * :func:`stream_frequencies`, :func:`keep_probabilities` — the expected
@@ -30,7 +30,7 @@ from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
-__all__ = ["split", "check_languages", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
+__all__ = ["check_languages", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
            "common_batches"]
 
