@@ -9,8 +9,9 @@ share that one build: the controller names a folder before the workers start
 (``TANBIAS_TEST_BOOK``), the first worker to collect a test that reads the book
 starts the build there, and every worker waits for its exit status file. Tests
 that share something heavier than a temporary folder stay on one worker
-(:func:`pytest_collection_modifyitems` puts them in an ``xdist_group``): the
-model zoo's cache in ``work/zoo`` and the JupyterLab server.
+(:func:`_xdist_groups` puts them in an ``xdist_group``): the modules that use a
+module-scoped fixture (a smoke sweep, the JupyterLab server) and those that
+share the model zoo's cache in ``work/zoo``.
 
 Set ``TANBIAS_BOOK_DIR=/path/with/_build`` to reuse an existing build (e.g. the
 output of ``make book``: ``TANBIAS_BOOK_DIR=.``) while iterating on tests.
@@ -178,16 +179,12 @@ def pytest_collection_modifyitems(session, config, items):
         _BookBuild.claim(_shared())
 
 
-def pytest_unconfigure(config):
-    if getattr(config, "_tanbias_book_owner", False):
-        # a failed run keeps the build and its log for a look; an unused folder always goes
-        failed = getattr(config, "_tanbias_failed", True)
-        _BookBuild.stop(_shared(), remove=not failed or not (_shared() / "claimed").exists())
-        os.environ.pop(SHARED_ENV, None)
-
-
 def pytest_sessionfinish(session, exitstatus):
-    session.config._tanbias_failed = exitstatus != 0
+    """The owner of the build folder (the controller, or the only process) stops and removes it."""
+    if getattr(session.config, "_tanbias_book_owner", False):
+        # a failed run keeps the build and its log for a look; an unused folder always goes
+        _BookBuild.stop(_shared(), remove=exitstatus == 0 or not (_shared() / "claimed").exists())
+        os.environ.pop(SHARED_ENV, None)
 
 
 @pytest.fixture(scope="session")

@@ -245,7 +245,9 @@ def trained_depth_view(run="decoder-natural-s0"):
     # the two panels' layout, written out as make_subplots(1, 2, column_widths=[0.55, 0.45],
     # horizontal_spacing=0.12, subplot_titles=...) would build it: that call and the axis
     # updates after it cost about 10 ms of each slider move (half the figure's time)
-    domains = ([0.0, 0.484], [0.604, 1.0])
+    spacing = 0.12
+    width0 = 0.55 * (1 - spacing)
+    domains = ([0.0, width0], [width0 + spacing, 1.0])
     titles = ("tokens: tangent vs normal norm", "normal share of the stream")
     panels = dict(
         xaxis=dict(domain=domains[0], anchor="y", type="log", title=dict(text="||P<sub>T</sub>(h − mean)|| [log]")),

@@ -63,7 +63,6 @@ from importlib import import_module, metadata
 from importlib.util import find_spec
 from pathlib import Path
 
-
 from tanbias._checks import check_choice
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.runs import ROOT, atomic_write_text, sha256
