@@ -238,12 +238,12 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["chapters"].append(row)
     # The training lab (issue: training tokens/s and the probe's overhead,
     # inline versus a separate post-hoc forward+backward), measured in one process.
-    from tanbias.lab.train import bench_lab
+    from tanbias.lab.bench import bench_lab
     try:
         report["lab"] = bench_lab(reps=3 if quick else 8)
     except Exception as exc:  # report, keep the rest of the benchmark
         report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
-    from tanbias.lab.train import bench_ddp
+    from tanbias.lab.bench import bench_ddp
     try:
         report["ddp"] = bench_ddp(steps=4 if quick else 8)
     except Exception as exc:  # report, keep the rest of the benchmark

@@ -548,7 +548,8 @@ DOSE_SHAPES = ("absent", "attenuated", "unchanged", "stronger")
 
 def reference_dose_change(table, kind: str, knob: str = "token", column: str = "log_enrichment_late") -> float:
     """Mean over seeds of ``m[flattest level] - m[skewed start]`` along a knob (chapter 10's run table)."""
-    from tanbias.lab.analysis.dose import knob_runs, level_positions
+    from tanbias.lab.analysis.dose import knob_runs
+    from tanbias.lab.analysis.dose_design import level_positions
 
     order = level_positions(knob)
     start, flat = min(order, key=order.get), max(order, key=order.get)

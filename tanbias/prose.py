@@ -1,6 +1,6 @@
 """Numbers in prose: one source for the built book and for JupyterLab.
 
-A chapter's prose quotes computed numbers with MyST's ``{eval}`` role, which
+A chapter's prose quotes computed numbers (and single words) with MyST's ``{eval}`` role, which
 both renderers understand: myst-nb evaluates it while it executes the chapter
 for the book (inline execution mode), and the ``jupyterlab-myst`` extension
 evaluates it against the running kernel when a reader runs the Markdown cell.
@@ -60,7 +60,11 @@ def format_value(value, spec: str = "") -> str:
     'weaker'
     >>> format_value(float("nan"), ".2f")
     'n/a'
+    >>> format_value((47, 75, 122))
+    '47, 75, 122'
     """
+    if isinstance(value, (tuple, list)):           # a few numbers, e.g. the steps where runs peak
+        return ", ".join(format_value(v, spec) for v in value)
     if spec == "":
         return str(value)
     kind = spec[-1]
@@ -122,11 +126,13 @@ class Glued(dict):
 glued = Glued()
 
 
-def glue(name: str, value, display: bool = False) -> None:
+def glue(name: str, value) -> None:
     """Record ``value`` under ``name`` for the prose (``{eval}`glued["name:spec"]```).
 
-    The signature follows ``myst_nb.glue``; ``display`` is accepted for that
-    reason and must stay False (prose numbers are never shown as outputs).
+    ``value`` is a number, a single word, or a tuple of numbers (quoted as
+    ``47, 75, 122``): a sentence that states a result belongs in the Markdown,
+    beside a displayed check. Prose numbers are never shown as outputs; display
+    figures and tables directly.
 
     Example
     -------
@@ -134,7 +140,4 @@ def glue(name: str, value, display: bool = False) -> None:
     >>> glued["demo_ratio:.0%"]
     '50%'
     """
-    if display:
-        raise ValueError("display=True is not supported: a glued value is quoted in the prose "
-                         "with {eval}`glued[\"key\"]`; display figures and tables directly.")
     glued.put(name, value)

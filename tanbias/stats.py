@@ -2,8 +2,12 @@
 
 * :func:`loglog_slope` fits ``log y = slope * log x + intercept`` and gives a
   t-based confidence interval for the slope (a scaling law is a slope).
-* :func:`check_close`, :func:`check_in_interval`, :func:`check_greater` and
-  :func:`check_less` return a :class:`Check`: measured vs predicted with a
+* :func:`interval_word` is the one rule that turns an interval into a word:
+  ``"positive"``, ``"negative"`` or ``"indistinguishable"`` (from 0);
+  every verdict of the book that rests on an interval's sign uses it.
+* :func:`check_close`, :func:`check_in_interval`, :func:`check_greater`,
+  :func:`check_less`, :func:`check_sign` (an interval's word) and
+  :func:`check_word` (a verdict rule's word) return a :class:`Check`: measured vs predicted with a
   tolerance (or a one-sided bound), printable as one line, rendered in
   notebooks, and ``.require()``-able so that a regression breaks the strict
   book build. A prediction the measurement is expected to *reject* is shown
@@ -27,7 +31,7 @@ from ._checks import check_array, check_real
 from .errors import ParameterError
 
 __all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval", "check_greater",
-           "check_less"]
+           "check_less", "SIGN_WORDS", "interval_word", "check_sign", "check_word"]
 
 
 @dataclass(frozen=True)
@@ -169,11 +173,17 @@ class Check:
     lo: float | None = None
     hi: float | None = None
     expected_to_fail: bool = False
+    #: for :func:`check_sign` and :func:`check_word`: the word measured and the word expected
+    words: tuple[str, str] | None = None
 
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "FAIL"
         if self.expected_to_fail:
             verdict += " (expected: the measurement rejects this prediction)"
+        if self.words is not None:
+            where = (f"interval [{_fmt(self.lo)}, {_fmt(self.hi)}], "
+                     if self.lo is not None and self.hi is not None else "")
+            return f"{self.label}: {where}{self.words[0]}, expected {self.words[1]} -> {verdict}"
         if self.lo is not None and self.hi is not None:
             return (f"{self.label}: measured {_fmt(self.measured)}, expected in "
                     f"[{_fmt(self.lo)}, {_fmt(self.hi)}] -> {verdict}")
@@ -315,3 +325,57 @@ def check_less(label: str, value, bound) -> Check:
     value = check_real("value", value)
     bound = check_real("bound", bound)
     return Check(str(label), value, bound, 0.0, bool(value < bound), hi=bound)
+
+
+#: the words :func:`interval_word` gives an interval (of a difference, a slope, a correlation,
+#: a log ratio): above 0, below 0, or containing it; ``"undecided"`` when it is not finite
+SIGN_WORDS = ("positive", "negative", "indistinguishable", "undecided")
+
+
+def interval_word(lo, hi) -> str:
+    """The word of an interval: ``"positive"`` (it lies above 0), ``"negative"`` (below 0),
+    ``"indistinguishable"`` (it contains 0) or ``"undecided"`` (a bound is NaN: too few runs).
+
+    The one rule the book uses to read an interval's sign.
+
+    Example
+    -------
+    >>> interval_word(0.06, 0.20), interval_word(-0.48, -0.24), interval_word(-0.1, 0.02)
+    ('positive', 'negative', 'indistinguishable')
+    >>> interval_word(float("nan"), 1.0)
+    'undecided'
+    """
+    lo, hi = float(lo), float(hi)
+    if math.isnan(lo) or math.isnan(hi):
+        return "undecided"
+    return "positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable"
+
+
+def check_sign(label: str, lo, hi, expected: str) -> Check:
+    """Check that an interval reads ``expected`` (:func:`interval_word`).
+
+    The check beside a sentence that states an interval's sign in words
+    ("falls", "not detected", "as predicted").
+
+    Example
+    -------
+    >>> print(check_sign("decoder slope", -0.3, -0.1, "negative"))
+    decoder slope: interval [-0.3, -0.1], negative, expected negative -> PASS
+    """
+    if expected not in SIGN_WORDS:
+        raise ParameterError(f"expected={expected!r} is out of range: valid values are {SIGN_WORDS}.")
+    word = interval_word(lo, hi)
+    return Check(str(label), float("nan"), float("nan"), 0.0, word == expected, float(lo), float(hi),
+                 words=(word, expected))
+
+
+def check_word(label: str, measured: str, expected: str) -> Check:
+    """Check that a verdict rule gives the word ``expected`` (e.g. a property's verdict).
+
+    Example
+    -------
+    >>> print(check_word("imprinted early", "supported", "supported"))
+    imprinted early: supported, expected supported -> PASS
+    """
+    return Check(str(label), float("nan"), float("nan"), 0.0, str(measured) == str(expected),
+                 words=(str(measured), str(expected)))

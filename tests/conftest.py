@@ -139,11 +139,17 @@ def _module_scoped(item) -> bool:
     return any(d.scope in ("module", "class", "package") for seq in defs for d in seq)
 
 
+#: session fixtures of this file that cost seconds: the tests that use one share a worker
+SHARED_FIXTURES = ("smoke_sweep",)
+
+
 def _xdist_groups(items) -> None:
     """Put tests that share something on one worker (``--dist loadgroup``).
 
     * every test of a module that loads a model of the zoo: they share ``work/zoo``
       (a first load writes the float32 cache there) and, with it, module fixtures;
+    * the tests that use one of :data:`SHARED_FIXTURES` (the smoke 2x2 sweep, read by the
+      tests of the sweep's statistics, figures, radii and reports), computed once per worker;
     * the tests of a module that use a module-scoped fixture (a smoke training run, a
       sweep, a JupyterLab server): that fixture is then computed once, not once per worker.
     The others are shared out one by one.
@@ -152,8 +158,11 @@ def _xdist_groups(items) -> None:
     # xdist reads the groups in its own pytest_collection_modifyitems (they become a suffix
     # of the node id): this runs first (_GroupsPlugin)
     for item in items:
+        shared = [f for f in SHARED_FIXTURES if f in getattr(item, "fixturenames", ())]
         if item.path in zoo_modules:
             group = "zoo-cache"
+        elif shared:
+            group = f"fixture:{shared[0]}"
         elif _module_scoped(item):
             group = f"module:{item.path.name}"
         else:
@@ -227,3 +236,49 @@ def browser(chromium_path):
 @pytest.fixture(scope="session")
 def screenshot_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """``{arch: folder}``: one local mirror with revisions step0, step1 per tiny architecture."""
+    from tiny_checkpoints import TINY_ARCHS, make_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("tiny")
+    return {arch: make_tiny_checkpoint(arch, root / arch) for arch in TINY_ARCHS}
+
+
+SWEEP_SEEDS = (0, 1)
+
+
+def sweep_smoke_config(kind: str, regime: str, seed: int, **changes):
+    """A smoke-size run of the 2x2: de (439k words) and pt (92k), an imbalanced pair, so the two
+    regimes differ."""
+    from tanbias.lab.config import RunConfig
+
+    return RunConfig.from_dict({"name": f"{kind}-{regime}-s{seed}", "kind": kind, "regime": regime, "seed": seed,
+                                "size": "smoke", "steps": 6, "languages": ["de", "pt"], "checkpoint_every": 6,
+                                "eval_batches": 1, "probe": {"n_steps": 3, "tokens": 128, "rank": 4,
+                                                             "local_rank": 2, "min_count": 4}, **changes})
+
+
+@pytest.fixture(scope="session")
+def smoke_sweep(tmp_path_factory) -> Path:
+    """A smoke-size 2x2 sweep (both kinds and regimes, seeds 0 and 1), trained and analysed."""
+    from tanbias.lab.config import KINDS, REGIMES
+    from tanbias.lab.pipeline import train_and_analyse
+
+    d = tmp_path_factory.mktemp("sweep")
+    for kind in KINDS:
+        for regime in REGIMES:
+            for seed in SWEEP_SEEDS:
+                c = sweep_smoke_config(kind, regime, seed)
+                train_and_analyse(c, out_dir=d / c.name, fresh=True, progress=False)
+    return d
+
+
+@pytest.fixture(scope="session")
+def loaded(smoke_sweep) -> dict:
+    """The smoke sweep's runs, loaded (:func:`tanbias.lab.analysis.sweep.load_sweep`)."""
+    from tanbias.lab.analysis import sweep
+
+    return sweep.load_sweep(runs_dir=smoke_sweep)

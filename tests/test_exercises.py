@@ -3,10 +3,13 @@
 import numpy as np
 import pytest
 
+from tanbias.errors import ParameterError
 from tanbias.exercises import (check_exercise_1, check_exercise_2, check_exercise_3,
                                reference_gradient_ratio, reference_loop_gains,
                                reference_more_suppressed, reference_relative_suppression)
 from tanbias.gradients import gradient_ratio
+from tanbias.lab.analysis import sweep
+from tanbias.lab.config import KINDS
 
 
 # --- exercise 1 -----------------------------------------------------------------------
@@ -115,3 +118,34 @@ def test_ex3_wrong_answers(wrong, message):
 def test_ex3_wrong_prediction():
     with pytest.raises(AssertionError, match="does not match the run"):
         check_exercise_3(reference_loop_gains, compounds=False)
+
+
+def test_exercise_4_checker_on_smoke_sweep(loaded):
+    from tanbias.exercises import check_exercise_4, reference_balancing_effect
+
+    m = sweep.run_metrics(loaded)
+    check_exercise_4(reference_balancing_effect, metrics=m)
+    with pytest.raises(AssertionError, match="Sign flipped"):
+        check_exercise_4(lambda mm, k: -reference_balancing_effect(mm, k), metrics=m)
+    with pytest.raises(AssertionError, match="early probe steps"):
+        check_exercise_4(lambda mm, k: reference_balancing_effect(mm, k, phase="early"), metrics=m)
+    with pytest.raises(AssertionError, match="should return a float"):
+        check_exercise_4(lambda mm, k: "x", metrics=m)
+
+
+def test_exercise_4_checker_against_the_committed_sweep(capsys):
+    from tanbias.exercises import check_exercise_4, reference_balancing_effect
+
+    try:
+        loaded = sweep.load_sweep()
+    except ParameterError as exc:
+        pytest.fail(f"the committed sweep is incomplete: {exc}")
+    m = sweep.run_metrics(loaded)
+    truth = {k: int(np.sign(reference_balancing_effect(m, k))) for k in KINDS}
+    check_exercise_4(reference_balancing_effect, prediction=truth, metrics=m)
+    assert "Exercise 4 passed" in capsys.readouterr().out
+    wrong = {k: -v for k, v in truth.items()}
+    with pytest.raises(AssertionError, match="does not match the sweep"):
+        check_exercise_4(reference_balancing_effect, prediction=wrong, metrics=m)
+    with pytest.raises(AssertionError, match="should be a dict"):
+        check_exercise_4(reference_balancing_effect, prediction={"encoder": 2}, metrics=m)

@@ -38,21 +38,25 @@ MATHS = ["tanbias.radial", "tanbias.manifolds", "tanbias.expansion", "tanbias.vo
 LAB = [
     ["tanbias.lab"],
     ["tanbias.lab.config"],
+    ["tanbias.lab.experiments"],
     ["tanbias.lab.runs"],
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.data"],
-    ["tanbias.lab.models", "tanbias.lab.zoo"],
+    ["tanbias.lab.models", "tanbias.lab.zoo", "tanbias.lab.checkpoints"],
     ["tanbias.lab.probe"],
     ["tanbias.lab.distributed"],
     ["tanbias.lab.train"],
+    ["tanbias.lab.bench"],
     ["tanbias.lab.analysis"],
     ["tanbias.lab.analysis.tables"],
     ["tanbias.lab.analysis.views"],
     ["tanbias.lab.analysis.radii"],
     ["tanbias.lab.analysis.sweep"],
-    ["tanbias.lab.analysis.report"],
+    ["tanbias.lab.analysis.sweep_report"],
     ["tanbias.lab.analysis.posthoc"],
-    ["tanbias.lab.analysis.pretrained"],
+    ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
+    ["tanbias.lab.analysis.dose_design"],
     ["tanbias.lab.analysis.dose"],
+    ["tanbias.lab.analysis.dose_report"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]
@@ -219,7 +223,9 @@ def test_chapters_reading_committed_results_import_no_torch():
     """Chapters 8, 9, 10 and the closing page read committed tables: what they import must
     not load torch (about 3 s of CPU a chapter in the book build)."""
     code = ("import sys\nimport tanbias.lab.zoo, tanbias.lab.analysis.pretrained, "
-            "tanbias.lab.analysis.report, tanbias.lab.analysis.dose, tanbias.lab.corpus\n"
+            "tanbias.lab.analysis.pretrained_report, tanbias.lab.analysis.sweep_report, "
+            "tanbias.lab.analysis.dose_design, tanbias.lab.analysis.dose, tanbias.lab.analysis.dose_report, "
+            "tanbias.lab.corpus\n"
             "assert 'torch' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""Devices and precisions of the lab: clear errors for bad values, bf16 agreeing with fp32.
+"""Devices and precisions of the lab (models, train): clear errors for bad values, bf16 agreeing with fp32.
 
 The tolerances: on a smoke run of 24 steps the bfloat16 run's per-step loss
 stays within 0.05 nats of the float32 run's (mean absolute difference within
@@ -19,7 +19,7 @@ from tanbias.errors import ParameterError
 from tanbias.lab import runs
 from tanbias.lab.__main__ import main
 from tanbias.lab.analysis import sweep
-from tanbias.lab.config import validate_config
+from tanbias.lab.config import RunConfig
 from tanbias.lab.models import autocast, gemm_peak, resolve_device
 from tanbias.lab.pipeline import train_and_analyse
 
@@ -41,7 +41,7 @@ def test_cuda_where_there_is_none_is_a_clear_error():
 
 def test_bad_precision_names_the_option_and_the_values():
     with pytest.raises(ParameterError, match=r"precision='fp8' is not allowed: valid range is \{'fp32', 'bf16'\}"):
-        validate_config({**SMOKE, "name": "x", "precision": "fp8"})
+        RunConfig.from_dict({**SMOKE, "name": "x", "precision": "fp8"})
     with pytest.raises(ParameterError, match="precision='fp8'"):
         autocast("cpu", "fp8")
     with pytest.raises(ParameterError, match="dtype='fp8'"):
@@ -92,26 +92,6 @@ def test_manifest_and_summary_record_device_and_precision(both):
         assert r.manifest["config"]["precision"] == prec
 
 
-def test_gpu_check_script_exits_cleanly_without_a_gpu():
-    import subprocess
-    from pathlib import Path
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a CUDA GPU: the script would train")
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run(["bash", str(root / "scripts" / "gpu_check.sh")], capture_output=True, text=True)
-    assert out.returncode == 0 and "no CUDA GPU" in out.stdout
-
-
-def test_gpu_check_measures_what_it_prints_on_the_cpu(tmp_path):
-    from tanbias.lab.train import gpu_check
-
-    r = gpu_check("smoke", steps=6, precision="bf16", device="cpu", out_dir=tmp_path / "run")
-    assert r["device"] == "cpu" and r["peak_memory_gb"] is None
-    assert r["tokens_per_s"] > 0 and 0 < r["peak_fraction"] < 1 and r["probe_overhead"] >= 1.0
-    assert (tmp_path / "run" / "summary.json").exists()
-
-
 def test_larger_sizes_have_the_stated_parameter_counts():
     from tanbias.lab.models import make_model
 
@@ -129,9 +109,10 @@ def test_chunked_bf16_loss_equals_the_plain_one(kind):
     the accuracy count equal up to ties, and every parameter's gradient with
     cosine similarity > 0.999 to it."""
     from tanbias.lab import models
-    from tanbias.lab.train import setup_training, training_streams
+    from tanbias.lab.data import training_streams
+    from tanbias.lab.train import setup_training
 
-    cfg = validate_config({**SMOKE, "name": "chunked", "kind": kind, "seed": 3})
+    cfg = RunConfig.from_dict({**SMOKE, "name": "chunked", "kind": kind, "seed": 3})
     tok, model, _, _ = setup_training(cfg)
     batch = next(training_streams(cfg, tok)[0])
 

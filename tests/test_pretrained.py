@@ -8,9 +8,7 @@ committed tables are checked and drawn.
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,13 +122,6 @@ def test_word_marker_and_whole_words_on_the_lab_tokenizer():
     z = pt.wordfreq_frequencies(tok, np.array(ids), ["en"] * 3)
     assert (z[:2] > 6).all(), "'the' and 'and' are among the commonest English words"
     assert np.isnan(z[2]), "a piece that continues a word is not a whole word"
-
-
-def test_heldout_text_too_long_is_a_clear_error():
-    from tanbias.lab.tokenizer import load_tokenizer
-
-    with pytest.raises(ParameterError, match="n_tokens"):
-        pt.heldout_text(load_tokenizer(), ["pt"], n_tokens=10_000_000, seq_len=128)
 
 
 @pytest.mark.zoo

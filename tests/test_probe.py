@@ -7,6 +7,7 @@ import torch
 
 from tanbias import alignment as al
 from tanbias.lab.analysis.tables import analyse_captures
+from tanbias.lab.config import ProbeSettings
 from tanbias.lab.models import loss_and_correct, make_model
 from tanbias.lab.probe import ResidualProbe, probe_steps
 
@@ -83,11 +84,11 @@ def test_analysis_finds_a_planted_tangent_space():
         ids = rng.integers(5, 40, n)
         captures[step] = {"acts": np.stack(acts), "grads": np.stack(grads),
                           "grad_scale": np.ones(2, np.float32), "token_ids": ids}
-    cfg = {"name": "synthetic", "kind": "decoder", "regime": "natural", "seed": 0, "steps": 10,
-           "probe": {"rank": 3, "local_rank": 2, "n_controls": 20, "n_buckets": 2, "min_count": 6,
-                     "zeta": 0.1, "fit_fraction": 0.3, "layers": None}}
+    probe = ProbeSettings(rank=3, local_rank=2, n_controls=20, n_buckets=2, min_count=6, zeta=0.1,
+                          fit_fraction=0.3)
+    source = {"run": "synthetic", "kind": "decoder", "regime": "natural", "seed": 0}
     counts = np.bincount(rng.zipf(1.5, 5000).clip(5, 39), minlength=40)
-    align, radius, corr = analyse_captures(captures, cfg, counts)
+    align, radius, corr = analyse_captures(captures, probe, 10, counts, source)
     rows = [r for r in align if r["proxy"] == "refit" and r["bucket"] == "all"]
     assert len(rows) == 6
     assert all(r["enrichment"] > 3 and r["p_energy"] < 0.05 for r in rows)

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from tanbias.figures import KIND_COLORS, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
-from tanbias.lab.analysis import dose, sweep
+from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
 
 __all__ = ["KNOBS", "level_color", "chain_interactive", "trajectory_interactive", "adaptive_figure"]
@@ -115,20 +115,20 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
 
     Sliders: knob, architecture, layer (``mean`` = mean over layers), frequency bucket.
     """
-    from tanbias.lab.config import parse_dose_name
+    from tanbias.lab.experiments import parse_dose_name
 
     a = sweep.alignment_frame(loaded, proxy)
     a["level"] = [parse_dose_name(r)[1] for r in a["run"]]
     L = int(max(x for x in a["layer"] if x != "mean"))
     buckets = tuple(dict.fromkeys(a["bucket"]))
-    total = next(iter(loaded.values())).config["steps"]
+    total = next(iter(loaded.values())).config.steps
     st = a.groupby(["layer", "bucket", "kind", "level", "step"], sort=False)["log_enrichment"].mean()
     curves = {k: g.droplevel([0, 1, 2, 3]) for k, g in st.groupby(level=[0, 1, 2, 3], sort=False)}
-    n_max = max(len(dose.level_positions(k)) for k in KNOBS)
+    n_max = max(len(dose_design.level_positions(k)) for k in KNOBS)
 
     def compute(knob, kind, layer, bucket):
         out = []
-        for level, x in dose.level_positions(knob).items():
+        for level, x in dose_design.level_positions(knob).items():
             c = curves.get((layer, bucket, kind, level))
             out.append((level, x, (c.index.to_numpy() + 1, c.to_numpy()) if c is not None else
                         (np.empty(0), np.empty(0))))

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 from tanbias.figures import COLORS, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
-from tanbias.lab.analysis.pretrained import PAPER_RHO, premise_main
+from tanbias.lab.analysis.pretrained_report import PAPER_RHO, premise_main
 
 __all__ = ["READING_LABELS", "DEPTHS", "depth_layer", "premise_interactive", "types_interactive",
            "anisotropy_interactive", "alignment_interactive", "curvature_interactive"]

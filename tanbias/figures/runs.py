@@ -41,7 +41,7 @@ def loss_figure(loaded: dict):
     fig, label = _fig("Training loss (per step) against the unigram baseline", "training step",
                       "cross-entropy [nats/token]")
     for name, r in loaded.items():
-        k = r.config["kind"]
+        k = r.config.kind
         m = r.metrics
         fig.add_trace(go.Scatter(x=m["step"], y=m["loss"], name=f"{name} (train)", mode="lines",
                                  line=dict(color=KIND_COLORS[k])))
@@ -91,7 +91,7 @@ def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")):
         fig, label = _fig(f"{metric} against training, layer {layer}, tokens: {bucket}",
                           "training step + 1 [log]", ylab)
         for (name, proxy), (x, y) in data.items():
-            kind = loaded[name].config["kind"]
+            kind = loaded[name].config.kind
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {PROXY_LABEL[proxy]}",
                                      line=dict(color=KIND_COLORS[kind], dash=DASH[proxy]), marker=dict(size=5)))
         ref = 1.0 if metric == "enrichment" else 0.0
@@ -127,7 +127,7 @@ def layer_interactive(loaded: dict, proxy: str = "frozen"):
         fig, label = _fig(f"Enrichment by layer and frequency bucket at step {step} ({PROXY_LABEL[proxy]})",
                           "layer (0 = embeddings)", "enrichment [log]")
         for (n, b), (x, y) in data.items():
-            kind = loaded[n].config["kind"]
+            kind = loaded[n].config.kind
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {b}",
                                      line=dict(color=KIND_COLORS[kind], dash=dashes[buckets.index(b) % 4])))
         fig.add_hline(y=1.0, line=dict(color="grey", width=1))
@@ -164,12 +164,12 @@ def radius_interactive(loaded: dict):
         return out
 
     def figure(data, layer, step):
-        txt = ", ".join(f"{loaded[n].config['kind']} ρ = {s:+.2f}" for n, (_, _, s) in data.items())
+        txt = ", ".join(f"{loaded[n].config.kind} ρ = {s:+.2f}" for n, (_, _, s) in data.items())
         fig, label = _fig(f"Concentration radius vs frequency, layer {layer}, step {step}: Spearman {txt}",
                           "token count in the run's training stream [log]",
                           "radius / median radius [log]")
         for n, (x, y, _) in data.items():
-            kind = loaded[n].config["kind"]
+            kind = loaded[n].config.kind
             fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=kind,
                                      marker=dict(color=KIND_COLORS[kind], size=6, opacity=0.7)))
         fig.update_xaxes(type="log")

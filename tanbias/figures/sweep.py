@@ -11,7 +11,7 @@ from tanbias.figures import KIND_COLORS, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.tables import bucket_label
-from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, parse_run_name
+from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES
 
 __all__ = ["trajectory_interactive", "cells_interactive", "eta_interactive", "radius_cdf_interactive",
            "frequency_figure", "effects_figure"]
@@ -44,7 +44,7 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
     L = int(max(x for x in a["layer"] if x != "mean"))
     layers = ("mean", *range(L + 1))
     buckets = tuple(dict.fromkeys(a["bucket"]))
-    steps_total = next(iter(loaded.values())).config["steps"]
+    steps_total = next(iter(loaded.values())).config.steps
 
     # every (layer, bucket, metric, cell) curve computed once: a slider move is then a lookup
     curves = {}
@@ -204,7 +204,7 @@ def radius_cdf_interactive(loaded: dict):
     """Interactive: distribution of the per-token radius t, natural vs balanced; sliders kind, layer, bucket."""
     tok = sweep.tokens_table(loaded)
     L = int(tok["layer"].max())
-    n_b = int(next(iter(loaded.values())).config["probe"]["n_buckets"])
+    n_b = next(iter(loaded.values())).config.probe.n_buckets
     labels = {bucket_label(b, n_b): b for b in range(n_b)}
 
     def compute(kind, layer, bucket):
@@ -249,7 +249,7 @@ def frequency_figure(loaded: dict):
     fig = go.Figure()
     shown = set()
     for name, r in loaded.items():
-        kind, regime, seed = parse_run_name(name)
+        kind, regime, seed = sweep.run_cell(r)
         if kind != "decoder":      # both kinds read the same streams per (regime, seed)
             continue
         x, y = sweep.rank_frequency(r.token_counts)

@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     from tanbias.errors import CorruptFileError, ParameterError
     unavailable: tuple = ()
     if args.command in ("checkpoints", "pretrained"):
-        from tanbias.lab.analysis.posthoc import CheckpointUnavailable
+        from tanbias.lab.checkpoints import CheckpointUnavailable
         from tanbias.lab.zoo import ZooUnavailable
         unavailable = (CheckpointUnavailable, ZooUnavailable)
     try:
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
             from tanbias.lab.config import load_config
             config = load_config(args.config)
             if args.precision is not None:
-                config["precision"] = args.precision
+                config = config.replace(precision=args.precision)
             summary = train_and_analyse(config, out_dir=args.out, fresh=args.fresh,
                                         progress=not args.no_progress, device=args.device)
             if summary.get("rank", 0) == 0:
@@ -127,13 +127,13 @@ def main(argv=None) -> int:
                 return 1
             print(f"reproduced within tolerance {res['tolerance']}")
         elif args.command == "bench":
-            from tanbias.lab.train import bench_lab
+            from tanbias.lab.bench import bench_lab
             print(json.dumps(bench_lab(args.size, args.kind, args.reps), indent=1))
         elif args.command == "sizes":
             from pathlib import Path
 
             from tanbias.lab import runs
-            from tanbias.lab.train import measure_sizes
+            from tanbias.lab.bench import measure_sizes
             rows = measure_sizes(tuple(args.sizes), steps=args.steps, device=args.device)
             out = Path(args.out) if args.out else runs.RUNS_DIR / "sizes.json"
             prior = json.loads(out.read_text()) if out.exists() else []
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
                 print(f"{r['size']:>6} {r['precision']}: {r['parameters'] / 1e6:6.1f} M parameters, "
                       f"{r['seconds_per_step']:7.2f} s/step, {r['tokens_per_s']:8.0f} tokens/s ({r['device']})")
         elif args.command == "gpucheck":
-            from tanbias.lab.train import gpu_check
+            from tanbias.lab.bench import gpu_check
             r = gpu_check(args.size, args.steps, args.precision, args.device)
             print(json.dumps(r, indent=1))
             mem = "n/a" if r["peak_memory_gb"] is None else f"{r['peak_memory_gb']:.1f} GB"
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
         elif args.command == "dose":
-            from tanbias.lab.config import DOSE_SEEDS
+            from tanbias.lab.experiments import DOSE_SEEDS
             from tanbias.lab.pipeline import run_dose
             res = run_dose(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
                            seeds=tuple(args.seeds) if args.seeds else DOSE_SEEDS, device=args.device)
@@ -194,7 +194,8 @@ def _checkpoints(args) -> None:
     from pathlib import Path
 
     from tanbias.lab import runs
-    from tanbias.lab.analysis.posthoc import REFERENCE_MODELS, probe_checkpoints
+    from tanbias.lab.analysis.posthoc import probe_checkpoints
+    from tanbias.lab.checkpoints import REFERENCE_MODELS
 
     revisions = args.revisions
     if revisions is None:

@@ -1,41 +1,45 @@
-"""The lab's constants and run configs: defaults, validation, sizes, special tokens (no torch).
+"""The lab's constants and its typed run config: sizes, probe settings, validation (no torch).
 
 The bottom layer of :mod:`tanbias.lab`: every other lab module reads its
 constants from here, and nothing here imports another lab module. One
 definition each:
 
 * :data:`KINDS` (encoder = EuroBERT, masked LM; decoder = Llama, causal LM),
-  :data:`REGIMES` (natural or temperature-balanced language mixture);
-* :data:`SIZES` (model and batch shapes), :data:`MLM_PROBABILITY`;
+  :data:`REGIMES` (natural or temperature-balanced language mixture),
+  :data:`SCHEDULES`, :data:`DEVICES`, :data:`PRECISIONS`, :data:`MLM_PROBABILITY`;
 * the tokenizer's special tokens :data:`SPECIAL_TOKENS`, their ids
   (``PAD_ID`` ... ``MASK_ID``) and :data:`N_SPECIAL` (ids below it are special);
-* :data:`DEFAULT_CONFIG` of a training run, :func:`validate_config`,
-  :func:`load_config`, :data:`REPRODUCE_TOLERANCE`;
-* the sweep's run names (:data:`SWEEP_NAME_RE`, :func:`parse_run_name`),
-  :data:`EARLY_FRAC` and :data:`MECH_SEED`;
-* the dose-response experiment (chapter 10): :data:`SKEWED_WEIGHTS` (its
-  natural, strongly skewed language mixture), :data:`DOSE_LEVELS` (the two
-  knobs' levels), :data:`DOSE_SEEDS`, :data:`DOSE_NAME_RE`,
-  :func:`parse_dose_name`, :func:`dose_config`.
+* :class:`ModelSize` and :data:`SIZES` (model and batch shapes);
+* :class:`ProbeSettings` (what the alignment probe captures and how it is
+  analysed) and :class:`RunConfig` (one training run), frozen dataclasses
+  that validate themselves: a bad value is a :class:`~tanbias.errors.ParameterError`
+  naming the field, the value and the valid range; :func:`load_config`;
+* :data:`REPRODUCE_TOLERANCE`, :data:`EARLY_FRAC`, :data:`MECH_SEED`.
+
+The experiments' designs (the 2x2 sweep, the dose levels, their run names)
+are :mod:`tanbias.lab.experiments`.
+
+Code reads a config's attributes (``cfg.size.batch_size``, ``cfg.probe.rank``,
+``cfg.tokens_per_step``), never string keys: a typo is an ``AttributeError``
+at the line that made it. JSON is the boundary: :meth:`RunConfig.from_dict`
+and :meth:`RunConfig.to_dict` (the run folder's ``config.json``).
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
+import math
 import os
-import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
 
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
-           "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "DEFAULT_CONFIG", "REPRODUCE_TOLERANCE",
-           "EARLY_FRAC", "MECH_SEED", "SWEEP_NAME_RE", "SCHEDULES", "DEFAULT_TEMPERATURE",
-           "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS", "DOSE_SEEDS", "DOSE_NAME_RE",
-           "parse_dose_name", "dose_config", "dose_names", "check_temperature", "DEVICES", "PRECISIONS", "merge_config", "check_kind",
-           "check_run_name", "parse_run_name", "validate_probe_settings", "validate_config",
-           "load_config"]
+           "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
+           "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
+           "RunConfig", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -51,41 +55,8 @@ SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", "<mask>")
 N_SPECIAL = len(SPECIAL_TOKENS)          # ids 0 .. N_SPECIAL - 1 are the special tokens
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(N_SPECIAL)
 
-# Shape of the models and of their training batches. "small" is the lab's
-# workhorse (measured in :mod:`tanbias.lab.models`' docstring); "smoke" does a
-# forward/backward in milliseconds, for tests.
-SIZES: dict[str, dict] = {
-    "small": dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=4,
-                  intermediate_size=768, seq_len=128, batch_size=32, lr=2e-3),
-    "smoke": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, seq_len=32, batch_size=4, lr=3e-3),
-    # for a GPU (scripts/gpu_check.sh): the same family, about 38 M and 120 M parameters outside
-    # the input embedding (output layer included); seconds per step measured in data/runs/sizes.json
-    "base": dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
-                 intermediate_size=2048, seq_len=256, batch_size=32, lr=1e-3),
-    "large": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                  intermediate_size=3072, seq_len=512, batch_size=32, lr=6e-4),
-}
+#: the architecture fields of a :class:`ModelSize` (what ``transformers`` configs take)
 ARCH_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
-
-DEFAULT_CONFIG: dict = {
-    "name": None, "kind": "encoder", "size": "small", "regime": "natural", "languages": None, "seed": 0,
-    # the mixture's natural word shares per language (None: the corpus' own sizes); the
-    # "balanced" regime's temperature (None: DEFAULT_TEMPERATURE; "inf": uniform)
-    "language_weights": None, "temperature": None,
-    # the direct knob on token frequencies: an occurrence of a type with stream frequency f
-    # is kept with probability min(1, (f / flatten_f0) ** -flatten); 0 keeps everything
-    "flatten": 0.0, "flatten_f0": 1e-4,
-    # held-out batches evaluated at every probe step (0: only the final evaluation)
-    "probe_eval_batches": 0,
-    # arithmetic of the forward and backward passes (PRECISIONS); the probe always captures float32
-    "precision": "fp32",
-    "steps": 240, "lr": None, "warmup": None, "schedule": "cosine", "weight_decay": 0.01,
-    "checkpoint_every": 20, "eval_batches": 8, "threads": 1,
-    "probe": {"enabled": True, "n_steps": 14, "tokens": 4096, "rank": 8, "local_rank": 4,
-              "fit_fraction": 0.3, "n_controls": 20, "n_buckets": 3, "min_count": 8,
-              "zeta": 0.1, "layers": None},
-}
 
 #: ``reproduce`` passes if every logged step's loss agrees within this absolute
 #: tolerance (nats) and every alignment-table metric within ALIGN_RTOL relative.
@@ -95,50 +66,64 @@ REPRODUCE_TOLERANCE = {"loss_atol": 1e-4, "align_rtol": 1e-3, "align_atol": 1e-6
 EARLY_FRAC = 0.3
 #: seed of the common held-out text on which every run's radii are measured
 MECH_SEED = 424_242
-#: names of the 2x2 sweep's runs: ``<kind>-<regime>-s<seed>``
-SWEEP_NAME_RE = re.compile(rf"^({'|'.join(KINDS)})-({'|'.join(REGIMES)})-s(\d+)$")
-
-# ---------------------------------------------------------------- the dose-response experiment
-#: The dose experiment's natural mixture: word shares halving from one language to the next
-#: (English 50 %, German 25 %, ... Portuguese 0.4 %: 128x between the largest and the
-#: smallest), one dominant language and a long tail as in web data.
-SKEWED_WEIGHTS = {lang: 2.0 ** -i for i, lang in enumerate(("en", "de", "ru", "es", "it", "pl", "cs", "pt"))}
-#: the direct knob's threshold frequency: types rarer than this are never subsampled
-FLATTEN_F0 = 1e-4
-#: The two knobs' levels. ``skewed`` (T = 1, nothing subsampled) is the common start of both;
-#: the language knob raises the mixture's temperature to uniform, the token knob subsamples
-#: frequent types with exponents chosen so that the stream's collision probability falls in
-#: three equal steps on the log scale (measured: 0.0034, 0.0014, 0.00054, 0.00022).
-DOSE_LEVELS: dict[str, dict] = {
-    "skewed": {"knobs": ("language", "token"), "order": 0, "temperature": 1.0, "flatten": 0.0},
-    "T2": {"knobs": ("language",), "order": 1, "temperature": 2.0, "flatten": 0.0},
-    "T4": {"knobs": ("language",), "order": 2, "temperature": 4.0, "flatten": 0.0},
-    "uniform": {"knobs": ("language",), "order": 3, "temperature": "inf", "flatten": 0.0},
-    "b16": {"knobs": ("token",), "order": 1, "temperature": 1.0, "flatten": 0.16},
-    "b37": {"knobs": ("token",), "order": 2, "temperature": 1.0, "flatten": 0.37},
-    "b100": {"knobs": ("token",), "order": 3, "temperature": 1.0, "flatten": 1.0},
-}
-DOSE_KNOBS = ("language", "token")
-#: seeds per cell, from the power analysis of chapter 10 (3 seeds: a 1.25x end-to-end change
-#: in the decoder's late enrichment is detected with 80 % power)
-DOSE_SEEDS = (0, 1, 2)
-#: names of the dose runs: ``dose-<kind>-<level>-s<seed>``
-DOSE_NAME_RE = re.compile(rf"^dose-({'|'.join(KINDS)})-({'|'.join(DOSE_LEVELS)})-s(\d+)$")
 
 
-def merge_config(base: dict, over: dict) -> dict:
-    """``base`` updated with ``over`` recursively; a key that ``base`` lacks is a ParameterError.
+@dataclass(frozen=True)
+class ModelSize:
+    """The shape of a lab model and of its training batches.
 
-    >>> merge_config({"a": 1, "p": {"b": 2, "c": 3}}, {"p": {"c": 4}})
-    {'a': 1, 'p': {'b': 2, 'c': 4}}
+    Example
+    -------
+    >>> s = SIZES["small"]
+    >>> s.hidden_size, s.tokens_per_step, s.architecture()["num_hidden_layers"]
+    (192, 4096, 4)
     """
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        if k not in base:
-            raise ParameterError(f"{k}={v!r} is not allowed: valid range is the config keys "
-                                 f"{sorted(base)}. Check the spelling.")
-        out[k] = merge_config(base[k], v) if isinstance(base[k], dict) and isinstance(v, dict) else v
-    return out
+    name: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    seq_len: int
+    batch_size: int
+    #: the peak learning rate a run of this size uses unless its config sets one
+    lr: float
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens in one training batch, ``batch_size * seq_len``."""
+        return self.batch_size * self.seq_len
+
+    def architecture(self) -> dict:
+        """The :data:`ARCH_KEYS` fields as a dict (the keyword arguments of a ``transformers`` config)."""
+        return {k: getattr(self, k) for k in ARCH_KEYS}
+
+
+# "small" is the lab's workhorse (measured in tanbias.lab.models' docstring); "smoke" does a
+# forward/backward in milliseconds, for tests; "base" and "large" are for a GPU
+# (scripts/gpu_check.sh): the same family, about 38 M and 120 M parameters outside the input
+# embedding (output layer included), seconds per step measured in data/runs/sizes.json.
+SIZES: dict[str, ModelSize] = {s.name: s for s in (
+    ModelSize("small", hidden_size=192, num_hidden_layers=4, num_attention_heads=4, intermediate_size=768,
+              seq_len=128, batch_size=32, lr=2e-3),
+    ModelSize("smoke", hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+              seq_len=32, batch_size=4, lr=3e-3),
+    ModelSize("base", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, intermediate_size=2048,
+              seq_len=256, batch_size=32, lr=1e-3),
+    ModelSize("large", hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+              seq_len=512, batch_size=32, lr=6e-4),
+)}
+
+
+def model_size(size) -> ModelSize:
+    """The :class:`ModelSize` named ``size`` (or ``size`` itself), else a ParameterError.
+
+    >>> model_size("smoke").batch_size
+    4
+    """
+    if isinstance(size, ModelSize):
+        return size
+    check_choice("size", size, tuple(SIZES))
+    return SIZES[size]
 
 
 def check_kind(kind: str) -> str:
@@ -157,79 +142,11 @@ def check_run_name(name: str) -> str:
     return name
 
 
-def parse_run_name(name: str) -> tuple[str, str, int]:
-    """``(kind, regime, seed)`` of a sweep run's name ``<kind>-<regime>-s<seed>``.
-
-    >>> parse_run_name("decoder-balanced-s2")
-    ('decoder', 'balanced', 2)
-    """
-    m = SWEEP_NAME_RE.match(name)
-    if m is None:
-        raise ParameterError(f"run={name!r} is not a sweep run: valid range is names "
-                             "'<encoder|decoder>-<natural|balanced>-s<seed>'.")
-    return m.group(1), m.group(2), int(m.group(3))
-
-
-def parse_dose_name(name: str) -> tuple[str, str, int]:
-    """``(kind, level, seed)`` of a dose run's name ``dose-<kind>-<level>-s<seed>``.
-
-    >>> parse_dose_name("dose-decoder-b37-s2")
-    ('decoder', 'b37', 2)
-    """
-    m = DOSE_NAME_RE.match(name)
-    if m is None:
-        raise ParameterError(f"run={name!r} is not a dose run: valid range is names "
-                             f"'dose-<encoder|decoder>-<{'|'.join(DOSE_LEVELS)}>-s<seed>'.")
-    return m.group(1), m.group(2), int(m.group(3))
-
-
-def dose_config(kind: str, level: str, seed: int, steps: int = 320, size: str = "small",
-                languages=None, **overrides) -> dict:
-    """The config of one dose run: chapter 8's schedule on the skewed mixture at ``level``.
-
-    ``languages`` (a subset, for smoke runs) keeps those languages' skewed weights;
-    ``overrides`` are further config keys (e.g. ``probe``, ``eval_batches``).
-
-    >>> c = dose_config("decoder", "b37", 1)
-    >>> c["name"], c["flatten"], c["temperature"], c["steps"]
-    ('dose-decoder-b37-s1', 0.37, 1.0, 320)
-    """
-    check_kind(kind)
-    check_choice("level", level, tuple(DOSE_LEVELS))
-    lv = DOSE_LEVELS[level]
-    weights = dict(SKEWED_WEIGHTS) if languages is None else {k: SKEWED_WEIGHTS[k] for k in languages}
-    cfg = {"name": f"dose-{kind}-{level}-s{int(seed)}", "kind": kind, "size": size, "regime": "balanced",
-           "language_weights": weights, "temperature": lv["temperature"],
-           "flatten": lv["flatten"], "flatten_f0": FLATTEN_F0, "probe_eval_batches": 2,
-           "seed": int(seed), "steps": int(steps), "checkpoint_every": 40, "threads": 1}
-    if languages is not None:
-        cfg["languages"] = list(languages)
-    return merge_config(merge_config(DEFAULT_CONFIG, cfg), overrides) if overrides else cfg
-
-
-def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:
-    """The dose runs' names in the order ``make dose`` trains them.
-
-    The token knob's runs (every seed) before the language knob's: the token knob is
-    the one that moves frequency concentration, so a budget cut short spends its time
-    where the mechanism's test needs it. Within a knob seed by seed (each finished
-    seed is a complete replicate), decoders before encoders (slower, so two
-    parallel workers stay balanced).
-
-    >>> dose_names(seeds=(0,), kinds=("decoder",))[:4]
-    ['dose-decoder-skewed-s0', 'dose-decoder-b16-s0', 'dose-decoder-b37-s0', 'dose-decoder-b100-s0']
-    """
-    levels = list(DOSE_LEVELS) if levels is None else [check_choice("level", lv, tuple(DOSE_LEVELS)) for lv in levels]
-    order = sorted(("token" not in DOSE_LEVELS[lv]["knobs"], int(seed), k != "decoder", DOSE_LEVELS[lv]["order"],
-                    f"dose-{check_kind(k)}-{lv}-s{int(seed)}") for seed in seeds for k in kinds for lv in levels)
-    return [o[-1] for o in order]
-
-
 def check_temperature(temperature) -> float:
     """A mixture temperature in ``[1, inf]`` (the string ``"inf"`` allowed, as JSON has no infinity)."""
     t = float("inf") if temperature == "inf" else temperature
     try:
-        ok = float(t) >= 1.0
+        ok = not isinstance(t, bool) and float(t) >= 1.0
     except (TypeError, ValueError):
         ok = False
     if not ok:
@@ -238,103 +155,305 @@ def check_temperature(temperature) -> float:
     return float(t)
 
 
-def validate_probe_settings(p: dict, D: int, L: int) -> dict:
-    """Check the analysis settings of ``config["probe"]`` in place for width ``D`` and ``L`` blocks.
-
-    Shared by training runs (:func:`validate_config`) and released checkpoints
-    (:func:`tanbias.lab.analysis.posthoc.probe_checkpoints`).
-    """
-    p["rank"] = check_int("probe.rank", p["rank"], lo=1, hi=D // 2,
-                          hint=f"D={D}; the 20 controls must fit orthogonal to the proxy "
-                               f"(rank <= D/2 < D).")
-    p["local_rank"] = check_int("probe.local_rank", p["local_rank"], lo=1, hi=D // 2)
-    p["fit_fraction"] = check_real("probe.fit_fraction", p["fit_fraction"], 0, 1, hi_open=False)
-    p["n_controls"] = check_int("probe.n_controls", p["n_controls"], lo=2)
-    p["n_buckets"] = check_int("probe.n_buckets", p["n_buckets"], lo=1, hi=10)
-    p["min_count"] = check_int("probe.min_count", p["min_count"], lo=p["local_rank"] + 1)
-    p["zeta"] = check_real("probe.zeta", p["zeta"], 0, 1, lo_open=False)
-    if p["layers"] is not None:
-        p["layers"] = [check_int("probe.layers", x, lo=0, hi=L,
-                                 hint=f"Layer 0 is the embedding output, {L} the last block.")
-                       for x in p["layers"]]
-    return p
+def _unknown_keys(given: dict, fields, prefix: str = "") -> None:
+    for k, v in given.items():
+        if k not in fields:
+            raise ParameterError(f"{prefix}{k}={v!r} is not allowed: valid range is the config keys "
+                                 f"{sorted(fields)}. Check the spelling.")
 
 
-def validate_config(config: dict) -> dict:
-    """Fill defaults and check every value; return the full config.
+def _set(obj, name: str, value) -> None:
+    object.__setattr__(obj, name, value)        # a frozen dataclass normalises itself once
 
-    ``languages`` is checked for its form here (a list of language codes or
-    None); that the corpus has them is checked where the corpus is read
-    (:func:`tanbias.lab.data.check_languages`).
 
-    Raises
-    ------
-    ParameterError
-        Naming the parameter, its value and the valid range (e.g. ``lr <= 0``,
-        ``probe.rank`` outside ``[1, D-1]``, a layer outside ``[0, n_layers]``).
+#: the probe's defaults that depend on the run: at most this many probe steps (never more
+#: than the run's steps) and this many captured tokens per step (never more than a batch)
+PROBE_STEPS = 14
+PROBE_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What the alignment probe captures during a run, and how its captures are analysed.
+
+    ``n_steps`` and ``tokens`` left as None are derived from the run
+    (:meth:`resolved`): ``min(14, steps)`` probe steps and ``min(4096, tokens per
+    step)`` captured tokens, so a default fits every size and every number of steps.
 
     Example
     -------
-    >>> validate_config({"name": "x", "kind": "decoder", "size": "smoke", "lr": 0})
+    >>> p = ProbeSettings(rank=4).resolved(steps=12, tokens_per_step=128)
+    >>> p.n_steps, p.tokens, p.rank
+    (12, 128, 4)
+    """
+    enabled: bool = True
+    #: probe steps (log-spaced over the run, :func:`tanbias.lab.probe.probe_steps`)
+    n_steps: int | None = None
+    #: captured tokens per probe step
+    tokens: int | None = None
+    #: rank of the activation-PCA proxy of the tangent space
+    rank: int = 8
+    #: rank of the per-type local PCA (normal shares)
+    local_rank: int = 4
+    #: share of the run whose captures fit the frozen proxy
+    fit_fraction: float = 0.3
+    n_controls: int = 20
+    n_buckets: int = 3
+    min_count: int = 8
+    #: IsoScore*'s shrinkage
+    zeta: float = 0.1
+    #: layers analysed (None: all); 0 is the embedding output
+    layers: tuple[int, ...] | None = None
+    #: which of ``n_steps``, ``tokens`` :meth:`resolved` derived from the run (not given)
+    derived: frozenset = field(default=frozenset(), compare=False, repr=False)
+
+    def __post_init__(self):
+        _set(self, "derived", frozenset(self.derived))
+        if self.layers is not None:
+            _set(self, "layers", tuple(self.layers))
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "ProbeSettings":
+        """Settings from a dict of fields (missing ones default); an unknown key is a ParameterError."""
+        d = dict(d or {})
+        _unknown_keys(d, [f.name for f in dataclasses.fields(cls) if f.name != "derived"])
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        """The settings as the ``probe`` entry of a ``config.json``."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "derived"}
+        d["layers"] = list(self.layers) if self.layers is not None else None
+        return d
+
+    def resolved(self, steps: int, tokens_per_step: int) -> "ProbeSettings":
+        """``n_steps`` and ``tokens`` filled in for a run of ``steps`` steps and batches of
+        ``tokens_per_step`` tokens (given values are kept and checked against them)."""
+        n = min(PROBE_STEPS, int(steps)) if self.n_steps is None else self.n_steps
+        tok = min(PROBE_TOKENS, int(tokens_per_step)) if self.tokens is None else self.tokens
+        n = check_int("probe.n_steps", n, lo=2, hi=int(steps))
+        tok = check_int("probe.tokens", tok, lo=16, hi=int(tokens_per_step))
+        derived = self.derived | {k for k in ("n_steps", "tokens") if getattr(self, k) is None}
+        return dataclasses.replace(self, n_steps=n, tokens=tok, derived=derived)
+
+    def unresolved(self) -> "ProbeSettings":
+        """The settings with the values :meth:`resolved` derived set back to None."""
+        return dataclasses.replace(self, **{k: None for k in self.derived}, derived=frozenset())
+
+    def checked(self, D: int, L: int) -> "ProbeSettings":
+        """The analysis settings checked for activations of width ``D`` and ``L`` blocks.
+
+        Shared by training runs (:class:`RunConfig`) and released checkpoints
+        (:func:`tanbias.lab.analysis.posthoc.probe_checkpoints`).
+        """
+        rank = check_int("probe.rank", self.rank, lo=1, hi=D // 2,
+                         hint=f"D={D}; the 20 controls must fit orthogonal to the proxy (rank <= D/2 < D).")
+        local_rank = check_int("probe.local_rank", self.local_rank, lo=1, hi=D // 2)
+        layers = None if self.layers is None else tuple(
+            check_int("probe.layers", x, lo=0, hi=L, hint=f"Layer 0 is the embedding output, {L} the last block.")
+            for x in self.layers)
+        return dataclasses.replace(
+            self, rank=rank, local_rank=local_rank,
+            fit_fraction=check_real("probe.fit_fraction", self.fit_fraction, 0, 1, hi_open=False),
+            n_controls=check_int("probe.n_controls", self.n_controls, lo=2),
+            n_buckets=check_int("probe.n_buckets", self.n_buckets, lo=1, hi=10),
+            min_count=check_int("probe.min_count", self.min_count, lo=local_rank + 1),
+            zeta=check_real("probe.zeta", self.zeta, 0, 1, lo_open=False), layers=layers)
+
+
+#: run-config keys that runs trained before they existed do not store; read back from such a
+#: run's config.json they keep their defaults, and :meth:`RunConfig.to_dict` leaves them out
+#: again, so a committed config.json round-trips byte for byte
+LATER_KEYS = ("language_weights", "temperature", "flatten", "flatten_f0", "probe_eval_batches",
+              "precision", "schedule")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One training run of the lab: which model, which data, how long, what the probe captures.
+
+    Every value is checked when the config is made, and the defaults that depend
+    on the size or the number of steps are derived from them (``lr`` from the
+    size, the probe's steps and tokens as :class:`ProbeSettings` says), so a
+    config that names only a size and a number of steps trains, on every size.
+
+    Example
+    -------
+    >>> cfg = RunConfig.from_dict({"name": "x", "kind": "decoder", "size": "smoke", "steps": 12})
+    >>> cfg.size.hidden_size, cfg.tokens_per_step, cfg.lr, cfg.probe.n_steps, cfg.probe.tokens
+    (32, 128, 0.003, 12, 128)
+    >>> RunConfig.from_dict({"name": "x", "size": "smoke", "lr": 0})
     Traceback (most recent call last):
     ...
     tanbias.errors.ParameterError: lr=0 is out of range: valid range is (0, inf). ...
     """
-    cfg = merge_config(DEFAULT_CONFIG, dict(config))
-    check_run_name(cfg["name"])
-    check_choice("kind", cfg["kind"], KINDS)
-    check_choice("size", cfg["size"], tuple(SIZES))
-    check_choice("regime", cfg["regime"], REGIMES)
-    if cfg["languages"] is not None:
-        if isinstance(cfg["languages"], str) or not all(isinstance(x, str) for x in cfg["languages"]):
-            raise ParameterError(f"languages={cfg['languages']!r} is out of range: valid values are "
-                                 "lists of language codes such as ['en', 'de']. Pass None for all.")
-        cfg["languages"] = list(cfg["languages"])
-    if cfg["language_weights"] is not None:
-        w = cfg["language_weights"]
-        if not isinstance(w, dict) or not w or not all(
-                isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in w.items()):
-            raise ParameterError(f"language_weights={w!r} is out of range: valid values are a dict "
-                                 "{language code: positive weight}, e.g. {'en': 2, 'de': 1}. Pass None "
-                                 "for the corpus' own sizes.")
-        cfg["language_weights"] = {k: float(v) for k, v in w.items()}
-    if cfg["temperature"] is not None:
-        cfg["temperature"] = check_temperature(cfg["temperature"])
-        if cfg["temperature"] == float("inf"):
-            cfg["temperature"] = "inf"
-    cfg["flatten"] = check_real("flatten", cfg["flatten"], 0, 1, lo_open=False, hi_open=False,
-                                hint="0 keeps every token; 1 flattens every type above flatten_f0 to it.")
-    cfg["flatten_f0"] = check_real("flatten_f0", cfg["flatten_f0"], 0, 1, hi_open=True)
-    cfg["probe_eval_batches"] = check_int("probe_eval_batches", cfg["probe_eval_batches"], lo=0)
-    check_choice("precision", cfg["precision"], PRECISIONS)
-    size = SIZES[cfg["size"]]
-    D, L = size["hidden_size"], size["num_hidden_layers"]
-    cfg["seed"] = check_int("seed", cfg["seed"], lo=0)
-    cfg["steps"] = check_int("steps", cfg["steps"], lo=2, hint="A run needs at least 2 steps.")
-    cfg["lr"] = size["lr"] if cfg["lr"] is None else check_real(
-        "lr", cfg["lr"], lo=0, hint="Pass a positive learning rate such as 2e-3.")
-    if cfg["warmup"] is not None:
-        cfg["warmup"] = check_int("warmup", cfg["warmup"], lo=1, hi=cfg["steps"])
-    check_choice("schedule", cfg["schedule"], SCHEDULES)
-    cfg["weight_decay"] = check_real("weight_decay", cfg["weight_decay"], 0, lo_open=False)
-    cfg["checkpoint_every"] = check_int("checkpoint_every", cfg["checkpoint_every"], lo=1)
-    cfg["eval_batches"] = check_int("eval_batches", cfg["eval_batches"], lo=1)
-    cfg["threads"] = check_int("threads", cfg["threads"], lo=1, hi=os.cpu_count() or 1)
-    p = cfg["probe"]
-    p["n_steps"] = check_int("probe.n_steps", p["n_steps"], lo=2, hi=cfg["steps"])
-    p["tokens"] = check_int("probe.tokens", p["tokens"], lo=16,
-                            hi=size["batch_size"] * size["seq_len"])
-    validate_probe_settings(p, D, L)
-    return cfg
+    name: str
+    kind: str = "encoder"
+    size: ModelSize = SIZES["small"]
+    regime: str = "natural"
+    #: a subset of the corpus' languages (None: all); that the corpus has them is checked where
+    #: the corpus is read (:func:`tanbias.lab.data.check_languages`)
+    languages: tuple[str, ...] | None = None
+    seed: int = 0
+    #: the mixture's natural word shares per language (None: the corpus' own sizes)
+    language_weights: dict | None = None
+    #: the "balanced" regime's temperature (None: DEFAULT_TEMPERATURE; inf: uniform)
+    temperature: float | None = None
+    #: the direct knob on token frequencies: an occurrence of a type with stream frequency f is
+    #: kept with probability min(1, (f / flatten_f0) ** -flatten); 0 keeps everything
+    flatten: float = 0.0
+    flatten_f0: float = 1e-4
+    #: held-out batches evaluated at every probe step (0: only the final evaluation)
+    probe_eval_batches: int = 0
+    #: arithmetic of the forward and backward passes (PRECISIONS); the probe captures float32
+    precision: str = "fp32"
+    steps: int = 240
+    #: peak learning rate (None: the size's)
+    lr: float | None = None
+    #: warm-up steps (None: steps // 20)
+    warmup: int | None = None
+    schedule: str = "cosine"
+    weight_decay: float = 0.01
+    checkpoint_every: int = 20
+    eval_batches: int = 8
+    threads: int = 1
+    probe: ProbeSettings = ProbeSettings()
+    #: the :data:`LATER_KEYS` the config.json this config was read from lacks (see there)
+    omitted_keys: frozenset = field(default=frozenset(), compare=False, repr=False)
+
+    def __post_init__(self):
+        check_run_name(self.name)
+        check_choice("kind", self.kind, KINDS)
+        _set(self, "size", model_size(self.size))
+        check_choice("regime", self.regime, REGIMES)
+        if self.languages is not None:
+            if isinstance(self.languages, str) or not all(isinstance(x, str) for x in self.languages):
+                raise ParameterError(f"languages={self.languages!r} is out of range: valid values are "
+                                     "lists of language codes such as ['en', 'de']. Pass None for all.")
+            _set(self, "languages", tuple(self.languages))
+        if self.language_weights is not None:
+            w = self.language_weights
+            if not isinstance(w, dict) or not w or not all(
+                    isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                    for k, v in w.items()):
+                raise ParameterError(f"language_weights={w!r} is out of range: valid values are a dict "
+                                     "{language code: positive weight}, e.g. {'en': 2, 'de': 1}. Pass None "
+                                     "for the corpus' own sizes.")
+            _set(self, "language_weights", {k: float(v) for k, v in w.items()})
+        if self.temperature is not None:
+            _set(self, "temperature", check_temperature(self.temperature))
+        _set(self, "flatten", check_real("flatten", self.flatten, 0, 1, lo_open=False, hi_open=False,
+                                         hint="0 keeps every token; 1 flattens every type above "
+                                              "flatten_f0 to it."))
+        _set(self, "flatten_f0", check_real("flatten_f0", self.flatten_f0, 0, 1, hi_open=True))
+        _set(self, "probe_eval_batches", check_int("probe_eval_batches", self.probe_eval_batches, lo=0))
+        check_choice("precision", self.precision, PRECISIONS)
+        _set(self, "seed", check_int("seed", self.seed, lo=0))
+        _set(self, "steps", check_int("steps", self.steps, lo=2, hint="A run needs at least 2 steps."))
+        _set(self, "lr", self.size.lr if self.lr is None else check_real(
+            "lr", self.lr, lo=0, hint="Pass a positive learning rate such as 2e-3."))
+        if self.warmup is not None:
+            _set(self, "warmup", check_int("warmup", self.warmup, lo=1, hi=self.steps))
+        check_choice("schedule", self.schedule, SCHEDULES)
+        _set(self, "weight_decay", check_real("weight_decay", self.weight_decay, 0, lo_open=False))
+        _set(self, "checkpoint_every", check_int("checkpoint_every", self.checkpoint_every, lo=1))
+        _set(self, "eval_batches", check_int("eval_batches", self.eval_batches, lo=1))
+        _set(self, "threads", check_int("threads", self.threads, lo=1, hi=os.cpu_count() or 1))
+        probe = self.probe if isinstance(self.probe, ProbeSettings) else ProbeSettings.from_dict(self.probe)
+        probe = probe.resolved(self.steps, self.tokens_per_step)
+        _set(self, "probe", probe.checked(self.size.hidden_size, self.size.num_hidden_layers))
+        _set(self, "omitted_keys", frozenset(self.omitted_keys))
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens in one training batch (the size's ``batch_size * seq_len``)."""
+        return self.size.tokens_per_step
+
+    @property
+    def mixture_temperature(self) -> float:
+        """The temperature the balanced regime uses (``temperature``, else :data:`DEFAULT_TEMPERATURE`)."""
+        return DEFAULT_TEMPERATURE if self.temperature is None else self.temperature
+
+    @property
+    def warmup_steps(self) -> int:
+        """Warm-up steps of the schedule (``warmup``, else ``steps // 20``, at least 1)."""
+        return self.warmup or max(1, self.steps // 20)
+
+    # ------------------------------------------------------------------ JSON
+    @classmethod
+    def from_dict(cls, d: dict, stored: bool = False) -> "RunConfig":
+        """A config from a dict of fields (e.g. a JSON file); missing fields take their defaults.
+
+        Parameters
+        ----------
+        d : dict
+            ``size`` is a name of :data:`SIZES`, ``probe`` a dict of :class:`ProbeSettings` fields.
+        stored : bool
+            ``d`` is a run folder's ``config.json``: the :data:`LATER_KEYS` it lacks are
+            remembered, so that :meth:`to_dict` gives the file back as it is.
+
+        Raises
+        ------
+        ParameterError
+            An unknown key, or a value out of its range (naming the field, the value and the range).
+        """
+        d = dict(d)
+        fields = [f.name for f in dataclasses.fields(cls) if f.name != "omitted_keys"]
+        _unknown_keys(d, fields)
+        if "probe" in d and not isinstance(d["probe"], ProbeSettings):
+            if not isinstance(d["probe"], dict):
+                raise ParameterError(f"probe={d['probe']!r} is not allowed: valid range is a dict of the "
+                                     f"probe settings {sorted(f.name for f in dataclasses.fields(ProbeSettings))}.")
+            d["probe"] = ProbeSettings.from_dict(d["probe"])
+        if "name" not in d:
+            d["name"] = None
+        omitted = frozenset(k for k in LATER_KEYS if k not in d) if stored else frozenset()
+        return cls(**d, omitted_keys=omitted)
+
+    def to_dict(self) -> dict:
+        """The config as a run folder's ``config.json`` stores it (every field, resolved).
+
+        A config read with ``from_dict(..., stored=True)`` from a run trained before some
+        of :data:`LATER_KEYS` existed leaves those out again.
+
+        >>> d = RunConfig(name="x", size="smoke", steps=12).to_dict()
+        >>> d["size"], d["lr"], d["probe"]["n_steps"], d["temperature"]
+        ('smoke', 0.003, 12, None)
+        """
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "omitted_keys"}
+        d["size"] = self.size.name
+        d["languages"] = list(self.languages) if self.languages is not None else None
+        d["language_weights"] = dict(self.language_weights) if self.language_weights is not None else None
+        if self.temperature is not None and math.isinf(self.temperature):
+            d["temperature"] = "inf"             # JSON has no infinity
+        d["probe"] = self.probe.to_dict()
+        for k in self.omitted_keys:
+            del d[k]
+        return d
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as the text of a ``config.json`` (sorted keys, one space indent)."""
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+    def replace(self, **changes) -> "RunConfig":
+        """A copy with ``changes`` (field names; ``size`` may be a name, ``probe`` a dict of overrides)."""
+        probe = self.probe.unresolved() if {"steps", "size"} & set(changes) else self.probe
+        if isinstance(changes.get("probe"), dict):
+            changes["probe"] = dataclasses.replace(probe, **changes["probe"])
+        else:
+            changes.setdefault("probe", probe)
+        # a field a change sets is written out again, even if the file it was read from lacked it
+        return dataclasses.replace(self, **changes, omitted_keys=self.omitted_keys - set(changes))
 
 
-def load_config(path) -> dict:
-    """Read and validate a JSON config file (``name`` defaults to the file's stem)."""
+def load_config(path) -> RunConfig:
+    """Read a JSON config file (``name`` defaults to the file's stem, or to the run folder's
+    name for a ``config.json``) into a checked :class:`RunConfig`."""
     path = Path(path)
     if not path.is_file():
         raise ParameterError(f"CONFIG={str(path)!r} is not allowed: valid range is an existing JSON "
                              "file. See data/runs/configs/ for examples.")
-    cfg = json.loads(path.read_text(encoding="utf-8"))
-    if cfg.get("name") is None:
-        cfg["name"] = path.parent.name if path.name == "config.json" else path.stem
-    return validate_config(cfg)
+    d = json.loads(path.read_text(encoding="utf-8"))
+    if d.get("name") is None:
+        d["name"] = path.parent.name if path.name == "config.json" else path.stem
+    return RunConfig.from_dict(d, stored=path.name == "config.json")

@@ -17,22 +17,23 @@ The corpus (:mod:`tanbias.lab.corpus`) and the tokenizer
 from __future__ import annotations
 
 import io
+import itertools
+import math
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 import torch
 
-from tanbias._checks import check_real
+from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
-from tanbias.lab.config import (DEFAULT_TEMPERATURE, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, SIZES,
-                                check_kind)
+from tanbias.lab.config import BOS_ID, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, REGIMES, check_kind
 from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_manifest, split
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
-__all__ = ["check_languages", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
+__all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
-           "common_batches"]
+           "HELDOUT_ORDERS", "heldout_text", "heldout_batches", "common_batches"]
 
 
 def check_languages(languages) -> list | None:
@@ -50,9 +51,15 @@ def check_languages(languages) -> list | None:
 # ---------------------------------------------------------------------------
 # batches
 # ---------------------------------------------------------------------------
+def special_ids(tokenizer) -> list[int]:
+    """The ids of ``tokenizer``'s special tokens, sorted (the lab's: ``0 .. N_SPECIAL - 1``)."""
+    return sorted({int(i) for i in tokenizer.all_special_ids if i is not None})
+
+
 def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float = MLM_PROBABILITY,
-                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT-style masking of the non-special tokens.
+                generator: torch.Generator | None = None, special=None,
+                mask_id: int = MASK_ID) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT-style masking of the non-special tokens, for the lab's tokenizer or any other.
 
     Parameters
     ----------
@@ -61,11 +68,16 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
     mlm_probability : float
         Share of the non-special tokens selected, in ``(0, 1)``.
     generator : torch.Generator, optional
+    special : sequence of int, optional
+        The special ids (never selected, never drawn as random replacements); default the
+        lab tokenizer's ``0 .. N_SPECIAL - 1``. :func:`special_ids` gives another tokenizer's.
+    mask_id : int
+        The mask token's id (the lab's :data:`~tanbias.lab.config.MASK_ID` by default).
 
     Returns
     -------
     (inputs, labels)
-        ``inputs``: 80 % of the selected positions set to ``<mask>``, 10 % to a random
+        ``inputs``: 80 % of the selected positions set to ``mask_id``, 10 % to a random
         non-special token, 10 % unchanged; ``labels``: the original ids at the selected
         positions, -100 elsewhere.
 
@@ -78,16 +90,17 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
     """
     if not (0.0 < mlm_probability < 1.0):
         raise ParameterError(f"mlm_probability={mlm_probability!r} is out of range: valid range is (0, 1).")
+    special = torch.arange(N_SPECIAL) if special is None else torch.as_tensor(list(special), dtype=torch.long)
+    normal = torch.as_tensor(np.setdiff1d(np.arange(int(vocab_size)), special.numpy()), dtype=torch.long)
     ids = input_ids.clone()
     labels = input_ids.clone()
-    special = ids < N_SPECIAL
     p = torch.full(ids.shape, float(mlm_probability))
-    selected = torch.bernoulli(p, generator=generator).bool() & ~special
+    selected = torch.bernoulli(p, generator=generator).bool() & ~torch.isin(ids, special)
     labels[~selected] = -100
     u = torch.rand(ids.shape, generator=generator)
-    ids[selected & (u < 0.8)] = MASK_ID
+    ids[selected & (u < 0.8)] = int(mask_id)
     rand_pos = selected & (u >= 0.8) & (u < 0.9)
-    ids[rand_pos] = torch.randint(N_SPECIAL, int(vocab_size), ids.shape, generator=generator)[rand_pos]
+    ids[rand_pos] = normal[torch.randint(0, len(normal), ids.shape, generator=generator)][rand_pos]
     return ids, labels
 
 
@@ -181,10 +194,9 @@ def original_ids(batch) -> torch.Tensor:
     return torch.where(labels != -100, labels, ids)
 
 
-def mixture_of(cfg: dict) -> dict:
-    """The keyword arguments of :func:`~tanbias.lab.corpus.mixture` for a validated config."""
-    t = cfg["temperature"] if cfg["temperature"] is not None else DEFAULT_TEMPERATURE
-    return {"regime": cfg["regime"], "temperature": t, "weights": cfg["language_weights"]}
+def mixture_of(cfg) -> dict:
+    """The keyword arguments of :func:`~tanbias.lab.corpus.mixture` for a run config."""
+    return {"regime": cfg.regime, "temperature": cfg.mixture_temperature, "weights": cfg.language_weights}
 
 
 _COUNT_CACHE: dict = {}
@@ -241,7 +253,7 @@ def _language_counts(languages, tok) -> dict:
     return out
 
 
-def stream_frequencies(cfg: dict, tok) -> np.ndarray:
+def stream_frequencies(cfg, tok) -> np.ndarray:
     """Expected relative frequency of every token id in a run's training stream, before subsampling.
 
     Exact in expectation: the per-language token counts of the training split,
@@ -250,9 +262,9 @@ def stream_frequencies(cfg: dict, tok) -> np.ndarray:
     included), as :func:`~tanbias.lab.corpus.mixture` draws them. The counts are
     cached per process.
     """
-    train_docs, _ = split(cfg["languages"])
+    train_docs, _ = split(cfg.languages)
     draws = mixture_probabilities(train_docs, **mixture_of(cfg))["draws"]
-    counts = _language_counts(cfg["languages"], tok)
+    counts = _language_counts(cfg.languages, tok)
     freq = np.zeros(len(tok), np.float64)
     for lang, p in draws.items():
         c, n_docs = counts[lang]
@@ -276,29 +288,173 @@ def keep_probabilities(freq, flatten: float, f0: float) -> np.ndarray:
         return np.minimum(1.0, (np.maximum(f, 1e-300) / f0) ** -flatten)
 
 
-def training_streams(cfg: dict, tok):
-    """The (training, validation) batch iterators of a validated run config.
+def training_streams(cfg, tok):
+    """The (training, validation) batch iterators of a run config.
 
     Both follow the run's language mixture and, when ``flatten > 0``, its
     subsampling of frequent types (the validation text is then distributed as the
     training text, so the generalisation gap compares like with like).
     """
-    size = SIZES[cfg["size"]]
-    train_docs, valid_docs = split(cfg["languages"])
-    keep = (keep_probabilities(stream_frequencies(cfg, tok), cfg["flatten"], cfg["flatten_f0"])
-            if cfg["flatten"] > 0 else None)
+    train_docs, valid_docs = split(cfg.languages)
+    keep = (keep_probabilities(stream_frequencies(cfg, tok), cfg.flatten, cfg.flatten_f0)
+            if cfg.flatten > 0 else None)
     mix = mixture_of(cfg)
-    train = lm_batches(cfg["kind"], mixture(train_docs, seed=cfg["seed"], **mix), tok,
-                       size["batch_size"], size["seq_len"], seed=cfg["seed"], keep=keep)
-    valid = lm_batches(cfg["kind"], mixture(valid_docs, seed=cfg["seed"] + 10_000, **mix),
-                       tok, size["batch_size"], size["seq_len"], seed=cfg["seed"] + 10_000, keep=keep)
+    size = cfg.size
+    train = lm_batches(cfg.kind, mixture(train_docs, seed=cfg.seed, **mix), tok,
+                       size.batch_size, size.seq_len, seed=cfg.seed, keep=keep)
+    valid = lm_batches(cfg.kind, mixture(valid_docs, seed=cfg.seed + 10_000, **mix),
+                       tok, size.batch_size, size.seq_len, seed=cfg.seed + 10_000, keep=keep)
     return train, valid
 
 
-def common_batches(cfg: dict, tok, n_batches: int) -> list[dict]:
-    """The held-out text every run of a kind is measured on: natural mixture, seed :data:`~tanbias.lab.config.MECH_SEED`."""
-    size = SIZES[cfg["size"]]
-    _, valid_docs = split(cfg["languages"])
-    it = lm_batches(cfg["kind"], mixture(valid_docs, "natural", seed=MECH_SEED), tok,
-                    size["batch_size"], size["seq_len"], seed=MECH_SEED)
-    return [next(it) for _ in range(n_batches)]
+# ---------------------------------------------------------------------------
+# held-out text
+# ---------------------------------------------------------------------------
+#: the two orders in which :func:`heldout_text` reads the held-out documents
+HELDOUT_ORDERS = ("mixture", "round_robin")
+
+
+def _round_robin(valid: dict, languages, rng) -> Iterator[tuple[str, str]]:
+    """Each language's documents in a seeded order, one document per language in turn, until all are read."""
+    order = {lang: rng.permutation(len(valid[lang])) for lang in languages}
+    for i in itertools.count():
+        more = False
+        for lang in languages:
+            if i < len(order[lang]):
+                more = True
+                yield lang, valid[lang][order[lang][i]]
+        if not more:
+            return
+
+
+def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, languages=None,
+                 order: str = "mixture", regime: str = "natural", special_tokens: bool = True) -> dict:
+    """Held-out documents of the corpus (its validation split), tokenised and cut into rows.
+
+    The one builder of held-out text: the lab's common text (:func:`common_batches`),
+    the post-hoc probe's evaluation text (:func:`heldout_batches`) and the released
+    models' text (:mod:`tanbias.lab.analysis.pretrained`) all come from it. The
+    documents are never in any of *our* training streams; a released model's own
+    training data are unknown.
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+        Any model's own (the lab's or a released one).
+    n_tokens : int
+        Tokens wanted, rounded up to whole rows.
+    seq_len : int
+    seed : int
+        Seeds the document order.
+    languages : list of str, optional
+        The languages read (None: all). With ``order="round_robin"`` their order is the
+        order in which they take turns.
+    order : {"mixture", "round_robin"}
+        ``"mixture"``: the endless stream of :func:`~tanbias.lab.corpus.mixture` in
+        ``regime``; ``"round_robin"``: each language's documents in a seeded order, one
+        per language in turn, until ``n_tokens`` are read (a ParameterError if the
+        documents run out).
+    regime : {"natural", "balanced"}
+        The mixture of ``order="mixture"``.
+    special_tokens : bool
+        Tokenise with the tokenizer's special tokens, and end every document with its
+        end-of-text token when it adds none (so documents stay separated); False reads
+        the text alone.
+
+    Returns
+    -------
+    dict
+        ``input_ids`` (rows, seq_len) int64 array; ``language`` (rows, seq_len), the
+        language of each token's document; ``languages``; ``documents`` (how many
+        documents the rows hold).
+
+    Example
+    -------
+    >>> from tanbias.lab.tokenizer import load_tokenizer
+    >>> t = heldout_text(load_tokenizer(), 300, 64, seed=1)
+    >>> t["input_ids"].shape, bool(t["input_ids"][0, 0] == BOS_ID)
+    ((5, 64), True)
+    """
+    n_tokens = check_int("n_tokens", n_tokens, lo=1, hint="Pass e.g. 4096.")
+    seq_len = check_int("seq_len", seq_len, lo=2, hint="Pass e.g. 128.")
+    seed = check_int("seed", seed, lo=0)
+    check_choice("order", order, HELDOUT_ORDERS)
+    check_choice("regime", regime, REGIMES)
+    _, valid = split(languages)
+    languages = list(valid) if languages is None else list(languages)
+    if order == "mixture":
+        docs = mixture(valid, regime, seed=seed)
+    else:
+        docs = _round_robin(valid, languages, np.random.default_rng(seed))
+    need = math.ceil(n_tokens / seq_len) * seq_len
+    eos = tokenizer.eos_token_id if special_tokens else None
+    ids: list[int] = []
+    langs: list[str] = []
+    used = 0
+    while len(ids) < need:
+        chunk = list(itertools.islice(docs, 64))
+        if not chunk:
+            raise ParameterError(f"n_tokens={n_tokens} is out of range: the held-out documents of "
+                                 f"{languages} hold only {len(ids)} tokens. Pass fewer tokens.")
+        encoded = tokenizer([doc for _, doc in chunk], add_special_tokens=special_tokens,
+                            verbose=False)["input_ids"]
+        for (lang, _), x in zip(chunk, encoded):
+            if len(ids) >= need:
+                break
+            if eos is not None and (not x or x[-1] != eos):
+                x = [*x, int(eos)]
+            ids += x
+            langs += [lang] * len(x)
+            used += 1
+    return {"input_ids": np.asarray(ids[:need], np.int64).reshape(-1, seq_len),
+            "language": np.asarray(langs[:need]).reshape(-1, seq_len), "languages": languages,
+            "documents": used}
+
+
+def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int = 0,
+                    regime: str = "natural", batch_size: int = 8, languages=None) -> list[dict]:
+    """Held-out batches under a model's own tokenizer: :func:`heldout_text` (mixture order, with
+    special tokens), masked for an encoder as the lab's training batches are.
+
+    Encoder batches are masked one after the other with one generator seeded by
+    ``seed`` (:func:`mask_tokens` with the tokenizer's own special and mask ids);
+    decoder labels are the inputs (the model shifts them). The batches are a
+    function of ``(tokenizer, kind, n_tokens, seq_len, seed, regime, batch_size, languages)``.
+
+    Returns
+    -------
+    list[dict]
+        ``{"input_ids", "labels"}``, LongTensors ``(rows, seq_len)``, ``batch_size`` rows each
+        (the last one may have fewer).
+
+    Raises
+    ------
+    ParameterError
+        Out-of-range sizes, or an encoder whose tokenizer has no mask token.
+    """
+    check_kind(kind)
+    batch_size = check_int("batch_size", batch_size, lo=1)
+    if kind == "encoder" and tokenizer.mask_token_id is None:
+        raise ParameterError(f"kind='encoder' is out of range for a tokenizer without a mask token "
+                             f"({type(tokenizer).__name__}): valid range is {{'decoder'}}. Masked-LM "
+                             "checkpoints ship a tokenizer with a mask token.")
+    block = torch.as_tensor(heldout_text(tokenizer, n_tokens, seq_len, seed=seed, languages=languages,
+                                         regime=regime)["input_ids"])
+    gen = torch.Generator().manual_seed(int(seed))
+    out = []
+    for i in range(0, block.shape[0], batch_size):
+        rows = block[i:i + batch_size]
+        if kind == "encoder":
+            inputs, labels = mask_tokens(rows, len(tokenizer), MLM_PROBABILITY, gen,
+                                         special=special_ids(tokenizer), mask_id=tokenizer.mask_token_id)
+        else:
+            inputs, labels = rows, rows.clone()
+        out.append({"input_ids": inputs, "labels": labels})
+    return out
+
+
+def common_batches(cfg, tok, n_batches: int) -> list[dict]:
+    """The held-out text every run of a kind is measured on: the natural mixture, seed
+    :data:`~tanbias.lab.config.MECH_SEED`, in the run's batch shape (:func:`heldout_batches`)."""
+    return heldout_batches(tok, cfg.kind, int(n_batches) * cfg.tokens_per_step, cfg.size.seq_len, seed=MECH_SEED,
+                           batch_size=cfg.size.batch_size, languages=cfg.languages)

@@ -64,13 +64,13 @@ Choices, with the reasons:
   than next-token loss at equal compute, as usual: 30 % of the context is hidden
   and only the masked 30 % of positions give a training signal.
 
-This module also has the minimal helpers used to size the models
-(:func:`quick_train`, :func:`evaluate`, :func:`unigram_baseline`; batches come
-from :mod:`tanbias.lab.data`), the scored loss every trainer uses
-(:func:`loss_and_correct`) and the one loader that turns a trained run's
-checkpoint into a model (:func:`load_trained`). Sizes, kinds and special-token
-ids are defined in :mod:`tanbias.lab.config`. The real trainer (checkpoints,
-resume, probes) is :mod:`tanbias.lab.train`.
+This module also has the evaluation helpers (:func:`evaluate`,
+:func:`unigram_baseline`; batches come from :mod:`tanbias.lab.data`), the
+scored loss every step uses (:func:`loss_and_correct`) and the one loader
+that turns a trained run's checkpoint into a model (:func:`load_trained`).
+Sizes, kinds and special-token ids are defined in :mod:`tanbias.lab.config`.
+The trainer (its one step function, checkpoints, resume, probes) is
+:mod:`tanbias.lab.train`.
 """
 from __future__ import annotations
 
@@ -83,21 +83,21 @@ import torch
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
-from tanbias.lab.config import (ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, SIZES,
-                                check_kind)
+from tanbias.lab.config import ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, check_kind, model_size
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "make_model", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained", "quick_train",
+__all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "make_model", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
 
 
-def model_config(kind: str = "encoder", size: str = "small", vocab_size: int = 8192, **overrides):
+def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, **overrides):
     """The ``EuroBertConfig`` or ``LlamaConfig`` of :func:`make_model`.
 
     Parameters
     ----------
     kind : {"encoder", "decoder"}
-    size : {"small", "smoke"}
+    size : str or ModelSize
+        A name of :data:`~tanbias.lab.config.SIZES` (``"smoke"`` for tests) or the size itself.
     vocab_size : int
         Size of the tokenizer's vocabulary (``len(tokenizer)``).
     **overrides
@@ -117,16 +117,14 @@ def model_config(kind: str = "encoder", size: str = "small", vocab_size: int = 8
     from transformers import EuroBertConfig, LlamaConfig
 
     check_kind(kind)
-    if size not in SIZES:
-        raise ParameterError(f"size={size!r} is out of range: valid values are {tuple(SIZES)}. "
-                             "Use 'smoke' for tests.")
+    size = model_size(size)
     bad = set(overrides) - set(ARCH_KEYS)
     if bad:
         raise ParameterError(f"overrides={sorted(bad)} are out of range: valid keys are {ARCH_KEYS}.")
     if int(vocab_size) <= N_SPECIAL:
         raise ParameterError(f"vocab_size={vocab_size!r} is out of range: valid range is ({N_SPECIAL}, inf). "
                              "Pass len(load_tokenizer()).")
-    arch = {k: SIZES[size][k] for k in ARCH_KEYS} | overrides
+    arch = size.architecture() | overrides
     common = dict(
         vocab_size=int(vocab_size), **arch,
         num_key_value_heads=arch["num_attention_heads"],
@@ -142,14 +140,14 @@ def model_config(kind: str = "encoder", size: str = "small", vocab_size: int = 8
     return LlamaConfig(**common)
 
 
-def make_model(kind: str = "encoder", size: str = "small", vocab_size: int = 8192, seed: int = 0,
+def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed: int = 0,
                **overrides) -> torch.nn.Module:
     """Build ``EuroBertForMaskedLM`` (encoder) or ``LlamaForCausalLM`` (decoder) from scratch.
 
     Parameters
     ----------
     kind : {"encoder", "decoder"}
-    size : {"small", "smoke"}
+    size : str or ModelSize
         See :data:`~tanbias.lab.config.SIZES`.
     vocab_size : int
     seed : int
@@ -193,11 +191,11 @@ def load_trained(run, step: int | None = None):
         Run name under ``data/runs`` or a folder.
     step : int, optional
         Require the checkpoint to be at this step; default the run's last step
-        (``config["steps"]``): a checkpoint of an interrupted run is refused.
+        (``config.steps``): a checkpoint of an interrupted run is refused.
 
     Returns
     -------
-    (model, tokenizer, config)
+    (model, tokenizer, RunConfig)
 
     Raises
     ------
@@ -216,12 +214,12 @@ def load_trained(run, step: int | None = None):
         raise CorruptFileError(ckpt, regen, "checkpoint is missing (work/ is not committed)") from None
     except Exception as exc:
         raise CorruptFileError(ckpt, regen, f"unreadable checkpoint: {exc}") from None
-    want = int(cfg["steps"]) if step is None else int(step)
+    want = cfg.steps if step is None else int(step)
     if at != want:
         raise CorruptFileError(ckpt, regen + "  (or resume it without --fresh)",
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
-    model = make_model(cfg["kind"], cfg["size"], vocab_size=len(tok), seed=cfg["seed"])
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed)
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg
@@ -404,80 +402,6 @@ def loss_and_correct(model, batch) -> tuple[torch.Tensor, int, int]:
     return loss_sum, int(targets.numel()), correct
 
 
-def quick_train(model, batches: Iterable[dict], steps: int, lr: float = 2e-3, warmup: int | None = None,
-                time_limit: float | None = None, log_every: int = 50, weight_decay: float = 0.01,
-                callback=None) -> list[dict]:
-    """Minimal AdamW loop (linear warm-up, cosine decay to 10 %, clip 1.0).
-
-    Parameters
-    ----------
-    model : EuroBertForMaskedLM or LlamaForCausalLM
-    batches : iterable of dict
-        From :func:`tanbias.lab.data.lm_batches`.
-    steps : int
-        Number of optimiser steps (the schedule's length).
-    lr : float
-    warmup : int, optional
-        Warm-up steps; default ``max(1, steps // 20)``.
-    time_limit : float, optional
-        Stop after this many seconds even if ``steps`` are not done.
-    log_every : int
-    callback : callable(step, model), optional
-        Called after each logged step (e.g. to evaluate).
-
-    Returns
-    -------
-    list[dict]
-        One record per logged step: ``step, loss`` (mean over scored tokens since the
-        previous record, nats), ``tokens`` (input tokens so far), ``seconds``.
-    """
-    if int(steps) < 1:
-        raise ParameterError(f"steps={steps!r} is out of range: valid range is [1, inf).")
-    steps = int(steps)
-    warmup = max(1, steps // 20) if warmup is None else int(warmup)
-
-    def schedule(s):
-        if s < warmup:
-            return (s + 1) / warmup
-        frac = (s - warmup) / max(1, steps - warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0)))
-
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embed" not in n)]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.98), eps=1e-8)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
-    model.train()
-    history, t0, tokens = [], time.perf_counter(), 0
-    acc_loss, acc_n = 0.0, 0
-    for step, batch in enumerate(batches):
-        if step >= steps:
-            break
-        loss_sum, n, _ = loss_and_correct(model, batch)
-        loss = loss_sum / max(n, 1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        tokens += batch["input_ids"].numel()
-        acc_loss += float(loss_sum.detach())
-        acc_n += n
-        elapsed = time.perf_counter() - t0
-        last = step + 1 == steps or (time_limit is not None and elapsed >= time_limit)
-        if (step + 1) % log_every == 0 or last:
-            history.append({"step": step + 1, "loss": acc_loss / max(acc_n, 1), "tokens": tokens,
-                            "seconds": elapsed, "lr": sched.get_last_lr()[0]})
-            acc_loss, acc_n = 0.0, 0
-            if callback is not None:
-                callback(step + 1, model)
-        if last:
-            break
-    return history
-
-
-@torch.no_grad()
 def evaluate(model, batches: Iterable[dict], precision: str = "fp32") -> dict:
     """Token-weighted cross-entropy (nats) and top-1 accuracy on the scored positions.
 
@@ -493,7 +417,7 @@ def evaluate(model, batches: Iterable[dict], precision: str = "fp32") -> dict:
     total, count, correct = 0.0, 0, 0
     device = next(model.parameters()).device
     for batch in batches:
-        with autocast(device, precision):
+        with torch.no_grad(), autocast(device, precision):      # no graph: nothing is differentiated
             loss_sum, n, c = loss_and_correct(model, to_device(batch, device))
         total += float(loss_sum)
         count += n

@@ -29,13 +29,14 @@ from tanbias.lab import runs
 from tanbias.lab.analysis.radii import measure_radii
 from tanbias.lab.analysis.tables import analyse_run
 from tanbias.lab.analysis.views import compute_views
-from tanbias.lab.config import (DOSE_SEEDS, REPRODUCE_TOLERANCE, SWEEP_NAME_RE, dose_config, dose_names,
-                                parse_dose_name, parse_run_name, validate_config)
+from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig
+from tanbias.lab.experiments import (DOSE_SEEDS, RUN_STEPS, design_config, dose_config, dose_names,
+                                     parse_dose_name, sweep_names)
 from tanbias.lab.models import resolve_device
 from tanbias.lab.train import Interrupted, train
 
-__all__ = ["after_run", "train_and_analyse", "reproduce", "sweep_configs", "run_queue", "run_sweep",
-           "dose_configs", "run_dose", "smoke_pipeline"]
+__all__ = ["after_run", "train_and_analyse", "reproduce", "write_configs", "sweep_configs", "run_queue",
+           "run_sweep", "dose_configs", "run_dose", "smoke_pipeline"]
 
 
 def after_run(run, progress: bool = True, device: str = "cpu") -> dict:
@@ -101,10 +102,10 @@ def reproduce(run, steps: int | None = None, workdir=None, progress: bool = True
 
     d = runs.run_dir(run)
     runs.verify_run(d)
-    cfg = validate_config(runs.read_config(d))
+    cfg = runs.read_config(d)
     committed = {r["step"]: r for r in runs.read_jsonl(d / "metrics.jsonl") if r.get("type") == "step"}
-    tmp = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"reproduce-{cfg['name']}-"))
-    partial = steps is not None and steps < cfg["steps"]
+    tmp = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"reproduce-{cfg.name}-"))
+    partial = steps is not None and steps < cfg.steps
     try:
         if partial:
             try:
@@ -145,14 +146,27 @@ def reproduce(run, steps: int | None = None, workdir=None, progress: bool = True
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def sweep_configs(configs_dir=None) -> list[Path]:
-    """The sweep's config files (``data/runs/configs/<kind>-<regime>-s<seed>.json``), decoders first.
-
-    Decoders train slower, so starting them first balances the parallel workers.
-    """
+def write_configs(configs, configs_dir=None, write: bool = True) -> list[Path]:
+    """The config files of ``configs`` (:class:`~tanbias.lab.config.RunConfig`) in ``configs_dir``
+    (default ``data/runs/configs``): ``<name>.json``, each the config's ``to_json()`` (the form of
+    a run folder's ``config.json``), rewritten only when it differs; in the given order."""
     d = Path(configs_dir) if configs_dir is not None else runs.RUNS_DIR / "configs"
-    found = [p for p in sorted(d.glob("*.json")) if SWEEP_NAME_RE.match(p.stem)]
-    return sorted(found, key=lambda p: (parse_run_name(p.stem)[2], p.stem.split("-")[0] != "decoder", p.stem))
+    paths = []
+    for cfg in configs:
+        path = d / f"{cfg.name}.json"
+        if write and (not path.exists() or path.read_text() != cfg.to_json()):
+            d.mkdir(parents=True, exist_ok=True)
+            runs.atomic_write_text(path, cfg.to_json())
+        paths.append(path)
+    return paths
+
+
+def sweep_configs(configs_dir=None, write: bool = True) -> list[Path]:
+    """The 2x2 sweep's config files (:func:`~tanbias.lab.experiments.sweep_names`) in the order
+    ``make sweep`` trains them; written unless ``write=False``. (The constant-rate controls,
+    :data:`~tanbias.lab.experiments.CONTROL_RUNS`, are trained on their own with ``python -m
+    tanbias.lab train data/runs/configs/<name>.json``.)"""
+    return write_configs([design_config(n) for n in sweep_names()], configs_dir, write)
 
 
 def _git_commit(files, message: str, cwd: Path, check: bool = True) -> str:
@@ -269,30 +283,25 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     return sitting
 
 
-def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None, device: str = "auto") -> dict:
-    """Train every sweep config (the 2x2 of chapter 8) with ``jobs`` parallel processes (:func:`run_queue`)."""
-    return run_queue(sweep_configs(configs_dir), jobs=jobs, fresh=fresh, out_root=out_root, device=device,
+def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None, device: str = "auto",
+              paths=None) -> dict:
+    """Train every sweep config (the 2x2 of chapter 8) with ``jobs`` parallel processes (:func:`run_queue`).
+
+    ``paths`` replaces the design's configs (tests pass smoke-size ones).
+    """
+    paths = sweep_configs(configs_dir) if paths is None else paths
+    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, device=device,
                      how=f"python -m tanbias.lab sweep --jobs {jobs}" + (" --fresh" if fresh else ""))
 
 
-def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = 320, size: str = "small",
+def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = RUN_STEPS, size: str = "small",
                  write: bool = True, kinds=None, **overrides) -> list[Path]:
     """The dose experiment's config files (chapter 10) in ``configs_dir``, in the order they run
-    (:func:`~tanbias.lab.config.dose_names`); written unless ``write=False``. ``kinds`` and
-    ``overrides`` (keywords of :func:`~tanbias.lab.config.dose_config`) make smoke-size sweeps."""
-    d = Path(configs_dir) if configs_dir is not None else runs.RUNS_DIR / "configs"
-    paths = []
-    for name in dose_names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)})):
-        kind, level, seed = parse_dose_name(name)
-        cfg = dose_config(kind, level, seed, steps=steps, size=size, **overrides)
-        path = d / f"{name}.json"
-        if write:
-            d.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(cfg, indent=1) + "\n"
-            if not path.exists() or path.read_text() != text:
-                runs.atomic_write_text(path, text)
-        paths.append(path)
-    return paths
+    (:func:`~tanbias.lab.experiments.dose_names`); written unless ``write=False``. ``kinds`` and
+    ``overrides`` (keywords of :func:`~tanbias.lab.experiments.dose_config`) make smoke-size sweeps."""
+    names = dose_names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)}))
+    return write_configs([dose_config(*parse_dose_name(n)[:2], parse_dose_name(n)[2], steps=steps, size=size,
+                                      **overrides) for n in names], configs_dir, write)
 
 
 def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOSE_SEEDS, configs_dir=None,
@@ -311,14 +320,14 @@ def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:
     """Train + probe + analyse a smoke-size model in a temp folder; return tables and timing."""
     import pandas as pd
 
-    cfg = {"name": f"{kind}-smoke", "kind": kind, "size": "smoke", "steps": int(steps), "languages": ["en"],
-           "checkpoint_every": int(steps), "eval_batches": 1,
-           "probe": {"n_steps": 4, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4}}
+    cfg = RunConfig.from_dict({"name": f"{kind}-smoke", "kind": kind, "size": "smoke", "steps": int(steps),
+                               "languages": ["en"], "checkpoint_every": int(steps), "eval_batches": 1,
+                               "probe": {"n_steps": 4, "rank": 4, "local_rank": 2, "min_count": 4}})
     tmp = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="tanbias-smoke-"))
     t0 = time.perf_counter()
-    summary = train_and_analyse(cfg, out_dir=tmp / cfg["name"], fresh=True, progress=False)
+    summary = train_and_analyse(cfg, out_dir=tmp / cfg.name, fresh=True, progress=False)
     seconds = time.perf_counter() - t0
-    data = runs.load_run(tmp / cfg["name"])
+    data = runs.load_run(tmp / cfg.name)
     return {"summary": summary, "seconds": seconds, "alignment": data.alignment,
-            "radius_corr": data.radius_corr, "metrics": data.metrics, "path": tmp / cfg["name"],
+            "radius_corr": data.radius_corr, "metrics": data.metrics, "path": tmp / cfg.name,
             "table": pd.DataFrame(data.alignment)}

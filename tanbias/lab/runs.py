@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tanbias.errors import CorruptFileError
+from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.config import RunConfig
 
 __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
@@ -76,16 +77,19 @@ def checkpoint_path(run) -> Path:
     return run_dir(run) / "work" / "ckpt.pt"
 
 
-def read_config(run) -> dict:
-    """The run's ``config.json`` as written by the trainer (already validated)."""
+def read_config(run) -> RunConfig:
+    """The run's ``config.json`` as a :class:`~tanbias.lab.config.RunConfig` (``to_json()`` gives
+    the file back byte for byte)."""
     d = run_dir(run)
     path = d / "config.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return RunConfig.from_dict(json.loads(path.read_text(encoding="utf-8")), stored=True)
     except FileNotFoundError:
         raise CorruptFileError(path, regenerate_command(d), "config is missing") from None
     except json.JSONDecodeError as exc:
         raise CorruptFileError(path, regenerate_command(d), f"not valid JSON: {exc}") from None
+    except (ParameterError, TypeError) as exc:
+        raise CorruptFileError(path, regenerate_command(d), f"not a valid run config: {exc}") from None
 
 
 def list_runs(runs_dir=None) -> list[str]:
@@ -181,7 +185,7 @@ def git_commit() -> dict:
     return {"commit": commit, "package_dirty": dirty}
 
 
-def write_manifest(run, config: dict, extra: dict | None = None) -> dict:
+def write_manifest(run, config: RunConfig, extra: dict | None = None) -> dict:
     """Write ``manifest.json``: config, seed, versions, git commit, checksums of committed files."""
     import tanbias
     d = run_dir(run)
@@ -198,9 +202,9 @@ def write_manifest(run, config: dict, extra: dict | None = None) -> dict:
     except (OSError, ValueError):
         summary = {}
     manifest = {
-        "run": d.name, "config": config, "seed": config.get("seed"),
+        "run": d.name, "config": config.to_dict(), "seed": config.seed,
         **({"device": summary["device"]} if "device" in summary else {}),
-        "precision": config.get("precision", "fp32"),
+        "precision": config.precision,
         "package_version": tanbias.__version__, "git": git_commit(),
         "python": sys.version.split()[0], "platform": platform.platform(), **versions,
         "files": files,
@@ -252,7 +256,7 @@ class RunData:
     name: str
     path: Path
     manifest: dict
-    config: dict
+    config: RunConfig
     metrics: "object"        # pandas.DataFrame, one row per training step
     evaluation: dict
     summary: dict
@@ -298,7 +302,7 @@ def load_run(run) -> RunData:
         counts = np.load(d / "token_counts.npy")
     except Exception as exc:
         raise CorruptFileError(d / "token_counts.npy", regen, f"unreadable: {exc}") from None
-    return RunData(name=d.name, path=d, manifest=manifest, config=manifest["config"],
+    return RunData(name=d.name, path=d, manifest=manifest, config=read_config(d),
                    metrics=pd.DataFrame(steps), evaluation=evals[-1] if evals else {},
                    summary=json.loads((d / "summary.json").read_text()),
                    alignment=table("alignment.csv"), radius=table("radius.csv"),

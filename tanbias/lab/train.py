@@ -5,7 +5,8 @@
 * trains the encoder (EuroBERT, masked LM) or the decoder (Llama, causal LM) of
   :mod:`tanbias.lab.models` on a language mixture of the corpus' training split
   (:mod:`tanbias.lab.data`),
-  with AdamW (linear warm-up, cosine decay to 10 %, clip 1.0; as ``quick_train``);
+  with AdamW (linear warm-up, cosine decay to 10 %, clip 1.0), every step through
+  :func:`train_step` (one process or one rank of N);
 * shows a tqdm bar with the loss and tokens/s;
 * logs one JSON record per step to ``metrics.jsonl`` (append-only, fsync per line);
 * checkpoints every ``checkpoint_every`` steps to ``work/ckpt.pt`` (temp file +
@@ -31,6 +32,7 @@ their validation are :mod:`tanbias.lab.config`.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -38,8 +40,8 @@ import os
 import random
 import shutil
 import signal
-import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,15 +49,14 @@ import torch
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import distributed, runs
-from tanbias.lab.config import REPRODUCE_TOLERANCE, SIZES, load_config, validate_config
+from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
 from tanbias.lab.data import batch_targets, check_languages, original_ids, training_streams
-from tanbias.lab.models import (autocast, evaluate, loss_and_correct, make_model, resolve_device, to_device,
-                                unigram_baseline)
+from tanbias.lab.models import autocast, evaluate, make_model, resolve_device, to_device, unigram_baseline
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["train", "train_step", "setup_training", "lr_schedule", "Interrupted", "bench_lab", "bench_ddp", "measure_sizes",
-           "gpu_check"]
+__all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
+           "Interrupted"]
 
 
 class Interrupted(RuntimeError):
@@ -74,62 +75,105 @@ def lr_schedule(steps, warmup, kind: str = "cosine"):
     return f
 
 
-def setup_training(cfg, device=None):
-    """Tokenizer, model (on ``device``, default the CPU), AdamW and its schedule for a validated config."""
-    torch.set_num_threads(cfg["threads"])
+def as_config(config) -> RunConfig:
+    """A :class:`~tanbias.lab.config.RunConfig` from a config, a dict of its fields or a JSON file."""
+    if isinstance(config, RunConfig):
+        return config
+    if isinstance(config, dict):
+        return RunConfig.from_dict(config)
+    return load_config(config)
+
+
+def setup_training(cfg: RunConfig, device=None):
+    """Tokenizer, model (on ``device``, default the CPU), AdamW and its schedule for a run config."""
+    torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     tok = load_tokenizer()
-    model = make_model(cfg["kind"], cfg["size"], vocab_size=len(tok), seed=cfg["seed"])
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
-    if cfg["precision"] == "bf16" and dev_type == "cpu":
+    if cfg.precision == "bf16" and dev_type == "cpu":
         # PyTorch's CPU flash-attention backward is about 4x slower in bfloat16 than in float32
         # (profiled on the small decoder); the eager path's bfloat16 matmuls are fast
         model.config._attn_implementation = "eager"
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embed" not in n)]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg["weight_decay"]},
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
-                            lr=cfg["lr"], betas=(0.9, 0.98), eps=1e-8)
-    warmup = cfg["warmup"] or max(1, cfg["steps"] // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg["steps"], warmup, cfg["schedule"]))
+                            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-8)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg.steps, cfg.warmup_steps, cfg.schedule))
     return tok, model, opt, sched
 
 
-def train_step(model, opt, sched, batch, precision: str, device, capture=None):
-    """One optimizer step of one process on ``batch`` (already on ``device``).
+@dataclass
+class Capture:
+    """What a probed step hands its capture to: the armed ``probe``, the ``writer`` thread
+    (:class:`~tanbias.lab.probe.CaptureWriter`), the file ``path`` and the ``tokens`` kept
+    (under torchrun rank 0 gathers every rank's positions and keeps the first ``tokens``)."""
+    probe: ResidualProbe
+    writer: CaptureWriter
+    path: Path
+    tokens: int
+
+
+def train_step(model, opt, sched, batch, precision: str, device, capture: Capture | None = None,
+               ctx: distributed.Context | None = None, step_model=None):
+    """One optimizer step on ``batch`` (already on ``device``): one process's, or one rank's under torchrun.
 
     Forward and loss under :func:`~tanbias.lab.models.autocast`, backward, gradient
-    clipping at norm 1, AdamW step, schedule step. ``capture=(probe, writer, path)``
-    arms ``probe`` for this step and, after the backward, hands its capture to
-    ``writer`` (a :class:`~tanbias.lab.probe.CaptureWriter`) for ``path``. Both
-    :func:`train` (one process) and :func:`bench_lab` run their steps through it.
+    clipping at norm 1, AdamW step, schedule step. The loss each process
+    differentiates is its summed loss times the number of processes over the
+    *global* number of scored tokens, so DistributedDataParallel's average of the
+    gradients is the gradient of the global mean loss (for one process it is the
+    mean loss). ``capture`` arms its probe for this step and, after the backward,
+    hands the capture (gathered on rank 0 under torchrun) to its writer. :func:`train`
+    and :func:`tanbias.lab.bench.bench_lab` run their steps through it.
+
+    Parameters
+    ----------
+    ctx : tanbias.lab.distributed.Context, optional
+        Rank and world size (default: one process).
+    step_model : torch.nn.Module, optional
+        What computes the loss: the :class:`~tanbias.lab.distributed.LossModule` that
+        DistributedDataParallel wraps under torchrun (default: ``model``'s own).
 
     Returns
     -------
     tuple
-        ``(loss, scored, correct, capture_seconds)``: the mean loss (a detached
-        tensor), the numbers of scored and correctly predicted positions, and the
+        ``(loss, scored, correct, capture_seconds)``: the global mean loss (a detached
+        tensor), the global numbers of scored and correctly predicted positions, and the
         seconds the step spent on the capture.
     """
+    ctx = distributed.Context() if ctx is None else ctx
+    step_model = distributed.LossModule(model) if step_model is None else step_model
     if capture is not None:
-        capture[0].arm()
+        capture.probe.arm()
     with autocast(device, precision):
-        loss_sum, n, correct = loss_and_correct(model, batch)
-    loss = loss_sum / max(n, 1)
+        loss_sum, nc = step_model(batch["input_ids"], batch["labels"])
+    n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
+    loss = loss_sum * ctx.world / max(n, 1)
+    logged = distributed.all_sum(loss_sum.detach().float(), ctx) / max(n, 1)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     seconds = 0.0
     if capture is not None:
         t = time.perf_counter()
-        probe, writer, path = capture
-        writer.submit(path, *probe.collect_raw(batch))
+        acts, grads, ids, orig = capture.probe.collect_raw(batch)
+        if ctx.distributed:
+            grads = [g / ctx.world for g in grads]        # the gradient of the global mean loss
+            got = distributed.gather_rows([*acts, *grads, ids, orig], ctx, batch["input_ids"].shape[0])
+            if ctx.main:
+                L1, k = len(acts), capture.tokens
+                acts, grads, ids, orig = ([a[:k] for a in got[:L1]], [g[:k] for g in got[L1:2 * L1]],
+                                          got[-2][:k], got[-1][:k])
+        if ctx.main:
+            capture.writer.submit(capture.path, acts, grads, ids, orig)
         seconds = time.perf_counter() - t
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     sched.step()
-    return loss.detach(), n, correct, seconds
+    return logged.detach(), n, correct, seconds
 
 
 def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds):
@@ -164,8 +208,8 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
 
     Parameters
     ----------
-    config : dict or path
-        A config dict (see :data:`~tanbias.lab.config.DEFAULT_CONFIG`) or a JSON file.
+    config : RunConfig, dict or path
+        A :class:`~tanbias.lab.config.RunConfig`, a dict of its fields or a JSON file.
     out_dir : path, optional
         Run folder; default ``data/runs/<name>``.
     fresh : bool
@@ -186,18 +230,18 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     dict
         The summary (also written to ``summary.json``).
     """
-    cfg = load_config(config) if not isinstance(config, dict) else validate_config(config)
-    check_languages(cfg["languages"])
-    d = Path(out_dir) if out_dir is not None else runs.run_dir(cfg["name"])
+    cfg = as_config(config)
+    check_languages(cfg.languages)
+    d = Path(out_dir) if out_dir is not None else runs.run_dir(cfg.name)
     dev = resolve_device(device)
     ctx = distributed.context(dev)          # torchrun: rank, world size, this rank's device
     dev = ctx.device
     if ctx.distributed:
-        if SIZES[cfg["size"]]["batch_size"] % ctx.world:
-            raise ParameterError(f"batch_size={SIZES[cfg['size']]['batch_size']} is out of range for "
+        if cfg.size.batch_size % ctx.world:
+            raise ParameterError(f"batch_size={cfg.size.batch_size} is out of range for "
                                  f"{ctx.world} processes: valid range is multiples of {ctx.world}.")
     if ctx.main:
-        _train_setup_files(d, cfg, fresh)
+        cfg = _train_setup_files(d, cfg, fresh)
     ctx.barrier()
     try:
         summary = _train(cfg, d, ctx, dev, stop_after, progress)
@@ -208,8 +252,9 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     return summary
 
 
-def _train_setup_files(d: Path, cfg: dict, fresh: bool) -> None:
-    """``--fresh`` clean-up and the run's ``config.json`` (checked against the one of a run to resume)."""
+def _train_setup_files(d: Path, cfg: RunConfig, fresh: bool) -> RunConfig:
+    """``--fresh`` clean-up and the run's ``config.json`` (checked against the one of a run to
+    resume, whose form it keeps); returns the config as written."""
     if fresh:
         for name in ("metrics.jsonl", *runs.COMMITTED_FILES[2:], "manifest.json"):
             (d / name).unlink(missing_ok=True)
@@ -217,26 +262,27 @@ def _train_setup_files(d: Path, cfg: dict, fresh: bool) -> None:
     d.mkdir(parents=True, exist_ok=True)
     cfg_path = d / "config.json"
     if cfg_path.exists():
-        old = validate_config(json.loads(cfg_path.read_text()))
+        old = runs.read_config(d)
         if old != cfg and (d / "metrics.jsonl").exists():
-            raise ParameterError(f"config={cfg['name']!r} differs from the config of the run in {d}: "
+            raise ParameterError(f"config={cfg.name!r} differs from the config of the run in {d}: "
                                  "valid range is the same config to resume. Pass --fresh to start over.")
-    runs.atomic_write_text(cfg_path, json.dumps(cfg, indent=1, sort_keys=True) + "\n")
+        if old == cfg:                 # a run resumed: its config.json keeps the form it was written in
+            cfg = dataclasses.replace(cfg, omitted_keys=old.omitted_keys)
+    runs.atomic_write_text(cfg_path, cfg.to_json())
+    return cfg
 
 
-def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
+def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     """The training loop of :func:`train` (every rank runs it; rank 0 writes)."""
     from tqdm.auto import tqdm
 
     tok, model, opt, sched = setup_training(cfg, dev)
-    step_model = model
+    step_model = distributed.LossModule(model)
     if ctx.distributed:
         from torch.nn.parallel import DistributedDataParallel
 
-        step_model = DistributedDataParallel(distributed.LossModule(model),
-                                             device_ids=[dev.index] if dev.type == "cuda" else None)
-    size = SIZES[cfg["size"]]
-    tokens_per_step = size["batch_size"] * size["seq_len"]
+        step_model = DistributedDataParallel(step_model, device_ids=[dev.index] if dev.type == "cuda" else None)
+    tokens_per_step = cfg.tokens_per_step
     vocab = len(tok)
     ckpt = runs.checkpoint_path(d)
     start, counts, elapsed, probe_seconds = 0, np.zeros(vocab, np.int64), 0.0, 0.0
@@ -252,9 +298,9 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
             runs.atomic_write_text(log_path, good)
     logged = {r["step"]: r for r in records if r.get("type") == "step"}
     mismatches = 0
-    pset = set(probe_steps(cfg["steps"], cfg["probe"]["n_steps"])) if cfg["probe"]["enabled"] else set()
+    pset = set(probe_steps(cfg.steps, cfg.probe.n_steps)) if cfg.probe.enabled else set()
     # under torchrun every rank captures all its positions; rank 0 gathers and keeps the first tokens
-    probe_tokens = cfg["probe"]["tokens"] if not ctx.distributed else tokens_per_step // ctx.world
+    probe_tokens = cfg.probe.tokens if not ctx.distributed else tokens_per_step // ctx.world
     probe = ResidualProbe(model, probe_tokens) if pset else None
     kill_after = os.environ.get("TANBIAS_KILL_AFTER_STEP")
     kill_rank = os.environ.get("TANBIAS_KILL_RANK")         # under torchrun: kill only this rank
@@ -262,21 +308,21 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
     train_batches, valid_batches = training_streams(cfg, tok)
     # held-out batches scored at every probe step (the same first batches the final
     # evaluation starts with), from their own copy of the validation stream
-    probe_eval = [next(training_streams(cfg, tok)[1]) for _ in range(cfg["probe_eval_batches"])]
+    probe_eval = [next(training_streams(cfg, tok)[1]) for _ in range(cfg.probe_eval_batches)]
     probe_evals = {r["step"] for r in records if r.get("type") == "probe_eval"}
     eval_seconds = 0.0
     for _ in range(start):             # the data-stream position: regenerate and skip
         next(train_batches)
-    bar = tqdm(total=cfg["steps"], initial=start, desc=cfg["name"], unit="step",
+    bar = tqdm(total=cfg.steps, initial=start, desc=cfg.name, unit="step",
                disable=not progress, dynamic_ncols=True)
     model.train()
     # captures are packed and written on a thread beside the steps; leaving this block waits
     # for them (and re-raises a failed write)
     with CaptureWriter() as writer:
-        for step in range(start, cfg["steps"]):
+        for step in range(start, cfg.steps):
             if ctx.main and probe_eval and step in pset and step not in probe_evals:
                 te = time.perf_counter()
-                res = evaluate(model, probe_eval, cfg["precision"])
+                res = evaluate(model, probe_eval, cfg.precision)
                 runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
                                              "accuracy": res["accuracy"], "tokens": res["tokens"]})
                 probe_evals.add(step)
@@ -285,38 +331,11 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
             batch = next(train_batches)
             counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=vocab)
             probing = step in pset
-            dbatch = to_device(distributed.shard(batch, ctx), dev)
-            if not ctx.distributed:
-                logged_loss, n, correct, tp = train_step(
-                    model, opt, sched, dbatch, cfg["precision"], dev,
-                    capture=(probe, writer, runs.capture_path(d, step)) if probing else None)
-                probe_seconds += tp
-            else:
-                if probing:
-                    probe.arm()
-                with autocast(dev, cfg["precision"]):
-                    loss_sum, nc = step_model(dbatch["input_ids"], dbatch["labels"])
-                n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
-                # DDP averages the ranks' gradients: world x (local sum) / (global count) makes that
-                # average the gradient of the global mean loss
-                loss = loss_sum * ctx.world / max(n, 1)
-                logged_loss = distributed.all_sum(loss_sum.detach().float(), ctx) / max(n, 1)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if probing:
-                    tp = time.perf_counter()
-                    acts, grads, ids_, orig = probe.collect_raw(dbatch)
-                    rows_local = dbatch["input_ids"].shape[0]
-                    grads = [g / ctx.world for g in grads]        # the gradient of the global mean loss
-                    got = distributed.gather_rows([*acts, *grads, ids_, orig], ctx, rows_local)
-                    if ctx.main:
-                        L1, k_ = len(acts), cfg["probe"]["tokens"]
-                        writer.submit(runs.capture_path(d, step), [a[:k_] for a in got[:L1]],
-                                      [g[:k_] for g in got[L1:2 * L1]], got[-2][:k_], got[-1][:k_])
-                    probe_seconds += time.perf_counter() - tp
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                sched.step()
+            capture = Capture(probe, writer, runs.capture_path(d, step), cfg.probe.tokens) if probing else None
+            logged_loss, n, correct, tp = train_step(model, opt, sched, to_device(distributed.shard(batch, ctx), dev),
+                                                     cfg.precision, dev, capture=capture, ctx=ctx,
+                                                     step_model=step_model)
+            probe_seconds += tp
             dt = time.perf_counter() - t0
             elapsed += dt
             rec = {"type": "step", "step": step, "loss": float(logged_loss.detach()), "accuracy": correct / max(n, 1),
@@ -333,7 +352,7 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
             bar.update(1)
             bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}")
             done = step + 1
-            if ctx.main and (done % cfg["checkpoint_every"] == 0 or done == cfg["steps"]):
+            if ctx.main and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
                 tw = time.perf_counter()
                 writer.wait()                # a checkpoint never counts a capture not yet written
                 probe_seconds += time.perf_counter() - tw
@@ -347,19 +366,19 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
     if probe is not None:
         probe.remove()
     if not ctx.main:                   # rank 0 evaluates and writes the run's files
-        return {"run": cfg["name"], "rank": ctx.rank, "world": ctx.world, "device": dev.type,
-                "probe_steps": sorted(pset), "steps": cfg["steps"]}
+        return {"run": cfg.name, "rank": ctx.rank, "world": ctx.world, "device": dev.type,
+                "probe_steps": sorted(pset), "steps": cfg.steps}
 
     # ---------------------------------------------------------------- evaluation
     evals = [r for r in runs.read_jsonl(log_path) if r.get("type") == "eval"]
     if evals:
         ev = evals[-1]
     else:
-        vb = [next(valid_batches) for _ in range(cfg["eval_batches"])]
-        res = evaluate(model, vb, cfg["precision"])
-        targets = torch.cat([batch_targets(cfg["kind"], b) for b in vb]).numpy()
-        uni = unigram_baseline(counts, targets, exclude_special=cfg["kind"] == "encoder")
-        ev = {"type": "eval", "step": cfg["steps"], **{k: res[k] for k in ("loss", "perplexity", "accuracy", "tokens")},
+        vb = [next(valid_batches) for _ in range(cfg.eval_batches)]
+        res = evaluate(model, vb, cfg.precision)
+        targets = torch.cat([batch_targets(cfg.kind, b) for b in vb]).numpy()
+        uni = unigram_baseline(counts, targets, exclude_special=cfg.kind == "encoder")
+        ev = {"type": "eval", "step": cfg.steps, **{k: res[k] for k in ("loss", "perplexity", "accuracy", "tokens")},
               "unigram_loss": uni["loss"], "unigram_perplexity": uni["perplexity"],
               "unigram_accuracy": uni["accuracy"]}
         runs.append_jsonl(log_path, ev)
@@ -367,17 +386,17 @@ def _train(cfg: dict, d: Path, ctx, dev, stop_after, progress) -> dict:
     steps_log = [logged[s] for s in sorted(logged)]
     first = np.mean([r["loss"] for r in steps_log[:10]])
     last = np.mean([r["loss"] for r in steps_log[-10:]])
-    summary = {"run": cfg["name"], "kind": cfg["kind"], "regime": cfg["regime"], "seed": cfg["seed"],
-               "steps": cfg["steps"], "tokens": cfg["steps"] * tokens_per_step,
+    summary = {"run": cfg.name, "kind": cfg.kind, "regime": cfg.regime, "seed": cfg.seed,
+               "steps": cfg.steps, "tokens": cfg.steps * tokens_per_step,
                "parameters": int(sum(p.numel() for p in model.parameters())),
                "train_seconds": round(elapsed, 1),
-               "tokens_per_s": round(cfg["steps"] * tokens_per_step / max(elapsed, 1e-9), 1),
+               "tokens_per_s": round(cfg.steps * tokens_per_step / max(elapsed, 1e-9), 1),
                "probe_seconds": round(probe_seconds, 2), "probe_steps": sorted(pset),
                **({"probe_eval_seconds": round(eval_seconds, 1)} if probe_eval else {}),
                "loss_first10": float(first), "loss_last10": float(last),
                "eval": {k: v for k, v in ev.items() if k not in ("type", "step")},
                "learns": bool(ev["loss"] < ev["unigram_loss"]),
-               "device": dev.type, "precision": cfg["precision"], "processes": ctx.world,
+               "device": dev.type, "precision": cfg.precision, "processes": ctx.world,
                "resume_mismatches": mismatches}
     runs.atomic_write_text(d / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     runs.write_manifest(d, cfg)
@@ -390,254 +409,38 @@ def _npy_bytes(a) -> bytes:
     return buf.getvalue()
 
 
-# --------------------------------------------------------------------------- benchmark
-def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
-              n_probe_steps: int | None = None, device: str = "auto", precisions=("fp32", "bf16")) -> dict:
-    """Training tokens/s per precision and the probe's overhead, measured side by side in one process.
+def train_revisions(config, root, at=None, device: str = "cpu") -> Path:
+    """Train a run config in this process (no log, no probe) and save the model at steps ``at``
+    as revisions ``step<N>`` of a local mirror ``root``: the post-hoc probe's input for a lab model.
 
-    For each precision a model is built from the same seed; ``reps`` rounds
-    interleave, for every precision, three measurements of two steps each on the same
-    data (every step is :func:`train_step`, as in :func:`train`):
+    The steps are :func:`train`'s (same data stream, schedule and :func:`train_step`), so
+    the post-hoc probe of these revisions can be set beside the in-step probe of a run.
+    Revision ``step0`` is the initialisation.
 
-    * ``plain``: two training steps;
-    * ``inline``: a step with the inline probe (hooks, ``retain_grad``, the copy handed
-      to a :class:`~tanbias.lab.probe.CaptureWriter`), a plain step and a wait for the
-      capture to be on disk: the probe's whole cost, including what its writer thread
-      takes from the next step;
-    * ``posthoc``: a plain step and the *post-hoc* alternative (a separate
-      forward+backward with the probe armed, as a probe of a saved checkpoint would
-      need, packed and written synchronously).
-
-    Each round's ``inline`` and ``posthoc`` are compared with its own ``plain`` pair
-    (steps on this machine vary by about 10 % from one to the next, ten times the
-    probe's cost: the paired differences cancel the slow drifts), and the medians over
-    rounds give ``t_plain`` (half the plain pair), ``t_inline = t_plain + (inline -
-    plain)`` (one probed step) and ``t_posthoc = 2 t_plain + (posthoc - plain)`` (a
-    step and its post-hoc pass).
-
-    The overheads of a whole default run (``run_steps`` steps, ``n_probe_steps`` of
-    them probed) are then
-
-        inline  = (N t_plain + k (t_inline - t_plain)) / (N t_plain)
-        posthoc = (N t_plain + k (t_posthoc - t_plain)) / (N t_plain)
-
-    Training throughput is also given as a fraction of the matrix-multiply rate
-    of its dtype (:func:`tanbias.lab.models.gemm_peak`), measured in the same
-    process, with 6 x (non-embedding parameters) FLOP per token.
+    Parameters
+    ----------
+    config : RunConfig, dict or path
+    root : path-like
+        The mirror's folder (:func:`tanbias.lab.checkpoints.save_revision`).
+    at : sequence of int, optional
+        Steps to save, in ``[0, steps]``; default ``(0, steps)``.
 
     Returns
     -------
-    dict
-        The first precision's figures at the top level (``tokens_per_s``, ``t_plain``,
-        ``t_inline``, ``t_posthoc``, ``per_step_inline_ratio``, ``per_step_posthoc_ratio``,
-        ``run_overhead_inline``, ``run_overhead_posthoc``), every precision's under
-        ``precisions``, ``speedup`` (second over first tokens/s), ``device``, ``load_average``.
+    pathlib.Path
+        ``root``.
     """
-    from tanbias.lab.models import gemm_peak
+    from tanbias._checks import check_int
+    from tanbias.lab.checkpoints import save_revision
 
+    cfg = as_config(config)
+    at = sorted({check_int("at", s, lo=0, hi=cfg.steps) for s in ((0, cfg.steps) if at is None else at)})
     dev = resolve_device(device)
-    cfg0 = validate_config({"name": "bench", "kind": kind, "size": size,
-                            "probe": {"tokens": SIZES[size]["batch_size"] * SIZES[size]["seq_len"],
-                                      "rank": min(8, SIZES[size]["hidden_size"] // 2)}})
-    run_steps = cfg0["steps"] if run_steps is None else int(run_steps)
-    k = len(probe_steps(run_steps, n_probe_steps or cfg0["probe"]["n_steps"]))
-    tokens_per_step = SIZES[size]["batch_size"] * SIZES[size]["seq_len"]
-    setups = {}
-    for prec in precisions:
-        cfg = validate_config({**cfg0, "precision": prec})
-        tok, model, opt, sched = setup_training(cfg, dev)
-        setups[prec] = (model, opt, sched, ResidualProbe(model, cfg["probe"]["tokens"]))
-    batches, _ = training_streams(cfg0, tok)
-    times = {p: {"plain": [], "inline": [], "posthoc": []} for p in precisions}
-    tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
-    writer = CaptureWriter()
-
-    def sync():
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-
-    def step(prec, batch, inline=False):
-        model, opt, sched, probe = setups[prec]
-        train_step(model, opt, sched, batch, prec, dev,
-                   capture=(probe, writer, tmp / "cap.npz") if inline else None)
-
-    def posthoc(prec, batch):
-        model, _, _, probe = setups[prec]
-        probe.arm()
-        with autocast(dev, prec):
-            loss_sum, n, _ = loss_and_correct(model, batch)
-        model.zero_grad(set_to_none=True)
-        (loss_sum / max(n, 1)).backward()
-        runs.atomic_save_npz(tmp / "cap.npz", **probe.collect(batch))
-        model.zero_grad(set_to_none=True)
-
-    try:
-        b = to_device(next(batches), dev)
-        for prec in precisions:
-            step(prec, b)                                     # warm-up
-        for _ in range(int(reps)):
-            b = to_device(next(batches), dev)                 # one batch for the round's pairs
-            for kind_ in ("plain", "inline", "posthoc"):
-                for prec in precisions:
-                    sync()
-                    t0 = time.perf_counter()
-                    if kind_ == "posthoc":
-                        step(prec, b)
-                        posthoc(prec, b)
-                    elif kind_ == "inline":
-                        step(prec, b, inline=True)
-                        step(prec, b)
-                        writer.wait()
-                    else:
-                        step(prec, b)
-                        step(prec, b)
-                    sync()
-                    times[prec][kind_].append(time.perf_counter() - t0)
-    finally:
-        writer.close()
-        for *_, probe in setups.values():
-            probe.remove()
-        shutil.rmtree(tmp, ignore_errors=True)
-    model = setups[precisions[0]][0]
-    flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
-    N = run_steps
-    per = {}
-    for prec in precisions:
-        pairs = {key: np.asarray(v) for key, v in times[prec].items()}
-        t_plain = float(np.median(pairs["plain"])) / 2
-        med = {"plain": t_plain,
-               "inline": t_plain + float(np.median(pairs["inline"] - pairs["plain"])),
-               "posthoc": 2 * t_plain + float(np.median(pairs["posthoc"] - pairs["plain"]))}
-        tps = tokens_per_step / med["plain"]
-        peak = gemm_peak(dtype=prec, device=dev)
-        per[prec] = {
-            "tokens_per_s": tps, "t_plain": med["plain"], "t_inline": med["inline"], "t_posthoc": med["posthoc"],
-            "per_step_inline_ratio": med["inline"] / med["plain"],
-            "per_step_posthoc_ratio": med["posthoc"] / med["plain"],
-            "run_overhead_inline": (N * med["plain"] + k * (med["inline"] - med["plain"])) / (N * med["plain"]),
-            "run_overhead_posthoc": (N * med["plain"] + k * (med["posthoc"] - med["plain"])) / (N * med["plain"]),
-            "gemm_gflops": peak / 1e9, "peak_fraction": tps * flop_token / peak}
-    first = per[precisions[0]]
-    return {"size": size, "kind": kind, "reps": int(reps), "threads": cfg0["threads"], "device": dev.type,
-            **first, "run_steps": N, "probe_steps": k, "precisions": per,
-            "speedup": (per[precisions[1]]["tokens_per_s"] / first["tokens_per_s"]) if len(precisions) > 1 else 1.0,
-            "load_average": os.getloadavg()[0]}
-
-
-def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps: int = 2, device: str = "auto",
-                  precisions=("fp32", "bf16")) -> list[dict]:
-    """Seconds per training step of each size and precision (after one warm-up step), on ``device``.
-
-    One row per (size, precision): ``parameters`` (outside the embedding),
-    ``tokens_per_step``, ``seconds_per_step`` (median of ``steps``), ``tokens_per_s``,
-    ``device``, ``threads``. ``python -m tanbias.lab sizes`` writes them to
-    ``data/runs/sizes.json`` (the sizing table of the README).
-    """
-    dev = resolve_device(device)
-    rows = []
-    for size in sizes:
-        for prec in precisions:
-            cfg = validate_config({"name": "sizes", "kind": kind, "size": size, "precision": prec})
-            tok, model, opt, sched = setup_training(cfg, dev)
-            batches, _ = training_streams(cfg, tok)
-            times = []
-            for i in range(int(steps) + 1):
-                b = to_device(next(batches), dev)
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                with autocast(dev, prec):
-                    loss_sum, n, _ = loss_and_correct(model, b)
-                opt.zero_grad(set_to_none=True)
-                (loss_sum / max(n, 1)).backward()
-                opt.step()
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                if i:                                   # the first step warms up
-                    times.append(time.perf_counter() - t0)
-            tps = SIZES[size]["batch_size"] * SIZES[size]["seq_len"]
-            sec = float(np.median(times))
-            rows.append({"size": size, "precision": prec, "kind": kind, "device": dev.type,
-                         "threads": torch.get_num_threads(),
-                         "parameters": int(sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)),
-                         "tokens_per_step": tps, "seconds_per_step": sec, "tokens_per_s": tps / sec})
-            del model, opt
-    return rows
-
-
-def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", device: str = "cuda",
-              out_dir=None) -> dict:
-    """Train ``size`` for ``steps`` steps with the probe and report what a GPU does with the lab.
-
-    Returns ``tokens_per_s`` (training, from the run's own timing), ``gemm_tflops``
-    (the device's matrix-multiply rate for ``precision``, measured in the same
-    process), ``peak_fraction`` (6 x non-embedding parameters FLOP per token),
-    ``probe_overhead`` (whole run / run without the time the loop spent on the probe: its
-    copy and any wait for the writer thread, which packs and writes beside the steps),
-    ``peak_memory_gb`` (CUDA only), ``loss_first``, ``loss_last``, ``seconds``.
-    ``scripts/gpu_check.sh`` calls it when torch sees a CUDA GPU.
-    """
-    from tanbias.lab.models import gemm_peak
-
-    dev = resolve_device(device)
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    tmp = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="gpu-check-"))
-    cfg = {"name": f"gpu-check-{size}", "kind": "decoder", "size": size, "steps": int(steps),
-           "precision": precision, "checkpoint_every": int(steps), "eval_batches": 2,
-           "threads": min(os.cpu_count() or 1, 8) if dev.type == "cpu" else 1,
-           "probe": {"n_steps": min(14, int(steps)),
-                     "tokens": min(4096, SIZES[size]["batch_size"] * SIZES[size]["seq_len"])}}
-    try:
-        summary = train(cfg, out_dir=tmp, fresh=True, progress=False, device=device)
-        peak = gemm_peak(4096 if dev.type == "cuda" else 1024, dtype=precision, device=dev)
-        _, model, _, _ = setup_training(validate_config(cfg))
-        flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
-        losses = [r["loss"] for r in runs.read_jsonl(tmp / "metrics.jsonl") if r.get("type") == "step"]
-    finally:
-        if out_dir is None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    tps = summary["tokens_per_s"]
-    train_s = summary["train_seconds"]
-    return {"size": size, "steps": int(steps), "precision": precision, "device": dev.type,
-            "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-            "tokens_per_s": tps, "gemm_tflops": peak / 1e12, "peak_fraction": tps * flop_token / peak,
-            "probe_overhead": train_s / max(train_s - summary["probe_seconds"], 1e-9),
-            "peak_memory_gb": torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else None,
-            "loss_first": float(np.mean(losses[:10])), "loss_last": float(np.mean(losses[-10:])),
-            "seconds": time.perf_counter() - t0}
-
-
-def bench_ddp(size: str = "small", kind: str = "decoder", steps: int = 8, nproc: int = 2) -> dict:
-    """Training tokens/s of one process against ``nproc`` under torchrun (gloo, one thread each).
-
-    Runs the same short config (no probe) twice, as ``python -m tanbias.lab train``
-    and as ``torchrun --standalone --nproc_per_node=nproc -m tanbias.lab train``, and
-    reads each run's own tokens/s (training steps only, from its summary).
-    """
-    import subprocess
-    import sys
-
-    tmp = Path(tempfile.mkdtemp(prefix="bench-ddp-"))
-    cfg = {"name": "bench-ddp", "kind": kind, "size": size, "steps": int(steps), "eval_batches": 1,
-           "checkpoint_every": int(steps),
-           "probe": {"enabled": False, "n_steps": 2,
-                     "tokens": min(4096, SIZES[size]["batch_size"] * SIZES[size]["seq_len"])}}
-    (tmp / "cfg.json").write_text(json.dumps(cfg))
-    env = {k: v for k, v in os.environ.items() if k not in distributed.TORCHRUN_VARS}
-    env["OMP_NUM_THREADS"] = "1"
-    out = {}
-    try:
-        for label, prefix in (("one", []), ("ddp", ["-m", "torch.distributed.run", "--standalone",
-                                                    f"--nproc_per_node={nproc}"])):
-            cmd = [sys.executable, *prefix, "-m", "tanbias.lab", "train", str(tmp / "cfg.json"),
-                   "--out", str(tmp / label), "--no-progress", "--device", "cpu"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{label}: {proc.stderr[-500:]}")
-            out[label] = json.loads((tmp / label / "summary.json").read_text())["tokens_per_s"]
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return {"size": size, "kind": kind, "steps": int(steps), "nproc": int(nproc),
-            "tokens_per_s_one": out["one"], "tokens_per_s_ddp": out["ddp"], "speedup": out["ddp"] / out["one"]}
+    tok, model, opt, sched = setup_training(cfg, dev)
+    batches, _ = training_streams(cfg, tok)
+    for step in range(at[-1] + 1):
+        if step in at:
+            save_revision(model, tok, root, f"step{step}")
+        if step < at[-1]:
+            train_step(model, opt, sched, to_device(next(batches), dev), cfg.precision, dev)
+    return Path(root)

@@ -1,20 +1,17 @@
-"""The dose experiment's predictions and its power analysis (chapter 10).
+"""The dose experiment's runs, measured: the chain's links per run and their dose-response (chapter 10).
 
-Chapter 8's balancing barely moved token frequencies (+1.8 % effective
-vocabulary), so its null result could not test the statement's scaling claim.
-Chapter 10 turns two knobs, each at four levels, over a strongly skewed
-language mixture (:data:`tanbias.lab.config.SKEWED_WEIGHTS`):
+* :func:`load_dose`, :func:`run_status` — the committed dose runs;
+* :func:`run_table` — one row per run: the knob's level and every link of the
+  chain (concentration, η_g of the frequent types, enrichment, anisotropy);
+* :func:`dose_response`, :func:`all_responses`, :func:`architecture_interaction`
+  — seed-paired regressions of each link on the measured concentration, with
+  Page's trend test and the paired flattest-versus-start change;
+* :func:`adaptive_frame`, :func:`adaptive_association` — "possibly adaptive":
+  effective dimension against held-out loss within a level and step;
+* :func:`analyse_dose` — every table at once (:class:`DoseAnalysis`).
 
-* the *language* knob: the mixture's temperature, natural (T = 1) to uniform —
-  what EuroBERT-style balancing does;
-* the *token* knob: subsampling occurrences of frequent types
-  (:func:`tanbias.lab.data.keep_probabilities`), which moves the variable the
-  mechanism names.
-
-This module holds what was fixed *before* the runs: :data:`PREDICTIONS` (sign
-and shape of each link, as the hypothesis states them) and
-:func:`power_analysis` (the smallest end-to-end effect the design detects,
-from the seed-to-seed variation of chapter 8's committed 2x2).
+The predictions these are judged against are :mod:`tanbias.lab.analysis.dose_design`;
+an interval's sign is :func:`tanbias.stats.interval_word`.
 """
 from __future__ import annotations
 
@@ -22,253 +19,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanbias._checks import check_int, check_real
-from tanbias.lab.config import DOSE_LEVELS, DOSE_SEEDS, KINDS, dose_names
+from tanbias.lab.analysis.dose_design import LINKS, level_positions, predicted_sign
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import DOSE_LEVELS, dose_names
+from tanbias.stats import interval_word
 
-__all__ = ["PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio",
-           "power_analysis", "predictions_table", "design_report", "run_status", "load_dose",
-           "reference_buckets", "run_table", "knob_runs", "dose_response", "all_responses",
-           "architecture_interaction", "verdict_word", "adaptive_frame", "adaptive_association", "verdict_table",
-           "DoseAnalysis", "analyse_dose", "measured_concentration", "chapter10_report", "balancing_property",
-           "adaptive_property"]
-
-#: What the tangent-bias hypothesis predicts along each knob, written down before any dose run
-#: existed (the git history of this file shows it). "falls" = concentration of frequencies, x,
-#: goes from the skewed start (x = 0) to the flattest level (x = 1).
-PREDICTIONS: dict[str, dict] = {
-    "concentration": {
-        "link": "knob -> frequency concentration (collision probability of the training stream)",
-        "token": {"sign": "-", "shape": "monotone, >= 10x between the extremes (15x expected from the "
-                                         "corpus' type frequencies)"},
-        "language": {"sign": "-", "shape": "monotone but small: at most 1.1x between natural and uniform "
-                                            "(expected 1.08x), since every language keeps its own head"},
-    },
-    "eta_frequent": {
-        "link": "concentration -> eta_g of the most frequent bucket (t^2 on the common held-out text)",
-        "token": {"sign": "+", "shape": "monotone: as frequencies flatten, the formerly frequent types are "
-                                         "seen less and sampled more diffusely, so their eta_g rises"},
-        "language": {"sign": "0", "shape": "no detectable change (the knob barely moves concentration)"},
-    },
-    "enrichment": {
-        "link": "-> late enrichment of the frozen proxy against 20 controls (geometric mean over layers)",
-        "token": {"sign": "-", "shape": "monotone decreasing; at the flattest level attenuated but still "
-                                         "above 1 (not absent)"},
-        "language": {"sign": "0", "shape": "no detectable change"},
-    },
-    "anisotropy": {
-        "link": "-> anisotropy of the activations (mean cosine falls, IsoScore* rises)",
-        "token": {"sign": "-", "shape": "monotone: flatter frequencies, more isotropic activations"},
-        "language": {"sign": "0", "shape": "no detectable change"},
-    },
-    "architecture": {
-        "link": "encoder (EuroBERT) vs decoder (Llama)",
-        "token": {"sign": "same", "shape": "same sign in both; no prediction on the interaction"},
-        "language": {"sign": "same", "shape": "same sign in both"},
-    },
-    "adaptive": {
-        "link": "effective dimension (participation ratio) vs held-out loss, within a level and a step",
-        "token": {"sign": "?", "shape": "the statement's 'possibly adaptive': if anisotropy helps, lower "
-                                         "effective dimension goes with lower held-out loss (a two-sided test)"},
-        "language": {"sign": "?", "shape": "as for the token knob"},
-    },
-}
-
-
-#: The chain's measured links: run_table's column -> (PREDICTIONS key, label). Log scale for
-#: ratios (collision, eta_g, enrichment); mean cosine and IsoScore* as they are.
-LINKS: dict[str, tuple[str, str]] = {
-    "log_collision": ("concentration", "ln collision probability of the training stream"),
-    "log_eta_q1": ("eta_frequent", "ln η_g of the frequent bucket (last layer, common text)"),
-    "log_enrichment_late": ("enrichment", "ln late enrichment (frozen proxy, mean over layers)"),
-    "log_enrichment_early": ("enrichment", "ln early enrichment (frozen proxy, mean over layers)"),
-    "mean_cosine_late": ("anisotropy", "mean cosine of the activations (last step, mean over layers)"),
-    "isoscore_late": ("anisotropy", "IsoScore* of the activations (last step, mean over layers)"),
-}
-
-
-#: metrics that move against the link's named quantity (IsoScore* rises when anisotropy falls)
-_OPPOSITE = {"isoscore_late"}
-
-
-def predicted_sign(metric: str, knob: str) -> str:
-    """The sign :data:`PREDICTIONS` gives a metric's change as the knob flattens frequencies.
-
-    >>> predicted_sign("log_enrichment_late", "token"), predicted_sign("isoscore_late", "token")
-    ('-', '+')
-    """
-    key = LINKS[metric][0] if metric in LINKS else metric
-    sign = PREDICTIONS[key][knob]["sign"] if key in PREDICTIONS else "?"
-    return {"+": "-", "-": "+"}.get(sign, sign) if metric in _OPPOSITE else sign
-
-
-def level_positions(knob: str) -> dict[str, float]:
-    """Each level of a knob at its design position ``x`` in [0, 1] (0 = skewed start, 1 = flattest).
-
-    The token knob's levels are equally spaced on the log collision probability by
-    construction; the language knob's are placed by their order.
-
-    >>> level_positions("token")
-    {'skewed': 0.0, 'b16': 0.3333333333333333, 'b37': 0.6666666666666666, 'b100': 1.0}
-    """
-    levels = {lv: v["order"] for lv, v in DOSE_LEVELS.items() if knob in v["knobs"]}
-    top = max(levels.values())
-    return {lv: o / top for lv, o in sorted(levels.items(), key=lambda kv: kv[1])}
-
-
-def expected_concentration(kind: str = "decoder") -> "object":
-    """Each level's expected frequency concentration, from the corpus alone (before any run).
-
-    The training stream's expected type frequencies (:func:`tanbias.lab.data.stream_frequencies`)
-    times the token knob's keep probabilities, then :func:`tanbias.frequency.concentration`.
-    One row per level: ``level, knobs, x_token, x_language, collision, effective_types,
-    top_share, kept`` (the share of occurrences the token knob keeps) and
-    ``ratio`` (collision of the skewed start over the level's).
-    """
-    import pandas as pd
-
-    from tanbias.frequency import concentration
-    from tanbias.lab.config import N_SPECIAL, dose_config, validate_config
-    from tanbias.lab.data import keep_probabilities, stream_frequencies
-    from tanbias.lab.tokenizer import load_tokenizer
-
-    tok = load_tokenizer()
-    rows = []
-    for level, spec in DOSE_LEVELS.items():
-        cfg = validate_config(dose_config(kind, level, 0))
-        f = stream_frequencies(cfg, tok)
-        kept = f * keep_probabilities(f, cfg["flatten"], cfg["flatten_f0"]) if cfg["flatten"] > 0 else f
-        c = concentration(kept[N_SPECIAL:])
-        rows.append({"level": level, "knobs": "+".join(spec["knobs"]),
-                     "x_token": level_positions("token").get(level, np.nan),
-                     "x_language": level_positions("language").get(level, np.nan),
-                     "collision": c["collision"], "effective_types": c["effective_types"],
-                     "top_share": c["top_share"], "kept": float(kept.sum() / f.sum())})
-    df = pd.DataFrame(rows)
-    df["ratio"] = df.loc[df["level"] == "skewed", "collision"].iloc[0] / df["collision"]
-    return df
-
-
-def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
-    """Seed-to-seed noise of the log enrichment in chapter 8's 2x2, paired by seed.
-
-    The residual standard deviation of the additive model ``seed + regime`` on the
-    layer-averaged log enrichment (frozen proxy, all tokens) of one architecture:
-    the noise a seed-paired dose-response regression has to see through.
-
-    Returns
-    -------
-    dict
-        ``sd``, ``df`` (its degrees of freedom), ``n_seeds``.
-    """
-    from tanbias.lab.analysis import sweep
-
-    check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0,
-              hint=f"kind must be one of {KINDS}.")
-    loaded = sweep.load_sweep() if loaded is None else loaded
-    m = sweep.run_metrics(loaded)
-    m = m[(m["layer"] == "mean") & (m["bucket"] == "all") & (m["proxy"] == "frozen")
-          & (m["phase"] == phase) & (m["kind"] == kind)]
-    y = m.pivot_table(index="seed", columns="regime", values="log_enrichment").to_numpy(float)
-    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
-    df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0])}
-
-
-def _power(effect: float, se: float, df: int, alpha: float) -> float:
-    from scipy import stats
-
-    crit = stats.t.ppf(1 - alpha / 2, df)
-    nc = effect / se
-    # the far tail: nct.cdf(-crit) is tiny (and NaN in scipy for large nc)
-    lower = np.nan_to_num(stats.nct.cdf(-crit, df, nc), nan=0.0)
-    return float(stats.nct.sf(crit, df, nc) + lower)
-
-
-def detectable_ratio(sd: float, n_seeds: int, positions, power: float = 0.8, alpha: float = 0.05) -> float:
-    """Smallest end-to-end ratio (flattest / start) a seed-paired regression detects with this power.
-
-    The model is ``log y_sj = a_s + b x_j + e`` (a seed's own intercept ``a_s``,
-    design positions ``x_j`` in [0, 1], noise sd ``sd``); ``exp(|b|)`` is the
-    end-to-end ratio. The slope's standard error is ``sd / sqrt(n_seeds Σ(x_j - x̄)^2)``
-    with ``n_seeds * n_levels - n_seeds - 1`` degrees of freedom, and the power of
-    the two-sided t test at level ``alpha`` comes from the noncentral t.
-
-    >>> r = detectable_ratio(0.086, 3, [0, 1/3, 2/3, 1])
-    >>> 1.2 < r < 1.3
-    True
-    """
-    from scipy.optimize import brentq
-
-    sd = check_real("sd", sd, 0)
-    n_seeds = check_int("n_seeds", n_seeds, lo=2)
-    power = check_real("power", power, 0, 1)
-    alpha = check_real("alpha", alpha, 0, 1)
-    x = np.asarray(positions, float)
-    sxx = float(((x - x.mean()) ** 2).sum())
-    se = sd / np.sqrt(n_seeds * sxx)
-    df = n_seeds * len(x) - n_seeds - 1
-    b = brentq(lambda b: _power(b, se, df, alpha) - power, 1e-9, 15 * se)
-    return float(np.exp(b))
-
-
-def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "object":
-    """The design's power: detectable end-to-end ratio per architecture and number of seeds.
-
-    Returns a DataFrame with columns ``kind, residual_sd, sd_df, seeds, detectable_ratio``
-    (80 % power, two-sided α = 0.05, four levels at x = 0, 1/3, 2/3, 1) and
-    ``chosen`` (the design's :data:`~tanbias.lab.config.DOSE_SEEDS`).
-    """
-    import pandas as pd
-
-    from tanbias.lab.analysis import sweep
-
-    loaded = sweep.load_sweep() if loaded is None else loaded
-    x = list(level_positions("token").values())
-    rows = []
-    for kind in KINDS:
-        r = residual_sd(kind, phase, loaded)
-        for n in seeds:
-            rows.append({"kind": kind, "residual_sd": r["sd"], "sd_df": r["df"], "seeds": int(n),
-                         "detectable_ratio": detectable_ratio(r["sd"], n, x),
-                         "chosen": int(n) == len(DOSE_SEEDS)})
-    return pd.DataFrame(rows)
-
-
-def predictions_table() -> "object":
-    """:data:`PREDICTIONS` as a table: one row per link and knob (sign and shape)."""
-    import pandas as pd
-
-    return pd.DataFrame([{"link": p["link"], "knob": knob, "predicted sign": p[knob]["sign"],
-                          "predicted shape": p[knob]["shape"]}
-                         for p in PREDICTIONS.values() for knob in ("token", "language")])
-
-
-def design_report(expected, power) -> dict:
-    """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`."""
-    from tanbias.lab.config import SKEWED_WEIGHTS
-
-    w = np.array(list(SKEWED_WEIGHTS.values()))
-    share = w / w.sum()
-    e = expected.set_index("level")
-    chosen = power[power["chosen"]].set_index("kind")
-    two = power[power["seeds"] == 2].set_index("kind")
-    return {"share_en": float(share[0]), "share_pt": float(share[-1]), "share_span": float(share[0] / share[-1]),
-            "token_span": float(e.loc["b100", "ratio"]), "language_span": float(e.loc["uniform", "ratio"]),
-            "kept_flattest": float(e.loc["b100", "kept"]),
-            "sd_decoder": float(chosen.loc["decoder", "residual_sd"]),
-            "sd_encoder": float(chosen.loc["encoder", "residual_sd"]), "sd_df": int(chosen["sd_df"].iloc[0]),
-            "detectable_decoder": float(chosen.loc["decoder", "detectable_ratio"]),
-            "detectable_encoder": float(chosen.loc["encoder", "detectable_ratio"]),
-            "detectable_decoder_2": float(two.loc["decoder", "detectable_ratio"]),
-            "n_seeds": len(DOSE_SEEDS), "n_runs": len(dose_names())}
-
+__all__ = ["run_status", "load_dose", "reference_buckets", "run_table", "knob_runs", "SIGN_OF_WORD",
+           "verdict_word", "dose_response", "all_responses", "architecture_interaction", "adaptive_frame",
+           "adaptive_association", "verdict_table", "DoseAnalysis", "analyse_dose", "measured_concentration"]
 
 def run_status(runs_dir=None) -> "object":
     """Which dose runs are committed: one row per (kind, level) with the seeds complete."""
     import pandas as pd
 
     from tanbias.lab import runs
-    from tanbias.lab.config import parse_dose_name
+    from tanbias.lab.experiments import parse_dose_name
 
     root = runs.RUNS_DIR if runs_dir is None else runs_dir
     rows = []
@@ -302,11 +67,12 @@ def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     rarer: bucket 0 = the types that are frequent before any flattening.
     """
     from tanbias.alignment import frequency_buckets
-    from tanbias.lab.config import N_SPECIAL, dose_config, validate_config
+    from tanbias.lab.config import N_SPECIAL
     from tanbias.lab.data import stream_frequencies
+    from tanbias.lab.experiments import dose_config
     from tanbias.lab.tokenizer import load_tokenizer
 
-    f = stream_frequencies(validate_config(dose_config(kind, "skewed", 0)), load_tokenizer())
+    f = stream_frequencies(dose_config(kind, "skewed", 0), load_tokenizer())
     return frequency_buckets(f * 1e9, n_buckets, n_special=N_SPECIAL)
 
 
@@ -329,7 +95,8 @@ def run_table(loaded: dict, buckets=None) -> "object":
     from tanbias.alignment import frequency_buckets
     from tanbias.frequency import concentration
     from tanbias.lab.analysis import sweep
-    from tanbias.lab.config import N_SPECIAL, parse_dose_name
+    from tanbias.lab.config import N_SPECIAL
+    from tanbias.lab.experiments import parse_dose_name
 
     if not loaded:
         raise ValueError("no complete dose run is committed yet: run `make dose` (or python -m tanbias.lab "
@@ -395,8 +162,8 @@ def verdict_word(predicted: str, observed: str) -> str:
         "against the prediction"
 
 
-def _sign(lo: float, hi: float) -> str:
-    return "+" if lo > 0 else "-" if hi < 0 else "0"
+#: the sign symbol of each word of :func:`tanbias.stats.interval_word` (the predictions' notation)
+SIGN_OF_WORD = {"positive": "+", "negative": "-", "indistinguishable": "0", "undecided": "n/a"}
 
 
 def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collision",
@@ -453,7 +220,7 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     e2e = sorted([slope * dx, lo * dx, hi * dx])
     out.update(slope=slope, lo=float(lo), hi=float(hi), p=float(fit.pvalues[xcol]), df=float(fit.df_resid),
                end_to_end=slope * dx, end_to_end_lo=e2e[0], end_to_end_hi=e2e[2], dx=float(dx))
-    out["observed"] = _sign(out["end_to_end_lo"], out["end_to_end_hi"])
+    out["observed"] = SIGN_OF_WORD[interval_word(out["end_to_end_lo"], out["end_to_end_hi"])]
     # Page's trend test across the levels in knob order, seeds (with every level) as blocks: one-sided
     # in the predicted direction when there is one, else in the observed direction with p doubled
     wide = g.pivot_table(index="seed", columns="pos", values=metric).dropna()
@@ -520,7 +287,7 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
     """
     import pandas as pd
 
-    from tanbias.lab.config import parse_dose_name
+    from tanbias.lab.experiments import parse_dose_name
 
     rows = []
     for name, r in loaded.items():
@@ -577,7 +344,6 @@ def verdict_table(responses) -> "object":
     return responses[[c for c in cols if c in responses]].copy()
 
 
-# --------------------------------------------------------------------------- the chapter's report
 @dataclass
 class DoseAnalysis:
     """Chapter 10's tables, computed once (:func:`analyse_dose`)."""
@@ -610,104 +376,3 @@ def measured_concentration(table, expected) -> "object":
     e = expected.set_index("level")[["collision"]].rename(columns={"collision": "expected"})
     out = e.join(m, how="left").reset_index()
     return out[["level", "runs", "expected", "collision", "effective_types", "top_share"]]
-
-
-_SHORT = {"log_collision": "conc", "log_eta_q1": "eta", "log_enrichment_late": "enr",
-          "log_enrichment_early": "enr_early", "mean_cosine_late": "cos", "isoscore_late": "iso"}
-
-
-def chapter10_report(da: DoseAnalysis) -> dict:
-    """Every number and verdict word chapter 10 quotes (glued as ``ch10_<key>``).
-
-    For each link, knob and architecture (``<short>_<knob>_<kind>``, shorts
-    ``conc, eta, enr, enr_early, cos, iso``): the fitted end-to-end change
-    (a ratio for log metrics, a difference otherwise) with its 95 % interval,
-    the observed direction word, whether it agrees with :data:`PREDICTIONS`,
-    Page's p; for enrichment also the flattest level's value and the
-    "attenuated, not absent" word. Plus the measured spans of the knobs, the
-    architecture interaction and the "possibly adaptive" association.
-    """
-    from tanbias.lab.analysis.report import Word
-
-    out: dict = {}
-    t = da.table
-    out["runs_done"] = int(len(t))
-    out["n_runs"] = len(dose_names())
-    out["seeds_min"] = int(t.groupby(["kind", "level"])["seed"].nunique().min())
-    for knob, flat in (("token", "b100"), ("language", "uniform")):
-        g = t[t["level"].isin(["skewed", flat])].groupby("level")["log_collision"].mean()
-        out[f"span_{knob}"] = float(np.exp(g.get("skewed", np.nan) - g.get(flat, np.nan)))
-    for _, r in da.responses.iterrows():
-        key = f"{_SHORT[r['metric']]}_{r['knob']}_{r['kind']}"
-        log = r["metric"].startswith("log_")
-        f = np.exp if log else (lambda v: v)
-        e2e = r.get("end_to_end", np.nan)
-        out[key] = float(f(e2e)) if np.isfinite(e2e) else float("nan")
-        out[f"{key}_lo"] = float(f(r.get("end_to_end_lo", np.nan)))
-        out[f"{key}_hi"] = float(f(r.get("end_to_end_hi", np.nan)))
-        out[f"{key}_p"] = float(r.get("page_p", np.nan))
-        obs = r["observed"]
-        out[f"{key}_word"] = Word({"+": "rises", "-": "falls", "0": "shows no detectable trend"}.get(obs, "n/a"))
-        out[f"{key}_agrees"] = Word(r["verdict"])
-        if _SHORT[r["metric"]] in ("enr", "enr_early"):
-            out[f"{key}_flat"] = float(np.exp(r.get("flat_mean", np.nan)))
-            out[f"{key}_flat_lo"] = float(np.exp(r.get("flat_lo", np.nan)))
-            out[f"{key}_flat_hi"] = float(np.exp(r.get("flat_hi", np.nan)))
-            out[f"{key}_change"] = float(np.exp(r.get("change", np.nan)))
-            out[f"{key}_change_lo"] = float(np.exp(r.get("change_lo", np.nan)))
-            out[f"{key}_change_hi"] = float(np.exp(r.get("change_hi", np.nan)))
-            present = r.get("flat_lo", np.nan) > 0
-            weaker = r.get("change_hi", np.nan) < 0
-            out[f"{key}_attenuation"] = Word(
-                "attenuated, not absent" if present and weaker else
-                "present, not detectably attenuated" if present else
-                "not shown to be present" if np.isfinite(r.get("flat_lo", np.nan)) else "not decided")
-    for knob, res in da.interaction.items():
-        out[f"inter_{knob}"] = res["diff"]
-        out[f"inter_{knob}_lo"] = res["lo"]
-        out[f"inter_{knob}_hi"] = res["hi"]
-    out["balancing_verdict"] = Word(balancing_property(da.responses))
-    out["adaptive_verdict"] = Word(adaptive_property(da.association))
-    for name, res in da.association.items():
-        for k in ("within", "lo", "hi", "p", "pooled", "n"):
-            out[f"adapt_{name}_{k}"] = res.get(k, np.nan)
-        lo, hi = res.get("lo", np.nan), res.get("hi", np.nan)
-        out[f"adapt_{name}_word"] = Word(
-            "not decided yet (too few seeds per cell)" if not (np.isfinite(lo) and np.isfinite(hi)) else
-            "positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable from 0")
-    return out
-
-
-def balancing_property(responses, metric: str = "log_enrichment_late") -> str:
-    """The closing page's verdict on "weaker under balancing", from the direct knob's dose-response.
-
-    "supported: attenuated, not absent" when both architectures' enrichment falls
-    as predicted and stays present at the flattest level; "contradicted" when either
-    moves against the prediction or vanishes; "not detected" when the intervals
-    contain no trend; "not decided" with fewer than two seeds per level.
-    """
-    rows = responses[(responses["metric"] == metric) & (responses["knob"] == "token")]
-    if rows.empty or (rows["n_seeds"] < 2).any() or rows["flat_lo"].isna().any():
-        return "not decided yet (fewer than two seeds per level)"
-    verdicts = set(rows["verdict"])
-    absent = (rows["flat_lo"] <= 0).any()
-    if "against the prediction" in verdicts or absent:
-        return "contradicted" + (" (the alignment vanishes)" if absent else "")
-    if verdicts == {"as predicted"} and (rows["change_hi"] < 0).all():
-        return "supported: attenuated, not absent"
-    if "as predicted" in verdicts:
-        return "partly supported (one architecture)"
-    return "not detected (no trend at the design's power)"
-
-
-def adaptive_property(association: dict) -> str:
-    """The closing page's verdict on "possibly adaptive", from the within-cell association."""
-    res = association.get("loss", {})
-    lo, hi = res.get("lo", np.nan), res.get("hi", np.nan)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "untested (too few runs yet)"
-    if lo > 0:
-        return "supported, correlationally (fewer effective dimensions, lower held-out loss)"
-    if hi < 0:
-        return "contradicted, correlationally (fewer effective dimensions, higher held-out loss)"
-    return "no association detected"

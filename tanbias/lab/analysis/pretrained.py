@@ -42,15 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.runs import atomic_write_text, sha256
 
-__all__ = ["PRETRAINED_DIR", "DEFAULTS", "MODEL_SETTINGS", "TABLES", "READINGS", "heldout_text", "corpus_frequencies",
+__all__ = ["PRETRAINED_DIR", "DEFAULTS", "MODEL_SETTINGS", "TABLES", "READINGS", "corpus_frequencies",
            "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables", "premise_table",
-           "robustness_table", "measure", "measure_all", "load_pretrained",
-           "SHORT", "PAPER_RHO", "premise_main", "sign_word", "chapter9_report", "chapter9_checks",
-           "zoo_table", "robustness_summary", "lab_comparison"]
+           "robustness_table", "measure", "measure_all", "load_pretrained"]
 
 PRETRAINED_DIR = Path(__file__).resolve().parents[3] / "data" / "pretrained"
 
@@ -72,49 +69,6 @@ ENGLISH_ONLY = ("en",)
 
 def _rebuild(name: str) -> str:
     return f"python -m tanbias.lab pretrained {name}"
-
-
-def heldout_text(tokenizer, languages, n_tokens: int, seq_len: int, seed: int = 0) -> dict:
-    """Held-out documents of the lab's corpus, tokenised by ``tokenizer`` into rows.
-
-    The documents come from the corpus' validation split (never in any
-    model's... of *our* training streams; the zoo models' own training data are
-    unknown), taken round-robin over ``languages`` in a seeded order, each
-    document's tokens appended to a stream that is cut into rows of
-    ``seq_len``; a row never mixes two languages' documents only at its edges.
-
-    Returns
-    -------
-    dict
-        ``input_ids`` (rows, seq_len) int64 array, ``language`` (rows, seq_len)
-        array of language codes (the language of each token's document),
-        ``languages``, ``documents`` (how many were read).
-    """
-    from tanbias.lab.corpus import split
-
-    n_tokens = check_int("n_tokens", n_tokens, lo=seq_len, hint="Pass at least one row of tokens.")
-    _, valid = split()
-    rng = np.random.default_rng(seed)
-    order = {lang: rng.permutation(len(valid[lang])) for lang in languages}
-    ids, langs, used, i = [], [], 0, 0
-    need = -(-n_tokens // seq_len) * seq_len
-    while len(ids) < need:
-        progressed = False
-        for lang in languages:
-            if i < len(order[lang]) and len(ids) < need:
-                doc = valid[lang][order[lang][i]]
-                toks = tokenizer(doc, add_special_tokens=False)["input_ids"]
-                ids += toks
-                langs += [lang] * len(toks)
-                used += 1
-                progressed = True
-        i += 1
-        if not progressed:
-            raise ParameterError(f"n_tokens={n_tokens} is out of range: the held-out documents of "
-                                 f"{list(languages)} hold only {len(ids)} tokens. Pass fewer tokens.")
-    ids, langs = np.asarray(ids[:need], dtype=np.int64), np.asarray(langs[:need])
-    return {"input_ids": ids.reshape(-1, seq_len), "language": langs.reshape(-1, seq_len),
-            "languages": list(languages), "documents": used}
 
 
 def corpus_frequencies(tokenizer, languages, vocab_size: int, max_docs: int | None = None) -> np.ndarray:
@@ -330,6 +284,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
 
     from tanbias.lab import zoo
     from tanbias.lab.corpus import language_counts
+    from tanbias.lab.data import heldout_text
 
     unknown = set(settings) - set(DEFAULTS)
     if unknown:
@@ -345,7 +300,8 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     t_load = time.perf_counter() - t0
     languages = ENGLISH_ONLY if entry.kind == "encoder" else tuple(sorted(language_counts()))
     seq_len = min(s["seq_len"], int(getattr(model.config, "max_position_embeddings", s["seq_len"])))
-    text = heldout_text(tok, languages, s["n_tokens"], seq_len, s["seed"])
+    text = heldout_text(tok, s["n_tokens"], seq_len, seed=s["seed"], languages=list(languages),
+                        order="round_robin", special_tokens=False)
     ids = text["input_ids"]
     if entry.kind == "encoder" and tok.cls_token_id is not None:
         # an encoder reads [CLS] ... [SEP] rows, as it was trained; those two are dropped below
@@ -529,214 +485,3 @@ def load_pretrained(name: str, root=None) -> dict:
             raise CorruptFileError(path, _rebuild(name), "is missing or fails its checksum")
         out[key] = pd.read_csv(path)
     return out
-
-
-# --------------------------------------------------------------------------- chapter 9
-#: Short keys of the zoo models for glued numbers (letters, digits, underscores).
-SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm"}
-#: The paper's reported Spearman correlation of log frequency with distance to the centroid (decoders).
-PAPER_RHO = -0.5
-
-
-def premise_main(tables) -> "pd.DataFrame":
-    """The premise rows at the full text and the default ``min_count`` (duplicates dropped)."""
-    p = tables["premise"]
-    s = tables["manifest"]["settings"]
-    p = p[(p["n_tokens"] == p["n_tokens"].max()) & (p["min_count"] == s["min_count"])]
-    return p.drop_duplicates(["layer", "source", "reading"])
-
-
-def sign_word(lo: float, hi: float) -> str:
-    """``"positive"``, ``"negative"`` or ``"zero"`` (the interval contains 0).
-
-    Example
-    -------
-    >>> sign_word(0.06, 0.20), sign_word(-0.48, -0.24), sign_word(-0.1, 0.02)
-    ('positive', 'negative', 'zero')
-    """
-    return "positive" if lo > 0 else "negative" if hi < 0 else "zero"
-
-
-def chapter9_report(pretrained: dict, ch8: dict | None = None) -> dict:
-    """Every number and single word chapter 9 quotes, by key (``ch9_<model>_...``).
-
-    Parameters
-    ----------
-    pretrained : dict
-        ``{model name: load_pretrained(name)}``.
-    ch8 : dict, optional
-        :func:`tanbias.lab.analysis.report.chapter8_report` of the committed sweep:
-        adds the lab's numbers set beside the released models' (``ch9_lab_...``).
-    """
-    from tanbias.lab.corpus import language_counts
-
-    out = {"ch9_corpus_words_m": sum(c["words"] for c in language_counts().values()) / 1e6}
-    if ch8 is not None:
-        for kind in ("decoder", "encoder"):
-            out[f"ch9_lab_{kind}_late"] = ch8[f"{kind}_natural_late"]
-            out[f"ch9_lab_{kind}_rho"] = ch8[f"rho_{kind}_natural"]
-            out[f"ch9_lab_{kind}_rho_lo"] = ch8[f"rho_{kind}_natural_lo"]
-            out[f"ch9_lab_{kind}_rho_hi"] = ch8[f"rho_{kind}_natural_hi"]
-    for name, tab in pretrained.items():
-        k = f"ch9_{SHORT[name]}"
-        man = tab["manifest"]
-        L = int(tab["anisotropy"]["layer"].max())
-        out[f"{k}_tokens"] = man["n_tokens"]
-        out[f"{k}_layers"] = L
-        out[f"{k}_tokens_per_s"] = man["tokens_per_s"]
-        out[f"{k}_gemm_pct"] = 100 * man["gemm_fraction"]
-        p = premise_main(tab)
-        last = p[p["layer"] == L]
-        for _, row in last.iterrows():
-            key = f"{k}_{row['reading']}_{row['source']}"
-            out[f"{key}_rho"], out[f"{key}_lo"], out[f"{key}_hi"] = row["rho"], row["lo"], row["hi"]
-            out[f"{key}_n"] = int(row["n"])
-            out[f"{key}_sign"] = sign_word(row["lo"], row["hi"])
-        body = p[(p["layer"] > 0) & (p["source"] == "corpus") & (p["reading"] == "radius_t")]
-        out[f"{k}_t_positive_layers"] = int((body["lo"] > 0).sum())
-        out[f"{k}_t_negative_layers"] = int((body["hi"] < 0).sum())
-        out[f"{k}_t_body_layers"] = len(body)
-        rob = tab["premise"]
-        rob = rob[(rob["layer"] == L) & (rob["reading"] == "radius_t") & (rob["source"] == "corpus")]
-        out[f"{k}_t_robust_min"], out[f"{k}_t_robust_max"] = rob["rho"].min(), rob["rho"].max()
-        an = tab["anisotropy"]
-        top = an.loc[an["mean_cosine"].idxmax()]
-        out[f"{k}_cos_last"] = an.loc[an["layer"] == L, "mean_cosine"].iloc[0]
-        out[f"{k}_cos_max"], out[f"{k}_cos_max_layer"] = top["mean_cosine"], int(top["layer"])
-        out[f"{k}_iso_max"] = an["isoscore_star"].max()
-        out[f"{k}_top1_max"] = an["top1_share"].max()
-        dims = str(top["outlier_dims"]).split() if isinstance(top["outlier_dims"], str) else []
-        out[f"{k}_outliers"] = ", ".join(dims[:3]) if dims else "none"
-        out[f"{k}_outlier_share"] = 100 * float(top["outlier_share"]) if dims else 0.0
-        from scipy.stats import spearmanr
-
-        mid = tab["types"]
-        mid = mid[(mid["layer"] == L // 2) & (mid["normal_share"] > 0) & (mid["corpus_count"] > 0)]
-        out[f"{k}_curv_freq_rho"] = float(spearmanr(np.log(mid["corpus_count"]),
-                                                    mid["normal_share"]).statistic)
-        c = tab["curvature"]
-        c = c[c["layer"] > 0]
-        out[f"{k}_curv_median"] = float(c["slope"].median())
-        out[f"{k}_curv_min"], out[f"{k}_curv_max"] = float(c["slope"].min()), float(c["slope"].max())
-        out[f"{k}_curv_two"] = int(((c["lo"] <= 2) & (c["hi"] >= 2)).sum())
-        out[f"{k}_curv_layers"] = len(c)
-        if "alignment" in tab:
-            a = tab["alignment"]
-            a = a[(a["bucket"] == "all") & (a["proxy"] == "refit")]
-            inner = a[(a["layer"] > 0) & (a["layer"] < L)]
-            out[f"{k}_enrich_median"] = float(inner["enrichment"].median())
-            out[f"{k}_enrich_max"] = float(a["enrichment"].max())
-            out[f"{k}_enrich_last"] = float(a.loc[a["layer"] == L, "enrichment"].iloc[0])
-            out[f"{k}_enrich_sig"] = int((a["p_energy"] <= 0.05).sum())
-            out[f"{k}_enrich_layers"] = len(a)
-            out[f"{k}_enrich_below"] = int((a["enrichment"] < 1).sum())
-    return out
-
-
-def chapter9_checks(pretrained: dict) -> dict:
-    """The checks chapter 9 displays, by name (``<model>_<what>``), each able to fail.
-
-    The chapter states each verdict in its prose and shows the check with
-    ``.require()`` (the measurement agrees) or ``.refute()`` (the measurement
-    rejects the prediction): the verdict is written in the chapter, not derived
-    here, so data that flip it break the build.
-
-    * ``<m>_paper_t_<source>``: the paper's ρ = −0.5 lies in the bootstrap interval of
-      ρ(log frequency, radius t) at the last layer;
-    * ``<m>_t_positive``: the share of blocks where ρ(log frequency, radius t) is above 0
-      (95 % interval) exceeds 0.9: the premise reversed at almost every layer;
-    * ``<m>_centroid_web``: ρ(web frequency, centroid distance) is negative at the last layer;
-    * ``<m>_curvature_two``: the slope 2 of a curved manifold lies within the range of
-      the layers' fitted normal-share slopes;
-    * ``<m>_enrichment`` (decoders): the median enrichment over the inner layers exceeds 1.
-    """
-    from tanbias.stats import check_greater, check_in_interval, check_less
-
-    rep = chapter9_report(pretrained)
-    checks = {}
-    for name in pretrained:
-        m = SHORT[name]
-        k = f"ch9_{m}"
-        for src in ("corpus", "wordfreq"):
-            key = f"{k}_radius_t_{src}"
-            if f"{key}_rho" in rep:
-                checks[f"{m}_paper_t_{src}"] = check_in_interval(
-                    f"{name}, last layer: the paper's ρ = −0.5 in the 95 % interval of "
-                    f"ρ(log frequency, radius t), {src} frequencies",
-                    PAPER_RHO, rep[f"{key}_lo"], rep[f"{key}_hi"])
-        checks[f"{m}_t_positive"] = check_greater(
-            f"{name}: share of blocks whose 95 % interval of ρ(log frequency, radius t) lies above 0",
-            rep[f"{k}_t_positive_layers"] / rep[f"{k}_t_body_layers"], 0.9)
-        key = f"{k}_centroid_distance_wordfreq"
-        if f"{key}_hi" in rep:
-            checks[f"{m}_centroid_web"] = check_less(
-                f"{name}, last layer: upper end of the 95 % interval of ρ(web frequency, "
-                "centroid distance)", rep[f"{key}_hi"], 0.0)
-        checks[f"{m}_curvature_two"] = check_in_interval(
-            f"{name}: the slope 2 of a curved manifold within the range of the layers' "
-            "fitted normal-share slopes", 2.0, rep[f"{k}_curv_min"], rep[f"{k}_curv_max"])
-        if f"{k}_enrich_median" in rep:
-            checks[f"{m}_enrichment"] = check_greater(
-                f"{name}: median enrichment over the inner layers (1 = a random subspace)",
-                rep[f"{k}_enrich_median"], 1.0)
-    return checks
-
-
-def zoo_table():
-    """The zoo's models as a table: what each is, its size and its licence."""
-    import pandas as pd
-
-    from tanbias.lab import zoo
-
-    rows = [{"model": e.name, "kind": e.kind, "architecture": e.arch, "blocks": e.n_layers,
-             "width": e.hidden_size, "parameters (M)": round(e.n_params / 1e6, 1),
-             "copy of": e.upstream, "licence": e.licence} for e in zoo.ZOO.values()]
-    return pd.DataFrame(rows).set_index("model")
-
-
-def robustness_summary(pretrained: dict):
-    """ρ(log corpus frequency, radius t) at the first, middle and last layer, per text length and min_count."""
-    rows = []
-    for name, tab in pretrained.items():
-        p = tab["premise"]
-        p = p[(p["reading"] == "radius_t") & (p["source"] == "corpus")]
-        p = p.drop_duplicates(["layer", "n_tokens", "min_count"])
-        layers = sorted(set(p.loc[p["n_tokens"] < p["n_tokens"].max(), "layer"]))
-        p = p[p["layer"].isin(layers)]
-        piv = p.pivot_table(index=["layer", "n_tokens"], columns="min_count", values="rho")
-        piv.columns = [f"min_count {c}" for c in piv.columns]
-        piv = piv.reset_index().rename(columns={"n_tokens": "tokens read"})
-        piv.insert(0, "model", name)
-        rows.append(piv)
-    import pandas as pd
-
-    return pd.concat(rows, ignore_index=True).round(2).set_index(["model", "layer", "tokens read"])
-
-
-def lab_comparison(report: dict, models):
-    """The lab's small models (chapter 8, natural data) beside the released ones.
-
-    ``report`` is :func:`chapter9_report` with the lab's numbers (its ``ch8``
-    argument given); ``models`` the zoo models it covers.
-    """
-    import pandas as pd
-
-    rep = report
-
-    def ci(v, lo, hi):
-        return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
-    cols = {f"lab {kind}s (ch 8)": (ci(rep[f"ch9_lab_{kind}_rho"], rep[f"ch9_lab_{kind}_rho_lo"],
-                                       rep[f"ch9_lab_{kind}_rho_hi"]),
-                                    f"×{rep[f'ch9_lab_{kind}_late']:.1f} " + note)
-            for kind, note in (("decoder", "(geometric mean over layers, last step)"),
-                               ("encoder", "(same)"))}
-    for name in models:
-        k = f"ch9_{SHORT[name]}"
-        rho = ci(rep[f"{k}_radius_t_corpus_rho"], rep[f"{k}_radius_t_corpus_lo"],
-                 rep[f"{k}_radius_t_corpus_hi"])
-        enr = (f"×{rep[f'{k}_enrich_median']:.2f} (median over inner layers)"
-               if f"{k}_enrich_median" in rep else "no LM head: not tested")
-        cols[name] = (rho, enr)
-    return pd.DataFrame(cols, index=["ρ(log frequency, radius t), last layer",
-                                     "alignment enrichment"])

@@ -79,9 +79,9 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
         for h in handles:
             h.remove()
     ids = torch.cat(ids).numpy().astype(np.int64)
-    buckets = al.frequency_buckets(counts, int(cfg["probe"]["n_buckets"]))
-    kind, regime, seed = cfg["kind"], cfg["regime"], int(cfg["seed"])
-    min_count = int(cfg["probe"]["min_count"]) if min_count is None else min_count
+    buckets = al.frequency_buckets(counts, cfg.probe.n_buckets)
+    kind, regime, seed = cfg.kind, cfg.regime, cfg.seed
+    min_count = cfg.probe.min_count if min_count is None else min_count
     rows = []
     for layer in range(1, len(modules)):
         X = torch.cat(store[layer]).double().numpy()

@@ -41,6 +41,7 @@ Figures of these numbers: :mod:`tanbias.figures.runs` (chapter 7) and
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -48,14 +49,17 @@ import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.frequency import concentration
+from tanbias.stats import interval_word
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import bucket_label
-from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL, REGIMES, SWEEP_NAME_RE, parse_run_name
+from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL, REGIMES
+from tanbias.lab.experiments import SWEEP_NAME_RE, parse_sweep_name
 
-__all__ = ["DEFAULT_RUNS", "CONTRASTS", "load_runs", "sweep_names", "load_sweep", "cells",
+__all__ = ["DEFAULT_RUNS", "CONTRASTS", "load_runs", "committed_sweep_names", "load_sweep", "cells",
            "t_interval", "summarise", "summarise_columns", "add_log_enrichment", "mean_over_layers",
            "run_cell", "alignment_frame", "run_metrics", "run_summary", "timing", "cell_summary", "effects",
-           "balancing_verdict", "imprinted_early_property", "balancing_property", "frequency_profile",
+           "BALANCING_WORDS", "PROPERTY_WORDS", "balancing_verdict", "imprinted_early_property",
+           "balancing_property", "frequency_profile",
            "rank_frequency", "tokens_table", "eta_by_bucket", "weighted_quantile",
            "radius_correlations", "mechanism_summary", "loss_table"]
 
@@ -74,8 +78,8 @@ def cells() -> list[tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------- loading
-def sweep_names(runs_dir=None) -> list[str]:
-    """Names of committed runs that belong to the sweep (``kind-regime-sSEED``)."""
+def committed_sweep_names(runs_dir=None) -> list[str]:
+    """Names of the committed runs that belong to the sweep (``kind-regime-sSEED``)."""
     return [n for n in runs.list_runs(runs_dir) if SWEEP_NAME_RE.match(n)]
 
 
@@ -104,7 +108,7 @@ def load_sweep(names=None, runs_dir=None, complete: bool = True) -> dict:
     """
     if names is None:
         d = Path(runs_dir) if runs_dir is not None else runs.RUNS_DIR
-        names = [str(d / n) for n in sweep_names(d)]
+        names = [str(d / n) for n in committed_sweep_names(d)]
     loaded = {}
     for n in names:
         r = runs.load_run(n)
@@ -115,13 +119,12 @@ def load_sweep(names=None, runs_dir=None, complete: bool = True) -> dict:
     seeds = {}
     ref_name, ref = next(iter(loaded.items()))
     strip = ("name", "kind", "regime", "seed")
-    ref_cfg = {k: v for k, v in ref.config.items() if k not in strip}
+    budget = [f.name for f in dataclasses.fields(ref.config) if f.compare and f.name not in strip]
     for name, r in loaded.items():
-        kind, regime, seed = parse_run_name(name)
+        kind, regime, seed = parse_sweep_name(name)
         seeds.setdefault((kind, regime), set()).add(seed)
-        cfg = {k: v for k, v in r.config.items() if k not in strip}
-        if cfg != ref_cfg:
-            diff = sorted(k for k in set(cfg) | set(ref_cfg) if cfg.get(k) != ref_cfg.get(k))
+        diff = [k for k in budget if getattr(r.config, k) != getattr(ref.config, k)]
+        if diff:
             raise ParameterError(f"run={name!r} differs from {ref_name!r} in {diff}: valid range is "
                                  "runs that differ only in kind, regime and seed (same budget).")
     if complete:
@@ -209,7 +212,7 @@ def mean_over_layers(table, keys, columns=("log_enrichment", "excess_iso"), sort
 
 def run_cell(r) -> tuple[str, str, int]:
     """``(kind, regime, seed)`` of a loaded run, from its config (any run name: sweep or dose)."""
-    return r.config["kind"], r.config["regime"], int(r.config["seed"])
+    return r.config.kind, r.config.regime, r.config.seed
 
 
 def alignment_frame(loaded: dict, proxy: str):
@@ -287,7 +290,7 @@ def run_summary(loaded: dict, early_frac: float = EARLY_FRAC):
                    if (name, proxy, ph) in met.index else float("nan")     # e.g. no local rows yet
                    for ph in ("init", "early", "late")}
             rows.append({
-                "run": name, "kind": r.config["kind"], "proxy": proxy,
+                "run": name, "kind": r.config.kind, "proxy": proxy,
                 "enrichment_init": enr["init"], "enrichment_early": enr["early"],
                 "enrichment_late": enr["late"],
                 "p_energy_late_max": late["p_energy"].max(),
@@ -324,7 +327,7 @@ def timing(loaded: dict, proxy: str = "frozen", bucket: str = "all"):
         curve = mean_over_layers(a, ["step"], ["log_enrichment"], sort=True).set_index("step")["log_enrichment"]
         frac = a.groupby("step")["frac"].first()
         early = curve[frac <= EARLY_FRAC]
-        kind, regime, seed = r.config["kind"], r.config["regime"], int(r.config["seed"])
+        kind, regime, seed = run_cell(r)
         peak = int(curve.idxmax())
         rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed, "peak_step": peak,
                      "peak_frac": float(frac.loc[peak]), "log_peak": float(curve.max()),
@@ -393,17 +396,27 @@ def effects(metrics, columns=("log_enrichment", "excess_iso")):
         [*keys, "metric", "contrast", "mean", "lo", "hi", "n", "per_seed"]]
 
 
+#: what :func:`balancing_verdict` says of one architecture (and of a dose knob's flattest level,
+#: :mod:`tanbias.lab.analysis.dose_report`): "weaker under balancing" asks for ``attenuated``
+BALANCING_WORDS = ("attenuated", "removed", "strengthened", "indistinguishable", "undecided")
+#: what :func:`balancing_property` and :func:`imprinted_early_property` say of a claim
+PROPERTY_WORDS = ("supported", "partly", "contradicted", "undetected", "undecided")
+
+
 def balancing_verdict(summary, eff, layer="mean", bucket="all", proxy="frozen", phase="late",
                       metric="log_enrichment") -> dict:
     """The prediction "balancing attenuates the effect but does not remove it", per architecture.
 
-    Returns ``{kind: verdict}`` with one of
+    Returns ``{kind: word}`` with one of :data:`BALANCING_WORDS`:
 
-    * ``"attenuated, not removed"``: the balancing effect's interval lies below 0
+    * ``"attenuated"`` (not removed): the balancing effect's interval lies below 0
       and the balanced cell's interval lies above the null (0 on the log scale);
     * ``"removed"``: attenuated and the balanced cell's interval contains the null;
     * ``"strengthened"``: the balancing effect's interval lies above 0;
-    * ``"no detectable effect of balancing"``: the interval contains 0.
+    * ``"indistinguishable"``: the interval contains 0, no detectable effect of balancing;
+    * ``"undecided"``: not measured.
+
+    The effect's sign is :func:`tanbias.stats.interval_word` of its interval.
     """
     out = {}
     for kind in KINDS:
@@ -415,15 +428,13 @@ def balancing_verdict(summary, eff, layer="mean", bucket="all", proxy="frozen", 
                     & (summary["proxy"] == proxy) & (summary["phase"] == phase)
                     & (summary["metric"] == metric)]
         if e.empty or c.empty:
-            out[kind] = "not measured"
+            out[kind] = "undecided"
             continue
         e, c = e.iloc[0], c.iloc[0]
-        if e["hi"] < 0:
-            out[kind] = "attenuated, not removed" if c["lo"] > 0 else "removed"
-        elif e["lo"] > 0:
-            out[kind] = "strengthened"
-        else:
-            out[kind] = "no detectable effect of balancing"
+        word = interval_word(e["lo"], e["hi"])
+        present = interval_word(c["lo"], c["hi"]) == "positive"
+        out[kind] = {"negative": "attenuated" if present else "removed", "positive": "strengthened"}.get(
+            word, word)
     return out
 
 
@@ -433,26 +444,35 @@ def imprinted_early_property(tim, early_frac: float = EARLY_FRAC) -> str:
     ``"supported"`` when the upper 95 % bound of the mean peak fraction lies
     inside the first ``early_frac`` of training *and* the upper bound of the
     mean log(last / peak) is below 0 (the effect weakens after its peak);
-    ``"partly supported"`` when one of the two holds; else ``"not supported"``.
+    ``"partly"`` supported when one of the two holds; else ``"undetected"``.
     """
     peak_hi = t_interval(tim["peak_frac"])[2]
     drop_hi = t_interval(tim["log_late_over_peak"])[2]
     early, falls = peak_hi <= early_frac, drop_hi < 0
-    return "supported" if early and falls else "partly supported" if early or falls else "not supported"
+    return "supported" if early and falls else "partly" if early or falls else "undetected"
 
 
-def balancing_property(verdict: dict) -> str:
-    """The statement's property "weaker under balancing", from :func:`balancing_verdict` (late).
+def balancing_property(per_kind: dict) -> str:
+    """The statement's property "weaker under balancing", from each architecture's word.
 
-    ``"supported"`` when both architectures are ``"attenuated, not removed"``,
-    ``"partly supported"`` when one is, ``"contradicted"`` when balancing
-    strengthens the effect in either, else not detected.
+    ``per_kind`` maps each architecture to one of :data:`BALANCING_WORDS`
+    (:func:`balancing_verdict` for the 2x2, the dose knob's flattest level in
+    :func:`tanbias.lab.analysis.dose_report.balancing_words`). One of
+    :data:`PROPERTY_WORDS`: ``"supported"`` when every architecture is
+    ``attenuated``, ``"partly"`` when some are, ``"contradicted"`` when
+    balancing strengthens or removes the effect in any, ``"undecided"`` when any
+    is undecided, else ``"undetected"``.
+
+    >>> balancing_property({"encoder": "attenuated", "decoder": "indistinguishable"})
+    'partly'
     """
-    attenuated = [k for k, v in verdict.items() if v == "attenuated, not removed"]
-    return ("supported" if len(attenuated) == 2 else
-            "partly supported" if attenuated else
-            "contradicted" if any(v == "strengthened" for v in verdict.values()) else
-            "not detected at this scale (a weak manipulation here)")
+    words = list(per_kind.values())
+    if not words or "undecided" in words:
+        return "undecided"
+    if "strengthened" in words or "removed" in words:
+        return "contradicted"
+    n = words.count("attenuated")
+    return "supported" if n == len(words) else "partly" if n else "undetected"
 
 
 # --------------------------------------------------------------------------- the mechanism
@@ -470,7 +490,7 @@ def frequency_profile(loaded: dict):
     for name, r in loaded.items():
         c = np.asarray(r.token_counts, np.float64)[N_SPECIAL:]
         conc = concentration(c)
-        kind, regime, seed = parse_run_name(name)
+        kind, regime, seed = run_cell(r)
         rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed, "types_seen": conc["types_seen"],
                      "effective_vocab": conc["effective_vocab"], "top100_share": conc["top_share"],
                      "types_for_half": conc["types_for_half"],
@@ -516,9 +536,10 @@ def eta_by_bucket(loaded: dict):
     small = {}
     for (kind, layer), g in tok[tok["regime"] == "natural"].groupby(["kind", "layer"]):
         small[kind, layer] = weighted_quantile(g["t"].to_numpy(), g["count_text"].to_numpy(), 0.2)
-    n_buckets = {name: int(r.config["probe"]["n_buckets"]) for name, r in loaded.items()}
+    n_buckets = {name: r.config.probe.n_buckets for name, r in loaded.items()}
+
     def row(run, layer, bucket, g):
-        kind, regime, seed = parse_run_name(run)
+        kind, regime, seed = run_cell(loaded[run])
         w = g["count_text"].to_numpy(np.float64)
         t = g["t"].to_numpy()
         thr = small.get((kind, layer), float("nan"))
@@ -551,7 +572,7 @@ def radius_correlations(loaded: dict):
     tok = tokens_table(loaded)
     rows = []
     for (run, layer), g in tok.groupby(["run", "layer"]):
-        kind, regime, seed = parse_run_name(run)
+        kind, regime, seed = run_cell(loaded[run])
         g = g[g["train_count"] > 0]
         cr = al.frequency_radius_correlation(g["train_count"].to_numpy(), g["t"].to_numpy())
         rows.append({"run": run, "kind": kind, "regime": regime, "seed": seed, "layer": int(layer), **cr})
@@ -580,7 +601,7 @@ def loss_table(loaded: dict):
 
     rows = []
     for name, r in loaded.items():
-        kind, regime, seed = parse_run_name(name)
+        kind, regime, seed = run_cell(r)
         ev = r.evaluation
         rows.append({"run": name, "kind": kind, "regime": regime, "seed": seed,
                      "loss": ev.get("loss"), "unigram_loss": ev.get("unigram_loss"),

@@ -31,7 +31,7 @@ from tanbias import alignment as al
 from tanbias import token_clouds
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
-from tanbias.lab.config import N_SPECIAL
+from tanbias.lab.config import N_SPECIAL, ProbeSettings, RunConfig
 from tanbias.lab.probe import layer_activations, load_capture, probe_steps
 
 __all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "anisotropy_rows",
@@ -107,17 +107,23 @@ def _rows_for(token_ids, buckets, n_buckets, special):
     return out
 
 
-def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray,
-                     progress: bool = False, special_ids=None) -> tuple[list[dict], list[dict], list[dict]]:
+def analyse_captures(captures: dict[int, dict], probe: ProbeSettings, total_steps: int, counts: np.ndarray,
+                     source: dict, progress: bool = False,
+                     special_ids=None) -> tuple[list[dict], list[dict], list[dict]]:
     """Tidy rows (alignment, radius, radius_corr) from captures ``{step: capture}``.
 
     Parameters
     ----------
     captures : dict[int, dict]
         ``{step: capture}`` (:meth:`~tanbias.lab.probe.ResidualProbe.collect`).
-    config : dict
-        ``name, kind, regime, seed, steps`` and ``probe`` (``rank, local_rank,
-        n_controls, n_buckets, min_count, zeta, fit_fraction, layers``).
+    probe : ProbeSettings
+        The analysis settings (``rank, local_rank, n_controls, n_buckets, min_count, zeta,
+        fit_fraction, layers``).
+    total_steps : int
+        The run's number of steps (``frac`` of a step, the frozen proxy's window).
+    source : dict
+        ``run, kind, regime, seed``: the columns that say whose captures these are (the
+        seed also seeds the random controls).
     counts : ndarray (vocab_size,)
         Token counts that define the frequency buckets and ``corpus_count``.
     progress : bool
@@ -129,12 +135,11 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
         tokenizer's ``all_special_ids`` for its checkpoints.
     """
     special_ids = sorted({int(i) for i in (range(N_SPECIAL) if special_ids is None else special_ids)})
-    pc = config["probe"]
-    rank, local_rank = int(pc["rank"]), int(pc["local_rank"])
-    n_ctrl, n_buckets, min_count = int(pc["n_controls"]), int(pc["n_buckets"]), int(pc["min_count"])
-    zeta = float(pc["zeta"])
-    total = int(config["steps"])
-    layers = pc.get("layers")
+    rank, local_rank = probe.rank, probe.local_rank
+    n_ctrl, n_buckets, min_count = probe.n_controls, probe.n_buckets, probe.min_count
+    zeta = float(probe.zeta)
+    total = int(total_steps)
+    layers = probe.layers
     steps = sorted(captures)
     L = captures[steps[0]]["acts"].shape[0]
     layers = list(range(L)) if layers is None else [int(x) for x in layers]
@@ -142,17 +147,17 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
     bucket_counts[[i for i in special_ids if 0 <= i < len(bucket_counts)]] = 0
     buckets = al.frequency_buckets(bucket_counts, n_buckets, n_special=0)
     freq = np.asarray(counts, np.float64)
-    base = {"run": config["name"], "kind": config["kind"], "regime": config["regime"],
-            "seed": int(config["seed"])}
+    base = {"run": source["run"], "kind": source["kind"], "regime": source["regime"], "seed": int(source["seed"])}
+    seed = base["seed"]
 
     # frozen global proxy: PCA of activations pooled over the first fit_fraction of training
-    frozen = frozen_proxies(captures, layers, rank, pc["fit_fraction"], total)
+    frozen = frozen_proxies(captures, layers, rank, probe.fit_fraction, total)
 
     align, radius, corr = [], [], []
     it = [(s, l) for s in steps for l in layers]
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(it, desc=f"probe {config['name']}", unit="layer-step")
+        it = tqdm(it, desc=f"probe {base['run']}", unit="layer-step")
     for step, layer in it:
         cap = captures[step]
         X = layer_activations(cap, layer)
@@ -170,10 +175,10 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
             for p_i, (proxy, Q) in enumerate((("frozen", frozen[layer]), ("refit", refit))):
                 if nz.sum() < 2:
                     continue
-                rng = np.random.default_rng([int(config["seed"]), step, layer, p_i, len(align)])
+                rng = np.random.default_rng([seed, step, layer, p_i, len(align)])
                 row = al.alignment_test(Gb, Q, n_controls=n_ctrl, rng=rng, zeta=zeta)
                 align.append({**meta, "bucket": b_label, "proxy": proxy, **row})
-            rng = np.random.default_rng([int(config["seed"]), step, layer, 2, len(align)])
+            rng = np.random.default_rng([seed, step, layer, 2, len(align)])
             keep = mask & ~special
             row = al.local_alignment(X[keep], G[keep], ids[keep], rank=local_rank,
                                      min_count=min_count, n_controls=n_ctrl, rng=rng, zeta=zeta)
@@ -191,7 +196,7 @@ def analyse_captures(captures: dict[int, dict], config: dict, counts: np.ndarray
     return align, radius, corr
 
 
-def anisotropy_rows(captures: dict, config: dict) -> list[dict]:
+def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     """Anisotropy of every probed layer at every probe step (chapter 10's activations link).
 
     One row per (step, layer): ``mean_cosine``, ``isoscore_star``, ``top1_share``
@@ -200,16 +205,16 @@ def anisotropy_rows(captures: dict, config: dict) -> list[dict]:
     (an effective dimension between 1 and D).
     """
     rows = []
-    total = config["steps"]
+    total = config.steps
     for step in sorted(captures):
         cap = captures[step]
         for layer in range(len(cap["acts"])):
             X = layer_activations(cap, layer)
             X = X[np.linalg.norm(X, axis=1) > 0]
-            a = token_clouds.anisotropy(X, rng=np.random.default_rng([int(config["seed"]), step, layer]),
-                                        zeta=config["probe"]["zeta"])
+            a = token_clouds.anisotropy(X, rng=np.random.default_rng([config.seed, step, layer]),
+                                        zeta=config.probe.zeta)
             lam = np.clip(np.linalg.eigvalsh(np.cov(X, rowvar=False)), 0, None)
-            rows.append({"run": config["name"], "step": int(step), "frac": step / max(total - 1, 1),
+            rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
                          "layer": int(layer), "n_tokens": int(len(X)), "mean_cosine": a["mean_cosine"],
                          "isoscore_star": a["isoscore_star"], "top1_share": a["top1_share"],
                          "participation_ratio": float(lam.sum() ** 2 / (lam ** 2).sum())})
@@ -231,7 +236,7 @@ def analyse_run(run, progress: bool = True) -> dict:
     regen = runs.regenerate_command(d)
     config = runs.read_config(d)
     captures = {}
-    for s in probe_steps(config["steps"], config["probe"]["n_steps"]):
+    for s in probe_steps(config.steps, config.probe.n_steps):
         captures[s] = load_capture(runs.capture_path(d, s), regen)
     counts_path = d / "token_counts.npy"
     try:
@@ -239,7 +244,9 @@ def analyse_run(run, progress: bool = True) -> dict:
     except Exception as exc:
         raise CorruptFileError(counts_path, regen, f"unreadable: {exc}") from None
     with single_thread_blas():
-        align, radius, corr = analyse_captures(captures, config, counts, progress=progress)
+        source = {"run": config.name, "kind": config.kind, "regime": config.regime, "seed": config.seed}
+        align, radius, corr = analyse_captures(captures, config.probe, config.steps, counts, source,
+                                               progress=progress)
         aniso = anisotropy_rows(captures, config)
     # no type repeats min_count times in a tiny probe batch (smoke runs): an empty table, with its header
     radius_cols = ["run", "kind", "regime", "seed", "step", "frac", "layer", "token_id", "count_in_batch",

@@ -51,16 +51,16 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
     d = runs.run_dir(run)
     regen = runs.regenerate_command(d)
     model, _, cfg = load_trained(d)
-    pc = cfg["probe"]
-    min_count = max(pc["min_count"], 2 * pc["local_rank"] + 2) if min_count is None else int(min_count)
-    steps = probe_steps(cfg["steps"], pc["n_steps"])
+    pc = cfg.probe
+    min_count = max(pc.min_count, 2 * pc.local_rank + 2) if min_count is None else int(min_count)
+    steps = probe_steps(cfg.steps, pc.n_steps)
     caps = {s: load_capture(runs.capture_path(d, s), regen) for s in steps}
     last = caps[steps[-1]]
     ids = last.get("input_ids", last["token_ids"]).astype(np.int64)
     uniq, cnt = np.unique(ids[ids >= N_SPECIAL], return_counts=True)
     top = uniq[np.argsort(-cnt)][:attn_tokens]
     top = [t for t in top if (ids == t).sum() >= min_count] or \
-        [t for t in top if (ids == t).sum() >= pc["local_rank"] + 2]    # tiny (smoke) captures
+        [t for t in top if (ids == t).sum() >= pc.local_rank + 2]    # tiny (smoke) captures
     attention = []
     layers = residual_modules(model)[1:]
     n_heads = model.config.num_attention_heads
@@ -75,7 +75,7 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
         for t in top:
             xt = x[ids == t]
             mu = xt.mean(axis=0)
-            T = al.pca_basis(xt, pc["local_rank"])
+            T = al.pca_basis(xt, pc.local_rank)
             full = np.linalg.svd(np.eye(len(mu)) - T @ T.T)[0][:, :len(mu) - T.shape[1]]
             terms = att.score_decomposition(xt, mu, T, full, W_Q, W_K)
             rms_acc.append(att.key_centred_rms(terms))
@@ -88,8 +88,8 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
                           "t": float(np.mean(radii)), "n_types": len(top)})
     # depth: frozen proxy per layer, as in the analysis
     L1 = last["acts"].shape[0]
-    frozen = frozen_proxies(caps, range(L1), pc["rank"], pc["fit_fraction"], cfg["steps"])
-    pick = sorted({steps[0], min(steps, key=lambda s: abs(s - pc["fit_fraction"] * cfg["steps"])), steps[-1]})
+    frozen = frozen_proxies(caps, range(L1), pc.rank, pc.fit_fraction, cfg.steps)
+    pick = sorted({steps[0], min(steps, key=lambda s: abs(s - pc.fit_fraction * cfg.steps)), steps[-1]})
     depth = []
     for s in pick:
         tan, nor, share = [], [], []
@@ -103,7 +103,7 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
             nor.append(np.sqrt(en[:n_tokens]).round(5).tolist())
             share.append(float(en.sum() / (en.sum() + et.sum())))
         depth.append({"step": int(s), "tangent": tan, "normal": nor, "normal_share": share})
-    views = {"run": d.name, "rank": pc["rank"], "local_rank": pc["local_rank"],
+    views = {"run": d.name, "rank": pc.rank, "local_rank": pc.local_rank,
              "attention_step": int(steps[-1]), "attention": attention, "depth": depth}
     runs.atomic_write_text(d / "views.json", json.dumps(views) + "\n")
     return views

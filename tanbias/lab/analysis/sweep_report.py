@@ -1,10 +1,21 @@
-"""Every number and verdict word that chapter 8 and the closing page quote, computed here.
+"""The numbers the lab's runs give the prose: the two seed-0 runs, the 2x2 sweep, its claims.
 
 The chapters are thin: they call :func:`analyse_sweep` once, glue the dict of
-:func:`chapter8_report` (keys without the ``ch8_`` prefix) or
-:func:`conclusions_report` (keys without ``end_``), show the tables of this
-module and the checks of :func:`chapter8_checks`. Verdict *sentences* stay in
-the chapters' Markdown; only numbers and single words (:class:`Word`) are glued.
+a report function and show the tables and checks of this module. Each report
+is named for what it computes and returns exactly the numbers (and single
+words) its chapter quotes:
+
+* :func:`run_pair_numbers` — the two seed-0 natural runs of chapter 7 (their
+  sanity numbers, early against late enrichment, the peak);
+* :func:`sweep_numbers` — the 2x2 sweep of chapter 8 (design, mechanism,
+  cells, timing, contrasts), with :func:`sweep_checks`;
+* :func:`claim_numbers` — the sweep's evidence on the statement's claims
+  "imprinted early" and "weaker under balancing" (the closing page).
+
+Verdict *sentences* stay in the chapters' Markdown, each beside a displayed
+check (:func:`tanbias.stats.check_sign`, :func:`tanbias.stats.check_word`)
+that breaks the build if the data stop supporting it; only numbers and single
+words are glued.
 """
 from __future__ import annotations
 
@@ -14,30 +25,19 @@ import numpy as np
 
 from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
-from tanbias.lab.config import DEFAULT_TEMPERATURE, EARLY_FRAC, KINDS, REGIMES, SIZES
+from tanbias.lab.config import DEFAULT_TEMPERATURE, KINDS, REGIMES, RunConfig
+from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
-from tanbias.stats import Check, check_greater, check_in_interval
+from tanbias.stats import Check, check_greater, check_in_interval, interval_word
 
-__all__ = ["Word", "CONTROL_RUNS", "SweepAnalysis", "analyse_sweep", "direction_word",
-           "correlation_word", "decline_word", "language_shares", "loss_summary", "paired_eta",
+__all__ = ["SweepAnalysis", "analyse_sweep", "decline_word", "language_shares", "loss_summary", "paired_eta",
            "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
-           "contrast_table", "eta_enrichment_correlation", "chapter8_report", "chapter8_checks",
-           "conclusions_report"]
+           "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_numbers", "sweep_checks",
+           "balancing_words", "claim_numbers"]
 
 #: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
-CONTROL_RUNS = ("encoder-natural-s0-constant-lr", "decoder-natural-s0-constant-lr")
+
 _Q1 = "q1 (most frequent)"
-
-
-class Word(str):
-    """A glued word: a ``str`` whose repr has no quotes, so ``{glue:text}`` shows it bare.
-
-    >>> Word("supported")
-    supported
-    """
-
-    def __repr__(self):
-        return str(self)
 
 
 @dataclass
@@ -59,7 +59,7 @@ class SweepAnalysis:
         return int(self.eta["layer"].max())
 
     @property
-    def config(self) -> dict:
+    def config(self) -> RunConfig:
         return next(iter(self.runs.values())).config
 
 
@@ -77,20 +77,10 @@ def analyse_sweep(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAna
 
 
 # --------------------------------------------------------------------------- words
-def direction_word(lo: float, hi: float, up: str = "larger", down: str = "smaller") -> Word:
-    """``up`` if an interval lies above 0, ``down`` if below, else "not detectably different"."""
-    return Word(up if lo > 0 else down if hi < 0 else "not detectably different")
-
-
-def correlation_word(lo: float, hi: float) -> Word:
-    """The sign of a correlation from its interval: "positive", "negative" or "indistinguishable"."""
-    return Word("positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable")
-
-
-def decline_word(const_ratios) -> Word:
+def decline_word(const_ratios) -> str:
     """Does the enrichment fall from its peak at a constant learning rate? "falls" or "stays"
     (every constant-rate run keeps at least 95 % of its peak)."""
-    return Word("stays" if np.min(const_ratios) >= 0.95 else "falls")
+    return "stays" if np.min(const_ratios) >= 0.95 else "falls"
 
 
 # --------------------------------------------------------------------------- tables
@@ -203,25 +193,115 @@ def eta_enrichment_correlation(sw: SweepAnalysis, layer: int | None = None) -> d
 
 
 # --------------------------------------------------------------------------- reports
-def chapter8_report(sw: SweepAnalysis) -> dict:
-    """Every number and word chapter 8 glues, keyed without the ``ch8_`` prefix."""
+def run_pair_table(loaded: dict) -> dict:
+    """Every number of the two seed-0 natural runs of chapter 7, by key (``{kind}_...``).
+
+    Per architecture: the held-out evaluation (``loss``, ``unigram``, ``acc`` in %,
+    ``learns``: "below" or "above" the unigram baseline), training time and
+    speed; the frozen, refit and local proxies' enrichment (init, early, late: geometric
+    mean over layers) and excess ΔIsoScore*, their largest late p-values, the
+    frequency-radius correlations; where the layer-averaged enrichment peaks.
+    Run-wide: the width ``D``, the proxy rank ``r``, ``steps``, the number of
+    probe steps, and ``weaker`` (the architecture with the lower late enrichment).
+    """
+    enc = loaded["encoder-natural-s0"]
+    cfg = enc.config
+    out: dict = {"D": cfg.size.hidden_size, "r": cfg.probe.rank, "r_over_D": cfg.probe.rank / cfg.size.hidden_size,
+                 "steps": cfg.steps, "n_probe": len(enc.summary["probe_steps"])}
+    for run in loaded.values():
+        k, ev = run.config.kind, run.evaluation
+        out[f"{k}_loss"], out[f"{k}_unigram"] = ev["loss"], ev["unigram_loss"]
+        out[f"{k}_acc"] = 100 * ev["accuracy"]
+        out[f"{k}_minutes"] = run.summary["train_seconds"] / 60
+        out[f"{k}_tps"] = run.summary["tokens_per_s"]
+        out[f"{k}_learns"] = "below" if ev["loss"] < ev["unigram_loss"] else "above"
+    s = sweep.run_summary(loaded).set_index(["kind", "proxy"])
+    for kind in KINDS:
+        for proxy in ("frozen", "refit", "local"):
+            row = s.loc[(kind, proxy)]
+            for col in ("enrichment_init", "enrichment_early", "enrichment_late", "excess_iso_early",
+                        "excess_iso_late", "p_energy_late_max", "p_iso_late_max"):
+                out[f"{kind}_{proxy}_{col}"] = float(row[col])
+        out[f"{kind}_spearman"] = float(s.loc[(kind, "frozen"), "spearman_late"])
+        out[f"{kind}_pearson"] = float(s.loc[(kind, "frozen"), "pearson_late"])
+    late = {k: float(s.loc[(k, "frozen"), "enrichment_late"]) for k in KINDS}
+    out["weaker"] = min(late, key=late.get)
+    for _, row in sweep.timing(loaded).iterrows():     # where the layer-averaged enrichment peaks
+        out[f"{row['kind']}_peak_step"] = int(row["peak_step"])
+        out[f"{row['kind']}_peak_pct"] = 100 * float(row["peak_frac"])
+        out[f"{row['kind']}_late_over_peak"] = float(np.exp(row["log_late_over_peak"]))
+    return out
+
+
+def _per_kind(*keys: str) -> tuple[str, ...]:
+    return tuple(f"{kind}_{k}" for kind in KINDS for k in keys)
+
+
+def _with_interval(*keys: str) -> tuple[str, ...]:
+    return tuple(x for k in keys for x in (k, f"{k}_lo", f"{k}_hi"))
+
+
+#: the numbers chapter 7 quotes (:func:`run_pair_numbers` returns these of :func:`run_pair_table`)
+RUN_PAIR_QUOTED = ("D", "r", "r_over_D", "steps", "n_probe", "weaker") + _per_kind(
+    "loss", "unigram", "acc", "minutes", "tps", "learns", "frozen_enrichment_init", "frozen_enrichment_early",
+    "frozen_enrichment_late", "frozen_excess_iso_early", "frozen_excess_iso_late", "frozen_p_energy_late_max",
+    "local_enrichment_late", "spearman", "pearson", "peak_step", "peak_pct", "late_over_peak")
+
+
+def run_pair_numbers(loaded: dict) -> dict:
+    """The numbers chapter 7 quotes about its two seed-0 natural runs: :data:`RUN_PAIR_QUOTED`
+    of :func:`run_pair_table`."""
+    table = run_pair_table(loaded)
+    return {k: table[k] for k in RUN_PAIR_QUOTED}
+
+
+#: the numbers chapter 8 quotes (:func:`sweep_numbers` returns these of :func:`sweep_table`, those of
+#: the constant-rate controls only when the controls are loaded)
+SWEEP_QUOTED = (
+    "n_runs", "n_seeds", "steps", "tokens_m", "T", "share_min_nat", "share_min_bal", "gap_min", "gap_min_run",
+    "vocab_nat", "vocab_bal", "top_nat", "top_bal", "vocab_change_pct", "L", "rho_word", "peak_steps",
+    *_with_interval("peak_frac", "log_late_over_peak"),
+    *_per_kind("q1_eta_d", "q1_eta_lo", "q1_eta_hi", "all_small_t_share_d", "all_small_t_share_lo",
+               "all_small_t_share_hi"),
+    *_with_interval("rho_decoder_natural"), "rho_decoder_balanced", "rho_encoder_natural", "rho_encoder_balanced",
+    *_with_interval(*(f"{kind}_{regime}_late" for kind in KINDS for regime in REGIMES)),
+    *(f"iso_{kind}_{regime}_late" for kind in KINDS for regime in REGIMES),
+    *_with_interval("eff_balancing_encoder_late", "eff_balancing_decoder_late", "eff_architecture_natural_late",
+                    "eff_architecture_natural_early", "eff_interaction_late"),
+    "eff_balancing_encoder_early", "eff_balancing_decoder_early", "eff_architecture_balanced_late",
+    "eff_architecture_balanced_early", "eta_rho_encoder", "eta_rho_decoder")
+#: the controls' numbers chapter 8 quotes
+CONTROL_QUOTED = ("ctl_word",) + tuple(f"ctl_{kind}_{s}_{x}" for kind in KINDS for s in ("const", "cos")
+                                       for x in ("peak", "ratio"))
+
+
+def sweep_numbers(sw: SweepAnalysis) -> dict:
+    """The numbers chapter 8 quotes about the 2x2 sweep (keys without the ``ch8_`` prefix):
+    :data:`SWEEP_QUOTED` (and :data:`CONTROL_QUOTED`, with the controls) of :func:`sweep_table`."""
+    table = sweep_table(sw)
+    return {k: table[k] for k in (*SWEEP_QUOTED, *(CONTROL_QUOTED if sw.controls else ()))}
+
+
+def sweep_table(sw: SweepAnalysis) -> dict:
+    """Every number of the 2x2 sweep by key: design, losses, frequencies, the mechanism (paired η_g and
+    small-t shares, radius correlations), each cell's enrichment and excess ΔIsoScore*, timing, the
+    constant-rate controls, each seed-paired contrast."""
     out: dict = {}
     cfg = sw.config
-    size = SIZES[cfg["size"]]
-    seeds = sorted({r.config["seed"] for r in sw.runs.values()})
+    seeds = sorted({r.config.seed for r in sw.runs.values()})
     out["n_runs"] = len(sw.runs)
     out["n_seeds"] = len(seeds)
-    out["steps"] = int(cfg["steps"])
-    out["tokens_m"] = cfg["steps"] * size["batch_size"] * size["seq_len"] / 1e6
+    out["steps"] = cfg.steps
+    out["tokens_m"] = cfg.steps * cfg.tokens_per_step / 1e6
     out["T"] = float(DEFAULT_TEMPERATURE)
-    shares = language_shares(cfg["languages"])
+    shares = language_shares(cfg.languages)
     out["share_min_nat"] = float(min(shares["natural"].values()) * 100)
     out["share_min_bal"] = float(min(shares["balanced"].values()) * 100)
 
     losses = sweep.loss_table(sw.runs)
     gap = losses["unigram_loss"] - losses["loss"]
     out["gap_min"] = float(gap.min())
-    out["gap_min_run"] = Word(losses.loc[gap.idxmin(), "run"])
+    out["gap_min_run"] = str(losses.loc[gap.idxmin(), "run"])
     out["train_min_total"] = float(losses["train_seconds"].sum() / 60)
 
     freq = sw.frequency
@@ -240,11 +320,6 @@ def chapter8_report(sw: SweepAnalysis) -> dict:
                 out[f"{kind}_{short}_{col}_lo"] = float(lo)
                 out[f"{kind}_{short}_{col}_hi"] = float(hi)
     out["L"] = sw.last_layer
-    for kind in KINDS:
-        m, lo, hi, n = paired_eta(sw, kind, _Q1, "eta")
-        out[f"{kind}_q1_eta_dir"] = direction_word(lo, hi)
-        m, lo, hi, n = paired_eta(sw, kind, "all", "small_t_share")
-        out[f"{kind}_small_dir"] = direction_word(lo, hi)
 
     cs = radius_table(sw)
     for (kind, regime), row in cs.iterrows():
@@ -252,7 +327,7 @@ def chapter8_report(sw: SweepAnalysis) -> dict:
         out[f"rho_{kind}_{regime}_lo"] = float(row["lo"])
         out[f"rho_{kind}_{regime}_hi"] = float(row["hi"])
     dn = cs.loc[("decoder", "natural")]
-    out["rho_word"] = correlation_word(dn["lo"], dn["hi"])
+    out["rho_word"] = interval_word(dn["lo"], dn["hi"])
 
     for _, row in _cell_rows(sw, "log_enrichment").iterrows():
         key = f"{row['kind']}_{row['regime']}_{row['phase']}"
@@ -269,7 +344,7 @@ def chapter8_report(sw: SweepAnalysis) -> dict:
         out[col] = float(f(m_))
         out[f"{col}_lo"] = float(f(lo_))
         out[f"{col}_hi"] = float(f(hi_))
-    out["peak_steps"] = Word(", ".join(str(s) for s in sorted(set(tim["peak_step"]))))
+    out["peak_steps"] = tuple(int(s) for s in sorted(set(tim["peak_step"])))
 
     if sw.controls:
         ctl = control_table(sw)
@@ -284,9 +359,6 @@ def chapter8_report(sw: SweepAnalysis) -> dict:
         out[key] = float(np.exp(row["mean"]))
         out[key + "_lo"] = float(np.exp(row["lo"]))
         out[key + "_hi"] = float(np.exp(row["hi"]))
-    for ph in ("early", "late"):
-        for kind, word in sweep.balancing_verdict(sw.cells, sw.effects, phase=ph).items():
-            out[f"verdict_{kind}_{ph}"] = Word(word)
 
     for kind, v in eta_enrichment_correlation(sw).items():
         out[f"eta_rho_{kind}"] = float(v)
@@ -300,8 +372,11 @@ def _vocab_log_ratio(sw: SweepAnalysis):
     return sweep.t_interval(np.log(d_vocab))
 
 
-def chapter8_checks(sw: SweepAnalysis) -> dict[str, Check]:
-    """The checks chapter 8 shows, by name: ``learns``, ``flatter``, ``iso``, ``architecture_<regime>``."""
+def sweep_checks(sw: SweepAnalysis) -> dict[str, Check]:
+    """The checks chapter 8 shows, by name: ``learns``, ``flatter``, ``iso``, ``architecture_<regime>``;
+    and ``balancing_<kind>_<phase>``, the word of :func:`~tanbias.lab.analysis.sweep.balancing_verdict`
+    for each architecture early and late, against the chapter's reading of it (``indistinguishable``:
+    no detectable effect of balancing)."""
     losses = sweep.loss_table(sw.runs)
     gap = losses["unigram_loss"] - losses["loss"]
     out = {"learns": check_greater("every run: unigram loss − held-out loss [nats]", float(gap.min()), 0.05),
@@ -319,8 +394,16 @@ def chapter8_checks(sw: SweepAnalysis) -> dict[str, Check]:
     return out
 
 
-def conclusions_report(sw: SweepAnalysis) -> dict:
-    """Every number and word the closing page glues, keyed without the ``end_`` prefix."""
+def balancing_words(sw: SweepAnalysis, phase: str = "late") -> dict:
+    """``{kind: word}`` of :func:`~tanbias.lab.analysis.sweep.balancing_verdict` at ``phase``
+    (late: the last probe step; early: the first 30 % of training)."""
+    return sweep.balancing_verdict(sw.cells, sw.effects, phase=phase)
+
+
+def claim_numbers(sw: SweepAnalysis) -> dict:
+    """The sweep's numbers on the statement's claims, for the closing page (keys without ``end_``):
+    where the enrichment peaks and what is left of it ("imprinted early"), the scale of the lab
+    against the paper's models, and the corpus' own imbalance."""
     out: dict = {}
     tim = sw.timing
     peak = sweep.t_interval(tim["peak_frac"])
@@ -332,11 +415,6 @@ def conclusions_report(sw: SweepAnalysis) -> dict:
     out["late_over_peak"] = float(np.exp(drop[0]))
     out["late_over_peak_lo"] = float(np.exp(drop[1]))
     out["late_over_peak_hi"] = float(np.exp(drop[2]))
-    out["early_verdict"] = Word(sweep.imprinted_early_property(tim, EARLY_FRAC))
-    verdict = sweep.balancing_verdict(sw.cells, sw.effects, phase="late")
-    out["bal_encoder"] = Word(verdict["encoder"])
-    out["bal_decoder"] = Word(verdict["decoder"])
-    out["bal_verdict"] = Word(sweep.balancing_property(verdict))
     words = {e["language"]: e["words"] for e in read_manifest()["files"].values()}
     out["imbalance"] = max(words.values()) / min(words.values())
     params = next(iter(sw.runs.values())).summary["parameters"]

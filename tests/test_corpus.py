@@ -1,11 +1,10 @@
-"""Fast checks of the lab's data and model foundation: corpus, tokenizer, models."""
+"""The multilingual corpus (tanbias.lab.corpus): checksums, language mixtures, the split, its builder."""
 from __future__ import annotations
 
 import itertools
 import math
 import shutil
 
-import numpy as np
 import pytest
 
 from tanbias.lab import corpus as lc
@@ -142,86 +141,15 @@ def test_split_is_deterministic_and_disjoint(corpus):
         assert len(va1[lang]) + len(tr1[lang]) == len(small[lang])
 
 
-# --------------------------------------------------------------------------- tokenizer
-def test_tokenizer_special_tokens(tokenizer):
-    assert len(tokenizer) == 8192
-    assert [tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id,
-            tokenizer.unk_token_id, tokenizer.mask_token_id] == [0, 1, 2, 3, 4]
-    ids = tokenizer("Hallo Welt")["input_ids"]
-    assert ids[0] == tokenizer.bos_token_id and ids[-1] == tokenizer.eos_token_id
-
-
-def test_tokenizer_round_trips_every_language(corpus, tokenizer):
-    rng = np.random.default_rng(0)
-    for lang, docs in corpus.items():
-        sample = [docs[i] for i in rng.choice(len(docs), 25, replace=False)]
-        enc = tokenizer(sample, add_special_tokens=True)["input_ids"]
-        for text, ids in zip(sample, enc):
-            assert tokenizer.unk_token_id not in ids
-            assert tokenizer.decode(ids, skip_special_tokens=True) == text, lang
-    odd = "naïve café – Zażółć gęślą jaźń, Съешь же ещё 😀\ttab  two spaces"
-    assert tokenizer.decode(tokenizer(odd)["input_ids"], skip_special_tokens=True) == odd
-
-
-def test_tokenizer_training_is_deterministic():
-    from tanbias.lab.tokenizer import balanced_sample, train_tokenizer
-    texts = balanced_sample({"a": ["the cat sat on the mat"] * 50 + ["a dog"] * 30,
-                             "b": ["der Hund bellt laut"] * 60}, chars_per_language=800, seed=3)
-    one = train_tokenizer(texts, vocab_size=300).to_str()
-    two = train_tokenizer(texts, vocab_size=300).to_str()
-    assert one == two
-
-
-# --------------------------------------------------------------------------- models
-def test_models_build_at_smoke_size_and_backprop(corpus, tokenizer):
-    import torch
-    from tanbias.lab.data import lm_batches
-    from tanbias.lab.models import make_model
-
-    small = {lang: docs[:200] for lang, docs in corpus.items()}
-    enc = make_model("encoder", "smoke", vocab_size=len(tokenizer), seed=0)
-    dec = make_model("decoder", "smoke", vocab_size=len(tokenizer), seed=0)
-    assert type(enc).__name__ == "EuroBertForMaskedLM"
-    assert type(dec).__name__ == "LlamaForCausalLM"
-    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                "vocab_size", "tie_word_embeddings"):
-        assert getattr(enc.config, key) == getattr(dec.config, key), key
-    pe, pd = dict(enc.named_parameters()), dict(dec.named_parameters())
-    assert {k: v.shape for k, v in pe.items()} == {k: v.shape for k, v in pd.items()}
-    for kind, model in (("encoder", enc), ("decoder", dec)):
-        batch = next(lm_batches(kind, mixture(small, seed=0), tokenizer, batch_size=4, seq_len=32))
-        if kind == "encoder":
-            assert (batch["labels"] != -100).any() and (batch["input_ids"] == 4).any()
-        out = model(**batch)
-        assert torch.isfinite(out.loss)
-        assert 0.5 * math.log(len(tokenizer)) < out.loss.item() < 2 * math.log(len(tokenizer))
-        out.loss.backward()
-        grads = [p.grad for p in model.parameters()]
-        assert all(g is not None and torch.isfinite(g).all() for g in grads)
-
-
-def test_encoder_is_bidirectional_decoder_is_causal():
-    import torch
-    from tanbias.lab.models import make_model
-
-    x = torch.randint(5, 100, (1, 12), generator=torch.Generator().manual_seed(0))
-    y = x.clone()
-    y[0, -1] = 5 if x[0, -1] != 5 else 6
-    for kind, changes in (("encoder", True), ("decoder", False)):
-        m = make_model(kind, "smoke", vocab_size=100).eval()
-        with torch.no_grad():
-            delta = (m(input_ids=x).logits[0, 0] - m(input_ids=y).logits[0, 0]).abs().max().item()
-        assert (delta > 1e-6) == changes, kind
-
-
-def test_unigram_baseline_closed_form():
-    from tanbias.lab.data import token_counts
-    from tanbias.lab.models import unigram_baseline
-
-    counts = token_counts([[5, 5, 5, 6]], vocab_size=7)
-    res = unigram_baseline(counts, [5, 6], alpha=1e-12)
-    assert res["loss"] == pytest.approx(-(math.log(0.75) + math.log(0.25)) / 2, rel=1e-9)
-    assert res["accuracy"] == 0.5
+def test_mixture_weights_and_temperature():
+    c = {"a": ["x y"] * 10, "b": ["x y"] * 10, "c": ["x y"] * 10}
+    w = {"a": 4.0, "b": 2.0, "c": 1.0}
+    nat = mixture_probabilities(c, "balanced", 1.0, w)["words"]
+    assert nat == pytest.approx({"a": 4 / 7, "b": 2 / 7, "c": 1 / 7})
+    t2 = mixture_probabilities(c, "balanced", 2.0, w)["words"]
+    assert t2["a"] / t2["c"] == pytest.approx(2.0)
+    uni = mixture_probabilities(c, "balanced", "inf", w)["words"]
+    assert uni == pytest.approx({"a": 1 / 3, "b": 1 / 3, "c": 1 / 3})
 
 
 # --------------------------------------------------------------------------- corpus builder

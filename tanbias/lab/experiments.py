@@ -1,0 +1,185 @@
+"""The lab's experiments as data: their designs, run names and configs (chapters 7, 8, 10).
+
+An experiment's design is data, read by the runner (:mod:`tanbias.lab.pipeline`),
+the analyses and the chapters from here:
+
+* **the 2x2 sweep** of chapter 8: architecture (:data:`~tanbias.lab.config.KINDS`)
+  x language mixture (:data:`~tanbias.lab.config.REGIMES`) x :data:`SWEEP_SEEDS`,
+  runs ``<kind>-<regime>-s<seed>`` (:func:`sweep_config`, :func:`parse_sweep_name`),
+  and the constant-learning-rate controls of the seed-0 natural runs
+  (:data:`CONTROL_RUNS`, :func:`control_config`);
+* **the dose-response experiment** of chapter 10: two knobs over a strongly
+  skewed language mixture (:data:`SKEWED_WEIGHTS`), each at four levels
+  (:data:`DOSE_LEVELS`), both architectures, :data:`DOSE_SEEDS`; runs
+  ``dose-<kind>-<level>-s<seed>`` (:func:`dose_config`, :func:`dose_names`,
+  :func:`parse_dose_name`).
+
+Every design function returns a full, checked :class:`~tanbias.lab.config.RunConfig`;
+the committed files under ``data/runs/configs/`` are their ``to_json()``.
+"""
+from __future__ import annotations
+
+import re
+
+from tanbias._checks import check_choice
+from tanbias.errors import ParameterError
+from tanbias.lab.config import KINDS, REGIMES, RunConfig, check_kind
+
+__all__ = ["RUN_STEPS", "SWEEP_SEEDS", "SWEEP_NAME_RE", "CONTROL_RUNS", "parse_sweep_name", "sweep_config",
+           "control_config", "sweep_names", "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS",
+           "DOSE_SEEDS", "DOSE_NAME_RE", "parse_dose_name", "dose_config", "dose_names", "design_config"]
+
+#: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
+RUN_STEPS = 320
+#: the settings every committed run shares beyond the defaults: a checkpoint every 40 steps, one
+#: thread (two runs train side by side on two cores)
+_RUN_COMMON = {"size": "small", "steps": RUN_STEPS, "checkpoint_every": 40, "threads": 1}
+
+# ---------------------------------------------------------------- the 2x2 sweep (chapter 8)
+SWEEP_SEEDS = (0, 1, 2)
+#: names of the 2x2 sweep's runs: ``<kind>-<regime>-s<seed>``
+SWEEP_NAME_RE = re.compile(rf"^({'|'.join(KINDS)})-({'|'.join(REGIMES)})-s(\d+)$")
+#: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
+CONTROL_RUNS = ("encoder-natural-s0-constant-lr", "decoder-natural-s0-constant-lr")
+
+
+def parse_sweep_name(name: str) -> tuple[str, str, int]:
+    """``(kind, regime, seed)`` of a sweep run's name ``<kind>-<regime>-s<seed>``.
+
+    >>> parse_sweep_name("decoder-balanced-s2")
+    ('decoder', 'balanced', 2)
+    """
+    m = SWEEP_NAME_RE.match(name)
+    if m is None:
+        raise ParameterError(f"run={name!r} is not a sweep run: valid range is names "
+                             "'<encoder|decoder>-<natural|balanced>-s<seed>'.")
+    return m.group(1), m.group(2), int(m.group(3))
+
+
+def sweep_config(kind: str, regime: str, seed: int) -> RunConfig:
+    """The config of one run of the 2x2 sweep: chapter 8's schedule on the corpus' own mixture
+    (``natural``) or the temperature-balanced one.
+
+    >>> c = sweep_config("decoder", "balanced", 1)
+    >>> c.name, c.steps, c.size.name, c.schedule
+    ('decoder-balanced-s1', 320, 'small', 'cosine')
+    """
+    check_kind(kind)
+    check_choice("regime", regime, REGIMES)
+    return RunConfig.from_dict({"name": f"{kind}-{regime}-s{int(seed)}", "kind": kind, "regime": regime,
+                                "seed": int(seed), **_RUN_COMMON})
+
+
+def control_config(kind: str) -> RunConfig:
+    """The constant-learning-rate control of the seed-0 natural run of ``kind`` (:data:`CONTROL_RUNS`)."""
+    return sweep_config(kind, "natural", 0).replace(name=f"{kind}-natural-s0-constant-lr", schedule="constant")
+
+
+def sweep_names(seeds=SWEEP_SEEDS) -> list[str]:
+    """The sweep's run names in the order ``make sweep`` trains them: seed by seed, decoders first
+    (slower, so two parallel workers stay balanced).
+
+    >>> sweep_names(seeds=(0,))
+    ['decoder-balanced-s0', 'decoder-natural-s0', 'encoder-balanced-s0', 'encoder-natural-s0']
+    """
+    return [f"{k}-{r}-s{int(s)}" for s in seeds for k in ("decoder", "encoder") for r in REGIMES[::-1]]
+
+
+# ---------------------------------------------------------------- the dose-response experiment
+#: The dose experiment's natural mixture: word shares halving from one language to the next
+#: (English 50 %, German 25 %, ... Portuguese 0.4 %: 128x between the largest and the
+#: smallest), one dominant language and a long tail as in web data.
+SKEWED_WEIGHTS = {lang: 2.0 ** -i for i, lang in enumerate(("en", "de", "ru", "es", "it", "pl", "cs", "pt"))}
+#: the direct knob's threshold frequency: types rarer than this are never subsampled
+FLATTEN_F0 = 1e-4
+#: The two knobs' levels. ``skewed`` (T = 1, nothing subsampled) is the common start of both;
+#: the language knob raises the mixture's temperature to uniform, the token knob subsamples
+#: frequent types with exponents chosen so that the stream's collision probability falls in
+#: three equal steps on the log scale (measured: 0.0034, 0.0014, 0.00054, 0.00022).
+DOSE_LEVELS: dict[str, dict] = {
+    "skewed": {"knobs": ("language", "token"), "order": 0, "temperature": 1.0, "flatten": 0.0},
+    "T2": {"knobs": ("language",), "order": 1, "temperature": 2.0, "flatten": 0.0},
+    "T4": {"knobs": ("language",), "order": 2, "temperature": 4.0, "flatten": 0.0},
+    "uniform": {"knobs": ("language",), "order": 3, "temperature": "inf", "flatten": 0.0},
+    "b16": {"knobs": ("token",), "order": 1, "temperature": 1.0, "flatten": 0.16},
+    "b37": {"knobs": ("token",), "order": 2, "temperature": 1.0, "flatten": 0.37},
+    "b100": {"knobs": ("token",), "order": 3, "temperature": 1.0, "flatten": 1.0},
+}
+DOSE_KNOBS = ("language", "token")
+#: seeds per cell, from the power analysis of chapter 10 (3 seeds: a 1.25x end-to-end change
+#: in the decoder's late enrichment is detected with 80 % power)
+DOSE_SEEDS = (0, 1, 2)
+#: names of the dose runs: ``dose-<kind>-<level>-s<seed>``
+DOSE_NAME_RE = re.compile(rf"^dose-({'|'.join(KINDS)})-({'|'.join(DOSE_LEVELS)})-s(\d+)$")
+
+
+def parse_dose_name(name: str) -> tuple[str, str, int]:
+    """``(kind, level, seed)`` of a dose run's name ``dose-<kind>-<level>-s<seed>``.
+
+    >>> parse_dose_name("dose-decoder-b37-s2")
+    ('decoder', 'b37', 2)
+    """
+    m = DOSE_NAME_RE.match(name)
+    if m is None:
+        raise ParameterError(f"run={name!r} is not a dose run: valid range is names "
+                             f"'dose-<encoder|decoder>-<{'|'.join(DOSE_LEVELS)}>-s<seed>'.")
+    return m.group(1), m.group(2), int(m.group(3))
+
+
+def dose_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+                languages=None, **overrides) -> RunConfig:
+    """The config of one dose run: chapter 8's schedule on the skewed mixture at ``level``.
+
+    ``languages`` (a subset, for smoke runs) keeps those languages' skewed weights;
+    ``overrides`` are further :class:`~tanbias.lab.config.RunConfig` fields (e.g.
+    ``probe`` as a dict, ``eval_batches``).
+
+    >>> c = dose_config("decoder", "b37", 1)
+    >>> c.name, c.flatten, c.temperature, c.steps, c.probe_eval_batches
+    ('dose-decoder-b37-s1', 0.37, 1.0, 320, 2)
+    """
+    check_kind(kind)
+    check_choice("level", level, tuple(DOSE_LEVELS))
+    lv = DOSE_LEVELS[level]
+    weights = dict(SKEWED_WEIGHTS) if languages is None else {k: SKEWED_WEIGHTS[k] for k in languages}
+    d = {**_RUN_COMMON, "name": f"dose-{kind}-{level}-s{int(seed)}", "kind": kind, "size": size,
+         "regime": "balanced", "language_weights": weights, "temperature": lv["temperature"],
+         "flatten": lv["flatten"], "flatten_f0": FLATTEN_F0, "probe_eval_batches": 2,
+         "seed": int(seed), "steps": int(steps), **({"languages": list(languages)} if languages else {}),
+         **overrides}
+    return RunConfig.from_dict(d)
+
+
+def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:
+    """The dose runs' names in the order ``make dose`` trains them.
+
+    The token knob's runs (every seed) before the language knob's: the token knob is
+    the one that moves frequency concentration, so a budget cut short spends its time
+    where the mechanism's test needs it. Within a knob seed by seed (each finished
+    seed is a complete replicate), decoders before encoders (slower, so two
+    parallel workers stay balanced).
+
+    >>> dose_names(seeds=(0,), kinds=("decoder",))[:4]
+    ['dose-decoder-skewed-s0', 'dose-decoder-b16-s0', 'dose-decoder-b37-s0', 'dose-decoder-b100-s0']
+    """
+    levels = list(DOSE_LEVELS) if levels is None else [check_choice("level", lv, tuple(DOSE_LEVELS)) for lv in levels]
+    order = sorted(("token" not in DOSE_LEVELS[lv]["knobs"], int(seed), k != "decoder", DOSE_LEVELS[lv]["order"],
+                    f"dose-{check_kind(k)}-{lv}-s{int(seed)}") for seed in seeds for k in kinds for lv in levels)
+    return [o[-1] for o in order]
+
+
+def design_config(name: str) -> RunConfig:
+    """The config the experiments' design gives the run ``name`` (a sweep, control or dose run).
+
+    >>> design_config("dose-encoder-uniform-s0").temperature
+    inf
+    """
+    if name in CONTROL_RUNS:
+        return control_config(name.split("-")[0])
+    if SWEEP_NAME_RE.match(name):
+        return sweep_config(*parse_sweep_name(name))
+    if DOSE_NAME_RE.match(name):
+        return dose_config(*parse_dose_name(name))
+    raise ParameterError(f"run={name!r} is not a run of the lab's experiments: valid range is sweep names "
+                         "'<kind>-<regime>-s<seed>', the controls "
+                         f"{list(CONTROL_RUNS)} and dose names 'dose-<kind>-<level>-s<seed>'.")

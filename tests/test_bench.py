@@ -1,0 +1,56 @@
+"""The lab's benchmarks (tanbias.lab.bench), each at the smallest size and number of steps that reaches
+every line. No test asserts a timing, a share of a peak or the sign of a timing difference: timings are
+`make bench`'s, and a test must pass on a busy machine.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tanbias.lab.bench import bench_ddp, bench_lab, gpu_check, measure_sizes
+from tanbias.lab.probe import probe_steps
+
+
+def _finite(d: dict, keys) -> bool:
+    return all(np.isfinite(d[k]) for k in keys)
+
+
+def test_bench_lab_reports_every_figure_for_every_precision():
+    b = bench_lab(size="smoke", reps=1, run_steps=4, n_probe_steps=2, gemm_n=64)
+    keys = ("tokens_per_s", "t_plain", "t_inline", "t_posthoc", "per_step_inline_ratio", "per_step_posthoc_ratio",
+            "run_overhead_inline", "run_overhead_posthoc", "gemm_gflops", "peak_fraction")
+    assert set(b["precisions"]) == {"fp32", "bf16"} and all(_finite(v, keys) for v in b["precisions"].values())
+    assert {k: b[k] for k in keys} == {k: b["precisions"]["fp32"][k] for k in keys}   # the first at the top
+    assert b["run_steps"] == 4 and b["probe_steps"] == len(probe_steps(4, 2)) and b["size"] == "smoke"
+    assert b["speedup"] == pytest.approx(b["precisions"]["bf16"]["tokens_per_s"] / b["tokens_per_s"])
+
+
+def test_measure_sizes_gives_a_row_per_size_and_precision():
+    rows = measure_sizes(("smoke",), steps=1, precisions=("fp32",))
+    assert [(r["size"], r["precision"]) for r in rows] == [("smoke", "fp32")]
+    assert rows[0]["tokens_per_step"] == 128 and rows[0]["parameters"] > 0 and _finite(rows[0], ["seconds_per_step"])
+
+
+def test_gpu_check_reports_what_the_script_prints_on_the_cpu(tmp_path):
+    r = gpu_check("smoke", steps=2, precision="fp32", device="cpu", out_dir=tmp_path / "run", gemm_n=64)
+    assert r["device"] == "cpu" and r["peak_memory_gb"] is None and r["steps"] == 2
+    assert _finite(r, ("tokens_per_s", "gemm_tflops", "peak_fraction", "probe_overhead", "loss_first", "loss_last"))
+    assert (tmp_path / "run" / "summary.json").exists()
+
+
+def test_gpu_check_script_exits_cleanly_without_a_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU: the script would train")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(["bash", str(root / "scripts" / "gpu_check.sh")], capture_output=True, text=True)
+    assert out.returncode == 0 and "no CUDA GPU" in out.stdout
+
+
+def test_bench_ddp_reports_both_throughputs():
+    r = bench_ddp("smoke", steps=2)
+    assert _finite(r, ("tokens_per_s_one", "tokens_per_s_ddp"))
+    assert r["speedup"] == pytest.approx(r["tokens_per_s_ddp"] / r["tokens_per_s_one"])

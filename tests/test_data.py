@@ -1,0 +1,133 @@
+"""The lab's data (tanbias.lab.data): batches, masking, the knobs on token frequencies, held-out text."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tanbias.errors import ParameterError
+from tanbias.frequency import concentration
+from tanbias.lab.config import N_SPECIAL
+from tanbias.lab.corpus import split
+from tanbias.lab.data import (common_batches, heldout_batches, heldout_text, keep_probabilities, lm_batches,
+                              mask_tokens, original_ids, special_ids, stream_frequencies, token_counts,
+                              training_streams)
+from tanbias.lab.experiments import dose_config
+from tanbias.lab.tokenizer import load_tokenizer
+
+SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, eval_batches=1,
+             probe={"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4})
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer()
+
+
+def test_expected_frequencies_match_a_sampled_stream(tok):
+    cfg = dose_config("decoder", "skewed", 0, **SMOKE)
+    f = stream_frequencies(cfg, tok)
+    it, _ = training_streams(cfg, tok)
+    counts = np.bincount(np.concatenate([next(it)["input_ids"].ravel().numpy() for _ in range(400)]),
+                         minlength=len(tok))
+    top = np.argsort(-f)[:20]
+    # 51k sampled tokens: the 20 most frequent types' shares agree with the expectation
+    assert np.allclose(counts[top] / counts.sum(), f[top], rtol=0.25, atol=2e-3)
+
+
+def test_subsampling_flattens_the_head_as_designed(tok):
+    base = dose_config("decoder", "skewed", 0, **SMOKE)
+    flat = dose_config("decoder", "b100", 0, **SMOKE)
+    f = stream_frequencies(base, tok)
+    a, _ = training_streams(base, tok)
+    b, _ = training_streams(flat, tok)
+    ca = np.bincount(np.concatenate([next(a)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tok))
+    cb = np.bincount(np.concatenate([next(b)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tok))
+    ratio = concentration(ca[N_SPECIAL:])["collision"] / concentration(cb[N_SPECIAL:])["collision"]
+    kept = f * keep_probabilities(f, 1.0, flat.flatten_f0)
+    want = concentration(f[N_SPECIAL:])["collision"] / concentration(kept[N_SPECIAL:])["collision"]
+    assert ratio > 5 and abs(np.log(ratio / want)) < np.log(1.6), (ratio, want)
+
+
+def test_flatten_zero_draws_nothing(tok):
+    docs = split(["en"])[0]["en"][:200]
+    a = lm_batches("decoder", iter(docs), tok, 2, 16, seed=3)
+    b = lm_batches("decoder", iter(docs), tok, 2, 16, seed=3, keep=None)
+    for _ in range(5):
+        assert np.array_equal(next(a)["input_ids"], next(b)["input_ids"])
+
+
+def test_keep_probabilities_never_drop_specials_or_rare_types(tok):
+    docs = split(["en"])[0]["en"][:300]
+    keep = np.zeros(len(tok))          # drop every ordinary token...
+    keep[1000:] = 1.0                  # ...below id 1000
+    ids = next(lm_batches("decoder", iter(docs), tok, 2, 32, keep=keep))["input_ids"].numpy()
+    assert np.all((ids < N_SPECIAL) | (ids >= 1000))
+    p = keep_probabilities([0.5, 1e-4, 1e-6], 1.0, 1e-4)
+    assert p[0] == pytest.approx(2e-4) and p[1] == 1.0 and p[2] == 1.0
+
+
+def test_heldout_batches_are_deterministic_masked_and_need_no_pad_token():
+    from transformers import PreTrainedTokenizerFast
+
+    from tanbias.lab.tokenizer import TOKENIZER_PATH
+
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER_PATH), bos_token="<s>", eos_token="</s>")
+    assert tok.pad_token_id is None and tok.mask_token_id is None
+    a = heldout_batches(tok, "decoder", 300, 50, seed=1, batch_size=4)
+    b = heldout_batches(tok, "decoder", 300, 50, seed=1, batch_size=4)
+    c = heldout_batches(tok, "decoder", 300, 50, seed=2, batch_size=4)
+    assert [x["input_ids"].shape for x in a] == [(4, 50), (2, 50)]       # 300 tokens = 6 rows
+    assert all(torch.equal(x["input_ids"], y["input_ids"]) for x, y in zip(a, b))
+    assert not torch.equal(a[0]["input_ids"], c[0]["input_ids"])
+    assert torch.equal(a[0]["labels"], a[0]["input_ids"])
+    with pytest.raises(ParameterError, match="kind='encoder'"):
+        heldout_batches(tok, "encoder", 100, 50)
+    from tanbias.lab.tokenizer import load_tokenizer
+
+    enc = heldout_batches(load_tokenizer(), "encoder", 4096, 128, seed=0)
+    x = torch.cat([e["input_ids"] for e in enc])
+    y = torch.cat([e["labels"] for e in enc])
+    scored = y != -100
+    assert 0.25 < scored.float().mean() < 0.35 and (y[scored] >= N_SPECIAL).all()
+    assert 0.7 < (x[scored] == 4).float().mean() < 0.9 and (x[~scored] != 4).all()
+    counts = token_counts([original_ids(e) for e in enc], 8192)
+    assert counts.sum() == 4096 and counts[4] == 0           # counts of the uncorrupted text
+
+
+def test_one_masking_rule_for_every_tokenizer(tok):
+    """mask_tokens with a tokenizer's own special and mask ids is the lab's masking for the lab's."""
+    ids = torch.randint(N_SPECIAL, len(tok), (4, 64), generator=torch.Generator().manual_seed(1))
+    ids[:, 0] = 1
+    a = mask_tokens(ids, len(tok), generator=torch.Generator().manual_seed(2))
+    b = mask_tokens(ids, len(tok), generator=torch.Generator().manual_seed(2), special=special_ids(tok),
+                    mask_id=tok.mask_token_id)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert (a[1][:, 0] == -100).all()                        # a special token is never selected
+    replaced = (a[1] != -100) & (a[0] != tok.mask_token_id) & (a[0] != ids)
+    assert (a[0][replaced] >= N_SPECIAL).all()               # random replacements are never special
+    with pytest.raises(ParameterError, match="mlm_probability=1"):
+        mask_tokens(ids, len(tok), mlm_probability=1)
+
+
+def test_heldout_text_reads_in_order_and_refuses_more_than_there_is(tok):
+    rr = heldout_text(tok, 2000, 100, seed=3, languages=["pt", "de"], order="round_robin", special_tokens=False)
+    assert rr["input_ids"].shape == (20, 100) and rr["languages"] == ["pt", "de"]
+    assert rr["language"][0, 0] == "pt" and set(np.unique(rr["language"])) == {"pt", "de"}
+    assert not np.isin(rr["input_ids"], special_ids(tok)).any()           # the text alone
+    mix = heldout_text(tok, 2000, 100, seed=3)
+    assert mix["input_ids"][0, 0] == tok.bos_token_id and (mix["input_ids"] == tok.eos_token_id).any()
+    with pytest.raises(ParameterError, match=r"n_tokens=10000000 is out of range: the held-out documents"):
+        heldout_text(tok, 10_000_000, 128, languages=["pt"], order="round_robin")
+    with pytest.raises(ParameterError, match="order='random'"):
+        heldout_text(tok, 100, 10, order="random")
+
+
+def test_common_batches_are_one_text_per_kind(tok):
+    from tanbias.lab.config import RunConfig
+
+    a = RunConfig(name="a", kind="decoder", size="smoke", regime="natural", seed=0)
+    b = RunConfig(name="b", kind="decoder", size="smoke", regime="balanced", seed=5)
+    x, y = common_batches(a, tok, 2), common_batches(b, tok, 2)
+    assert all(torch.equal(p["input_ids"], q["input_ids"]) for p, q in zip(x, y))
+    assert x[0]["input_ids"].shape == (a.size.batch_size, a.size.seq_len)

@@ -1,0 +1,60 @@
+"""The dose experiment's design (tanbias.lab.analysis.dose_design): the knobs on the corpus, the power."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from tanbias.lab.analysis import dose_design as dose
+from tanbias.lab.config import KINDS
+
+
+# --------------------------------------------------------------------------- the knobs on the corpus
+@pytest.fixture(scope="module")
+def expected():
+    return dose.expected_concentration().set_index("level")
+
+
+def test_token_knob_spans_ten_times_in_collision_probability(expected):
+    token = [lv for lv in dose.level_positions("token")]
+    c = expected.loc[token, "collision"].to_numpy()
+    assert np.all(np.diff(c) < 0), c                      # monotone along the knob
+    assert c[0] / c[-1] >= 10.0                            # the issue's 10x span
+    steps = np.diff(np.log(c))                             # designed as three equal log steps
+    assert np.allclose(steps, steps.mean(), rtol=0.15), steps
+
+
+def test_language_knob_barely_moves_concentration(expected):
+    lang = [lv for lv in dose.level_positions("language")]
+    c = expected.loc[lang, "collision"].to_numpy()
+    assert np.all(np.diff(c) < 0)
+    assert 1.0 < c[0] / c[-1] < 1.2                       # the finding chapter 10 states
+
+
+# --------------------------------------------------------------------------- power analysis
+def test_power_matches_a_simulation():
+    rng = np.random.default_rng(0)
+    x = np.array([0, 1 / 3, 2 / 3, 1])
+    sd, n = 0.08, 3
+    ratio = dose.detectable_ratio(sd, n, x)
+    b = np.log(ratio)
+    hits = 0
+    for _ in range(2000):
+        y = b * x[None, :] + rng.normal(0, 0.3, (n, 1)) + rng.normal(0, sd, (n, 4))
+        yc = y - y.mean(1, keepdims=True)
+        xc = np.broadcast_to(x - x.mean(), y.shape)
+        slope = (xc * yc).sum() / (xc ** 2).sum()
+        resid = yc - slope * xc
+        df = n * 4 - n - 1
+        se = np.sqrt((resid ** 2).sum() / df / (xc ** 2).sum())
+        hits += abs(slope / se) > stats.t.ppf(0.975, df)
+    assert abs(hits / 2000 - 0.8) < 0.03
+
+
+def test_power_analysis_from_the_committed_sweep():
+    p = dose.power_analysis()
+    chosen = p[p["chosen"]]
+    assert set(chosen["kind"]) == set(KINDS)
+    assert (chosen["detectable_ratio"] <= 1.25).all()        # the design's target
+    for kind, g in p.groupby("kind"):
+        assert np.all(np.diff(g.sort_values("seeds")["detectable_ratio"]) < 0)   # more seeds, smaller

@@ -1,0 +1,99 @@
+"""What happens after a run (tanbias.lab.pipeline): the analysis, reproduce, the queues and their commits."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from tanbias.errors import ParameterError
+from tanbias.lab import runs
+from tanbias.lab.config import KINDS, RunConfig
+from tanbias.lab.experiments import dose_config
+from tanbias.lab.pipeline import _git_commit_run, reproduce, run_queue, run_sweep, smoke_pipeline, write_configs
+from tanbias.lab.train import train
+
+SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, eval_batches=1,
+             probe={"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4})
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return smoke_pipeline("decoder", out_dir=tmp_path_factory.mktemp("smoke"))
+
+
+def test_smoke_pipeline_trains_probes_and_analyses(smoke):
+    assert smoke["summary"]["probe_steps"] == [0, 1, 3, 7] and smoke["seconds"] > 0
+    assert {"frozen", "refit", "local"} <= set(smoke["alignment"]["proxy"])
+    man = json.loads((smoke["path"] / "manifest.json").read_text())
+    assert {"tokens.csv", "views.json", "anisotropy.csv"} <= set(man["files"])
+    assert man["config"] == runs.read_config(smoke["path"]).to_dict()
+
+
+def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke, monkeypatch):
+    ref = smoke["path"]
+    res = reproduce(ref, steps=3, progress=False)
+    assert res["ok"], res["failures"]
+    assert res["compared"]["steps"] == 3 and res["max_loss_diff"] <= 1e-4
+    import tanbias.lab.config as lab_config
+    monkeypatch.setitem(lab_config.REPRODUCE_TOLERANCE, "loss_atol", -1.0)   # nothing can pass
+    assert not reproduce(ref, steps=2, progress=False)["ok"]
+
+
+def test_run_sweep_trains_in_parallel_and_skips_complete_runs(tmp_path):
+    paths = write_configs([RunConfig.from_dict({"name": f"{kind}-natural-s0", "kind": kind, "size": "smoke",
+                                                "steps": 3, "languages": ["de", "pt"], "eval_batches": 1,
+                                                "probe": {"n_steps": 3, "rank": 4, "local_rank": 2,
+                                                          "min_count": 4}})
+                           for kind in KINDS], tmp_path / "configs")
+    res = run_sweep(jobs=2, paths=paths, out_root=tmp_path / "runs")
+    assert set(res["runs"]) == {"encoder-natural-s0", "decoder-natural-s0"}
+    assert all(r["exit"] == 0 for r in res["runs"].values()), res
+    assert all((tmp_path / "runs" / n / "tokens.csv").exists() for n in res["runs"])
+    again = run_sweep(jobs=2, paths=paths, out_root=tmp_path / "runs")
+    assert again["runs"] == {}
+    with pytest.raises(ParameterError, match="jobs=0"):
+        run_sweep(jobs=0, paths=paths)
+
+
+# --------------------------------------------------------------------------- the queue
+def test_killed_queue_resumes_and_loses_nothing(tmp_path, monkeypatch):
+    cfg = dose_config("decoder", "b37", 0, **SMOKE)
+    path, = write_configs([cfg], tmp_path / "configs")
+    monkeypatch.setenv("TANBIAS_KILL_AFTER_STEP", "4")       # a real SIGKILL after step 4
+    first = run_queue([path], jobs=1, out_root=tmp_path / "runs", report_name="dose.json")
+    assert first["runs"][cfg.name]["exit"] != 0
+    monkeypatch.delenv("TANBIAS_KILL_AFTER_STEP")
+    second = run_queue([path], jobs=1, out_root=tmp_path / "runs", report_name="dose.json")
+    assert second["runs"][cfg.name]["exit"] == 0
+    third = run_queue([path], jobs=1, out_root=tmp_path / "runs", report_name="dose.json")
+    assert third["runs"] == {}                                  # complete: skipped
+    report = json.loads((tmp_path / "runs" / "dose.json").read_text())
+    assert len(report["sittings"]) == 2                         # both sittings kept
+    resumed = runs.read_jsonl(tmp_path / "runs" / cfg.name / "metrics.jsonl")
+    train(cfg, out_dir=tmp_path / "straight", fresh=True, progress=False)
+    straight = runs.read_jsonl(tmp_path / "straight" / "metrics.jsonl")
+    steps = lambda recs, t: [(r["step"], r["loss"]) for r in recs if r["type"] == t]   # noqa: E731
+    assert [s for s, _ in steps(resumed, "step")] == list(range(cfg.steps))          # each step once
+    assert np.allclose([x for _, x in steps(resumed, "step")], [x for _, x in steps(straight, "step")], atol=1e-4)
+    ev_r, ev_s = steps(resumed, "probe_eval"), steps(straight, "probe_eval")
+    assert [s for s, _ in ev_r] == [s for s, _ in ev_s] and np.allclose([x for _, x in ev_r], [x for _, x in ev_s])
+
+
+def test_commit_of_a_finished_run_takes_only_its_files(tmp_path):
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True)  # noqa: E731
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    run = tmp_path / "data" / "runs" / "dose-x"
+    (run / "work").mkdir(parents=True)
+    (run / "alignment.csv").write_text("a\n1\n")
+    (run / "work" / "checkpoint.pt").write_text("big")
+    (tmp_path / "other.txt").write_text("unrelated")
+    git("add", "other.txt")                                    # staged by someone else: left alone
+    (run / "manifest.json").write_text(json.dumps({"files": {"alignment.csv": {}}}))
+    _git_commit_run(run, "dose: dose-x finished")
+    shown = git("show", "--name-only", "--format=", "HEAD").stdout.split()
+    assert sorted(shown) == ["data/runs/dose-x/alignment.csv", "data/runs/dose-x/manifest.json"]
+    assert "other.txt" in git("diff", "--cached", "--name-only").stdout
