@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from tanbias._checks import check_int
 from tanbias.attention import KEY_TERMS, NORMAL_TERMS, ORDERS, softmax_terms
-from tanbias.figures import frozen_layout, labelled
+from tanbias.figures import COLORS, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 
 __all__ = [
@@ -116,8 +116,8 @@ def _softmax_terms_dict(data, title=None) -> dict:
     """:func:`softmax_terms_figure` as a plain dict (no per-update validation cost)."""
     traces = []
     for group, names, color in (("tangent only", [k for k in KEY_TERMS if k not in NORMAL_TERMS],
-                                 "#0072B2"),
-                                ("involves the normal part n", list(NORMAL_TERMS), "#D55E00")):
+                                 COLORS[0]),
+                                ("involves the normal part n", list(NORMAL_TERMS), COLORS[1])):
         traces.append(dict(type="bar", x=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in names],
                            y=[float(data["rms"][k]) for k in names], name=group,
                            marker=dict(color=color)))

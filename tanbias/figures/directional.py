@@ -15,7 +15,7 @@ from .._checks import check_instance
 from ..directional import DirectionSamples, ricci_sign_data, ring_data
 from ..interactive import Interactive, Param, resolve_mode
 from ..radial import Gaussian, RadialLaw
-from . import COLORS, frozen_layout
+from . import COLORS, INK, REFERENCE_GREY, frozen_layout
 
 __all__ = ["direction_density_figure", "directions_interactive", "amplitude_figure",
            "ricci_sign_figure", "ring_figure", "ring_interactive"]
@@ -62,7 +62,7 @@ def _direction_density_dict(data, title=None) -> dict:
     h = data["hist"]
     traces = [
         _scatter([0.0, 180.0], [1.0, 1.0], "uniform (no bias)",
-                 mode="lines", line=dict(color="#888", dash="dot", width=1.5)),
+                 mode="lines", line=dict(color=REFERENCE_GREY, dash="dot", width=1.5)),
         _scatter(deg, data["first_order"], "first order in η<sub>g</sub> (our derivation)",
                  mode="lines", line=dict(color=COLORS[0], dash="dash", width=2)),
         _scatter(deg, data["exact"], "exact (quadrature, all orders)",
@@ -151,7 +151,7 @@ def amplitude_figure(scans, mc=None, title=None) -> go.Figure:
             m = mc[name]
             traces.append(_scatter(m["eta_g"], m["amplitude"], f"{name}: Monte Carlo ±2 s.e.",
                                    mode="markers", marker=dict(color=c, size=9, symbol="diamond",
-                                                               line=dict(color="#222", width=1)),
+                                                               line=dict(color=INK, width=1)),
                                    error_y=dict(type="data", array=2 * np.asarray(m["se"]),
                                                 visible=True)))
     layout = dict(
@@ -184,7 +184,7 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None) -> go.F
     s, hist, eta, first = data["s"], data["hist"], data["eta_g"], data["first_order"]
     traces = [
         _scatter([0, 1], [1, 1], "uniform (no bias)", mode="lines",
-                 line=dict(color="#888", dash="dot", width=1.5)),
+                 line=dict(color=REFERENCE_GREY, dash="dot", width=1.5)),
         _scatter(s, first["statement"], "first order, Ricci term favoured (statement's wording)",
                  mode="lines", line=dict(color=COLORS[3], dash="dash", width=2)),
         _scatter(s, first["extrinsic only"], "first order, extrinsic term only", mode="lines",
