@@ -220,10 +220,24 @@ def _ring_layout() -> go.Figure:
     return fig
 
 
-def ring_figure(data) -> dict:
+def ring_figure(data) -> go.Figure:
     """Two panels: the ring's direction law with its chord and volume factors, and the
-    radius law with the ring marked. ``data`` is the output of
-    :func:`tanbias.directional.ring_data`. Returns a plotly figure dict."""
+    radius law with the ring marked.
+
+    Parameters
+    ----------
+    data : dict
+        Output of :func:`tanbias.directional.ring_data`.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    return go.Figure(_ring_dict(data))
+
+
+def _ring_dict(data) -> dict:
+    """:func:`ring_figure` as a plain dict (a slider frame: no per-update validation cost)."""
     layout = _ring_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(f"S²×ℝ, η<sub>g</sub> = {data['eta_g']:.3g}: ring at "
                                  f"t = {data['tau']:.3g} √η<sub>g</sub> = {data['t']:.3g}"))
@@ -268,7 +282,7 @@ def ring_interactive(manifold, law=None, etas=(0.003, 0.01, 0.03, 0.1),
                 Param("tau", "ring radius t / √η<sub>g</sub>", taus[0], taus[-1],
                       default=taus[-2], values=taus)],
         compute=lambda eta_g, tau: ring_data(manifold, base.with_eta(eta_g, manifold.d), tau),
-        figure=lambda d, eta_g, tau: ring_figure(d),
+        figure=lambda d, eta_g, tau: _ring_dict(d),
         title="Ricci versus extrinsic curvature, ring by ring",
         caption="Samples at geodesic radius exactly t: their direction law is the product of a "
                 "volume factor (positive Ricci curvature: less volume along the sphere, s → 1) "

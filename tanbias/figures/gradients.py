@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer"):
+def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer") -> go.Figure:
     """Log-log plot of the ratio forms against ``t`` with the II prediction.
 
     Parameters
@@ -58,7 +58,7 @@ def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer")
                     "normal / tangent gradient norm [ratio, log]")
 
 
-def gradient_cloud_figure(data, title=None):
+def gradient_cloud_figure(data, title=None) -> go.Figure:
     """Scatter of per-sample gradients (output of :func:`tanbias.gradients.gradient_cloud`) and their batch mean.
 
     Parameters
@@ -89,7 +89,7 @@ def gradient_cloud_figure(data, title=None):
                     "normal component / t [along the mean curvature]")
 
 
-def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0):
+def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0) -> Interactive:
     """The chapter-4 interactive: per-sample gradients at radius ``t``, two kinds of signal.
 
     Sliders: ``t`` (log scale) and the back-propagated signal (Gaussian or
@@ -126,7 +126,7 @@ def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0):
         name="ch4-gradient-cloud", height=470)
 
 
-def eta_histogram_figure(data, title=None):
+def eta_histogram_figure(data, title=None) -> go.Figure:
     """Histogram of per-sample ratios with the RMS ratio and its prediction (vertical lines)."""
     return go.Figure(_eta_histogram_dict(data, title))
 
@@ -163,7 +163,7 @@ def _eta_histogram_dict(data, title=None) -> dict:
     return dict(data=traces, layout=layout)
 
 
-def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
+def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0) -> Interactive:
     """Interactive over ``eta_g``: per-sample ratios for a radial law, RMS vs prediction.
 
     Parameters
@@ -195,7 +195,7 @@ def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
         name="ch4-eta-histogram", height=440)
 
 
-def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant"):
+def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant") -> go.Figure:
     """Gradient clouds of a frequent (``t1``) and a rare (``t2``) token type, side by side.
 
     Each panel divides both components by its own radius, so it shows the

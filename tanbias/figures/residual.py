@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def depth_figure(df, title="Residual stream: tangent and normal parts against depth"):
+def depth_figure(df, title="Residual stream: tangent and normal parts against depth") -> go.Figure:
     """Tangent/normal RMS norms (log scale) and normal share against layer.
 
     Parameters
@@ -54,7 +54,7 @@ def depth_figure(df, title="Residual stream: tangent and normal parts against de
                     "RMS norm over tokens / normal share [log]")
 
 
-def loop_figure(df, metric="alignment", title=None):
+def loop_figure(df, metric="alignment", title=None) -> go.Figure:
     """A loop metric against SGD step, closed vs cut.
 
     Parameters
@@ -83,7 +83,8 @@ def loop_figure(df, metric="alignment", title=None):
                     labels[metric], legend="loop")
 
 
-def learning_figure(history, title="What each run learns, and what its activations look like"):
+def learning_figure(history, title="What each run learns, and what its activations look like"
+                    ) -> go.Figure:
     """Fit of each target half and normal share of the hidden pre-activations, against step.
 
     Parameters
@@ -180,7 +181,7 @@ def _depth_cloud_dict(data, title=None) -> dict:
     return dict(data=traces, layout=layout)
 
 
-def depth_cloud_figure(data, title=None):
+def depth_cloud_figure(data, title=None) -> go.Figure:
     """Two panels: the tokens at one layer (log-log norms) and the normal share against depth.
 
     Parameters
@@ -197,7 +198,7 @@ def depth_cloud_figure(data, title=None):
 
 
 def depth_interactive(manifold=None, ts=(0.05, 0.1, 0.2, 0.4), layers=None, n_layers=24,
-                      gain=0.1, isos=(0.0, 0.05), n=128, seed=0):
+                      gain=0.1, isos=(0.0, 0.05), n=128, seed=0) -> Interactive:
     """Interactive over the layer, ``t`` and the blocks' isotropic part (chapter 6).
 
     Parameters
@@ -257,7 +258,7 @@ def _log_spaced(steps, k=120):
     return steps[idx]
 
 
-def loop_interactive(runs, manifold=None):
+def loop_interactive(runs, manifold=None) -> Interactive:
     """Interactive over the training step and the initial scale: the loop, unit by unit.
 
     Parameters
