@@ -1,8 +1,10 @@
 """Figures of chapter 3: sampled directions against the predicted directional law.
 
-The numbers come from :mod:`tanbias.directional` (:class:`~tanbias.directional.DirectionSamples`,
-:func:`~tanbias.directional.amplitude_scan`, :func:`~tanbias.directional.ricci_sign_data`,
-:func:`~tanbias.directional.ring_data`); this module only draws them.
+The numbers come from the maths modules of chapter 3:
+:class:`~tanbias.direction_samples.DirectionSamples` (:mod:`tanbias.direction_samples`),
+:func:`~tanbias.directional_density.amplitude_scan` (:mod:`tanbias.directional_density`),
+:func:`~tanbias.ricci_sign.ricci_sign_data` and :func:`~tanbias.ricci_sign.ring_data`
+(:mod:`tanbias.ricci_sign`); this module only draws them.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .._checks import check_instance
-from ..directional import DirectionSamples, ricci_sign_data, ring_data
+from ..direction_samples import DirectionSamples
 from ..interactive import Interactive, Param, resolve_mode
 from ..radial import Gaussian, RadialLaw
+from ..ricci_sign import ricci_sign_data, ring_data
 from . import COLORS, INK, REFERENCE_GREY, frozen_layout
 
 __all__ = ["direction_density_figure", "directions_interactive", "amplitude_figure",
@@ -33,8 +36,8 @@ def direction_density_figure(data, title=None) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.directional.direction_density_data`
-        (or of :meth:`~tanbias.directional.DirectionSamples.live`).
+        Output of :func:`tanbias.direction_samples.direction_density_data`
+        (or of :meth:`~tanbias.direction_samples.DirectionSamples.live`).
     title : str, optional
 
     Returns
@@ -87,11 +90,11 @@ def directions_interactive(samples) -> Interactive:
 
     Parameters
     ----------
-    samples : tanbias.directional.DirectionSamples
+    samples : tanbias.direction_samples.DirectionSamples
         The sample bank: its surfaces, ``eta_g`` grid (the default view is the
         largest), law, sizes and seed. In the built book each frame shows fresh
-        exact samples (:meth:`~tanbias.directional.DirectionSamples.data`); live
-        sliders reweight the banks (:meth:`~tanbias.directional.DirectionSamples.live`;
+        exact samples (:meth:`~tanbias.direction_samples.DirectionSamples.data`); live
+        sliders reweight the banks (:meth:`~tanbias.direction_samples.DirectionSamples.live`;
         the legend reports the effective sample size).
 
     Returns
@@ -100,7 +103,7 @@ def directions_interactive(samples) -> Interactive:
         With ``samples``, and its ``data`` and ``live`` methods, as attributes.
     """
     samples = check_instance("samples", samples, DirectionSamples,
-                             hint="Pass tanbias.directional.DirectionSamples(surfaces, etas).")
+                             hint="Pass tanbias.direction_samples.DirectionSamples(surfaces, etas).")
     etas = samples.etas
 
     def compute(surface, eta_g):
@@ -130,7 +133,7 @@ def amplitude_figure(scans, mc=None, title=None) -> go.Figure:
     Parameters
     ----------
     scans : dict[str, dict]
-        Name -> output of :func:`tanbias.directional.amplitude_scan`.
+        Name -> output of :func:`tanbias.directional_density.amplitude_scan`.
     mc : dict[str, dict], optional
         Name -> ``{"eta_g", "amplitude", "se"}`` arrays of Monte Carlo estimates.
     title : str, optional
@@ -227,7 +230,7 @@ def ring_figure(data) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.directional.ring_data`.
+        Output of :func:`tanbias.ricci_sign.ring_data`.
 
     Returns
     -------
