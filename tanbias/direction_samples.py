@@ -91,6 +91,16 @@ def direction_density_data(manifold, law, n=50_000, rng=0, bins=12, n_curve=91) 
 def direction_checks(manifold, law, u, bins=12) -> dict:
     """Numbers to check sampled directions ``u`` against the predicted law.
 
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder or Quadric with ``d = 2``
+    law : RadialLaw
+        The law ``u`` was sampled from.
+    u : array_like, shape (n, 2)
+        Sampled directions.
+    bins : int
+        Histogram bins of the angle.
+
     Returns
     -------
     dict
@@ -393,6 +403,12 @@ def direction_verdicts(samples, numbers) -> list[Check]:
     where ``b`` varies, the Monte Carlo bias amplitude matches the exact one within
     4 standard errors. Then, for each control surface (constant ``b``, a sphere),
     the histogram fits uniform directions.
+
+    Parameters
+    ----------
+    samples : DirectionSamples
+    numbers : dict[str, dict]
+        Output of :func:`surface_direction_checks` for ``samples``.
 
     Returns
     -------

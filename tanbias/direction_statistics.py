@@ -67,6 +67,10 @@ class DirectionStatistic:
 def angle_statistic() -> DirectionStatistic:
     """``theta = atan2(u_2, u_1) mod pi`` in ``[0, pi)`` for ``d = 2`` (uniform reference).
 
+    Returns
+    -------
+    DirectionStatistic
+
     Example
     -------
     >>> st = angle_statistic()
@@ -79,7 +83,28 @@ def angle_statistic() -> DirectionStatistic:
 
 
 def sphere_share_statistic(manifold) -> DirectionStatistic:
-    """``s = |u_S|^2`` on a ``GeneralizedCylinder`` (reference ``Beta(k/2, (d-k)/2)``)."""
+    """``s = |u_S|^2`` on a ``GeneralizedCylinder`` (reference ``Beta(k/2, (d-k)/2)``).
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder with ``k < d``
+
+    Returns
+    -------
+    DirectionStatistic
+
+    Raises
+    ------
+    ParameterError
+        Another manifold, or ``k = d`` (a sphere: ``s = 1`` always).
+
+    Example
+    -------
+    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> st = sphere_share_statistic(GeneralizedCylinder(k=2, d=3, R=1.0, D=4))
+    >>> st.name, float(st.fn(np.array([[1.0, 0.0, 0.0]]))[0]), float(st.ref_cdf(1.0))
+    ('s = |u_S|^2', 1.0, 1.0)
+    """
     manifold = check_instance("manifold", manifold, GeneralizedCylinder,
                               hint="The sphere share is defined on S^k x R^(d-k).")
     if manifold.k == manifold.d:
@@ -92,7 +117,25 @@ def sphere_share_statistic(manifold) -> DirectionStatistic:
 
 
 def axis_statistic(d, axis=0) -> DirectionStatistic:
-    """``c = u_axis^2``: squared cosine to a coordinate axis (reference ``Beta(1/2, (d-1)/2)``)."""
+    """``c = u_axis^2``: squared cosine to a coordinate axis (reference ``Beta(1/2, (d-1)/2)``).
+
+    Parameters
+    ----------
+    d : int >= 2
+        Tangent dimension.
+    axis : int in [0, d - 1]
+        Tangent coordinate.
+
+    Returns
+    -------
+    DirectionStatistic
+
+    Example
+    -------
+    >>> st = axis_statistic(3, axis=1)
+    >>> st.name, float(st.fn(np.array([[0.6, 0.8, 0.0]]))[0])
+    ('u_1^2', 0.64)
+    """
     d = check_int("d", d, lo=2, hint="Pass a dimension d >= 2.")
     axis = check_int("axis", axis, lo=0, hi=d - 1, hint="Pass a tangent coordinate index.")
     ref = _st.beta(0.5, (d - 1) / 2)
@@ -279,9 +322,25 @@ def first_order_histogram(manifold, eta_g, edges, statistic=None) -> np.ndarray:
     """Bin densities (relative to uniform) predicted by the first-order law
     (:func:`~tanbias.directional_density.first_order_density`).
 
+    Parameters
+    ----------
+    manifold : Submanifold
+    eta_g : float > 0
+    edges : array_like, shape (bins + 1,)
+        Bin edges of the statistic.
+    statistic : DirectionStatistic or None
+        Default: the angle (``d = 2`` only). Exact bin averages exist for the angle and
+        the sphere share.
+
     Returns
     -------
     ndarray, shape (len(edges) - 1,)
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Sphere
+    >>> bool(np.allclose(first_order_histogram(Sphere(2, R=1.0, D=3), 0.1, [0, 1, 2, np.pi]), 1))
+    True
     """
     manifold = check_manifold(manifold)
     eta_g = check_real("eta_g", eta_g, lo=0, hint=ETA_HINT)
@@ -292,7 +351,29 @@ def first_order_histogram(manifold, eta_g, edges, statistic=None) -> np.ndarray:
 
 
 def exact_histogram(manifold, law, edges, statistic=None, **kw) -> np.ndarray:
-    """Bin densities (relative to uniform) of the exact directional law."""
+    """Bin densities (relative to uniform) of the exact directional law.
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder or Quadric
+    law : RadialLaw
+    edges : array_like, shape (bins + 1,)
+    statistic : DirectionStatistic or None
+        As :func:`first_order_histogram`.
+    **kw
+        ``n_panels``, ``n_dirs`` of :func:`~tanbias.directional_density.exact_directional_density`.
+
+    Returns
+    -------
+    ndarray, shape (len(edges) - 1,)
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> h = exact_histogram(Cylinder(R=1.0), Gaussian(0.3), np.linspace(0, np.pi, 5))
+    >>> bool(h[0] > 1 > h[1])                    # theta near 0 (the curved direction) favoured
+    True
+    """
     manifold = check_manifold(manifold)
     stat = default_statistic(manifold.d, statistic)
     edges = check_array("edges", edges, shape=(None,))
@@ -323,6 +404,21 @@ class HistogramComparison:
 
 def compare_histogram(manifold, law, u, bins=12, statistic=None) -> HistogramComparison:
     """One call for a chapter: MC histogram of ``u`` vs first-order and exact densities.
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder or Quadric
+    law : RadialLaw
+        The law ``u`` was sampled from.
+    u : array_like, shape (n, d)
+        Sampled directions.
+    bins : int or array_like of edges
+    statistic : DirectionStatistic or None
+        As :func:`direction_histogram`.
+
+    Returns
+    -------
+    HistogramComparison
 
     Example
     -------

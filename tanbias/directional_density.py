@@ -129,9 +129,18 @@ def uniform_bias_moments(manifold) -> tuple[float, float]:
     ``E_unif[b^2] = E[b(z)^2] / (d(d+2)(d+4)(d+6))``, and Gaussian moments of
     products of quadratic forms are traces (no Monte Carlo, no grid).
 
+    Parameters
+    ----------
+    manifold : Submanifold
+
     Returns
     -------
     (mean, variance) : tuple of float
+
+    Raises
+    ------
+    ParameterError
+        If ``manifold`` is not a Submanifold.
 
     Example
     -------
@@ -189,6 +198,20 @@ def first_order_density(manifold, eta_g, u) -> np.ndarray:
 def predicted_bias_amplitude(manifold, eta_g) -> float:
     """First-order prediction of ``E_p[b] - E_unif[b]``: ``eta_g Var_unif(b)``.
 
+    Parameters
+    ----------
+    manifold : Submanifold
+    eta_g : float > 0
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        ``eta_g <= 0`` or NaN.
+
     Example
     -------
     >>> from tanbias.manifolds import Cylinder
@@ -241,6 +264,13 @@ def sphere_quadrature(d, n=32) -> tuple[np.ndarray, np.ndarray]:
     polynomials of degree < 2n); ``d >= 3``: Gauss-Jacobi in ``t = u_1`` with
     weight ``(1-t^2)^((d-3)/2)`` times the rule on ``S^(d-2)``. Exact for
     polynomials of degree ``<= 2n - 1``. Uses ``(2n) n^(d-2)`` nodes.
+
+    Parameters
+    ----------
+    d : int >= 1
+        Dimension of the ambient space of the sphere.
+    n : int >= 1
+        Nodes per axis.
 
     Returns
     -------
@@ -463,6 +493,19 @@ def exact_expectation(manifold, law, f: Callable, n_panels: int = 12, n_dirs: in
     with ``d > 2`` the 1-D rule in ``s`` is used, so ``f`` must then depend on
     ``u`` only through ``s = |u_S|^2``.
 
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder or Quadric
+    law : RadialLaw
+    f : callable
+        Directions, shape (N, d), to values, shape (N,); symmetrised in ``u -> -u``.
+    n_panels, n_dirs : int
+        Quadrature resolution (as :func:`exact_directional_density`).
+
+    Returns
+    -------
+    float
+
     Example
     -------
     >>> from tanbias.manifolds import Cylinder
@@ -480,7 +523,26 @@ def exact_expectation(manifold, law, f: Callable, n_panels: int = 12, n_dirs: in
 
 
 def exact_bias_amplitude(manifold, law, **kw) -> float:
-    """``E_p[b] - E_unif[b]`` under the exact directional law (quadrature)."""
+    """``E_p[b] - E_unif[b]`` under the exact directional law (quadrature).
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder or Quadric
+    law : RadialLaw
+    **kw
+        ``n_panels``, ``n_dirs``: passed to :func:`exact_expectation`.
+
+    Returns
+    -------
+    float
+
+    Example
+    -------
+    >>> from tanbias.manifolds import Cylinder
+    >>> a = exact_bias_amplitude(Cylinder(R=1.0), Gaussian(0.01))   # eta_g = 2e-4: first order
+    >>> round(a / predicted_bias_amplitude(Cylinder(R=1.0), 2e-4), 3)
+    1.0
+    """
     return exact_expectation(manifold, law, lambda u: bias_function(manifold, u), **kw) \
         - uniform_bias_moments(manifold)[0]
 

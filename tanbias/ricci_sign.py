@@ -360,6 +360,15 @@ def exact_ricci_coefficient(manifold, law) -> float:
     """The Ricci coefficient ``beta`` read off the exact directional law (see
     :class:`RicciSignTest`); tends to ``-(k-1) / (6 R^2)`` as ``eta_g -> 0``.
 
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder
+    law : RadialLaw
+
+    Returns
+    -------
+    float
+
     Example
     -------
     >>> from tanbias.manifolds import GeneralizedCylinder

@@ -10,8 +10,9 @@ This ``__init__`` holds what every figure shares, one definition each:
 * the book's plotly template (:data:`TEMPLATE`, same font, colour cycle,
   margins and hover behaviour everywhere), registered as ``"tanbias"`` and made
   plotly's default when this package is imported;
-* the colours, from :mod:`tanbias.palette` (:data:`COLORS`, Okabe-Ito, and
-  :data:`KIND_COLORS`): figure modules import them from here;
+* the colours, every one named once in :mod:`tanbias.palette`
+  (:data:`~tanbias.palette.COLORS`, Okabe-Ito; :data:`~tanbias.palette.KIND_COLORS`;
+  the greys): figure modules import them from here, never as literals;
 * :func:`labelled` and :func:`new_figure` (title and axis titles);
 * :func:`frozen_layout`, the cache of figure layouts that keeps live updates
   under 50 ms.
@@ -19,8 +20,9 @@ This ``__init__`` holds what every figure shares, one definition each:
 Importing this package also installs the book's plotly renderer
 (:mod:`tanbias.renderer`) when a chapter is executed for the built book.
 
-Figure builders *return* a :class:`plotly.graph_objects.Figure` and never call
-``.show()``.
+Figure builders *return* a :class:`plotly.graph_objects.Figure` (or a
+:class:`tanbias.interactive.Interactive`), say so in their annotation, and never
+call ``.show()`` (``tests/test_figure_contract.py`` keeps it so).
 """
 
 from __future__ import annotations
