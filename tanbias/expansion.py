@@ -18,18 +18,13 @@ import math
 
 import numpy as np
 
-from ._checks import check_array, check_instance, check_int, check_real, check_rng
+from ._checks import check_array, check_int, check_real, check_rng
 from .errors import ParameterError
-from .manifolds import Submanifold
+from .manifolds import check_manifold
 from .stats import Check, check_close, check_in_interval, loglog_slope
 
 __all__ = ["mean_square_ii", "local_expansion", "expansion_scaling", "side_view_data",
            "normal_ratio", "scaling_checks"]
-
-
-def _check_manifold(manifold) -> Submanifold:
-    return check_instance("manifold", manifold, Submanifold,
-                          hint="Pass e.g. tanbias.manifolds.Cylinder(R=1.0).")
 
 
 def mean_square_ii(manifold) -> float:
@@ -44,7 +39,7 @@ def mean_square_ii(manifold) -> float:
     >>> round(mean_square_ii(Cylinder(R=1.0)), 12)      # E cos^4 = 3/8
     0.375
     """
-    manifold = _check_manifold(manifold)
+    manifold = check_manifold(manifold)
     A = manifold.ii_matrices()
     d = manifold.d
     tr2 = np.einsum("jab,jba->", A, A)
@@ -84,7 +79,7 @@ def local_expansion(manifold, t, n, rng) -> dict:
     >>> bool(np.max(e["normal_remainder"]) < 0.1 ** 4 / 20)        # t^4 / 24 on a unit sphere
     True
     """
-    manifold = _check_manifold(manifold)
+    manifold = check_manifold(manifold)
     s = manifold.sample_at_radius(t, n, rng)
     pred = 0.5 * s.r[:, None] ** 2 * manifold.second_fundamental_form(s.u)
     return dict(u=s.u, tangent=s.tangent, normal=s.normal, predicted_normal=pred,
@@ -120,7 +115,7 @@ def expansion_scaling(manifold, ts, n=2000, rng=0) -> dict:
     >>> round(sc["slope_normal"].slope, 2), round(sc["slope_tangent"].slope, 2)
     (2.0, 1.0)
     """
-    manifold = _check_manifold(manifold)
+    manifold = check_manifold(manifold)
     ts = check_array("ts", ts, shape=(None,), hint="Pass an array of radii.")
     if ts.size < 3:
         raise ParameterError(f"ts has {ts.size} radii: valid range is [3, inf) radii for a "
@@ -155,7 +150,7 @@ def side_view_data(manifold, t, n=300, rng=0, n_curve=121) -> dict:
     >>> bool(np.allclose(v["y"], (1 - np.cos(0.2)) / 0.2))
     True
     """
-    manifold = _check_manifold(manifold)
+    manifold = check_manifold(manifold)
     e = local_expansion(manifold, t, n, rng)
     phi = np.linspace(0.0, 2 * math.pi, check_int("n_curve", n_curve, lo=3))
     u = np.zeros((phi.size, manifold.d))

@@ -51,6 +51,7 @@ import numpy as np
 
 from ._checks import check_choice, check_int, check_real
 from .errors import ParameterError
+from .palette import ERROR_COLOR
 
 __all__ = [
     "MODES", "REGISTRY", "Param", "Interactive", "LiveView", "FigureBudgetWarning",
@@ -632,7 +633,7 @@ class LiveView:
             self.update(**self.values())
             self.error.value = ""
         except Exception as exc:  # show the error under the plot, keep the widget alive
-            self.error.value = f'<pre style="color:#b00">{type(exc).__name__}: {exc}</pre>'
+            self.error.value = f'<pre style="color:{ERROR_COLOR}">{type(exc).__name__}: {exc}</pre>'
             raise
 
     def update(self, **values) -> None:

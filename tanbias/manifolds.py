@@ -51,7 +51,7 @@ from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 
 __all__ = [
     "Samples", "StratifiedSamples", "Submanifold", "GeneralizedCylinder", "Sphere",
-    "Cylinder", "Quadric", "Saddle", "StratifiedSet", "uniform_directions",
+    "Cylinder", "Quadric", "Saddle", "StratifiedSet", "uniform_directions", "check_manifold",
 ]
 
 _N_HINT = "Pass a whole number of samples n >= 1."
@@ -1128,3 +1128,34 @@ class StratifiedSet:
         y = self.mu + np.einsum("nDk,nk->nD", self.sheets[sheet], local)
         return StratifiedSamples(y=y, sheet=sheet, chord=r)
 
+
+
+def check_manifold(manifold) -> Submanifold:
+    """``manifold`` itself if it is a :class:`Submanifold`; else a ParameterError.
+
+    The one argument check of the maths modules that take a manifold.
+
+    Parameters
+    ----------
+    manifold : object
+
+    Returns
+    -------
+    Submanifold
+
+    Raises
+    ------
+    ParameterError
+        If ``manifold`` is not a :class:`Submanifold` (e.g. a name, or a ``StratifiedSet``).
+
+    Example
+    -------
+    >>> check_manifold(Cylinder(R=1.0)).d
+    2
+    >>> check_manifold("cylinder")
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: manifold='cylinder' ...
+    """
+    return check_instance("manifold", manifold, Submanifold,
+                          hint="Pass e.g. tanbias.manifolds.Cylinder(R=1.0).")

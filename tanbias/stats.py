@@ -29,6 +29,7 @@ from scipy import stats as _st
 
 from ._checks import check_array, check_real
 from .errors import ParameterError
+from .palette import FAIL_COLOR, PASS_COLOR
 
 __all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval", "check_greater",
            "check_less", "SIGN_WORDS", "interval_word", "check_sign", "check_word"]
@@ -243,7 +244,7 @@ class Check:
         return f"{mark} {str(self)}"
 
     def _repr_html_(self) -> str:
-        color = "#1a7f37" if (self.passed or self.expected_to_fail) else "#cf222e"
+        color = PASS_COLOR if (self.passed or self.expected_to_fail) else FAIL_COLOR
         return (f'<div class="tanbias-check" style="border-left:4px solid {color};'
                 f'padding:2px 8px"><code>{html.escape(str(self))}</code></div>')
 

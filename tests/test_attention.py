@@ -1,16 +1,15 @@
 """Chapter 5: attention's bilinear expansion around a centroid."""
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
-from tanbias.attention import (ORDERS, TERMS, attention_weights, fit_term_slopes,
-                               removal_effect, removal_scaling, score_decomposition,
-                               score_term_scaling, simulated_attention_stack,
-                               softmax_sensitivity)
+from tanbias.attention import (KEY_TERMS, ORDERS, TERMS, attention_weights, fit_term_slopes,
+                               key_centred_rms, removal_effect, removal_over_heads,
+                               removal_scaling, score_decomposition, score_term_scaling,
+                               sensitivity_over_heads, simulated_attention_stack,
+                               softmax_sensitivity, softmax_terms, term_slopes_over_heads)
 from tanbias.errors import ParameterError
-from tanbias.figures.attention import term_scaling_figure
 from tanbias.residual import default_loop_manifold
 from tanbias.stats import loglog_slope
 
@@ -125,10 +124,52 @@ def test_stack(M):
     assert not np.allclose(a.M(0), a.M(1))
 
 
-def test_figure(M, stack):
-    fig = term_scaling_figure(score_term_scaling(M, [0.05, 0.1, 0.2], *stack.layer(0)))
-    assert isinstance(fig, go.Figure) and len(fig.data) == len(TERMS)
-    assert fig.layout.title.text and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+def test_key_centred_rms_kills_query_only_terms(M):
+    st = simulated_attention_stack(2, M.D, seed=0)
+    s = M.sample_at_radius(0.1, 32, 0)
+    terms = score_decomposition(s.y, M.mu, M.tangent_basis, M.normal_basis,
+                                *st.layer(0))
+    r = key_centred_rms(terms)
+    for name in ("mu_mu", "v_mu", "n_mu"):
+        assert r[name] <= 1e-12 * r["mu_v"]
+    for name in KEY_TERMS:
+        assert r[name] > 0
+
+
+def test_softmax_terms_orders(M):
+    st = simulated_attention_stack(1, M.D, seed=0)
+    ts = np.geomspace(0.02, 0.2, 5)
+    rows = [softmax_terms(M, st, t, 0)["rms"] for t in ts]
+    for name in KEY_TERMS:
+        fit = loglog_slope(ts, np.array([r[name] for r in rows]))
+        assert abs(fit.slope - ORDERS[name]) < 0.06, (name, str(fit))
+    d = softmax_terms(M, st, 0.05, 0)
+    assert d["tv_normal"] < d["tv_tangent"]
+
+
+def test_sensitivity_over_heads(M):
+    st = simulated_attention_stack(6, M.D, seed=0)
+    sens = sensitivity_over_heads(M, st, 0.1, n_tokens=16)
+    assert list(sens.columns) == ["layer", "tangent", "normal"] and len(sens) == 6
+
+
+def test_over_heads_match_the_per_head_loops(M):
+    st = simulated_attention_stack(2, M.D, seed=3)
+    ts = [0.02, 0.05, 0.1]
+    slopes = term_slopes_over_heads(M, st, ts, n_tokens=16)
+    for layer in range(2):
+        fits = fit_term_slopes(score_term_scaling(M, ts, *st.layer(layer),
+                                                  n_tokens=16, rng=layer))
+        got = slopes[slopes["layer"] == layer].set_index("term")
+        assert list(got.index) == list(fits) and "mu_mu" not in got.index
+        for term, fit in fits.items():
+            assert got.loc[term, "slope"] == fit.slope and got.loc[term, "order"] == ORDERS[term]
+            assert got.loc[term, "ci_low"] == fit.ci_low and got.loc[term, "ci_high"] == fit.ci_high
+    removal = removal_over_heads(M, st, ts, n_tokens=8)
+    assert list(removal.columns) == ["t", "removed", "change", "layer"]
+    for layer in range(2):
+        one = removal_scaling(M, ts, *st.layer(layer), n_tokens=8, rng=layer)
+        assert removal[removal["layer"] == layer]["change"].tolist() == one["change"].tolist()
 
 
 def test_bad_inputs(M, stack, tokens):

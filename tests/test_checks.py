@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tanbias._checks import (check_array, check_int, check_real, check_rng, check_tangent,
                              format_interval)
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.residual import default_loop_manifold
 
 
 def test_message_matches_the_house_style_exactly():
@@ -123,3 +124,28 @@ def test_corrupt_file_error_names_path_and_command():
     assert "data/ckpt.npz" in str(err) and "make data" in str(err)
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err) and again.regenerate == "make data"
+
+
+# --- shared array checks (rows, bases, radii) ----------------------------------------
+
+def test_shared_checks():
+    quad = default_loop_manifold()
+    import torch
+
+    from tanbias._checks import (check_bases, check_radii, check_radius, check_rows,
+                                 max_radius, to_numpy)
+
+    x = torch.ones(2, 3, dtype=torch.float64)
+    assert isinstance(to_numpy(x), np.ndarray) and check_rows("x", x, D=3).shape == (2, 3)
+    with pytest.raises(ParameterError, match=r"x_c has 0 rows"):
+        check_rows("x_c", np.zeros((0, 3)))
+    with pytest.raises(ParameterError, match=r"normal_basis has shape \(4, 1\)"):
+        check_bases(np.eye(3)[:, :1], np.eye(4)[:, :1])
+    with pytest.raises(ParameterError, match=r"tangent_basis has 0 and normal_basis 3 columns"):
+        check_bases(np.eye(3)[:, :0], np.eye(3))
+    assert max_radius(quad) == 0.5 and max_radius(None) is None
+    assert check_radius(0.5, quad) == 0.5
+    with pytest.raises(ParameterError, match=r"t=0.6 is out of range.*inside the manifold's patch"):
+        check_radius(0.6, quad)
+    with pytest.raises(ParameterError, match=r"ts is empty"):
+        check_radii([], quad)

@@ -149,3 +149,29 @@ def test_exercise_4_checker_against_the_committed_sweep(capsys):
         check_exercise_4(reference_balancing_effect, prediction=wrong, metrics=m)
     with pytest.raises(AssertionError, match="should be a dict"):
         check_exercise_4(reference_balancing_effect, prediction={"encoder": 2}, metrics=m)
+
+
+# --- the chapters' exercise solutions pass their checkers -----------------------------
+
+def test_chapter_solutions_pass_checkers(capsys):
+    def gradient_ratio_rms(x, mu, delta, tangent_basis, normal_basis):
+        x_c = np.asarray(x, dtype=float) - mu
+        d_norm = np.linalg.norm(delta, axis=1)
+        tangent = d_norm * np.linalg.norm(x_c @ tangent_basis, axis=1)
+        normal = d_norm * np.linalg.norm(x_c @ normal_basis, axis=1)
+        return float(np.sqrt(np.sum(normal ** 2) / np.sum(tangent ** 2)))
+
+    def loop_gains(df, step):
+        out = {}
+        for loop in ("closed", "cut"):
+            a = df[df["loop"] == loop].set_index("step")["alignment"]
+            out[loop] = float(a.loc[step] / a.loc[0])
+        return out
+
+    check_exercise_1(gradient_ratio_rms)
+    check_exercise_2(lambda t1, t2: 1 if t1 < t2 else 2, lambda t1, t2: t1 / t2)
+    check_exercise_3(loop_gains, compounds=True)
+    out = capsys.readouterr().out
+    assert out.count("passed") == 3
+    with pytest.raises(AssertionError, match="does not match the run"):
+        check_exercise_3(loop_gains, compounds=False)

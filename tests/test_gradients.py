@@ -1,16 +1,21 @@
 """Chapter 4: the linear-layer gradient split, its O(t) scaling and its limits."""
 
+import math
+
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.gradients import (centre, fit_ratio_slope, fit_rms_constant, gradient_ratio,
-                               ii_moments, parabola_counterexample, predicted_rms_constant,
-                               ratio_scaling, split_gradient, two_token_types)
-from tanbias.figures.gradients import ratio_figure
-from tanbias.manifolds import GeneralizedCylinder, Sphere
+from tanbias.gradients import (affine_signal_scaling, centre, counterexample_batch_scaling,
+                               eta_scaling, fit_ratio_slope, fit_rms_constant, gradient_cloud,
+                               gradient_ratio, ii_moments, parabola_counterexample,
+                               predicted_rms_constant, predicted_rms_from_eta,
+                               radial_shape_constant, ratio_scaling, split_gradient,
+                               two_token_types)
+from tanbias.manifolds import Cylinder, GeneralizedCylinder, Sphere
+from tanbias.radial import Epanechnikov, Gaussian, Laplace
 from tanbias.residual import default_loop_manifold
+from tanbias.stats import loglog_slope
 
 TS = np.geomspace(0.02, 0.2, 8)
 
@@ -23,6 +28,12 @@ def quadric():
 @pytest.fixture(scope="module")
 def cylinder():
     return GeneralizedCylinder(1, 3, R=1.0, D=7, seed=2)
+
+
+@pytest.fixture(scope="module")
+def cyl():
+    """A cylinder S^1 x R in R^5: the manifold of the eta_g scaling and the affine signal."""
+    return GeneralizedCylinder(1, 2, R=1.0, D=5, seed=0)
 
 
 # --- closed forms ------------------------------------------------------------------
@@ -129,11 +140,60 @@ def test_two_token_types(cylinder):
     assert df["relative_to_type2"].iloc[0] == pytest.approx(0.1, rel=0.05)
 
 
-def test_figure(cylinder):
-    fig = ratio_figure(ratio_scaling(cylinder, [0.05, 0.1, 0.2], n=200))
-    assert isinstance(fig, go.Figure)
-    assert fig.layout.title.text and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
-    assert len(fig.data) == 4
+# --- the radius law: eta_g, the batch mean, the gradient cloud ----------------------
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+def test_radial_shape_constant_closed_forms(d):
+    assert radial_shape_constant(Gaussian(0.37), d) == pytest.approx((d + 2) / d)
+    # Laplace: m_k = k!, so kappa = (d+3)! (d-1)! / ((d+1)!)^2
+    expected = math.factorial(d + 3) * math.factorial(d - 1) / math.factorial(d + 1) ** 2
+    assert radial_shape_constant(Laplace(2.0), d) == pytest.approx(expected)
+
+
+def test_predicted_rms_from_eta_sphere():
+    S = Sphere(2, R=2.0, D=4, seed=0)            # c = 1/(2R) = 1/4
+    assert predicted_rms_from_eta(S, Gaussian(1.0), 0.02) == pytest.approx(0.25 * math.sqrt(0.04))
+
+
+@pytest.mark.parametrize("law", [Gaussian(1.0), Epanechnikov(1.0)])
+def test_eta_scaling_matches_prediction(cyl, law):
+    etas = np.geomspace(1e-4, 1e-2, 5)
+    df = eta_scaling(cyl, law, etas, n=8000, rng=0)
+    np.testing.assert_allclose(df["mean_r2"] / df["eta_g"], 1.0, rtol=0.05)
+    np.testing.assert_allclose(df["rms"] / df["predicted_rms"], 1.0, rtol=0.08)
+    assert abs(loglog_slope(df["eta_g"], df["rms"]).slope - 0.5) < 0.03
+
+
+def test_counterexample_batch_scaling_grows_like_sqrt_n():
+    df = counterexample_batch_scaling(0.1, [100, 1000, 10_000, 100_000], reps=201)
+    assert abs(loglog_slope(df["n"], df["median_mean_ratio"]).slope - 0.5) < 0.1
+    np.testing.assert_allclose(df["rms_ratio"], 0.1)
+
+
+def test_gradient_cloud_is_the_parabola_for_a_constant_signal():
+    # Cylinder in R^3: the normal coordinate of exp(t u) is R (1 - cos(t u_1 / R)),
+    # so with delta = 1 the cloud (divided by t) is the curve (sin(t u_1)/t, (1 - cos(t u_1))/t).
+    C = Cylinder(R=1.0, D=3, seed=0)
+    c = gradient_cloud(C, 0.2, n=500, delta="constant", rng=0)
+    assert np.all(c["normal"] >= -1e-12)                         # even in u: one sign
+    assert np.max(c["normal"]) == pytest.approx((1 - math.cos(0.2)) / 0.2, rel=0.02)
+    assert c["rms"] == pytest.approx(c["predicted"], rel=0.05)
+    # the normal mean is t/4 in these units and never averages away; the tangent mean is
+    # sampling noise of size ~0.7/sqrt(n)
+    big = gradient_cloud(C, 0.3, n=40_000, delta="constant", rng=0)
+    assert big["mean"][1] == pytest.approx(0.3 / 4, rel=0.05)
+    assert big["mean"][1] > 10 * abs(big["mean"][0])
+    g = gradient_cloud(C, 0.3, n=40_000, delta="gaussian", rng=0)
+    assert g["mean_ratio"] < 0.2 * big["mean_ratio"]
+
+
+def test_affine_signal_mean_ratio_is_order_one(cyl):
+    df = affine_signal_scaling(cyl, np.geomspace(0.03, 0.3, 5), n=20_000, rng=1)
+    # sampling noise of the tangent mean is ~ t / sqrt(n) against its t^2 value: a few percent
+    assert float(np.median(df["mean"] / df["predicted_mean"])) == pytest.approx(1.0, rel=0.1)
+    np.testing.assert_allclose(df["mean"] / df["predicted_mean"], 1.0, rtol=0.2)
+    assert abs(loglog_slope(df["t"], df["mean"]).slope) < 0.1
+    assert abs(loglog_slope(df["t"], df["rms"]).slope - 1.0) < 0.05
 
 
 # --- bad input ------------------------------------------------------------------------
@@ -159,3 +219,16 @@ def test_bad_inputs(cylinder):
         centre(x)
     with pytest.raises(ParameterError, match=r"t=0.0 is out of range"):
         parabola_counterexample(0.0)
+
+
+def test_chapter4_bad_inputs(cyl):
+    with pytest.raises(ParameterError, match=r"eta_g=-0.01 is out of range"):
+        predicted_rms_from_eta(cyl, Gaussian(1.0), -0.01)
+    with pytest.raises(ParameterError, match=r"delta='uniform'"):
+        gradient_cloud(cyl, 0.1, delta="uniform")
+    with pytest.raises(ParameterError, match=r"ns=1 is out of range"):
+        counterexample_batch_scaling(0.1, [1, 10])
+    with pytest.raises(ParameterError, match=r"t=0.0 is out of range"):
+        gradient_cloud(cyl, 0.0)
+    with pytest.raises(ParameterError, match=r"d=0 is out of range"):
+        radial_shape_constant(Gaussian(1.0), 0)

@@ -29,11 +29,12 @@ PKG = ROOT / "tanbias"
 
 #: (layer, rank within the layer) of each module; a module may import modules of
 #: a lower layer, or of its own layer at the same or a lower rank.
-CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias._checks": 1, "tanbias.stats": 2,
-        "tanbias.prose": 0}
+CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1,
+        "tanbias.stats": 2, "tanbias.prose": 0}
 MATHS = ["tanbias.radial", "tanbias.manifolds", "tanbias.expansion", "tanbias.volume_growth",
-         "tanbias.directional", "tanbias.frequency", "tanbias.gradients", "tanbias.attention",
-         "tanbias.residual", "tanbias.alignment", "tanbias.token_clouds"]
+         "tanbias.directional_density", "tanbias.direction_statistics", "tanbias.ricci_sign",
+         "tanbias.direction_samples", "tanbias.frequency", "tanbias.gradients",
+         "tanbias.attention", "tanbias.residual", "tanbias.alignment", "tanbias.token_clouds"]
 #: The lab's chain, bottom to top; a module of one step may import the steps below it.
 LAB = [
     ["tanbias.lab"],

@@ -3,15 +3,15 @@
 import time
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.figures.residual import depth_figure, loop_figure
 from tanbias.manifolds import Sphere
-from tanbias.residual import (default_loop_manifold, feedback_loop, loop_summary, propagate, residual_depth_profile,
-                              residual_profile_from_manifold, tangent_alignment,
-                              tangent_writing_blocks)
+from tanbias.residual import (alignment_at_loss, default_loop_manifold, depth_cloud, depth_report,
+                              feedback_loop, loop_report, loop_summary, propagate,
+                              residual_depth_profile, residual_profile_from_manifold,
+                              run_feedback_loop, tangent_alignment, tangent_writing_blocks,
+                              unit_energies)
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +67,44 @@ def test_tangent_alignment():
     assert tangent_alignment(np.array([[2.0, 1.0, 1.0]]), T, N) == pytest.approx(4.0)
 
 
+def test_depth_cloud(M):
+    c = depth_cloud(M, 0.1, 24, n=32)
+    np.testing.assert_allclose(c["normal"], c["normal0"], rtol=1e-12)
+    assert c["normal_share"][-1] < c["normal_share"][0] / 10   # random blocks: not every layer
+    iso = depth_cloud(M, 0.1, 24, iso=0.05, n=32)
+    assert iso["normal_share"][-1] > c["normal_share"][-1]
+
+
+def test_depth_report_is_the_chapter_computation(M):
+    r = depth_report(M, 0.1, n=64, n_layers=6, gain=0.1, iso=0.05, draws=3)
+    depth = residual_profile_from_manifold(M, 0.1, n=64, n_layers=6, gain=0.1)
+    iso = residual_profile_from_manifold(M, 0.1, n=64, n_layers=6, gain=0.1, iso=0.05)
+    s = M.sample_at_radius(0.1, 64, np.random.default_rng(0))
+    rates = [np.log(p["tangent_norm"].iloc[-1] / p["tangent_norm"].iloc[0]) / 6
+             for p in (residual_depth_profile(s.y - M.mu, M.tangent_basis,
+                                              M.normal_basis, 6, gain=0.1, seed=k)
+                       for k in range(3))]
+    assert r["share0"] == depth["normal_share"].iloc[0]
+    assert r["shareL"] == depth["normal_share"].iloc[-1]
+    assert r["shareL_iso"] == iso["normal_share"].iloc[-1] > r["shareL"]
+    assert r["rate"] == float(np.exp(np.mean(rates))) and r["log_growth"] == float(np.mean(rates))
+    assert r["growth"] == depth["tangent_norm"].iloc[-1] / depth["tangent_norm"].iloc[0]
+    assert r["normal_change"] < 1e-12            # the identity path copies the normal part
+    assert r["share0"] == pytest.approx(r["share0_predicted"], rel=0.1)
+    with pytest.raises(ParameterError, match=r"draws=0 is out of range"):
+        depth_report(M, 0.1, draws=0)
+
+
+def test_unit_energies_average_to_the_alignment(M):
+    W = np.random.default_rng(0).standard_normal((5, M.D))
+    et, en = unit_energies(W, M.tangent_basis, M.normal_basis)
+    assert et.shape == en.shape == (5,)
+    assert np.sum(et) / np.sum(en) == pytest.approx(
+        tangent_alignment(W, M.tangent_basis, M.normal_basis))
+    with pytest.raises(ParameterError, match=r"W has shape"):
+        unit_energies(W[:, :3], M.tangent_basis, M.normal_basis)
+
+
 # --- (b) the loop ---------------------------------------------------------------------
 
 def test_loop_shape_and_controls(run):
@@ -106,12 +144,42 @@ def test_lazy_regime_runs_barely_differ():
     assert a["closed", 500] < 2 * a["cut", 500]
 
 
-def test_figures(run):
-    for fig in (loop_figure(run[0]), loop_figure(run[0], "share"),
-                depth_figure(residual_depth_profile(np.ones((2, 3)), np.eye(3)[:, :1],
-                                                    np.eye(3)[:, 1:], 3))):
-        assert isinstance(fig, go.Figure) and len(fig.data) >= 2
-        assert fig.layout.title.text and fig.layout.xaxis.title.text
+def test_run_feedback_loop_matches_feedback_loop():
+    a = feedback_loop(steps=120, log_every=20, seed=1)
+    run = run_feedback_loop(steps=120, log_every=20, seed=1, snapshot_steps=(0, 60, 120))
+    assert run.history[a.columns].equals(a)                     # bit for bit
+    assert sorted(run.snapshots) == [(loop, s) for loop in ("closed", "cut") for s in (0, 60, 120)]
+    np.testing.assert_array_equal(run.snapshots["closed", 0], run.snapshots["cut", 0])
+    M = default_loop_manifold()
+    last = run.history.set_index(["loop", "step"]).loc[("closed", 120), "alignment"]
+    assert tangent_alignment(run.snapshots["closed", 120], M.tangent_basis,
+                             M.normal_basis) == pytest.approx(last, rel=1e-12)
+
+
+def test_fit_columns_measure_the_target_halves():
+    h = run_feedback_loop(steps=1500, log_every=100).history.set_index(["loop", "step"])
+    assert abs(h.loc[("closed", 0), "fit_tangent"]) < 0.01      # untrained: nothing fitted
+    assert h.loc[("closed", 1500), "fit_tangent"] > 0.9         # the tangent half is learned
+    assert abs(h.loc[("cut", 1500), "fit_normal"]) < 0.05
+
+
+def test_alignment_at_loss_and_loop_report():
+    snaps = (0, 20, 100, 200)
+    runs = {s: run_feedback_loop(steps=200, log_every=20, init_scale=s, snapshot_steps=snaps)
+            for s in (0.1, 1.0)}
+    h = runs[0.1].history
+    at = alignment_at_loss(h, [10.0])                       # reached at step 0 by both
+    assert list(at["step"]) == [0, 0]
+    assert alignment_at_loss(h, [1e-9]).empty
+    rep = loop_report(h, runs[1.0].history, loss_level=10.0, early_step=100,
+                      late_steps=(160, 200))
+    assert rep["ratio_early"] == pytest.approx(rep["closed_100"] / rep["cut_100"])
+    assert all(isinstance(v, float) for v in rep.values())
+    with pytest.raises(ParameterError, match=r"step 110 is not logged"):
+        loop_report(h, runs[1.0].history, early_step=110, late_steps=(160, 200))
+    with pytest.raises(ParameterError, match=r"loss_level=1e-09 is not reached"):
+        loop_report(h, runs[1.0].history, loss_level=1e-9, early_step=100,
+                    late_steps=(160, 200))
 
 
 # --- bad input ------------------------------------------------------------------------
@@ -137,3 +205,10 @@ def test_bad_inputs(M):
         feedback_loop(Sphere(2, R=1.0, D=6, seed=0), t=0.2, steps=5)
     with pytest.raises(ParameterError, match=r"lr=.* training diverged"):
         feedback_loop(lr=1e4, steps=50, init_scale=1.0)
+
+
+def test_chapter6_bad_inputs(M):
+    with pytest.raises(ParameterError, match=r"snapshot_steps=50 is out of range"):
+        run_feedback_loop(steps=20, snapshot_steps=(50,))
+    with pytest.raises(ParameterError, match=r"layer=30 is out of range"):
+        depth_cloud(M, 0.1, 30, n_layers=24)

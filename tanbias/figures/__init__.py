@@ -10,7 +10,9 @@ This ``__init__`` holds what every figure shares, one definition each:
 * the book's plotly template (:data:`TEMPLATE`, same font, colour cycle,
   margins and hover behaviour everywhere), registered as ``"tanbias"`` and made
   plotly's default when this package is imported;
-* the colours (:data:`COLORS`, Okabe-Ito);
+* the colours, every one named once in :mod:`tanbias.palette`
+  (:data:`~tanbias.palette.COLORS`, Okabe-Ito; :data:`~tanbias.palette.KIND_COLORS`;
+  the greys): figure modules import them from here, never as literals;
 * :func:`labelled` and :func:`new_figure` (title and axis titles);
 * :func:`frozen_layout`, the cache of figure layouts that keeps live updates
   under 50 ms.
@@ -18,8 +20,9 @@ This ``__init__`` holds what every figure shares, one definition each:
 Importing this package also installs the book's plotly renderer
 (:mod:`tanbias.renderer`) when a chapter is executed for the built book.
 
-Figure builders *return* a :class:`plotly.graph_objects.Figure` and never call
-``.show()``.
+Figure builders *return* a :class:`plotly.graph_objects.Figure` (or a
+:class:`tanbias.interactive.Interactive`), say so in their annotation, and never
+call ``.show()`` (``tests/test_figure_contract.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -39,22 +42,14 @@ if "rfc3987_syntax" not in sys.modules:
 import plotly.graph_objects as go  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
-__all__ = ["COLORS", "TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "new_figure",
-           "frozen_layout"]
+# every colour of the figures, from the one palette; the figure modules import them from here
+from ..palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
+                       KIND_COLORS, LEGEND_BACKGROUND, LEVEL_COLORSCALE, LIGHT_GREY,
+                       REFERENCE_GREY)
 
-#: Colour cycle (Okabe-Ito, colour-blind safe), first colour = the main curve.
-COLORS = (
-    "#0072B2",  # blue
-    "#D55E00",  # vermillion
-    "#009E73",  # bluish green
-    "#CC79A7",  # reddish purple
-    "#E69F00",  # orange
-    "#56B4E9",  # sky blue
-    "#F0E442",  # yellow
-    "#000000",  # black
-)
-#: the lab's two architectures, in every figure of chapters 5-8 and the closing page
-KIND_COLORS = {"encoder": COLORS[0], "decoder": COLORS[1]}
+# COLORS and KIND_COLORS are documented in their home, tanbias.palette
+__all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "new_figure",
+           "frozen_layout"]
 
 TEMPLATE_NAME = "tanbias"
 
@@ -64,15 +59,15 @@ TEMPLATE_NAME = "tanbias"
 #: live slider updates sluggish).
 TEMPLATE = go.layout.Template(
     layout=dict(
-        font=dict(family="Inter, 'Helvetica Neue', Arial, sans-serif", size=14, color="#222"),
+        font=dict(family="Inter, 'Helvetica Neue', Arial, sans-serif", size=14, color=INK),
         title=dict(x=0.0, xanchor="left", font=dict(size=17)),
         colorway=list(COLORS),
         margin=dict(l=70, r=30, t=70, b=60),
         hovermode="closest",
-        legend=dict(bgcolor="rgba(255,255,255,0.7)", borderwidth=0),
-        xaxis=dict(showline=True, linecolor="#444", ticks="outside", zeroline=False,
+        legend=dict(bgcolor=LEGEND_BACKGROUND, borderwidth=0),
+        xaxis=dict(showline=True, linecolor=AXIS_LINE, ticks="outside", zeroline=False,
                    automargin=True),
-        yaxis=dict(showline=True, linecolor="#444", ticks="outside", zeroline=False,
+        yaxis=dict(showline=True, linecolor=AXIS_LINE, ticks="outside", zeroline=False,
                    automargin=True),
     )
 )

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from tanbias._checks import check_int
 from tanbias.attention import KEY_TERMS, NORMAL_TERMS, ORDERS, softmax_terms
-from tanbias.figures import frozen_layout, labelled
+from tanbias.figures import COLORS, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 
 __all__ = [
@@ -29,7 +29,7 @@ _PRETTY = {"mu_v": "μᵀM v<sub>j</sub>", "mu_n": "μᵀM n<sub>j</sub>",
 _TITLE_SLOT = "\x00title\x00"
 
 
-def term_scaling_figure(df, title="Attention score terms against the radius t"):
+def term_scaling_figure(df, title="Attention score terms against the radius t") -> go.Figure:
     """Log-log RMS of every score term against ``t`` (output of :func:`tanbias.attention.score_term_scaling`).
 
     Parameters
@@ -52,7 +52,8 @@ def term_scaling_figure(df, title="Attention score terms against the radius t"):
                     "RMS of the term over token pairs [score units, log]", legend="term")
 
 
-def removal_figure(df, title="Attention change when a part of every token is removed"):
+def removal_figure(df, title="Attention change when a part of every token is removed"
+                   ) -> go.Figure:
     """Log-log total-variation change of the attention weights against ``t``.
 
     Parameters
@@ -77,7 +78,7 @@ def removal_figure(df, title="Attention change when a part of every token is rem
                     "mean TV distance between attention rows [log]", legend="removed")
 
 
-def softmax_terms_figure(data, title=None):
+def softmax_terms_figure(data, title=None) -> go.Figure:
     """Bars of the key-dependent score terms, log scale.
 
     Parameters
@@ -116,8 +117,8 @@ def _softmax_terms_dict(data, title=None) -> dict:
     """:func:`softmax_terms_figure` as a plain dict (no per-update validation cost)."""
     traces = []
     for group, names, color in (("tangent only", [k for k in KEY_TERMS if k not in NORMAL_TERMS],
-                                 "#0072B2"),
-                                ("involves the normal part n", list(NORMAL_TERMS), "#D55E00")):
+                                 COLORS[0]),
+                                ("involves the normal part n", list(NORMAL_TERMS), COLORS[1])):
         traces.append(dict(type="bar", x=[f"{_PRETTY[k]} (t{_sup(ORDERS[k])})" for k in names],
                            y=[float(data["rms"][k]) for k in names], name=group,
                            marker=dict(color=color)))
@@ -129,7 +130,7 @@ def _softmax_terms_dict(data, title=None) -> dict:
     return dict(data=traces, layout=layout)
 
 
-def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0):
+def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0) -> Interactive:
     """Interactive over ``t`` and the layer of a simulated stack: what reaches the softmax.
 
     Parameters

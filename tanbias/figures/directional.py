@@ -1,8 +1,10 @@
 """Figures of chapter 3: sampled directions against the predicted directional law.
 
-The numbers come from :mod:`tanbias.directional` (:class:`~tanbias.directional.DirectionSamples`,
-:func:`~tanbias.directional.amplitude_scan`, :func:`~tanbias.directional.ricci_sign_data`,
-:func:`~tanbias.directional.ring_data`); this module only draws them.
+The numbers come from the maths modules of chapter 3:
+:class:`~tanbias.direction_samples.DirectionSamples` (:mod:`tanbias.direction_samples`),
+:func:`~tanbias.directional_density.amplitude_scan` (:mod:`tanbias.directional_density`),
+:func:`~tanbias.ricci_sign.ricci_sign_data` and :func:`~tanbias.ricci_sign.ring_data`
+(:mod:`tanbias.ricci_sign`); this module only draws them.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .._checks import check_instance
-from ..directional import DirectionSamples, ricci_sign_data, ring_data
+from ..direction_samples import DirectionSamples
 from ..interactive import Interactive, Param, resolve_mode
 from ..radial import Gaussian, RadialLaw
-from . import COLORS, frozen_layout
+from ..ricci_sign import ricci_sign_data, ring_data
+from . import COLORS, INK, REFERENCE_GREY, frozen_layout
 
 __all__ = ["direction_density_figure", "directions_interactive", "amplitude_figure",
            "ricci_sign_figure", "ring_figure", "ring_interactive"]
@@ -33,8 +36,8 @@ def direction_density_figure(data, title=None) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.directional.direction_density_data`
-        (or of :meth:`~tanbias.directional.DirectionSamples.live`).
+        Output of :func:`tanbias.direction_samples.direction_density_data`
+        (or of :meth:`~tanbias.direction_samples.DirectionSamples.live`).
     title : str, optional
 
     Returns
@@ -62,7 +65,7 @@ def _direction_density_dict(data, title=None) -> dict:
     h = data["hist"]
     traces = [
         _scatter([0.0, 180.0], [1.0, 1.0], "uniform (no bias)",
-                 mode="lines", line=dict(color="#888", dash="dot", width=1.5)),
+                 mode="lines", line=dict(color=REFERENCE_GREY, dash="dot", width=1.5)),
         _scatter(deg, data["first_order"], "first order in η<sub>g</sub> (our derivation)",
                  mode="lines", line=dict(color=COLORS[0], dash="dash", width=2)),
         _scatter(deg, data["exact"], "exact (quadrature, all orders)",
@@ -87,11 +90,11 @@ def directions_interactive(samples) -> Interactive:
 
     Parameters
     ----------
-    samples : tanbias.directional.DirectionSamples
+    samples : tanbias.direction_samples.DirectionSamples
         The sample bank: its surfaces, ``eta_g`` grid (the default view is the
         largest), law, sizes and seed. In the built book each frame shows fresh
-        exact samples (:meth:`~tanbias.directional.DirectionSamples.data`); live
-        sliders reweight the banks (:meth:`~tanbias.directional.DirectionSamples.live`;
+        exact samples (:meth:`~tanbias.direction_samples.DirectionSamples.data`); live
+        sliders reweight the banks (:meth:`~tanbias.direction_samples.DirectionSamples.live`;
         the legend reports the effective sample size).
 
     Returns
@@ -100,7 +103,7 @@ def directions_interactive(samples) -> Interactive:
         With ``samples``, and its ``data`` and ``live`` methods, as attributes.
     """
     samples = check_instance("samples", samples, DirectionSamples,
-                             hint="Pass tanbias.directional.DirectionSamples(surfaces, etas).")
+                             hint="Pass tanbias.direction_samples.DirectionSamples(surfaces, etas).")
     etas = samples.etas
 
     def compute(surface, eta_g):
@@ -130,7 +133,7 @@ def amplitude_figure(scans, mc=None, title=None) -> go.Figure:
     Parameters
     ----------
     scans : dict[str, dict]
-        Name -> output of :func:`tanbias.directional.amplitude_scan`.
+        Name -> output of :func:`tanbias.directional_density.amplitude_scan`.
     mc : dict[str, dict], optional
         Name -> ``{"eta_g", "amplitude", "se"}`` arrays of Monte Carlo estimates.
     title : str, optional
@@ -151,7 +154,7 @@ def amplitude_figure(scans, mc=None, title=None) -> go.Figure:
             m = mc[name]
             traces.append(_scatter(m["eta_g"], m["amplitude"], f"{name}: Monte Carlo ±2 s.e.",
                                    mode="markers", marker=dict(color=c, size=9, symbol="diamond",
-                                                               line=dict(color="#222", width=1)),
+                                                               line=dict(color=INK, width=1)),
                                    error_y=dict(type="data", array=2 * np.asarray(m["se"]),
                                                 visible=True)))
     layout = dict(
@@ -184,7 +187,7 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None) -> go.F
     s, hist, eta, first = data["s"], data["hist"], data["eta_g"], data["first_order"]
     traces = [
         _scatter([0, 1], [1, 1], "uniform (no bias)", mode="lines",
-                 line=dict(color="#888", dash="dot", width=1.5)),
+                 line=dict(color=REFERENCE_GREY, dash="dot", width=1.5)),
         _scatter(s, first["statement"], "first order, Ricci term favoured (statement's wording)",
                  mode="lines", line=dict(color=COLORS[3], dash="dash", width=2)),
         _scatter(s, first["extrinsic only"], "first order, extrinsic term only", mode="lines",
@@ -220,10 +223,24 @@ def _ring_layout() -> go.Figure:
     return fig
 
 
-def ring_figure(data) -> dict:
+def ring_figure(data) -> go.Figure:
     """Two panels: the ring's direction law with its chord and volume factors, and the
-    radius law with the ring marked. ``data`` is the output of
-    :func:`tanbias.directional.ring_data`. Returns a plotly figure dict."""
+    radius law with the ring marked.
+
+    Parameters
+    ----------
+    data : dict
+        Output of :func:`tanbias.ricci_sign.ring_data`.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    return go.Figure(_ring_dict(data))
+
+
+def _ring_dict(data) -> dict:
+    """:func:`ring_figure` as a plain dict (a slider frame: no per-update validation cost)."""
     layout = _ring_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(f"S²×ℝ, η<sub>g</sub> = {data['eta_g']:.3g}: ring at "
                                  f"t = {data['tau']:.3g} √η<sub>g</sub> = {data['t']:.3g}"))
@@ -268,7 +285,7 @@ def ring_interactive(manifold, law=None, etas=(0.003, 0.01, 0.03, 0.1),
                 Param("tau", "ring radius t / √η<sub>g</sub>", taus[0], taus[-1],
                       default=taus[-2], values=taus)],
         compute=lambda eta_g, tau: ring_data(manifold, base.with_eta(eta_g, manifold.d), tau),
-        figure=lambda d, eta_g, tau: ring_figure(d),
+        figure=lambda d, eta_g, tau: _ring_dict(d),
         title="Ricci versus extrinsic curvature, ring by ring",
         caption="Samples at geodesic radius exactly t: their direction law is the product of a "
                 "volume factor (positive Ricci curvature: less volume along the sphere, s → 1) "

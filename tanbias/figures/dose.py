@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from tanbias.figures import KIND_COLORS, frozen_layout, labelled
+from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
@@ -24,7 +24,7 @@ SYMBOL = {"encoder": "circle", "decoder": "diamond"}
 
 def level_color(x: float) -> str:
     """Colour of a level at design position ``x`` in [0, 1]: dark (skewed start) to light (flattest)."""
-    return sample_colorscale("Viridis", [0.9 * float(x)])[0]
+    return sample_colorscale(LEVEL_COLORSCALE, [0.9 * float(x)])[0]
 
 
 @frozen_layout
@@ -42,8 +42,8 @@ def _chain_layout(titles: tuple):
 @frozen_layout
 def _trajectory_layout(early_x: float):
     fig = go.Figure()
-    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
-    fig.add_vline(x=early_x, line=dict(color="grey", width=1, dash="dot"))
+    fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
+    fig.add_vline(x=early_x, line=dict(color=GREY, width=1, dash="dot"))
     fig.update_xaxes(type="log")
     return labelled(fig, " ", "training step + 1 [log]", "log enrichment  ln[E(proxy) / mean E(controls)]")
 
@@ -170,8 +170,8 @@ def adaptive_figure(frame):
         fig.add_trace(go.Scatter(x=dx, y=dy, mode="markers", name=kind,
                                  text=[f"{lv}, step {s}, seed {sd}" for lv, s, sd in zip(g["level"], g["step"], g["seed"])],
                                  marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.7)))
-    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
-    fig.add_vline(x=0.0, line=dict(color="grey", width=1))
+    fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
+    fig.add_vline(x=0.0, line=dict(color=GREY, width=1))
     return labelled(fig, "Within a level and a step: effective dimension against held-out loss",
                     "participation ratio − its cell mean [dimensions]",
                     "held-out loss − its cell mean [nats]", legend="architecture")

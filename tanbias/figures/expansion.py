@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from .._checks import check_int
 from ..expansion import expansion_scaling, side_view_data
 from ..interactive import Interactive, Param
-from . import COLORS, frozen_layout
+from . import COLORS, REFERENCE_GREY, frozen_layout
 
 __all__ = ["side_view_figure", "expansion_interactive"]
 
@@ -52,7 +52,7 @@ def _side_view_dict(view, scaling, name) -> dict:
     i = int(np.argmin(np.abs(np.log(scaling["t"] / t))))
     traces = [
         _trace([-1.1, 1.1], [0, 0], "tangent plane", mode="lines",
-               line=dict(color="#888", dash="dot", width=1.5)),
+               line=dict(color=REFERENCE_GREY, dash="dot", width=1.5)),
         _trace(view["curve_x"], view["curve_y"], "prediction t·II(u,u)/2", mode="lines",
                line=dict(color=COLORS[1], width=2)),
         _trace(view["x"], view["y"], "samples at radius t", mode="markers",

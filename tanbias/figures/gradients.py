@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from tanbias._checks import check_int, check_radius, max_radius
-from tanbias.figures import frozen_layout, labelled
+from tanbias.figures import BLACK, COLORS, frozen_layout, labelled
 from tanbias.gradients import eta_histogram, gradient_cloud
 from tanbias.interactive import Interactive, Param
 
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer"):
+def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer") -> go.Figure:
     """Log-log plot of the ratio forms against ``t`` with the II prediction.
 
     Parameters
@@ -51,14 +51,14 @@ def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer")
                                  mode="lines+markers", name=names[col],
                                  line=dict(dash=dash)))
     fig.add_trace(go.Scatter(x=df["t"], y=df["predicted_rms"], mode="lines",
-                             name="prediction c t from II", line=dict(dash="dash", color="black")))
+                             name="prediction c t from II", line=dict(dash="dash", color=BLACK)))
     fig.update_layout(legend=dict(x=0.01, y=0.99), xaxis_type="log", yaxis_type="log",
                       xaxis_exponentformat="power", yaxis_exponentformat="power")
     return labelled(fig, title, "radius t [geodesic distance, log]",
                     "normal / tangent gradient norm [ratio, log]")
 
 
-def gradient_cloud_figure(data, title=None):
+def gradient_cloud_figure(data, title=None) -> go.Figure:
     """Scatter of per-sample gradients (output of :func:`tanbias.gradients.gradient_cloud`) and their batch mean.
 
     Parameters
@@ -78,7 +78,7 @@ def gradient_cloud_figure(data, title=None):
                              marker=dict(size=5, opacity=0.55)))
     fig.add_trace(go.Scatter(x=[data["mean"][0]], y=[data["mean"][1]], mode="markers",
                              name="batch-mean gradient",
-                             marker=dict(symbol="x", size=14, color="black")))
+                             marker=dict(symbol="x", size=14, color=BLACK)))
     mr = data["mean_ratio"]
     mr_text = "∞" if not np.isfinite(mr) else f"{mr:.3g}"
     if title is None:
@@ -89,7 +89,7 @@ def gradient_cloud_figure(data, title=None):
                     "normal component / t [along the mean curvature]")
 
 
-def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0):
+def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0) -> Interactive:
     """The chapter-4 interactive: per-sample gradients at radius ``t``, two kinds of signal.
 
     Sliders: ``t`` (log scale) and the back-propagated signal (Gaussian or
@@ -126,7 +126,7 @@ def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0):
         name="ch4-gradient-cloud", height=470)
 
 
-def eta_histogram_figure(data, title=None):
+def eta_histogram_figure(data, title=None) -> go.Figure:
     """Histogram of per-sample ratios with the RMS ratio and its prediction (vertical lines)."""
     return go.Figure(_eta_histogram_dict(data, title))
 
@@ -150,9 +150,9 @@ def _eta_histogram_dict(data, title=None) -> dict:
                    line=dict(shape="hvh"), name="per-sample ratio ||n<sub>i</sub>|| / "
                                                 "||v<sub>i</sub>||")]
     for key, name, dash, color in (
-            ("rms", "RMS ratio (measured)", "solid", "black"),
-            ("predicted", "prediction c √(κ<sub>g</sub> η<sub>g</sub>)", "dash", "#D55E00"),
-            ("naive", "c √η<sub>g</sub> (ignores the spread of radii)", "dot", "#009E73")):
+            ("rms", "RMS ratio (measured)", "solid", BLACK),
+            ("predicted", "prediction c √(κ<sub>g</sub> η<sub>g</sub>)", "dash", COLORS[1]),
+            ("naive", "c √η<sub>g</sub> (ignores the spread of radii)", "dot", COLORS[2])):
         traces.append(dict(type="scatter", x=[float(data[key])] * 2, y=[0.0, top], mode="lines",
                            name=name, line=dict(dash=dash, color=color, width=2)))
     if title is None:
@@ -163,7 +163,7 @@ def _eta_histogram_dict(data, title=None) -> dict:
     return dict(data=traces, layout=layout)
 
 
-def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
+def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0) -> Interactive:
     """Interactive over ``eta_g``: per-sample ratios for a radial law, RMS vs prediction.
 
     Parameters
@@ -195,7 +195,7 @@ def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0):
         name="ch4-eta-histogram", height=440)
 
 
-def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant"):
+def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant") -> go.Figure:
     """Gradient clouds of a frequent (``t1``) and a rare (``t2``) token type, side by side.
 
     Each panel divides both components by its own radius, so it shows the

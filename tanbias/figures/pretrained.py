@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from tanbias.figures import COLORS, frozen_layout, labelled
+from tanbias.figures import BLACK, COLORS, GREY, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import PAPER_RHO, premise_main
 
@@ -63,8 +63,8 @@ def _subsample(frame, n=MAX_POINTS, seed=0):
 @frozen_layout
 def _premise_layout():
     fig = go.Figure()
-    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
-    fig.add_hline(y=PAPER_RHO, line=dict(color="black", width=1, dash="dot"),
+    fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
+    fig.add_hline(y=PAPER_RHO, line=dict(color=BLACK, width=1, dash="dot"),
                   annotation_text="paper, decoders: about −0.5", annotation_position="bottom right")
     fig.update_yaxes(range=[-1, 1])
     return labelled(fig, " ", "layer (0 = embeddings)", "Spearman ρ with log frequency",
@@ -191,7 +191,7 @@ def alignment_interactive(pretrained: dict):
                        line=dict(color=COLORS[0])),
             go.Scatter(x=data["layer"][sig], y=data["enrichment"][sig], mode="markers",
                        name="p ≤ 0.05 against 20 controls", marker=dict(color=COLORS[1], size=8))])
-        fig.add_hline(y=1.0, line=dict(color="grey", width=1))
+        fig.add_hline(y=1.0, line=dict(color=GREY, width=1))
         fig.update_yaxes(type="log")
         return labelled(fig, f"{model}: gradient energy in the activations' top-r PCA space",
                         "layer (0 = embeddings)", "enrichment (log scale; 1 = random subspace)")
@@ -231,7 +231,7 @@ def curvature_interactive(pretrained: dict):
                                          line=dict(color=COLORS[1])))
             fig.add_trace(go.Scatter(x=xs, y=y0 * (xs / x0) ** 2, mode="lines",
                                      name="slope 2 (curved manifold)",
-                                     line=dict(color="grey", dash="dot")))
+                                     line=dict(color=GREY, dash="dot")))
         fig.update_xaxes(type="log")
         fig.update_yaxes(type="log")
         return labelled(fig, f"{model}, layer {data['layer']}: variance outside the top "

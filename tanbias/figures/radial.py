@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from .._checks import check_int, check_real
 from ..interactive import Interactive, Param
 from ..radial import radius_density
-from . import COLORS, frozen_layout
+from . import COLORS, INK, frozen_layout
 
 __all__ = ["radial_laws_figure", "radial_laws_interactive"]
 
@@ -47,7 +47,7 @@ def _radial_laws_dict(families, eta_g, d, n_points=120) -> dict:
                            line=dict(color=COLORS[i % len(COLORS)], width=2.5)))
     rms = math.sqrt(eta_g)
     traces.append(dict(type="scatter", x=[rms, rms], y=[0.0, 1.05 * peak], mode="lines",
-                       name="RMS radius √η<sub>g</sub>", line=dict(color="#222", dash="dash")))
+                       name="RMS radius √η<sub>g</sub>", line=dict(color=INK, dash="dash")))
     layout = _radial_layout()
     layout["title"] = dict(y=0.985, yanchor="top",
                            text=f"Radius of a sample: four laws with η<sub>g</sub> = {eta_g:.3g}, "

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from tanbias._checks import check_choice
 from tanbias.errors import ParameterError
-from tanbias.figures import frozen_layout, labelled
+from tanbias.figures import BLACK, COLORS, FAINT_GREY, REFERENCE_GREY, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.residual import default_loop_manifold, depth_cloud, tangent_alignment, unit_energies
 
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def depth_figure(df, title="Residual stream: tangent and normal parts against depth"):
+def depth_figure(df, title="Residual stream: tangent and normal parts against depth") -> go.Figure:
     """Tangent/normal RMS norms (log scale) and normal share against layer.
 
     Parameters
@@ -54,7 +54,7 @@ def depth_figure(df, title="Residual stream: tangent and normal parts against de
                     "RMS norm over tokens / normal share [log]")
 
 
-def loop_figure(df, metric="alignment", title=None):
+def loop_figure(df, metric="alignment", title=None) -> go.Figure:
     """A loop metric against SGD step, closed vs cut.
 
     Parameters
@@ -83,7 +83,8 @@ def loop_figure(df, metric="alignment", title=None):
                     labels[metric], legend="loop")
 
 
-def learning_figure(history, title="What each run learns, and what its activations look like"):
+def learning_figure(history, title="What each run learns, and what its activations look like"
+                    ) -> go.Figure:
     """Fit of each target half and normal share of the hidden pre-activations, against step.
 
     Parameters
@@ -101,7 +102,7 @@ def learning_figure(history, title="What each run learns, and what its activatio
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16,
                         subplot_titles=["fraction of each target half fitted",
                                         "normal share of the hidden pre-activations"])
-    colors = {"closed": "#0072B2", "cut": "#D55E00"}
+    colors = {"closed": COLORS[0], "cut": COLORS[1]}
     for loop, g in df.groupby("loop", sort=False):
         for col, dash, half in (("fit_tangent", "solid", "tangent half"),
                                 ("fit_normal", "dot", "normal half")):
@@ -169,18 +170,18 @@ def _depth_cloud_dict(data, title=None) -> dict:
                      (0.55, 0.45))
     traces = [
         _trace(data["tangent0"], data["normal0"], "tokens at layer 0", mode="markers",
-               marker=dict(size=5, color="#BBBBBB")),
+               marker=dict(size=5, color=FAINT_GREY)),
         _trace(data["tangent"], data["normal"], "tokens at the chosen layer", mode="markers",
-               marker=dict(size=6, color="#0072B2", opacity=0.7)),
+               marker=dict(size=6, color=COLORS[0], opacity=0.7)),
         _trace(data["layers"], data["normal_share"], "normal share ||P<sub>N</sub>h||² / ||h||²",
-               col=2, mode="lines", line=dict(color="#D55E00")),
+               col=2, mode="lines", line=dict(color=COLORS[1])),
         _trace([l], [data["normal_share"][l]], "chosen layer", col=2, mode="markers",
-               marker=dict(size=11, color="black")),
+               marker=dict(size=11, color=BLACK)),
     ]
     return dict(data=traces, layout=layout)
 
 
-def depth_cloud_figure(data, title=None):
+def depth_cloud_figure(data, title=None) -> go.Figure:
     """Two panels: the tokens at one layer (log-log norms) and the normal share against depth.
 
     Parameters
@@ -197,7 +198,7 @@ def depth_cloud_figure(data, title=None):
 
 
 def depth_interactive(manifold=None, ts=(0.05, 0.1, 0.2, 0.4), layers=None, n_layers=24,
-                      gain=0.1, isos=(0.0, 0.05), n=128, seed=0):
+                      gain=0.1, isos=(0.0, 0.05), n=128, seed=0) -> Interactive:
     """Interactive over the layer, ``t`` and the blocks' isotropic part (chapter 6).
 
     Parameters
@@ -257,7 +258,7 @@ def _log_spaced(steps, k=120):
     return steps[idx]
 
 
-def loop_interactive(runs, manifold=None):
+def loop_interactive(runs, manifold=None) -> Interactive:
     """Interactive over the training step and the initial scale: the loop, unit by unit.
 
     Parameters
@@ -281,7 +282,7 @@ def loop_interactive(runs, manifold=None):
                              f"is at least 2. Pass snapshot_steps to run_feedback_loop.")
     shown = {sc: r.history[r.history["step"].isin(_log_spaced(r.history["step"]))]
              for sc, r in runs.items()}
-    colors = {"closed": "#0072B2", "cut": "#D55E00"}
+    colors = {"closed": COLORS[0], "cut": COLORS[1]}
 
     def compute(step, init_scale):
         run = runs[init_scale]
@@ -302,12 +303,12 @@ def loop_interactive(runs, manifold=None):
                          marker=dict(size=7, opacity=0.75, color=colors[loop]))
                   for loop in ("closed", "cut")]
         traces.append(_trace([lo, hi], [lo, hi], "isotropic unit", mode="lines",
-                             line=dict(color="#888888", dash="dash")))
+                             line=dict(color=REFERENCE_GREY, dash="dash")))
         traces += [_trace(*data["curves"][loop], f"loop {loop}: alignment", col=2, mode="lines",
                           line=dict(color=colors[loop])) for loop in ("closed", "cut")]
         traces.append(_trace([step, step], [data["now"]["closed"], data["now"]["cut"]],
                              "chosen step", col=2, mode="markers",
-                             marker=dict(size=11, color="black")))
+                             marker=dict(size=11, color=BLACK)))
         regime = "feature learning" if init_scale < 1 else "standard init"
         title = (f"init scale {init_scale:g} ({regime}), step {step}: alignment "
                  f"{data['now']['closed']:.3g} closed vs {data['now']['cut']:.3g} cut")

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from tanbias.figures.attention import softmax_terms_figure
-from tanbias.figures import KIND_COLORS, labelled
+from tanbias.figures import BLACK, FAINT_GREY, GREY, KIND_COLORS, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.views import load_views
 
@@ -95,7 +95,7 @@ def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")):
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {PROXY_LABEL[proxy]}",
                                      line=dict(color=KIND_COLORS[kind], dash=DASH[proxy]), marker=dict(size=5)))
         ref = 1.0 if metric == "enrichment" else 0.0
-        fig.add_hline(y=ref, line=dict(color="grey", width=1))
+        fig.add_hline(y=ref, line=dict(color=GREY, width=1))
         fig.update_xaxes(type="log")
         return label(fig)
 
@@ -130,7 +130,7 @@ def layer_interactive(loaded: dict, proxy: str = "frozen"):
             kind = loaded[n].config.kind
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {b}",
                                      line=dict(color=KIND_COLORS[kind], dash=dashes[buckets.index(b) % 4])))
-        fig.add_hline(y=1.0, line=dict(color="grey", width=1))
+        fig.add_hline(y=1.0, line=dict(color=GREY, width=1))
         fig.update_yaxes(type="log")
         return label(fig)
 
@@ -262,13 +262,13 @@ def trained_depth_view(run="decoder-natural-s0"):
     def figure(data, layer, step):
         traces = [
             go.Scatter(x=data["t0"], y=data["n0"], mode="markers", name="tokens at layer 0",
-                       marker=dict(size=5, color="#BBBBBB")),
+                       marker=dict(size=5, color=FAINT_GREY)),
             go.Scatter(x=data["t"], y=data["n"], mode="markers", name="tokens at the chosen layer",
                        marker=dict(size=6, color=KIND_COLORS["encoder"], opacity=0.7)),
             go.Scatter(x=list(range(L + 1)), y=data["share"], mode="lines+markers", name="normal share",
                        line=dict(color=KIND_COLORS["decoder"]), xaxis="x2", yaxis="y2"),
             go.Scatter(x=[layer], y=[data["share"][layer]], mode="markers", name="chosen layer",
-                       marker=dict(size=11, color="black"), xaxis="x2", yaxis="y2")]
+                       marker=dict(size=11, color=BLACK), xaxis="x2", yaxis="y2")]
         title = dict(text=f"Trained {v['run']}, step {step}, layer {layer}: normal share "
                           f"{data['share'][layer]:.2f} (rank-{v['rank']} proxy)")
         return go.Figure(data=traces, layout=dict(panels, title=title))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from tanbias.figures import KIND_COLORS, frozen_layout, labelled
+from tanbias.figures import BLACK, COLORS, GREY, KIND_COLORS, LIGHT_GREY, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.tables import bucket_label
@@ -29,8 +29,8 @@ def _label(fig, title, x, y, legend="cell"):
 @frozen_layout
 def _trajectory_layout(early_x: float, ylabel: str):
     fig = go.Figure()
-    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
-    fig.add_vline(x=early_x, line=dict(color="grey", width=1, dash="dot"))
+    fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
+    fig.add_vline(x=early_x, line=dict(color=GREY, width=1, dash="dot"))
     fig.update_xaxes(type="log")
     return _label(fig, " ", "training step + 1 [log]", ylabel)
 
@@ -96,7 +96,7 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
 @frozen_layout
 def _cells_layout():
     fig = go.Figure()
-    fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+    fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
     fig.update_xaxes(categoryorder="array", categoryarray=[f"{k}, {g}" for k, g in sweep.cells()])
     return _label(fig, " ", "cell (architecture, data regime)", METRICS["log_enrichment"])
 
@@ -180,7 +180,7 @@ def eta_interactive(loaded: dict, proxy: str = "frozen"):
                 name=f"{kind}, {reg}", text=[f"{b}, seed {s}" for b, s in zip(arr[:, 2], arr[:, 3])],
                 marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[reg],
                             size=[14 if s else 7 for s in sel], line=dict(width=1, color=KIND_COLORS[kind]))))
-        fig.add_hline(y=0.0, line=dict(color="grey", width=1))
+        fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
         fig.update_xaxes(type="log")
         return _label(fig, f"Late enrichment against a bucket's implied η<sub>g</sub>, layer {layer} "
                       f"(large markers: {bucket})", "implied η<sub>g</sub> of the bucket = mean t² [log]",
@@ -255,7 +255,7 @@ def frequency_figure(loaded: dict):
         x, y = sweep.rank_frequency(r.token_counts)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=regime, legendgroup=regime,
                                  showlegend=regime not in shown,
-                                 line=dict(color="#009E73" if regime == "natural" else "#CC79A7",
+                                 line=dict(color=COLORS[2] if regime == "natural" else COLORS[3],
                                            dash=DASH[regime])))
         shown.add(regime)
     fig.update_xaxes(type="log")
@@ -274,7 +274,7 @@ def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen"):
             & (eff["metric"] == "log_enrichment") & eff["phase"].isin(["early", "late"])]
     order = list(sweep.CONTRASTS)
     fig = go.Figure()
-    for phase, color, dy in (("early", "#999999", -0.15), ("late", "#000000", 0.15)):
+    for phase, color, dy in (("early", LIGHT_GREY, -0.15), ("late", BLACK, 0.15)):
         g = e[e["phase"] == phase].set_index("contrast").reindex(order)
         y = np.arange(len(order)) + dy
         fig.add_trace(go.Scatter(
@@ -288,11 +288,11 @@ def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen"):
     if tim is not None:
         m, lo, hi, n = sweep.t_interval(tim["log_late_over_peak"])
         fig.add_trace(go.Scatter(x=[np.exp(m)], y=[len(order)], mode="markers", name="last step / peak",
-                                 marker=dict(color="#009E73", size=9, symbol="diamond"),
+                                 marker=dict(color=COLORS[2], size=9, symbol="diamond"),
                                  error_x=dict(type="data", symmetric=False, array=[np.exp(hi) - np.exp(m)],
-                                              arrayminus=[np.exp(m) - np.exp(lo)], color="#009E73")))
+                                              arrayminus=[np.exp(m) - np.exp(lo)], color=COLORS[2])))
         labels.append(f"last step / peak (all {n} runs)")
-    fig.add_vline(x=1.0, line=dict(color="grey", width=1))
+    fig.add_vline(x=1.0, line=dict(color=GREY, width=1))
     fig.update_xaxes(type="log")
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed")
     return _label(fig, "What the sweep decides: ratios of enrichment with 95 % intervals over seeds",

@@ -13,7 +13,7 @@ from scipy.spatial import cKDTree
 
 from ..interactive import Interactive, Param
 from ..volume_growth import growth_profile, two_sheet_slope
-from . import COLORS, frozen_layout
+from . import COLORS, INK, frozen_layout
 
 __all__ = ["growth_figure", "stratified_growth_interactive"]
 
@@ -37,7 +37,7 @@ def _growth_dict(profiles: dict, predicted: dict | None = None, delta: float | N
                            xaxis="x2", yaxis="y2", legendgroup=name, showlegend=False))
     for name, (r, slope) in (predicted or {}).items():
         traces.append(dict(type="scatter", x=np.asarray(r), y=np.asarray(slope),
-                           name=name, mode="lines", line=dict(color="#222", dash="dash", width=1.5),
+                           name=name, mode="lines", line=dict(color=INK, dash="dash", width=1.5),
                            xaxis="x2", yaxis="y2"))
     return dict(data=traces, layout=layout)
 

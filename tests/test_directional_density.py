@@ -1,4 +1,5 @@
-"""Directional bias: exact uniform moments, first order vs exact vs Monte Carlo, Ricci sign."""
+"""tanbias.directional_density: b(u) and its exact uniform moments, the first-order and the
+exact directional density, bias amplitudes, where the first order stops being enough."""
 
 import math
 
@@ -6,18 +7,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
-from tanbias.directional import (angle_statistic, bias_amplitude, bias_function,
-                                 compare_histogram, direction_histogram, exact_bias_amplitude,
-                                 exact_directional_density, exact_expectation, exact_histogram,
-                                 first_order_density, first_order_histogram,
-                                 predicted_bias_amplitude, sphere_quadrature,
-                                 sphere_share_statistic, uniform_bias_moments)
+from tanbias.directional_density import (amplitude_crossing, amplitude_scan, bias_function,
+                                         exact_bias_amplitude, exact_directional_density,
+                                         exact_expectation, first_order_density,
+                                         predicted_bias_amplitude, sphere_quadrature,
+                                         uniform_bias_moments)
 from tanbias.errors import ParameterError
 from tanbias.manifolds import (Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere,
                                uniform_directions)
-from tanbias.radial import Gaussian, Laplace
+from tanbias.radial import Gaussian
 from tanbias.stats import loglog_slope
 
 RNG = np.random.default_rng
@@ -111,58 +110,21 @@ def test_first_order_breaks_down_at_large_eta():
     assert abs(a / predicted_bias_amplitude(C, law.eta_g(2)) - 1) > 0.05
 
 
-# ------------------------------------------------------------------ Monte Carlo
-def test_uniform_directions_give_a_flat_histogram():
-    h = direction_histogram(uniform_directions(50_000, 2, RNG(3)), bins=10)
-    assert h.chi_square(np.ones(10))[2] > 1e-3
-    assert np.allclose(h.ref_prob, 0.1)
+# ------------------------------------------------------------------ where the first order stops
+def test_amplitude_scan_is_first_order():
+    C = Cylinder(R=1.0)
+    sc = amplitude_scan(C, Gaussian(1.0), np.geomspace(1e-4, 1e-1, 4))
+    assert np.all(np.abs(sc["relative_error"][:3]) < 0.01)
+    slope = np.polyfit(np.log(sc["eta_g"]), np.log(sc["exact"]), 1)[0]
+    assert slope == pytest.approx(1.0, abs=0.01)
 
 
-def test_cylinder_monte_carlo_agrees_with_first_order_and_rejects_uniform():
-    C, law = Cylinder(R=1.0, D=3, seed=0), Gaussian(0.35)
-    s = C.sample(400_000, law, RNG(4))
-    cmp = compare_histogram(C, law, s.u, bins=8)
-    assert cmp.chi2_first_order[2] > 1e-3
-    assert cmp.chi2_exact[2] > 1e-3
-    assert cmp.histogram.chi_square(np.ones(8))[2] < 1e-6         # the test has power
-    amp, se = bias_amplitude(s.u, C, return_stderr=True)
-    assert abs(amp - exact_bias_amplitude(C, law)) < 4 * se
-    assert amp > 3 * se
-
-
-def test_saddle_monte_carlo_agrees_with_exact_density():
-    S, law = Saddle(1.0, D=3, seed=1), Gaussian(0.15)
-    s = S.sample(20_000, law, RNG(5))
-    cmp = compare_histogram(S, law, s.u, bins=6)
-    assert cmp.chi2_exact[2] > 1e-3 and cmp.chi2_first_order[2] > 1e-3
-
-
-def test_ricci_term_lowers_the_density_on_s2_times_r():
-    """Our derivation: on S^2_R x R the share s = |u_S|^2 has first-order density
-    ~ 1 + eta [(5/24) s^2 - s/6] / R^2. The seed statement's reading (positive Ricci
-    favoured) would give + s/6. Monte Carlo must pick ours and reject the other sign."""
-    M, law = GeneralizedCylinder(2, 3, R=1.0, D=4, seed=0), Gaussian(0.3)
-    eta = law.eta_g(3)
-    stat = sphere_share_statistic(M)
-    edges = np.linspace(0, 1, 11)
-    s = M.sample(400_000, law, RNG(6))
-    h = direction_histogram(s.u, edges, stat)
-    ours = first_order_histogram(M, eta, edges, stat)
-    # the flipped Ricci sign, bin-averaged against Beta(1, 1/2) (exact Gauss-Legendre in phi)
-    x, w = np.polynomial.legendre.leggauss(40)
-    mean_alt = (5 * 8 / 15 + 4 * 2 / 3) / 24
-    alt = []
-    for lo, hi in zip(np.arcsin(np.sqrt(edges[:-1])), np.arcsin(np.sqrt(edges[1:]))):
-        phi = (lo + hi) / 2 + (hi - lo) / 2 * x
-        sv, wt = np.sin(phi) ** 2, w * np.sin(phi)
-        alt.append(np.sum(wt * (1 + eta * (5 * sv ** 2 + 4 * sv) / 24)) / np.sum(wt) / (1 + eta * mean_alt))
-    assert h.chi_square(ours)[2] > 1e-3
-    assert h.chi_square(np.array(alt))[2] < 1e-12
-    exact = exact_histogram(M, law, edges, stat)
-    assert np.max(np.abs(exact - ours)) < 0.001
-    # the predicted shape is non-monotone: the dip at s ~ 0.4 is the Ricci term at work
-    assert exact[4] < exact[0] and exact[4] < exact[-1]
-    assert math.isclose(uniform_bias_moments(M)[0], 0.0, abs_tol=1e-15)
+def test_amplitude_crossing():
+    sc = amplitude_scan(Cylinder(R=1.0), Gaussian(1.0), np.geomspace(1e-3, 1.0, 9))
+    eta10 = amplitude_crossing(sc, 0.10)
+    assert sc["eta_g"][0] < eta10 < sc["eta_g"][-1]
+    with pytest.raises(ParameterError, match="level=5"):
+        amplitude_crossing(sc, 5.0)
 
 
 # ------------------------------------------------------------------ validation
@@ -182,43 +144,7 @@ def test_non_positive_eta_is_rejected(eta):
 def test_direction_inputs_are_checked():
     with pytest.raises(ParameterError, match=r"u has shape \(4, 3\) but the manifold's tangent dimension is d=2"):
         bias_function(Cylinder(), np.ones((4, 3)))
-    with pytest.raises(ParameterError, match="statistic=None"):
-        direction_histogram(np.ones((4, 3)) / math.sqrt(3))
     with pytest.raises(ParameterError, match="manifold="):
         bias_function("cylinder", [1.0, 0.0])
     with pytest.raises(ParameterError, match="law="):
         exact_directional_density(Cylinder(), 0.1, [1.0, 0.0])
-    assert angle_statistic().d == 2
-
-
-def test_weighted_histogram_reduces_to_binomial_for_equal_weights():
-    from tanbias.directional import direction_histogram
-    from tanbias.manifolds import uniform_directions
-    u = uniform_directions(3000, 2, np.random.default_rng(3))
-    a = direction_histogram(u, 8)
-    b = direction_histogram(u, 8, weights=np.full(3000, 2.5))
-    assert np.allclose(a.density, b.density) and np.allclose(a.stderr, b.stderr)
-    assert np.allclose(a.counts, b.counts)
-
-
-def test_directions_live_update_is_exact_importance_sampling():
-    from tanbias.directional import DirectionSamples, exact_directional_density
-    from tanbias.manifolds import Cylinder
-    from tanbias.radial import Epanechnikov
-    C = Cylinder(R=1.0, D=3, seed=0)
-    demo = DirectionSamples({"cylinder": C, "sphere": Sphere(2, R=1.0, D=3, seed=0)},
-                            (0.01, 0.1), n=12_000)
-    live = demo.live("cylinder", 0.03)
-    n = live["hist"].n
-    assert n == 2000 and 0.3 * n < live["ess"] <= n
-    assert live["bank_eta_g"] >= 0.03
-    law = Epanechnikov(1.0).with_eta(0.03, 2)
-    assert np.allclose(live["exact"], exact_directional_density(C, law, np.stack(
-        [np.cos(live["theta"]), np.sin(live["theta"])], axis=1)), atol=1e-3)
-    # reweighted histogram against the exact bin densities, within its (weighted) s.e.
-    from tanbias.directional import exact_histogram
-    h = live["hist"]
-    z = (h.density - exact_histogram(C, law, h.edges)) / h.stderr
-    assert np.all(np.abs(z) < 4.5)
-    # at a bank's own eta_g the weights are all 1
-    assert demo.live("cylinder", 0.1)["ess"] == n
