@@ -41,23 +41,10 @@ FIGURE_MODULES = sorted(f"tanbias.figures.{p.stem}" for p in (PKG / "figures").g
 #: Public functions of figure modules that return data, not a figure (module -> names).
 #: Each is a candidate to become private or to move to the lab module that owns its data;
 #: both modules belong to the lab's figures.
-DATA_HELPERS = {
-    "tanbias.figures.dose": {"level_color"},          # a level's colour (str)
-    "tanbias.figures.pretrained": {"depth_layer"},    # a named depth -> layer index (int)
-}
-#: Builders of the lab's figures not annotated yet (issue 17: they are being rewritten);
-#: each entry must leave this list once its builder is annotated (the test says so).
-PENDING = {
-    "tanbias.figures.dose": {"chain_interactive", "trajectory_interactive", "adaptive_figure"},
-    "tanbias.figures.pretrained": {"premise_interactive", "types_interactive",
-                                   "anisotropy_interactive", "alignment_interactive",
-                                   "curvature_interactive"},
-    "tanbias.figures.runs": {"loss_figure", "alignment_interactive", "layer_interactive",
-                             "radius_interactive", "trained_attention_view",
-                             "trained_depth_view"},
-    "tanbias.figures.sweep": {"trajectory_interactive", "cells_interactive", "eta_interactive",
-                              "radius_cdf_interactive", "frequency_figure", "effects_figure"},
-}
+DATA_HELPERS: dict = {}
+#: Builders not annotated yet; each entry must leave this list once its builder is annotated
+#: (the test says so).
+PENDING: dict = {}
 
 
 def colour_literals(source: str) -> list[tuple[int, str]]:

@@ -14,7 +14,7 @@ from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
 
-__all__ = ["KNOBS", "level_color", "chain_interactive", "trajectory_interactive", "adaptive_figure"]
+__all__ = ["KNOBS", "chain_interactive", "trajectory_interactive", "adaptive_figure"]
 
 #: the two knobs as the chapter names them
 KNOBS = {"token": "token knob (subsampling frequent types)",
@@ -22,7 +22,7 @@ KNOBS = {"token": "token knob (subsampling frequent types)",
 SYMBOL = {"encoder": "circle", "decoder": "diamond"}
 
 
-def level_color(x: float) -> str:
+def _level_color(x: float) -> str:
     """Colour of a level at design position ``x`` in [0, 1]: dark (skewed start) to light (flattest)."""
     return sample_colorscale(LEVEL_COLORSCALE, [0.9 * float(x)])[0]
 
@@ -48,7 +48,7 @@ def _trajectory_layout(early_x: float):
     return labelled(fig, " ", "training step + 1 [log]", "log enrichment  ln[E(proxy) / mean E(controls)]")
 
 
-def chain_interactive(table):
+def chain_interactive(table) -> Interactive:
     """Interactive: every link of the chain against the measured concentration, one knob at a time.
 
     Four panels share the x axis (collision probability of each run's training
@@ -110,7 +110,7 @@ def chain_interactive(table):
         name="ch10-chain", height=640, fixed_ranges=False)
 
 
-def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
+def trajectory_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
     """Interactive: log enrichment during training, one line per level of a knob (seed means).
 
     Sliders: knob, architecture, layer (``mean`` = mean over layers), frequency bucket.
@@ -136,7 +136,7 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
 
     def figure(data, knob, kind, layer, bucket):
         traces = [dict(type="scatter", x=s_.tolist(), y=y.tolist(), mode="lines+markers", name=level or " ",
-                       showlegend=bool(level), line=dict(color=level_color(x), width=2), marker=dict(size=5))
+                       showlegend=bool(level), line=dict(color=_level_color(x), width=2), marker=dict(size=5))
                   for level, x, (s_, y) in data]
         layout = _trajectory_layout(EARLY_FRAC * total + 1)
         lname = "mean over layers" if layer == "mean" else f"layer {layer}"
@@ -156,7 +156,7 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
         name="ch10-trajectories", height=480)
 
 
-def adaptive_figure(frame):
+def adaptive_figure(frame) -> go.Figure:
     """Held-out loss against effective dimension within a (kind, level, step) cell: what is left across seeds."""
     fig = go.Figure()
     cell = ["kind", "level", "step"]

@@ -25,7 +25,7 @@ from tanbias.figures import BLACK, COLORS, GREY, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import PAPER_RHO, premise_main
 
-__all__ = ["READING_LABELS", "DEPTHS", "depth_layer", "premise_interactive", "types_interactive",
+__all__ = ["READING_LABELS", "DEPTHS", "premise_interactive", "types_interactive",
            "anisotropy_interactive", "alignment_interactive", "curvature_interactive"]
 
 #: The three readings of "distance to the centroid" (chapter 9) and their colours.
@@ -39,12 +39,12 @@ _DEPTH_FRACTION = dict(zip(DEPTHS, (0.0, 0.25, 0.5, 0.75, 1.0)))
 MAX_POINTS = 400          # types drawn per frame: enough to see a trend, light pages
 
 
-def depth_layer(depth: str, n_layers: int) -> int:
+def _depth_layer(depth: str, n_layers: int) -> int:
     """The layer (0 = embeddings) at a named relative ``depth`` of a model with ``n_layers`` blocks.
 
     Example
     -------
-    >>> depth_layer("middle", 30), depth_layer("last", 6), depth_layer("embeddings", 18)
+    >>> _depth_layer("middle", 30), _depth_layer("last", 6), _depth_layer("embeddings", 18)
     (15, 6, 0)
     """
     return int(round(_DEPTH_FRACTION[depth] * n_layers))
@@ -71,7 +71,7 @@ def _premise_layout():
                     legend="reading")
 
 
-def premise_interactive(pretrained: dict):
+def premise_interactive(pretrained: dict) -> Interactive:
     """Interactive: each reading's Spearman correlation with log frequency, by layer.
 
     Parameters
@@ -113,13 +113,13 @@ def premise_interactive(pretrained: dict):
         name="ch9-premise", height=480)
 
 
-def types_interactive(pretrained: dict):
+def types_interactive(pretrained: dict) -> Interactive:
     """Interactive: token types at one depth, a reading against corpus frequency."""
     models = tuple(pretrained)
 
     def compute(model, depth, reading):
         t = pretrained[model]["types"]
-        layer = depth_layer(depth, _n_layers(pretrained[model]))
+        layer = _depth_layer(depth, _n_layers(pretrained[model]))
         g = _subsample(t[(t["layer"] == layer) & (t["corpus_count"] > 0)])
         return {"x": np.log10(g["corpus_count"].to_numpy()), "y": g[reading].to_numpy(),
                 "n": len(t[t["layer"] == layer]), "layer": layer}
@@ -149,7 +149,7 @@ ANISOTROPY = {"mean_cosine": "mean cosine of random pairs", "isoscore_star": "Is
               "outlier_share": "share of the mean cosine in outlier dimensions"}
 
 
-def anisotropy_interactive(pretrained: dict):
+def anisotropy_interactive(pretrained: dict) -> Interactive:
     """Interactive: an anisotropy measure against relative depth, one line per model."""
 
     def compute(measure):
@@ -174,7 +174,7 @@ def anisotropy_interactive(pretrained: dict):
                                "direction share of 1/D.", name="ch9-anisotropy", height=440)
 
 
-def alignment_interactive(pretrained: dict):
+def alignment_interactive(pretrained: dict) -> Interactive:
     """Interactive: the decoders' post-hoc enrichment by layer, controls as a band."""
     models = tuple(m for m, t in pretrained.items() if "alignment" in t)
     buckets = tuple(dict.fromkeys(pretrained[models[0]]["alignment"]["bucket"]))
@@ -204,13 +204,13 @@ def alignment_interactive(pretrained: dict):
                        name="ch9-alignment", height=440)
 
 
-def curvature_interactive(pretrained: dict):
+def curvature_interactive(pretrained: dict) -> Interactive:
     """Interactive: local normal share against radius t, one point per type, log axes."""
     models = tuple(pretrained)
 
     def compute(model, depth):
         t = pretrained[model]["types"]
-        layer = depth_layer(depth, _n_layers(pretrained[model]))
+        layer = _depth_layer(depth, _n_layers(pretrained[model]))
         g = t[(t["layer"] == layer) & (t["normal_share"] > 0) & (t["radius_t"] > 0)]
         c = pretrained[model]["curvature"]
         row = c[c["layer"] == layer]

@@ -36,7 +36,7 @@ def _fig(title, x, y):
     return fig, (lambda f: labelled(f, title, x, y, legend="model, proxy"))
 
 
-def loss_figure(loaded: dict):
+def loss_figure(loaded: dict) -> go.Figure:
     """Training loss per step for each run, with its unigram baseline (dotted)."""
     fig, label = _fig("Training loss (per step) against the unigram baseline", "training step",
                       "cross-entropy [nats/token]")
@@ -60,7 +60,7 @@ def _metric_columns(metric):
             "excess ΔIsoScore*": ("excess_iso", "ΔIsoScore*(proxy) − mean ΔIsoScore*(controls)")}[metric]
 
 
-def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")):
+def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")) -> Interactive:
     """Interactive: a metric against the training step; sliders layer, bucket, metric.
 
     Returns
@@ -112,7 +112,7 @@ def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")):
         name="ch7-alignment-vs-step", height=520)
 
 
-def layer_interactive(loaded: dict, proxy: str = "frozen"):
+def layer_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
     """Interactive: enrichment against the layer, one curve per run and bucket; slider: step."""
     tables = {n: r.alignment[r.alignment["proxy"] == proxy] for n, r in loaded.items()}
     steps = sorted(set.intersection(*(set(t["step"]) for t in tables.values())))
@@ -143,7 +143,7 @@ def layer_interactive(loaded: dict, proxy: str = "frozen"):
         name="ch7-alignment-by-layer", height=480)
 
 
-def radius_interactive(loaded: dict):
+def radius_interactive(loaded: dict) -> Interactive:
     """Interactive: each frequent token's concentration radius against its frequency; sliders layer, step."""
     rad = {n: r.radius for n, r in loaded.items()}
     corr = {n: r.radius_corr for n, r in loaded.items()}
@@ -187,7 +187,7 @@ def radius_interactive(loaded: dict):
         name="ch7-radius", height=480)
 
 
-def trained_attention_view(run="decoder-natural-s0"):
+def trained_attention_view(run="decoder-natural-s0") -> Interactive:
     """Chapter 5's score-term bars, from a trained model: slider over the block.
 
     Returns
@@ -226,7 +226,7 @@ def trained_attention_view(run="decoder-natural-s0"):
         name="ch5-trained-attention", height=460)
 
 
-def trained_depth_view(run="decoder-natural-s0"):
+def trained_depth_view(run="decoder-natural-s0") -> Interactive:
     """Chapter 6's residual-stream picture, from a trained model: sliders layer and step.
 
     Tangent = the layer's frozen global proxy (rank-``r`` PCA of activations from

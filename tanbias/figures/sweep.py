@@ -35,7 +35,7 @@ def _trajectory_layout(early_x: float, ylabel: str):
     return _label(fig, " ", "training step + 1 [log]", ylabel)
 
 
-def trajectory_interactive(loaded: dict, proxy: str = "frozen"):
+def trajectory_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
     """Interactive: a metric against training step, the 4 cells' seed means with 95 % bands.
 
     Sliders: layer (``mean`` = mean over layers), frequency bucket, metric.
@@ -101,7 +101,7 @@ def _cells_layout():
     return _label(fig, " ", "cell (architecture, data regime)", METRICS["log_enrichment"])
 
 
-def cells_interactive(loaded: dict, proxy: str = "frozen"):
+def cells_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
     """Interactive: the four cells at one training step, seeds as points, mean and 95 % interval.
 
     Sliders: training step, layer, bucket.
@@ -153,7 +153,7 @@ def cells_interactive(loaded: dict, proxy: str = "frozen"):
         name="ch8-cells", height=460)
 
 
-def eta_interactive(loaded: dict, proxy: str = "frozen"):
+def eta_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
     """Interactive: a bucket's late enrichment against its implied eta_g, one point per run and bucket.
 
     Sliders: layer, data regime shown, and the bucket whose eta_g is highlighted.
@@ -200,7 +200,7 @@ def eta_interactive(loaded: dict, proxy: str = "frozen"):
         name="ch8-eta", height=500)
 
 
-def radius_cdf_interactive(loaded: dict):
+def radius_cdf_interactive(loaded: dict) -> Interactive:
     """Interactive: distribution of the per-token radius t, natural vs balanced; sliders kind, layer, bucket."""
     tok = sweep.tokens_table(loaded)
     L = int(tok["layer"].max())
@@ -244,7 +244,7 @@ def radius_cdf_interactive(loaded: dict):
         name="ch8-radius", height=460)
 
 
-def frequency_figure(loaded: dict):
+def frequency_figure(loaded: dict) -> go.Figure:
     """Rank-frequency curves of the training streams, one line per run."""
     fig = go.Figure()
     shown = set()
@@ -264,7 +264,7 @@ def frequency_figure(loaded: dict):
                   "rank of the token type [log]", "share of training tokens [log]", legend="data regime")
 
 
-def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen"):
+def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen") -> go.Figure:
     """Forest plot: every seed-paired contrast of log enrichment as a ratio with its 95 % interval.
 
     Early and late phases side by side; with ``tim`` (:func:`~tanbias.lab.analysis.sweep.timing`), one more
