@@ -145,9 +145,10 @@ XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgrou
 test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
 	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# the fast inner loop: no book build, no assets, no browser (under 2 minutes)
+# the fast inner loop: no book build, no assets, no browser, no real pretrained model, no test that
+# starts other processes (torchrun, a killed run, a parallel queue: marked slow); under 2 minutes
 unit: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not book and not browser and not zoo" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not book and not browser and not zoo and not slow" $(PYTEST_ARGS)
 
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \

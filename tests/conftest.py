@@ -252,13 +252,13 @@ SWEEP_SEEDS = (0, 1)
 
 def sweep_smoke_config(kind: str, regime: str, seed: int, **changes):
     """A smoke-size run of the 2x2: de (439k words) and pt (92k), an imbalanced pair, so the two
-    regimes differ."""
+    regimes differ; five random controls (the tests read enrichments, not p-values)."""
     from tanbias.lab.config import RunConfig
 
     return RunConfig.from_dict({"name": f"{kind}-{regime}-s{seed}", "kind": kind, "regime": regime, "seed": seed,
                                 "size": "smoke", "steps": 6, "languages": ["de", "pt"], "checkpoint_every": 6,
-                                "eval_batches": 1, "probe": {"n_steps": 3, "tokens": 128, "rank": 4,
-                                                             "local_rank": 2, "min_count": 4}, **changes})
+                                "eval_batches": 1, "probe": {"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2,
+                                                             "min_count": 4, "n_controls": 5}, **changes})
 
 
 @pytest.fixture(scope="session")

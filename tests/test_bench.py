@@ -50,6 +50,7 @@ def test_gpu_check_script_exits_cleanly_without_a_gpu():
     assert out.returncode == 0 and "no CUDA GPU" in out.stdout
 
 
+@pytest.mark.slow
 def test_bench_ddp_reports_both_throughputs():
     r = bench_ddp("smoke", steps=2)
     assert _finite(r, ("tokens_per_s_one", "tokens_per_s_ddp"))

@@ -45,6 +45,7 @@ def _same_tables(a_dir, b_dir):
     assert np.allclose(a[num].to_numpy(float), b[num].to_numpy(float), rtol=1e-3, atol=1e-4, equal_nan=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["encoder"])     # the harder case: ranks mask different numbers of tokens
 def test_two_processes_train_as_one(kind, tmp_path):
     cfg = {**SMOKE, "name": f"ddp-{kind}", "kind": kind}
@@ -61,6 +62,7 @@ def test_two_processes_train_as_one(kind, tmp_path):
     assert summary["processes"] == 2
 
 
+@pytest.mark.slow
 def test_a_killed_rank_resumes_and_loses_nothing(tmp_path):
     cfg = {**SMOKE, "name": "ddp-kill", "kind": "decoder"}
     path = tmp_path / "cfg.json"
@@ -78,6 +80,7 @@ def test_a_killed_rank_resumes_and_loses_nothing(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["resume_mismatches"] == 0
 
 
+@pytest.mark.slow
 def test_half_set_torchrun_variables_are_a_clear_error(tmp_path):
     with pytest.raises(ParameterError, match="torchrun variables are half set: RANK, WORLD_SIZE are set but "
                                              "LOCAL_RANK, MASTER_ADDR, MASTER_PORT are not"):
@@ -101,6 +104,7 @@ def test_shard_takes_every_world_th_row_and_refuses_uneven_batches():
         distributed.shard(batch, distributed.Context(rank=0, world=3))
 
 
+@pytest.mark.slow
 def test_sharded_posthoc_probe_equals_one_process(tmp_path):
     from tiny_checkpoints import make_tiny_checkpoint
 
@@ -120,6 +124,7 @@ def test_sharded_posthoc_probe_equals_one_process(tmp_path):
         assert a == b and len(a.splitlines()) > 3, name      # rank 1's revision is in rank 0's tables
 
 
+@pytest.mark.slow
 def test_zoo_measurements_share_out_over_ranks_and_merge_in_order(tmp_path):
     """``pretrained.measure_all`` under torchrun: rank r measures models r, r+2, ...; rank 0
     returns every model's manifest in the zoo's order, as one process does. The script

@@ -33,8 +33,9 @@ def tok():
 def dose_sweep(tmp_path_factory, tok):
     root = tmp_path_factory.mktemp("dose")
     # a smoke probe batch has 128 tokens: with the real threshold no type would repeat in it
-    # at the flattest level, so the smoke knob flattens only the types above 0.3 %
-    sm = {**SMOKE, "flatten_f0": 3e-3}
+    # at the flattest level, so the smoke knob flattens only the types above 0.3 %; five random
+    # controls instead of twenty (the statistics below read enrichments, not p-values)
+    sm = {**SMOKE, "flatten_f0": 3e-3, "probe_eval_batches": 1, "probe": {**SMOKE["probe"], "n_controls": 5}}
     cfgs = [dose_config("decoder", lv, s, **sm) for s in (0, 1) for lv in DOSE_LEVELS]
     cfgs += [dose_config("encoder", lv, s, **sm) for s in (0, 1) for lv in ("skewed", "b100")]
     for cfg in cfgs:

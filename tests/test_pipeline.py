@@ -41,6 +41,7 @@ def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke, monkeypatch):
     assert not reproduce(ref, steps=2, progress=False)["ok"]
 
 
+@pytest.mark.slow
 def test_run_sweep_trains_in_parallel_and_skips_complete_runs(tmp_path):
     paths = write_configs([RunConfig.from_dict({"name": f"{kind}-natural-s0", "kind": kind, "size": "smoke",
                                                 "steps": 3, "languages": ["de", "pt"], "eval_batches": 1,
@@ -58,6 +59,7 @@ def test_run_sweep_trains_in_parallel_and_skips_complete_runs(tmp_path):
 
 
 # --------------------------------------------------------------------------- the queue
+@pytest.mark.slow
 def test_killed_queue_resumes_and_loses_nothing(tmp_path, monkeypatch):
     cfg = dose_config("decoder", "b37", 0, **SMOKE)
     path, = write_configs([cfg], tmp_path / "configs")

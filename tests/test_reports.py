@@ -46,6 +46,7 @@ def committed():
     tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
     return {
+        "analysis": da,
         "run_pair": {"ch7_" + k: v for k, v in sweep_report.run_pair_numbers(sweep.load_runs()).items()},
         "sweep": {"ch8_" + k: v for k, v in sweep_report.sweep_numbers(sw).items()},
         "claims": {"end_" + k: v for k, v in sweep_report.claim_numbers(sw).items()},
@@ -139,8 +140,8 @@ def test_run_pair_numbers_of_the_committed_runs():
 
 
 # --------------------------------------------------------------------------- the checks and verdicts
-def test_dose_checks_read_the_intervals_they_name():
-    da = dose.analyse_dose()
+def test_dose_checks_read_the_intervals_they_name(committed):
+    da = committed["analysis"]
     checks = dose_report.dose_checks(da, {"enr_token_encoder": "negative", "enr_token_encoder_flat": "positive",
                                           "enr_token_encoder_change": "negative", "adapt_loss": "indistinguishable"})
     assert [c.words for c in checks] == [("negative", "negative"), ("positive", "positive"),

@@ -69,6 +69,7 @@ def test_resume_after_interruption_gives_identical_metrics(smoke_run, tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill(smoke_run, tmp_path):
     ref, _ = smoke_run
     d = tmp_path / "smoke-test"

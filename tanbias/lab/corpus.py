@@ -206,13 +206,27 @@ def language_counts(corpus_dir=None) -> dict[str, dict[str, int]]:
             for entry in manifest["files"].values()}
 
 
+#: words of a document list, by the list's id: the split's lists (:func:`split`, cached for the
+#: process) are counted once, not at every mixture (about 0.3 s a run on the whole corpus)
+_WORDS: dict[int, tuple] = {}
+
+
+def _words(docs: Sequence[str]) -> int:
+    hit = _WORDS.get(id(docs))
+    if hit is not None and hit[0] is docs and hit[1] == len(docs):
+        return hit[2]
+    n = sum(len(d.split()) for d in docs)
+    _WORDS[id(docs)] = (docs, len(docs), n)          # the list is kept, so its id is not reused
+    return n
+
+
 def _sizes(corpus: Mapping[str, Sequence[str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
     langs = [lang for lang in corpus if len(corpus[lang]) > 0]
     if not langs:
         raise ParameterError("corpus has no documents: valid input is a dict {lang: [doc, ...]} "
                              "with at least one non-empty language. Use load_corpus().")
     docs = np.array([len(corpus[lang]) for lang in langs], dtype=float)
-    words = np.array([sum(len(d.split()) for d in corpus[lang]) for lang in langs], dtype=float)
+    words = np.array([_words(corpus[lang]) for lang in langs], dtype=float)
     return langs, docs, np.maximum(words, 1.0)
 
 
