@@ -261,3 +261,29 @@ def test_every_runtime_import_is_declared():
                 used.setdefault(DIST.get(top, top).lower().replace("_", "-"), f"{module}:{line}")
     missing = {d: where for d, where in used.items() if d not in declared}
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+#: test files named for a topic rather than a module (DESIGN.md, "Tests")
+TEST_TOPICS = {"book", "browser", "chapters", "checks", "figure_contract", "layers", "precision", "reports"}
+
+
+def test_test_files_mirror_the_package():
+    """One test file per module (``test_<module>.py``, its figures in ``test_<module>_figures.py``)
+    or per topic of :data:`TEST_TOPICS`: a reader finds a module's tests from its name."""
+    names = {m.rpartition(".")[2] for m in MODULES} | {"figures", "lab"}
+    stray = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        stem = path.stem.removeprefix("test_").removesuffix("_figures")
+        if stem not in names and stem not in TEST_TOPICS:
+            stray.append(path.name)
+    assert not stray, f"test files named for neither a module nor a topic: {stray}"
+
+
+def test_no_module_reads_a_run_config_by_string_key():
+    """Run configs are RunConfig objects: code reads ``cfg.steps``, never ``cfg["steps"]``."""
+    import re
+
+    pattern = re.compile(r"""\b(cfg|config|cfg0)\[["']""")
+    bad = [f"{m}:{i}" for m, path in MODULES.items()
+           for i, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1) if pattern.search(line)]
+    assert not bad, f"a config read by string key: {bad}"

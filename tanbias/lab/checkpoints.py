@@ -51,7 +51,6 @@ REFERENCE_MODELS: dict[str, dict] = {
         "kind": "decoder", "revisions": [None], "note": "final checkpoint"},
 }
 
-#: Architectures of :func:`make_tiny_checkpoint`: the families of the reference models.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?")
 _STEP = re.compile(r"step(\d+)")
 

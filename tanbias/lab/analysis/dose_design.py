@@ -216,7 +216,7 @@ def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "obj
 
     Returns a DataFrame with columns ``kind, residual_sd, sd_df, seeds, detectable_ratio``
     (80 % power, two-sided α = 0.05, four levels at x = 0, 1/3, 2/3, 1) and
-    ``chosen`` (the design's :data:`~tanbias.lab.config.DOSE_SEEDS`).
+    ``chosen`` (the design's :data:`~tanbias.lab.experiments.DOSE_SEEDS`).
     """
     import pandas as pd
 
