@@ -282,3 +282,19 @@ def loaded(smoke_sweep) -> dict:
     from tanbias.lab.analysis import sweep
 
     return sweep.load_sweep(runs_dir=smoke_sweep)
+
+
+@pytest.fixture(scope="session")
+def corpus() -> dict:
+    """The lab's corpus, every language (checksums verified)."""
+    from tanbias.lab.corpus import load_corpus
+
+    return load_corpus()
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    """The lab's shared tokenizer."""
+    from tanbias.lab.tokenizer import load_tokenizer
+
+    return load_tokenizer()

@@ -14,17 +14,6 @@ from tanbias.lab.corpus import (CorruptFileError, language_counts, load_corpus, 
 REBUILD = "python data/corpus/make_corpus.py"
 
 
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from tanbias.lab.tokenizer import load_tokenizer
-    return load_tokenizer()
-
-
 # --------------------------------------------------------------------------- corpus
 def test_manifest_checksums_verify():
     manifest = lc.read_manifest()

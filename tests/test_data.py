@@ -19,49 +19,44 @@ SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, 
              probe={"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4})
 
 
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer()
-
-
-def test_expected_frequencies_match_a_sampled_stream(tok):
+def test_expected_frequencies_match_a_sampled_stream(tokenizer):
     cfg = dose_config("decoder", "skewed", 0, **SMOKE)
-    f = stream_frequencies(cfg, tok)
-    it, _ = training_streams(cfg, tok)
+    f = stream_frequencies(cfg, tokenizer)
+    it, _ = training_streams(cfg, tokenizer)
     counts = np.bincount(np.concatenate([next(it)["input_ids"].ravel().numpy() for _ in range(400)]),
-                         minlength=len(tok))
+                         minlength=len(tokenizer))
     top = np.argsort(-f)[:20]
     # 51k sampled tokens: the 20 most frequent types' shares agree with the expectation
     assert np.allclose(counts[top] / counts.sum(), f[top], rtol=0.25, atol=2e-3)
 
 
-def test_subsampling_flattens_the_head_as_designed(tok):
+def test_subsampling_flattens_the_head_as_designed(tokenizer):
     base = dose_config("decoder", "skewed", 0, **SMOKE)
     flat = dose_config("decoder", "b100", 0, **SMOKE)
-    f = stream_frequencies(base, tok)
-    a, _ = training_streams(base, tok)
-    b, _ = training_streams(flat, tok)
-    ca = np.bincount(np.concatenate([next(a)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tok))
-    cb = np.bincount(np.concatenate([next(b)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tok))
+    f = stream_frequencies(base, tokenizer)
+    a, _ = training_streams(base, tokenizer)
+    b, _ = training_streams(flat, tokenizer)
+    ca = np.bincount(np.concatenate([next(a)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tokenizer))
+    cb = np.bincount(np.concatenate([next(b)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tokenizer))
     ratio = concentration(ca[N_SPECIAL:])["collision"] / concentration(cb[N_SPECIAL:])["collision"]
     kept = f * keep_probabilities(f, 1.0, flat.flatten_f0)
     want = concentration(f[N_SPECIAL:])["collision"] / concentration(kept[N_SPECIAL:])["collision"]
     assert ratio > 5 and abs(np.log(ratio / want)) < np.log(1.6), (ratio, want)
 
 
-def test_flatten_zero_draws_nothing(tok):
+def test_flatten_zero_draws_nothing(tokenizer):
     docs = split(["en"])[0]["en"][:200]
-    a = lm_batches("decoder", iter(docs), tok, 2, 16, seed=3)
-    b = lm_batches("decoder", iter(docs), tok, 2, 16, seed=3, keep=None)
+    a = lm_batches("decoder", iter(docs), tokenizer, 2, 16, seed=3)
+    b = lm_batches("decoder", iter(docs), tokenizer, 2, 16, seed=3, keep=None)
     for _ in range(5):
         assert np.array_equal(next(a)["input_ids"], next(b)["input_ids"])
 
 
-def test_keep_probabilities_never_drop_specials_or_rare_types(tok):
+def test_keep_probabilities_never_drop_specials_or_rare_types(tokenizer):
     docs = split(["en"])[0]["en"][:300]
-    keep = np.zeros(len(tok))          # drop every ordinary token...
+    keep = np.zeros(len(tokenizer))          # drop every ordinary token...
     keep[1000:] = 1.0                  # ...below id 1000
-    ids = next(lm_batches("decoder", iter(docs), tok, 2, 32, keep=keep))["input_ids"].numpy()
+    ids = next(lm_batches("decoder", iter(docs), tokenizer, 2, 32, keep=keep))["input_ids"].numpy()
     assert np.all((ids < N_SPECIAL) | (ids >= 1000))
     p = keep_probabilities([0.5, 1e-4, 1e-6], 1.0, 1e-4)
     assert p[0] == pytest.approx(2e-4) and p[1] == 1.0 and p[2] == 1.0
@@ -83,7 +78,6 @@ def test_heldout_batches_are_deterministic_masked_and_need_no_pad_token():
     assert torch.equal(a[0]["labels"], a[0]["input_ids"])
     with pytest.raises(ParameterError, match="kind='encoder'"):
         heldout_batches(tok, "encoder", 100, 50)
-    from tanbias.lab.tokenizer import load_tokenizer
 
     enc = heldout_batches(load_tokenizer(), "encoder", 4096, 128, seed=0)
     x = torch.cat([e["input_ids"] for e in enc])
@@ -95,39 +89,39 @@ def test_heldout_batches_are_deterministic_masked_and_need_no_pad_token():
     assert counts.sum() == 4096 and counts[4] == 0           # counts of the uncorrupted text
 
 
-def test_one_masking_rule_for_every_tokenizer(tok):
+def test_one_masking_rule_for_every_tokenizer(tokenizer):
     """mask_tokens with a tokenizer's own special and mask ids is the lab's masking for the lab's."""
-    ids = torch.randint(N_SPECIAL, len(tok), (4, 64), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(N_SPECIAL, len(tokenizer), (4, 64), generator=torch.Generator().manual_seed(1))
     ids[:, 0] = 1
-    a = mask_tokens(ids, len(tok), generator=torch.Generator().manual_seed(2))
-    b = mask_tokens(ids, len(tok), generator=torch.Generator().manual_seed(2), special=special_ids(tok),
-                    mask_id=tok.mask_token_id)
+    a = mask_tokens(ids, len(tokenizer), generator=torch.Generator().manual_seed(2))
+    b = mask_tokens(ids, len(tokenizer), generator=torch.Generator().manual_seed(2), special=special_ids(tokenizer),
+                    mask_id=tokenizer.mask_token_id)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     assert (a[1][:, 0] == -100).all()                        # a special token is never selected
-    replaced = (a[1] != -100) & (a[0] != tok.mask_token_id) & (a[0] != ids)
+    replaced = (a[1] != -100) & (a[0] != tokenizer.mask_token_id) & (a[0] != ids)
     assert (a[0][replaced] >= N_SPECIAL).all()               # random replacements are never special
     with pytest.raises(ParameterError, match="mlm_probability=1"):
-        mask_tokens(ids, len(tok), mlm_probability=1)
+        mask_tokens(ids, len(tokenizer), mlm_probability=1)
 
 
-def test_heldout_text_reads_in_order_and_refuses_more_than_there_is(tok):
-    rr = heldout_text(tok, 2000, 100, seed=3, languages=["pt", "de"], order="round_robin", special_tokens=False)
+def test_heldout_text_reads_in_order_and_refuses_more_than_there_is(tokenizer):
+    rr = heldout_text(tokenizer, 2000, 100, seed=3, languages=["pt", "de"], order="round_robin", special_tokens=False)
     assert rr["input_ids"].shape == (20, 100) and rr["languages"] == ["pt", "de"]
     assert rr["language"][0, 0] == "pt" and set(np.unique(rr["language"])) == {"pt", "de"}
-    assert not np.isin(rr["input_ids"], special_ids(tok)).any()           # the text alone
-    mix = heldout_text(tok, 2000, 100, seed=3)
-    assert mix["input_ids"][0, 0] == tok.bos_token_id and (mix["input_ids"] == tok.eos_token_id).any()
+    assert not np.isin(rr["input_ids"], special_ids(tokenizer)).any()           # the text alone
+    mix = heldout_text(tokenizer, 2000, 100, seed=3)
+    assert mix["input_ids"][0, 0] == tokenizer.bos_token_id and (mix["input_ids"] == tokenizer.eos_token_id).any()
     with pytest.raises(ParameterError, match=r"n_tokens=10000000 is out of range: the held-out documents"):
-        heldout_text(tok, 10_000_000, 128, languages=["pt"], order="round_robin")
+        heldout_text(tokenizer, 10_000_000, 128, languages=["pt"], order="round_robin")
     with pytest.raises(ParameterError, match="order='random'"):
-        heldout_text(tok, 100, 10, order="random")
+        heldout_text(tokenizer, 100, 10, order="random")
 
 
-def test_common_batches_are_one_text_per_kind(tok):
+def test_common_batches_are_one_text_per_kind(tokenizer):
     from tanbias.lab.config import RunConfig
 
     a = RunConfig(name="a", kind="decoder", size="smoke", regime="natural", seed=0)
     b = RunConfig(name="b", kind="decoder", size="smoke", regime="balanced", seed=5)
-    x, y = common_batches(a, tok, 2), common_batches(b, tok, 2)
+    x, y = common_batches(a, tokenizer, 2), common_batches(b, tokenizer, 2)
     assert all(torch.equal(p["input_ids"], q["input_ids"]) for p, q in zip(x, y))
     assert x[0]["input_ids"].shape == (a.size.batch_size, a.size.seq_len)

@@ -17,20 +17,14 @@ from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.data import stream_frequencies
 from tanbias.lab.experiments import DOSE_LEVELS, dose_config
 from tanbias.lab.pipeline import train_and_analyse
-from tanbias.lab.tokenizer import load_tokenizer
 
 SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, eval_batches=1,
              probe={"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4})
 
 
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer()
-
-
 # --------------------------------------------------------------------------- a smoke dose sweep
 @pytest.fixture(scope="module")
-def dose_sweep(tmp_path_factory, tok):
+def dose_sweep(tmp_path_factory, tokenizer):
     root = tmp_path_factory.mktemp("dose")
     # a smoke probe batch has 128 tokens: with the real threshold no type would repeat in it
     # at the flattest level, so the smoke knob flattens only the types above 0.3 %; five random
@@ -41,7 +35,7 @@ def dose_sweep(tmp_path_factory, tok):
     for cfg in cfgs:
         train_and_analyse(cfg, out_dir=root / cfg.name, fresh=True, progress=False)
     loaded = dose.load_dose([c.name for c in cfgs], runs_dir=root)
-    f = stream_frequencies(cfgs[0], tok)
+    f = stream_frequencies(cfgs[0], tokenizer)
     table = dose.run_table(loaded, buckets=frequency_buckets(f * 1e9, 3, n_special=N_SPECIAL))
     return root, loaded, table
 

@@ -6,18 +6,7 @@ import math
 import pytest
 
 from tanbias.errors import CorruptFileError
-from tanbias.lab.corpus import load_corpus, mixture
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from tanbias.lab.tokenizer import load_tokenizer
-    return load_tokenizer()
+from tanbias.lab.corpus import mixture
 
 
 # --------------------------------------------------------------------------- models

@@ -2,20 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from tanbias.lab.corpus import load_corpus
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from tanbias.lab.tokenizer import load_tokenizer
-    return load_tokenizer()
 
 
 # --------------------------------------------------------------------------- tokenizer
