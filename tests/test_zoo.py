@@ -20,6 +20,7 @@ import torch
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import zoo
 from tanbias.lab.analysis import posthoc as ph
+from tanbias.lab.data import heldout_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 ON_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
@@ -186,7 +187,7 @@ def test_minilm_loads_as_a_headless_encoder():
 @pytest.mark.zoo
 def test_probe_checkpoints_on_smollm2(smollm2):
     model, tok = smollm2
-    batches = ph.text_batches(tok, "decoder", n_tokens=256, seq_len=64)
+    batches = heldout_batches(tok, "decoder", 256, 64)
     ids = torch.cat([b["input_ids"] for b in batches])
     assert ids.max() >= 8192 and ids.max() < len(tok)      # SmolLM2's own 49152-token vocabulary
     tables = ph.probe_checkpoints("smollm2-135m", n_tokens=256, seq_len=64, progress=False,

@@ -43,7 +43,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
 
     For each precision a model is built from the same seed; ``reps`` rounds
     interleave, for every precision, three measurements of two steps each on the same
-    data (every step is :func:`train_step`, as in :func:`train`):
+    data (every step is :func:`~tanbias.lab.train.train_step`, as in :func:`~tanbias.lab.train.train`):
 
     * ``plain``: two training steps;
     * ``inline``: a step with the inline probe (hooks, ``retain_grad``, the copy handed

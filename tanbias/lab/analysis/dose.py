@@ -182,7 +182,7 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     * at the flattest level, paired by seed: the metric's change from the start
       (t-interval), and its own t-interval (for "attenuated, not absent");
     * ``observed`` sign (+, -, 0 from the slope's interval), ``predicted`` sign
-      (:data:`PREDICTIONS`) and ``agrees``.
+      (:data:`~tanbias.lab.analysis.dose_design.PREDICTIONS`) and ``agrees``.
     """
     import statsmodels.formula.api as smf
     from scipy import stats

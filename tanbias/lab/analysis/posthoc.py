@@ -175,7 +175,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
                       probe: dict | None = None, progress: bool = True) -> dict:
     """The alignment probe, post hoc, on the revisions of a released or local model.
 
-    For each revision: load it (:func:`load_checkpoint`), capture one forward +
+    For each revision: load it (:func:`~tanbias.lab.checkpoints.load_checkpoint`), capture one forward +
     backward on the evaluation text (:func:`tanbias.lab.data.heldout_batches`, :func:`capture_checkpoint`),
     free the model. Then :func:`tanbias.lab.analysis.tables.analyse_captures` on all the
     captures, exactly as for our runs (see the module docstring for the step

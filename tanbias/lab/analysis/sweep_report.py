@@ -33,7 +33,8 @@ from tanbias.stats import Check, check_greater, check_in_interval, interval_word
 __all__ = ["SweepAnalysis", "analyse_sweep", "decline_word", "language_shares", "loss_summary", "paired_eta",
            "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
            "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_numbers", "sweep_checks",
-           "balancing_words", "claim_numbers"]
+           "balancing_words", "claim_numbers", "run_pair_table", "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED",
+           "CONTROL_QUOTED"]
 
 #: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
 
