@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias.lab.analysis.dose import DoseAnalysis
+from tanbias.lab.analysis.dose_design import LINKS
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.experiments import dose_names
 from tanbias.stats import Check, check_sign, interval_word
@@ -115,8 +116,8 @@ def dose_checks(da: DoseAnalysis, expected: dict) -> list[Check]:
             label, lo, hi = (f"{kind}, {knob} knob: flattest − start, paired by seed (ln)", r["change_lo"],
                              r["change_hi"])
         else:
-            label, lo, hi = (f"{kind}, {knob} knob, {short} (predicted {r['predicted']}): end-to-end change",
-                             r["end_to_end_lo"], r["end_to_end_hi"])
+            label, lo, hi = (f"{kind}, {knob} knob, {LINKS[inverse[short]][1]} (predicted {r['predicted']}): "
+                             "end-to-end change", r["end_to_end_lo"], r["end_to_end_hi"])
         out.append(check_sign(label, lo, hi, word))
     return out
 
