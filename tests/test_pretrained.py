@@ -65,8 +65,11 @@ def test_every_table_is_produced_and_finite(smoke):
     curv = tables["curvature"]       # empty at smoke size: too few types per layer to fit
     assert list(curv.columns)[:4] == ["layer", "slope", "lo", "hi"]
     assert np.isfinite(curv["slope"].astype(float)).all()
-    al = tables["alignment"]
-    assert np.isfinite(al["enrichment"]).all() and (al["p_energy"] > 0).all()
+    al = tables["alignment"]     # the post-hoc probe of the zoo's decoder (probe_checkpoints("smollm2-135m"))
+    assert np.isfinite(al["enrichment"]).all() and (al["enrichment"] > 0).all() and (al["p_energy"] > 0).all()
+    assert set(al["layer"]) == {0, 15, 30} and set(al["revision"]) == {"main"}
+    assert set(al["kind"]) == {"decoder"} and set(al["run"]) == {"smollm2-135m"}
+    assert {"frozen", "refit"} <= set(al["proxy"]) and al["energy_proxy"].between(0, 1).all()
 
 
 @pytest.mark.zoo

@@ -185,20 +185,13 @@ def test_minilm_loads_as_a_headless_encoder():
 # the post-hoc probe on the zoo (python -m tanbias.lab checkpoints NAME)
 # ---------------------------------------------------------------------------
 @pytest.mark.zoo
-def test_probe_checkpoints_on_smollm2(smollm2):
-    model, tok = smollm2
+def test_heldout_text_under_smollm2s_own_tokenizer(smollm2):
+    """The post-hoc probe of the zoo reads the held-out text under the model's own tokenizer
+    (its run on SmolLM2 is tested in test_pretrained.py, inside the smoke measurement)."""
+    _, tok = smollm2
     batches = heldout_batches(tok, "decoder", 256, 64)
     ids = torch.cat([b["input_ids"] for b in batches])
-    assert ids.max() >= 8192 and ids.max() < len(tok)      # SmolLM2's own 49152-token vocabulary
-    tables = ph.probe_checkpoints("smollm2-135m", n_tokens=256, seq_len=64, progress=False,
-                                  probe={"layers": [0, 15, 30], "n_controls": 4})
-    a = tables["alignment"]
-    assert set(a["layer"]) == {0, 15, 30} and set(a["revision"]) == {"main"}
-    assert set(a["kind"]) == {"decoder"} and set(a["run"]) == {"smollm2-135m"}
-    assert {"frozen", "refit"} <= set(a["proxy"])
-    assert np.isfinite(a["enrichment"]).all() and (a["enrichment"] > 0).all()
-    assert a["energy_proxy"].between(0, 1).all()
-    assert len(tables["radius_corr"]) and set(tables["radius_corr"]["revision"]) == {"main"}
+    assert ids.shape == (4, 64) and ids.max() >= 8192 and ids.max() < len(tok)   # its 49152-token vocabulary
 
 
 def test_probe_refuses_minilm_and_revisions(capsys, tmp_path):
@@ -211,3 +204,25 @@ def test_probe_refuses_minilm_and_revisions(capsys, tmp_path):
     from tanbias.lab.__main__ import main
     assert main(["checkpoints", "minilm-l6", "--out", str(tmp_path)]) == 2
     assert "MLM head" in capsys.readouterr().err
+
+
+def test_a_gguf_file_is_parsed_once_inside_the_block(tmp_path):
+    """zoo._gguf_parsed_once serves transformers one parse of a file and one tensor-name map,
+    and puts gguf's own functions back afterwards."""
+    import gguf
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(2)
+    writer.add_tensor("token_embd.weight", np.ones((4, 3), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    real_reader, real_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with zoo._gguf_parsed_once():
+        first, again = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
+        assert first is again and first is not real_reader(path)
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+        assert [t.name for t in first.tensors] == ["token_embd.weight"]
+    assert gguf.GGUFReader is real_reader and gguf.get_tensor_name_map is real_map

