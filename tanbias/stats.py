@@ -32,7 +32,7 @@ from .errors import ParameterError
 from .palette import FAIL_COLOR, PASS_COLOR
 
 __all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval", "check_greater",
-           "check_less", "SIGN_WORDS", "interval_word", "check_sign", "check_word"]
+           "check_less", "SIGN_WORDS", "interval_word", "BAND_WORDS", "band_word", "check_sign", "check_word"]
 
 
 @dataclass(frozen=True)
@@ -350,6 +350,33 @@ def interval_word(lo, hi) -> str:
     if math.isnan(lo) or math.isnan(hi):
         return "undecided"
     return "positive" if lo > 0 else "negative" if hi < 0 else "indistinguishable"
+
+
+#: the words of :func:`band_word`
+BAND_WORDS = ("positive", "negative", "indistinguishable", "mixed", "undecided")
+
+
+def band_word(lo, hi) -> str:
+    """The word of a band over layers (a simultaneous band: it holds at every layer at once).
+
+    ``"positive"`` (``"negative"``) when the band lies above (below) 0 at every layer,
+    ``"indistinguishable"`` when it contains 0 at every layer, ``"mixed"`` otherwise
+    (above or below 0 at some layers only), ``"undecided"`` when no layer has a band.
+    Layers without a band (NaN) are left out. The one rule the book reads a statement
+    "at every layer" with; a count of layers whose own interval excludes 0 is not evidence
+    about all of them.
+
+    Example
+    -------
+    >>> band_word([0.1, 0.2], [0.3, 0.4]), band_word([-0.1, 0.2], [0.3, 0.4]), band_word([-0.1], [0.1])
+    ('positive', 'mixed', 'indistinguishable')
+    """
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    if not ok.any():
+        return "undecided"
+    words = {interval_word(a, b) for a, b in zip(lo[ok], hi[ok])}
+    return words.pop() if len(words) == 1 else "mixed"
 
 
 def check_sign(label: str, lo, hi, expected: str) -> Check:

@@ -15,7 +15,17 @@ or in chunks of rows).
   centroid distance ``||mu_type - xbar|| / s`` and the self-similarity of
   Ethayarajh (2019), the mean cosine of distinct pairs of occurrences,
   ``(||sum_i u_i||^2 - c) / (c (c - 1))`` with ``u_i = x_i / ||x_i||``.
-* **Spearman correlation with a bootstrap interval** (:func:`spearman_ci`).
+* **Readings that do not depend on a type's count** (:func:`matched_statistics`):
+  the plain estimates depend on how often a type occurs (the RMS radius is
+  shrunk by about ``(c - 1) / c``, the centroid distance inflated by about
+  ``sigma^2 / c``), and a type's count in a text follows its frequency, so
+  their correlation with frequency is partly mechanical. Drawing the same
+  number ``m`` of occurrences of every type, many times, removes that.
+* **Spearman correlation with a bootstrap interval** (:func:`spearman_ci`, over
+  types) and the premise's correlations with an interval over *documents*
+  (:func:`premise_bootstrap`): documents are resampled and every per-type
+  statistic recomputed inside each resample, so the interval holds the noise of
+  a type's own occurrences and the dependence of types drawn from one document.
 * **Anisotropy of the whole cloud** (:func:`anisotropy`): mean cosine of random
   pairs of rows (raw activations, as Ethayarajh), IsoScore* (Rudman & Eickhoff,
   :func:`tanbias.alignment.isoscore_star`), the variance share of the top
@@ -44,9 +54,14 @@ from .errors import ParameterError
 from .stats import SlopeFit, loglog_slope
 
 __all__ = [
-    "OUTLIER_THRESHOLD", "layer_spread", "type_statistics", "spearman_ci", "anisotropy",
-    "normal_share", "type_normal_shares", "normal_share_scaling",
+    "OUTLIER_THRESHOLD", "READINGS", "layer_spread", "type_statistics", "matched_statistics", "unbiased_radius",
+    "spearman_ci", "premise_bootstrap", "anisotropy", "normal_share", "type_normal_shares",
+    "normal_share_scaling",
 ]
+
+#: the three readings of "distance to the centroid" (chapter 9): (a) the concentration radius
+#: t, (b) the centroid's distance to the layer mean, (c) self-similarity
+READINGS = ("radius_t", "centroid_distance", "self_similarity")
 
 #: Default rogue-dimension threshold: share of the mean cosine one dimension must exceed.
 OUTLIER_THRESHOLD = 0.05
@@ -172,6 +187,33 @@ def layer_spread(X) -> float:
     return _spread(X, X.mean(axis=0))
 
 
+def unbiased_radius(t, count) -> np.ndarray:
+    """The RMS radius of ``count`` occurrences with its count bias removed: ``t·sqrt(c/(c−1))``.
+
+    The mean squared distance of ``c`` points to *their own* centroid is, in
+    expectation, ``(c−1)/c`` times the squared radius of the cloud they come from, so
+    a rarely seen type looks tighter than it is. Multiplying ``t²`` by ``c/(c−1)``
+    makes each type's squared radius unbiased whatever its count (its square root
+    keeps a small bias of its own, the same for every count up to ``O(1/c)``). Where
+    the occurrences are still at hand, :func:`matched_statistics` (every type on the
+    same number of points) removes the dependence entirely; this is the correction
+    for radii stored with their counts only.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> plain = [np.sqrt(((x - x.mean(0)) ** 2).sum(1).mean()) for x in rng.normal(size=(4000, 3, 2))]
+    >>> round(float(np.mean(np.square(plain))), 2), round(float(np.mean(unbiased_radius(plain, 3) ** 2)), 2)  # true: 2
+    (1.32, 1.98)
+    """
+    t = np.asarray(t, np.float64)
+    c = np.asarray(count, np.float64)
+    if np.any(c < 2):
+        raise ParameterError(f"count has values below 2 (min {float(c.min()):g}): valid range is [2, inf): "
+                             "a type seen once has no radius.")
+    return t * np.sqrt(c / (c - 1.0))
+
+
 def type_statistics(X, type_ids, min_count: int = 8, spread=None) -> dict:
     """Per token type: count, concentration radius, centroid distance, self-similarity.
 
@@ -253,6 +295,125 @@ def type_statistics(X, type_ids, min_count: int = 8, spread=None) -> dict:
     self_sim[np.bincount(groups, weights=zero, minlength=m) > 0] = np.nan
     return {"type": uniq[keep].astype(np.int64), "count": c, "radius_t": radius,
             "centroid_distance": dist, "self_similarity": self_sim}
+
+
+# ----------------------------------------------------------------------------- count-matched
+def _matched_draw(ids, weights, m: int, rng):
+    """One draw of ``m`` distinct occurrences of every type that has at least ``m``: ``(types, idx (K, m))``.
+
+    ``weights[i]`` is how many times row ``i`` is in the sample (a bootstrap's multiplicity;
+    1 for the text itself). A row is drawn at most once: a resampled document counted twice
+    would otherwise give a rare type the same point twice, shrinking its radius and
+    widening its centroid's error, a count effect of its own.
+    """
+    rows = np.flatnonzero(weights)
+    tids = ids[rows]
+    order = np.lexsort((rng.random(len(rows)), tids))     # by type, in random order within a type
+    rows, tids = rows[order], tids[order]
+    uniq, start, counts = np.unique(tids, return_index=True, return_counts=True)
+    keep = counts >= m
+    idx = rows[start[keep, None] + np.arange(m)[None, :]]
+    return uniq[keep], idx
+
+
+def _prepared(X) -> tuple:
+    """What every draw of :func:`_subset_readings` reads of a layer, computed once: the rows
+    (float32 is kept), their squared norms and norms (float64) and unit rows (float32)."""
+    sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    norms = np.sqrt(sq)
+    U = (X / np.where(norms == 0, 1.0, norms)[:, None]).astype(np.float32)
+    return X, sq, norms, U
+
+
+def _subset_readings(rows, idx, gm, s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three readings of the types whose occurrences are the rows ``idx`` (K, m) of a layer.
+
+    ``rows`` is :func:`_prepared` of the layer. The radius uses
+    ``mean ||x||² − ||mean x||²`` (sums in float64), the self-similarity the sum of the
+    unit rows: no (K, m, D) float64 copy is made.
+    """
+    X, sq, norms, U = rows
+    m = idx.shape[1]
+    mu = X[idx].mean(axis=1, dtype=np.float64)
+    r2 = sq[idx].mean(axis=1) - np.einsum("kd,kd->k", mu, mu)
+    radius = np.sqrt(np.maximum(r2, 0.0)) / s
+    dist = np.linalg.norm(mu - gm, axis=1) / s
+    usum = U[idx].sum(axis=1, dtype=np.float64)
+    self_sim = (np.einsum("kd,kd->k", usum, usum) - m) / (m * (m - 1.0))
+    self_sim[np.any(norms[idx] == 0, axis=1)] = np.nan
+    return radius, dist, self_sim
+
+
+def matched_statistics(X, type_ids, m: int = 8, draws: int = 20, spread=None, rng=0) -> dict:
+    """Per token type: the three readings computed on ``m`` occurrences, averaged over draws.
+
+    Every type with at least ``m`` occurrences contributes ``m`` of them, drawn
+    without replacement, ``draws`` times; each reading (:func:`type_statistics`'
+    definitions: radius ``t``, centroid distance, self-similarity, with the layer's
+    mean and spread over all ``n`` rows) is the mean over the draws. A type seen 10
+    times and one seen 1,000 times are measured on the same number of points, so
+    the readings carry the same count bias and a correlation with frequency is no
+    longer the count's.
+
+    Parameters
+    ----------
+    X : array (n, D)
+    type_ids : array of int (n,)
+    m : int >= 2
+        Occurrences per type (and the minimum count of a type kept).
+    draws : int >= 1
+    spread : float > 0, optional
+        Unit of the radii; default ``layer_spread(X)``.
+    rng : numpy.random.Generator or int seed
+
+    Returns
+    -------
+    dict of ndarray
+        ``type``, ``count`` (occurrences in ``X``), ``radius_t``, ``centroid_distance``,
+        ``self_similarity``.
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes or values, ``m < 2``, no type with ``m`` occurrences.
+
+    Example
+    -------
+    Fifty rare types (5 occurrences each) and fifty frequent ones (200 each), all
+    drawn from the same cloud: the plain radius of the rare ones is shrunk by about
+    ``sqrt(4/5)``, the matched one is not.
+
+    >>> rng = np.random.default_rng(0)
+    >>> ids = np.concatenate([np.repeat(np.arange(50), 5), np.repeat(np.arange(50, 100), 200)])
+    >>> X = rng.normal(size=(len(ids), 3))
+    >>> plain = type_statistics(X, ids, min_count=5, spread=1.0)["radius_t"]
+    >>> matched = matched_statistics(X, ids, m=5, draws=50, spread=1.0, rng=1)["radius_t"]
+    >>> round(float(plain[:50].mean() / plain[50:].mean()), 2), round(float(matched[:50].mean() / matched[50:].mean()), 2)
+    (0.91, 1.03)
+    """
+    X = _check_X(X)
+    ids = _check_type_ids(type_ids, X.shape[0])
+    m = check_int("m", m, lo=2, hint="Pass the number of occurrences drawn per type, e.g. 8.")
+    draws = check_int("draws", draws, lo=1)
+    rng = check_rng(rng)
+    s = _check_spread(spread, X)
+    gm = X.mean(axis=0)
+    uniq, counts = np.unique(ids, return_counts=True)
+    if counts.max() < m:
+        raise ParameterError(f"m={m} is out of range: no token type occurs that often (the most frequent "
+                             f"occurs {int(counts.max())} times): valid range is [2, {int(counts.max())}]. "
+                             "Lower m or pass more tokens.")
+    ones = np.ones(len(ids), np.int64)
+    rows = _prepared(X)
+    acc = None
+    for _ in range(draws):
+        types, idx = _matched_draw(ids, ones, m, rng)
+        r = np.stack(_subset_readings(rows, idx, gm, s))
+        acc = r if acc is None else acc + r
+    acc /= draws
+    count = counts[np.searchsorted(uniq, types)]
+    return {"type": types.astype(np.int64), "count": count.astype(np.int64), "radius_t": acc[0],
+            "centroid_distance": acc[1], "self_similarity": acc[2]}
 
 
 # ----------------------------------------------------------------------------- correlation
@@ -344,6 +505,188 @@ def spearman_ci(x, y, n_boot: int = 1000, confidence: float = 0.95, rng=0) -> di
         return {"rho": rho, "lo": nan, "hi": nan, "n": int(n)}
     lo, hi = np.percentile(ok, [50 * (1 - confidence), 50 * (1 + confidence)])
     return {"rho": rho, "lo": float(lo), "hi": float(hi), "n": int(n)}
+
+
+def _spearman(x, y) -> float:
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return float("nan")
+    return float(_st.spearmanr(x[ok], y[ok]).statistic)
+
+
+def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 20, n_boot: int = 200,
+                      confidence: float = 0.95, rng=0, progress: bool = False, point=None) -> dict:
+    """Spearman ρ of each count-matched reading with a frequency, per layer, with an interval over documents.
+
+    The point estimate is ρ over the types of :func:`matched_statistics` (``draws``
+    draws). The interval is the percentile interval over ``n_boot`` resamples of the
+    *documents* with replacement: in each, the layer's mean and spread (weighting a
+    document by how often it was drawn), the types that reach ``m`` distinct occurrences
+    and one draw of ``m`` of them are recomputed from the resampled text, then ρ. The
+    same resample serves every layer and every frequency source, so the layers' intervals
+    are comparable (but not independent: read a statement about all layers from the
+    simultaneous band, not from a count of layers).
+
+    Parameters
+    ----------
+    H : array (L, n, D)
+        One layer after another, the same ``n`` token positions in each (float32 is fine).
+    type_ids, doc_ids : array of int (n,)
+        Each position's token type and document.
+    frequency : array (vocab,) or dict of them
+        The frequency measure of each type id (e.g. ``log`` of corpus counts; NaN: the
+        type is not ranked). A dict ``{source: array}`` measures every source on the
+        same draws and resamples; every type is drawn (and enters the layer's mean and
+        spread), and each source correlates the types it ranks.
+    m, draws : int
+        As :func:`matched_statistics`.
+    n_boot : int >= 1
+    confidence : float in (0, 1)
+    rng : numpy.random.Generator or int seed
+    progress : bool
+        A progress bar over the resamples.
+    point : list of dict, optional
+        The point estimate's readings, one :func:`matched_statistics` result per layer
+        (computed on these rows with this ``m``), when the caller has them already: ρ is
+        then computed from them, and no new draws are made for it.
+
+    Returns
+    -------
+    dict
+        ``rho``, ``lo``, ``hi``: arrays (L, 3), layers by :data:`READINGS` (``lo``, ``hi``:
+        each layer's own percentile interval); ``band_lo``, ``band_hi`` (L, 3): the
+        simultaneous band, which covers every layer at once with probability ``confidence``
+        (:func:`_simultaneous_band`; the one to read a statement "at every layer" from). Each
+        resample makes one draw of ``m`` occurrences where the point estimate averages
+        ``draws``: the intervals carry that draw's noise too, and err on the wide side;
+        ``n_types`` (L,) (types in the point estimate), ``n_docs`` (int). For a dict of
+        sources, a dict of such results, one per source.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> ids = rng.integers(0, 30, size=3000)
+    >>> docs = np.arange(3000) // 30
+    >>> H = rng.normal(size=(1, 3000, 4)) * (1 + ids[None, :, None] / 30)  # radius grows with the id
+    >>> res = premise_bootstrap(H, ids, docs, np.log1p(np.arange(30.0)), m=8, draws=5, n_boot=50)
+    >>> bool(res["rho"][0, 0] > 0.8 and res["lo"][0, 0] > 0.5)
+    True
+    """
+    H = np.asarray(H)
+    if H.ndim != 3:
+        raise ParameterError(f"H has shape {H.shape}: valid range is (L, n, D). Pass the layers stacked.")
+    L, n, _ = H.shape
+    ids = _check_type_ids(type_ids, n)
+    docs = _check_type_ids(doc_ids, n)
+    single = not isinstance(frequency, dict)
+    sources = {"": frequency} if single else dict(frequency)
+    if not sources:
+        raise ParameterError("frequency={} is empty: valid range is one array or a dict of arrays.")
+    freqs = {}
+    for name, f in sources.items():
+        f = np.asarray(f, np.float64)
+        if f.ndim != 1 or f.shape[0] <= ids.max():
+            label = "frequency" if single else f"frequency[{name!r}]"
+            raise ParameterError(f"{label} has shape {f.shape}: valid range is (vocab,) with vocab > "
+                                 f"{int(ids.max())}, one value per type id.")
+        freqs[name] = f
+    m = check_int("m", m, lo=2)
+    n_boot = check_int("n_boot", n_boot, lo=1)
+    confidence = check_real("confidence", confidence, 0, 1)
+    rng = check_rng(rng)
+    if point is not None and len(point) != L:
+        raise ParameterError(f"point has {len(point)} layers: valid range is one per layer of H ({L}).")
+    # every type is drawn and enters the layer's mean and spread; a source ranks the types it
+    # has a finite value for (_spearman leaves the others out)
+    S = len(freqs)
+    rho = np.full((S, L, 3), np.nan)
+    n_types = np.zeros((S, L), np.int64)
+    for layer in range(L):
+        if point is None:
+            X = H[layer]
+            if layer_spread(X) == 0:
+                continue
+            st = matched_statistics(X, ids, m=m, draws=draws, rng=rng)
+        else:
+            st = point[layer]
+        for k, f in enumerate(freqs.values()):
+            n_types[k, layer] = int((np.isfinite(f[st["type"]]) & np.isfinite(st["radius_t"])).sum())
+            rho[k, layer] = [_spearman(f[st["type"]], st[r]) for r in READINGS]
+    udocs, doc_of = np.unique(docs, return_inverse=True)
+    nd = len(udocs)
+    # per-document sums of each layer's rows and squared norms: a resample's mean and
+    # spread are weighted sums of these (no pass over the n rows per resample)
+    doc_sum = np.zeros((L, nd, H.shape[2]))
+    doc_sq = np.zeros((L, nd))
+    prepared = [_prepared(H[layer]) for layer in range(L)]
+    by_doc = np.argsort(doc_of, kind="stable")
+    starts = np.searchsorted(doc_of[by_doc], np.arange(nd))
+    for layer in range(L):
+        X = H[layer][by_doc].astype(np.float64)
+        doc_sum[layer] = np.add.reduceat(X, starts, axis=0)
+        doc_sq[layer] = np.add.reduceat(np.einsum("ij,ij->i", X, X), starts)
+    doc_n = np.bincount(doc_of, minlength=nd).astype(np.float64)
+    boot = np.full((S, n_boot, L, 3), np.nan)
+    it = range(n_boot)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="document bootstrap", unit="resample")
+    for b in it:
+        dw = np.bincount(rng.integers(0, nd, nd), minlength=nd).astype(np.float64)
+        types, idx = _matched_draw(ids, dw[doc_of], m, rng)
+        if len(types) < 3:
+            continue
+        W = dw @ doc_n
+        for layer in range(L):
+            gm = (dw @ doc_sum[layer]) / W
+            var = (dw @ doc_sq[layer]) / W - gm @ gm
+            if var <= 0:
+                continue
+            readings = _subset_readings(prepared[layer], idx, gm, np.sqrt(var))
+            for k, f in enumerate(freqs.values()):
+                boot[k, b, layer] = [_spearman(f[types], r) for r in readings]
+    out = {}
+    for k, name in enumerate(freqs):
+        bk = boot[k]
+        with np.errstate(all="ignore"):
+            lo = np.nanpercentile(bk, 50 * (1 - confidence), axis=0) if np.isfinite(bk).any() else rho[k] * np.nan
+            hi = np.nanpercentile(bk, 50 * (1 + confidence), axis=0) if np.isfinite(bk).any() else rho[k] * np.nan
+            band_lo, band_hi = _simultaneous_band(bk, rho[k], confidence)
+        out[name] = {"rho": rho[k], "lo": lo, "hi": hi, "band_lo": band_lo, "band_hi": band_hi,
+                     "n_types": n_types[k], "n_docs": int(nd)}
+    return out[""] if single else out
+
+
+def _simultaneous_band(boot, rho, confidence: float):
+    """A band over layers that holds for all of them at once (per reading).
+
+    Each layer's band is its own percentile interval at a common level ``1 − a``,
+    with ``a`` the largest value (searched on a grid down from ``1 − confidence``) for
+    which a share ``confidence`` of the resamples lie inside the band at *every*
+    layer: the pointwise intervals widened until they hold jointly, so the band
+    always contains them. Layers without variation (the embeddings' radii) stay NaN.
+    """
+    B, L, R = boot.shape
+    lo = np.full((L, R), np.nan)
+    hi = np.full((L, R), np.nan)
+    alpha = 1.0 - confidence
+    for r in range(R):
+        cols = [layer for layer in range(L) if np.isfinite(boot[:, layer, r]).sum() >= 2]
+        if not cols:
+            continue
+        b = boot[:, cols, r]
+        whole = np.all(np.isfinite(b), axis=1)
+        best = None
+        for a in np.geomspace(alpha, alpha / 200, 40):
+            ql = np.nanpercentile(b, 50 * a, axis=0)
+            qh = np.nanpercentile(b, 100 - 50 * a, axis=0)
+            inside = np.all((b >= ql) & (b <= qh), axis=1)[whole].mean() if whole.any() else 1.0
+            best = (ql, qh)
+            if inside >= confidence:
+                break
+        lo[cols, r], hi[cols, r] = best
+    return lo, hi
 
 
 # ----------------------------------------------------------------------------- anisotropy

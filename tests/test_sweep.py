@@ -98,7 +98,8 @@ def test_eta_is_the_weighted_mean_square_radius(loaded):
     t = loaded["encoder-natural-s1"].tokens.query("layer == 2")
     row = eta[(eta["run"] == "encoder-natural-s1") & (eta["layer"] == 2) & (eta["bucket"] == "all")].iloc[0]
     w = t["count_text"].to_numpy(float)
-    assert np.isclose(row["eta"], np.sum(w * t["t"] ** 2) / w.sum())
+    # each type's t² freed of its count bias, c/(c−1) (tokens_table)
+    assert np.isclose(row["eta"], np.sum(w * t["t"] ** 2 * w / (w - 1)) / w.sum())
     assert 0 <= row["small_t_share"] <= 1
     # bucket labels match the alignment table's, so the two can be joined
     align_buckets = set(loaded["encoder-natural-s1"].alignment["bucket"])

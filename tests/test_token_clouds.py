@@ -288,3 +288,84 @@ def test_import_pulls_neither_pandas_nor_plotly():
             "print(any(m.split('.')[0] in ('pandas', 'plotly', 'torch') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- count-matched readings
+def _count_confounded_text(seed=0, n_types=120, D=32):
+    """Types whose true radius and centroid distance do not depend on their count, with counts
+    from 6 to about 600 (Zipf-like): a text in documents of 40 tokens. The types come in pairs
+    of one count with opposite centres, so that the layer mean stays at 0 however the counts
+    fall (a frequent type would otherwise pull the mean towards its own centre)."""
+    rng = np.random.default_rng(seed)
+    half = np.unique(np.round(6 * np.geomspace(1, 100, n_types // 2))).astype(int)
+    counts = np.repeat(half, 2)
+    ids = np.repeat(np.arange(len(counts)), counts)
+    rng.shuffle(ids)
+    centres = rng.normal(size=(len(half), D))
+    centres = np.repeat(centres, 2, axis=0) * np.tile([1.0, -1.0], len(half))[:, None]
+    centres *= 2.0 / np.linalg.norm(centres, axis=1, keepdims=True)     # all at distance 2
+    X = centres[ids] + rng.normal(size=(len(ids), D))                   # all of radius sqrt(D)
+    docs = np.arange(len(ids)) // 40
+    return X, ids, docs, np.log(counts.astype(float))
+
+
+def test_a_count_matched_reading_does_not_follow_the_count():
+    """The plain RMS radius grows with the count ((c - 1)/c) and the plain centroid distance
+    falls with it (+sigma^2/c): both correlate with a frequency that is the count. Matched to
+    the same number of occurrences, neither does, and the interval over documents contains 0."""
+    X, ids, docs, log_count = _count_confounded_text()
+    plain = tc.type_statistics(X, ids, min_count=6)
+    r_plain = tc.spearman_ci(log_count[plain["type"]], plain["radius_t"], rng=0)
+    d_plain = tc.spearman_ci(log_count[plain["type"]], plain["centroid_distance"], rng=0)
+    assert r_plain["lo"] > 0 and d_plain["hi"] < 0, (r_plain, d_plain)       # a frequency effect of the count
+    matched = tc.matched_statistics(X, ids, m=6, draws=30, rng=1)
+    for reading in ("radius_t", "centroid_distance"):
+        assert abs(stats.spearmanr(log_count[matched["type"]], matched[reading]).statistic) < 0.2, reading
+    res = tc.premise_bootstrap(X[None], ids, docs, log_count, m=6, draws=10, n_boot=100, rng=2)
+    assert np.all(res["lo"][0, :2] < 0) and np.all(res["hi"][0, :2] > 0), res
+    assert res["n_types"][0] == len(matched["type"]) and res["n_docs"] == docs.max() + 1
+
+
+def test_the_count_correction_of_stored_radii_removes_the_count_effect():
+    """The lab's radii are stored with their counts only (tokens.csv): t·sqrt(c/(c−1)) makes
+    the mean squared radius the same for rare and frequent types, where the plain one is not."""
+    X, ids, _, log_count = _count_confounded_text(seed=5, D=2)    # few dimensions: a large count bias
+    plain = tc.type_statistics(X, ids, min_count=6)
+    count = np.exp(log_count[plain["type"]])
+    fixed = tc.unbiased_radius(plain["radius_t"], count)
+    rare, frequent = count < 20, count > 200
+    ratio_plain = np.mean(plain["radius_t"][rare] ** 2) / np.mean(plain["radius_t"][frequent] ** 2)
+    ratio_fixed = np.mean(fixed[rare] ** 2) / np.mean(fixed[frequent] ** 2)
+    assert ratio_plain < 0.93 and abs(ratio_fixed - 1) < abs(ratio_plain - 1) / 2, (ratio_plain, ratio_fixed)
+    with pytest.raises(ParameterError, match="count has values below 2"):
+        tc.unbiased_radius([0.3], [1])
+
+
+def test_premise_bootstrap_finds_a_real_dependence_and_checks_its_input():
+    X, ids, docs, log_count = _count_confounded_text(seed=3)
+    rng = np.random.default_rng(4)
+    X = X * (0.5 + log_count[ids] / log_count.max())[:, None]        # frequent types truly wider
+    res = tc.premise_bootstrap(np.stack([X, X]), ids, docs, log_count, m=6, draws=5, n_boot=60, rng=rng)
+    assert np.all(res["lo"][:, 0] > 0.3)                              # found at both "layers"
+    # the simultaneous band over layers holds the pointwise intervals inside it
+    assert np.all(res["band_lo"] <= res["lo"] + 1e-12) and np.all(res["band_hi"] >= res["hi"] - 1e-12)
+    assert np.all(res["band_lo"][:, 0] > 0)
+
+
+def test_the_band_over_layers_covers_every_layer_at_once():
+    """Ten independent "layers" of pure noise: the band over layers holds every layer's own
+    interval inside it, is wider than them, and rarely excludes 0 anywhere."""
+    rng = np.random.default_rng(11)
+    miss_band = 0
+    reps = 12
+    wider = []
+    for _ in range(reps):
+        ids = rng.integers(0, 40, size=2400)
+        docs = np.arange(2400) // 24
+        H = rng.normal(size=(10, 2400, 3))                   # no dependence on frequency at all
+        res = tc.premise_bootstrap(H, ids, docs, np.log1p(np.arange(40.0)), m=6, draws=2, n_boot=100, rng=rng)
+        assert np.all(res["band_lo"] <= res["lo"] + 1e-12) and np.all(res["band_hi"] >= res["hi"] - 1e-12)
+        wider.append(np.mean((res["band_hi"] - res["band_lo"]) / (res["hi"] - res["lo"])))
+        miss_band += bool(np.any((res["band_lo"] > 0) | (res["band_hi"] < 0)))
+    assert np.mean(wider) > 1.1, "ten layers at once need a wider band than one"
+    assert miss_band <= 2

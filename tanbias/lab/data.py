@@ -328,7 +328,8 @@ def _round_robin(valid: dict, languages, rng) -> Iterator[tuple[str, str]]:
 
 
 def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, languages=None,
-                 order: str = "mixture", regime: str = "natural", special_tokens: bool = True) -> dict:
+                 order: str = "mixture", regime: str = "natural", special_tokens: bool = True,
+                 half: int | None = None) -> dict:
     """Held-out documents of the corpus (its validation split), tokenised and cut into rows.
 
     The one builder of held-out text: the lab's common text (:func:`common_batches`),
@@ -360,13 +361,19 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
         Tokenise with the tokenizer's special tokens, and end every document with its
         end-of-text token when it adds none (so documents stay separated); False reads
         the text alone.
+    half : {0, 1}, optional
+        Read only the even-numbered (0) or odd-numbered (1) held-out documents of each
+        language: two texts with no document in common (a proxy fitted on one, tested on
+        the other).
 
     Returns
     -------
     dict
         ``input_ids`` (rows, seq_len) int64 array; ``language`` (rows, seq_len), the
-        language of each token's document; ``languages``; ``documents`` (how many
-        documents the rows hold).
+        language of each token's document; ``document`` (rows, seq_len), the number of
+        each token's document in reading order (0, 1, ...: the unit a bootstrap over
+        documents resamples); ``languages``; ``documents`` (how many documents the rows
+        hold).
 
     Example
     -------
@@ -382,6 +389,9 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     check_choice("regime", regime, REGIMES)
     _, valid = split(languages)
     languages = list(valid) if languages is None else list(languages)
+    if half is not None:
+        half = check_int("half", half, lo=0, hi=1, hint="0: the even-numbered documents, 1: the odd ones.")
+        valid = {lang: docs[half::2] for lang, docs in valid.items()}
     if order == "mixture":
         docs = mixture(valid, regime, seed=seed)
     else:
@@ -390,6 +400,7 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     eos = tokenizer.eos_token_id if special_tokens else None
     ids: list[int] = []
     langs: list[str] = []
+    doc_of: list[int] = []
     used = 0
     while len(ids) < need:
         chunk = list(itertools.islice(docs, 64))
@@ -405,21 +416,25 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
                 x = [*x, int(eos)]
             ids += x
             langs += [lang] * len(x)
+            doc_of += [used] * len(x)
             used += 1
     return {"input_ids": np.asarray(ids[:need], np.int64).reshape(-1, seq_len),
-            "language": np.asarray(langs[:need]).reshape(-1, seq_len), "languages": languages,
+            "language": np.asarray(langs[:need]).reshape(-1, seq_len),
+            "document": np.asarray(doc_of[:need], np.int64).reshape(-1, seq_len), "languages": languages,
             "documents": used}
 
 
 def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int = 0,
-                    regime: str = "natural", batch_size: int = 8, languages=None) -> list[dict]:
+                    regime: str = "natural", batch_size: int = 8, languages=None, half: int | None = None,
+                    order: str = "mixture") -> list[dict]:
     """Held-out batches under a model's own tokenizer: :func:`heldout_text` (mixture order, with
     special tokens), masked for an encoder as the lab's training batches are.
 
     Encoder batches are masked one after the other with one generator seeded by
     ``seed`` (:func:`mask_tokens` with the tokenizer's own special and mask ids);
     decoder labels are the inputs (the model shifts them). The batches are a
-    function of ``(tokenizer, kind, n_tokens, seq_len, seed, regime, batch_size, languages)``.
+    function of ``(tokenizer, kind, n_tokens, seq_len, seed, regime, batch_size, languages,
+    half, order)`` (the last three as :func:`heldout_text`).
 
     Returns
     -------
@@ -439,7 +454,7 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
                              f"({type(tokenizer).__name__}): valid range is {{'decoder'}}. Masked-LM "
                              "checkpoints ship a tokenizer with a mask token.")
     block = torch.as_tensor(heldout_text(tokenizer, n_tokens, seq_len, seed=seed, languages=languages,
-                                         regime=regime)["input_ids"])
+                                         regime=regime, half=half, order=order)["input_ids"])
     gen = torch.Generator().manual_seed(int(seed))
     out = []
     for i in range(0, block.shape[0], batch_size):

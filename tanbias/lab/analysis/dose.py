@@ -114,7 +114,7 @@ def run_table(loaded: dict, buckets=None) -> "object":
     for name, r in loaded.items():
         kind, level, seed = parse_dose_name(name)
         c = concentration(np.asarray(r.token_counts, float)[N_SPECIAL:])
-        tok = r.tokens
+        tok = sweep.tokens_table({name: r})         # t freed of its count bias
         last = int(tok["layer"].max())
         tl = tok[tok["layer"] == last]
         b = buckets[tl["token_id"].to_numpy()]

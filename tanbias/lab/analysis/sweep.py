@@ -508,7 +508,16 @@ def rank_frequency(counts, n_points: int = 60):
 
 
 def tokens_table(loaded: dict):
+    """The runs' per-token radii (``tokens.csv``), one frame, with ``t`` freed of its count bias.
+
+    ``t_plain`` is the stored RMS radius over the type's ``count_text`` occurrences;
+    ``t`` is :func:`tanbias.token_clouds.unbiased_radius` of it (``t·sqrt(c/(c−1))``): a
+    type seen 8 times no longer looks tighter than one seen 800 times for that reason
+    alone. Every statistic of the lab's radii reads ``t``.
+    """
     import pandas as pd
+
+    from tanbias.token_clouds import unbiased_radius
 
     frames = []
     for name, r in loaded.items():
@@ -516,7 +525,9 @@ def tokens_table(loaded: dict):
             raise CorruptFileError(r.path / "tokens.csv", f"python -m tanbias.lab mechanism {name}",
                                    "the per-token radii are missing")
         frames.append(r.tokens)
-    return pd.concat(frames, ignore_index=True)
+    tok = pd.concat(frames, ignore_index=True).rename(columns={"t": "t_plain"})
+    tok["t"] = unbiased_radius(tok["t_plain"].to_numpy(), tok["count_text"].to_numpy())
+    return tok
 
 
 def eta_by_bucket(loaded: dict):
