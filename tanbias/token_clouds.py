@@ -519,13 +519,22 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
     """Spearman ρ of each count-matched reading with a frequency, per layer, with an interval over documents.
 
     The point estimate is ρ over the types of :func:`matched_statistics` (``draws``
-    draws). The interval is the percentile interval over ``n_boot`` resamples of the
-    *documents* with replacement: in each, the layer's mean and spread (weighting a
-    document by how often it was drawn), the types that reach ``m`` distinct occurrences
-    and one draw of ``m`` of them are recomputed from the resampled text, then ρ. The
-    same resample serves every layer and every frequency source, so the layers' intervals
-    are comparable (but not independent: read a statement about all layers from the
-    simultaneous band, not from a count of layers).
+    draws). Its uncertainty comes from ``n_boot`` resamples of the *documents* with
+    replacement: in each, the layer's mean and spread (weighting a document by how often
+    it was drawn), the types that reach ``m`` distinct occurrences and one draw of ``m``
+    of them are recomputed from the resampled text, then ρ. The interval is
+    ``ρ ± z·sd`` with ``sd`` the resamples' standard deviation (``z`` = 1.96 at 95 %),
+    and the band over layers ``ρ ± c·sd`` with ``c`` the bootstrap max-t quantile
+    (:func:`_max_t`): it holds for every layer at once, and is the one to read a
+    statement "at every layer" from (not a count of layers: the layers share their
+    documents). Percentile intervals are not used: a row is drawn at most once (two
+    copies of one occurrence would shrink a rare type's radius), so a resample holds
+    about 63 % of the distinct documents, its types are those that reach ``m`` in that
+    shorter text and its ρ is shifted (``shift``); and a band over 30 layers would need
+    far more resamples than a percentile can use. With one draw per resample where the
+    point estimate averages ``draws``, the interval errs on the wide side (on synthetic
+    text with no dependence, a 95 % band over ten layers excludes 0 somewhere in about
+    1 text in 20). The same resample serves every layer and every frequency source.
 
     Parameters
     ----------
@@ -553,14 +562,12 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
     Returns
     -------
     dict
-        ``rho``, ``lo``, ``hi``: arrays (L, 3), layers by :data:`READINGS` (``lo``, ``hi``:
-        each layer's own percentile interval); ``band_lo``, ``band_hi`` (L, 3): the
-        simultaneous band, which covers every layer at once with probability ``confidence``
-        (:func:`_simultaneous_band`; the one to read a statement "at every layer" from). Each
-        resample makes one draw of ``m`` occurrences where the point estimate averages
-        ``draws``: the intervals carry that draw's noise too, and err on the wide side;
-        ``n_types`` (L,) (types in the point estimate), ``n_docs`` (int). For a dict of
-        sources, a dict of such results, one per source.
+        ``rho``, ``lo``, ``hi``, ``sd``: arrays (L, 3), layers by :data:`READINGS` (``lo``,
+        ``hi``: each layer's own interval); ``band_lo``, ``band_hi`` (L, 3): the band that
+        covers every layer at once with probability ``confidence``;
+        ``shift`` (L, 3): the resamples' mean minus ρ; ``n_types`` (L,) (types in the point
+        estimate), ``n_docs`` (int), ``kept`` (the mean share of distinct documents in a
+        resample). For a dict of sources, a dict of such results, one per source.
 
     Example
     -------
@@ -632,8 +639,10 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
         from tqdm.auto import tqdm
 
         it = tqdm(it, desc="document bootstrap", unit="resample")
+    kept = np.full(n_boot, np.nan)
     for b in it:
         dw = np.bincount(rng.integers(0, nd, nd), minlength=nd).astype(np.float64)
+        kept[b] = np.mean(dw > 0)
         types, idx = _matched_draw(ids, dw[doc_of], m, rng)
         if len(types) < 3:
             continue
@@ -647,46 +656,36 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
             for k, f in enumerate(freqs.values()):
                 boot[k, b, layer] = [_spearman(f[types], r) for r in readings]
     out = {}
+    f_kept = float(np.nanmean(kept))      # reported: how much shorter a resample's text is
+    z = _normal_quantile(confidence)
     for k, name in enumerate(freqs):
-        bk = boot[k]
         with np.errstate(all="ignore"):
-            lo = np.nanpercentile(bk, 50 * (1 - confidence), axis=0) if np.isfinite(bk).any() else rho[k] * np.nan
-            hi = np.nanpercentile(bk, 50 * (1 + confidence), axis=0) if np.isfinite(bk).any() else rho[k] * np.nan
-            band_lo, band_hi = _simultaneous_band(bk, rho[k], confidence)
-        out[name] = {"rho": rho[k], "lo": lo, "hi": hi, "band_lo": band_lo, "band_hi": band_hi,
-                     "n_types": n_types[k], "n_docs": int(nd)}
+            sd = np.nanstd(boot[k], axis=0, ddof=1)
+            c = _max_t(boot[k], sd, confidence)
+        out[name] = {"rho": rho[k], "lo": rho[k] - z * sd, "hi": rho[k] + z * sd,
+                     "band_lo": rho[k] - np.maximum(c, z)[None] * sd, "band_hi": rho[k] + np.maximum(c, z)[None] * sd,
+                     "sd": sd, "shift": np.nanmean(boot[k], axis=0) - rho[k], "n_types": n_types[k],
+                     "n_docs": int(nd), "kept": f_kept}
     return out[""] if single else out
 
 
-def _simultaneous_band(boot, rho, confidence: float):
-    """A band over layers that holds for all of them at once (per reading).
+def _normal_quantile(confidence: float) -> float:
+    return float(_st.norm.ppf(0.5 + confidence / 2))
 
-    Each layer's band is its own percentile interval at a common level ``1 − a``,
-    with ``a`` the largest value (searched on a grid down from ``1 − confidence``) for
-    which a share ``confidence`` of the resamples lie inside the band at *every*
-    layer: the pointwise intervals widened until they hold jointly, so the band
-    always contains them. Layers without variation (the embeddings' radii) stay NaN.
+
+def _max_t(boot, sd, confidence: float) -> np.ndarray:
+    """Per reading: the ``confidence`` quantile over resamples of ``max_layer |ρ* − mean ρ*| / sd``.
+
+    ``rho ± c·sd`` then covers every layer at once (the bootstrap max-t band): the
+    deviations are the resamples' from their own mean, so a shift of the resamples
+    (their texts are shorter) does not move the band. Layers without variation (the
+    embeddings' radii: sd 0 or NaN) do not enter the maximum.
     """
-    B, L, R = boot.shape
-    lo = np.full((L, R), np.nan)
-    hi = np.full((L, R), np.nan)
-    alpha = 1.0 - confidence
-    for r in range(R):
-        cols = [layer for layer in range(L) if np.isfinite(boot[:, layer, r]).sum() >= 2]
-        if not cols:
-            continue
-        b = boot[:, cols, r]
-        whole = np.all(np.isfinite(b), axis=1)
-        best = None
-        for a in np.geomspace(alpha, alpha / 200, 40):
-            ql = np.nanpercentile(b, 50 * a, axis=0)
-            qh = np.nanpercentile(b, 100 - 50 * a, axis=0)
-            inside = np.all((b >= ql) & (b <= qh), axis=1)[whole].mean() if whole.any() else 1.0
-            best = (ql, qh)
-            if inside >= confidence:
-                break
-        lo[cols, r], hi[cols, r] = best
-    return lo, hi
+    with np.errstate(all="ignore"):
+        dev = np.abs(boot - np.nanmean(boot, axis=0)[None]) / np.where(sd > 0, sd, np.nan)[None]
+        dev = np.where(np.isfinite(dev), dev, -np.inf).max(axis=1)          # (B, R)
+        dev = np.where(np.isfinite(dev), dev, np.nan)
+        return np.array([np.nanquantile(d, confidence) if np.isfinite(d).any() else np.nan for d in dev.T])
 
 
 # ----------------------------------------------------------------------------- anisotropy

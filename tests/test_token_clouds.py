@@ -354,7 +354,7 @@ def test_premise_bootstrap_finds_a_real_dependence_and_checks_its_input():
 
 def test_the_band_over_layers_covers_every_layer_at_once():
     """Ten independent "layers" of pure noise: the band over layers holds every layer's own
-    interval inside it, is wider than them, and rarely excludes 0 anywhere."""
+    interval inside it, is wider than them, and excludes 0 somewhere in about 5 % of texts."""
     rng = np.random.default_rng(11)
     miss_band = 0
     reps = 12
@@ -366,6 +366,6 @@ def test_the_band_over_layers_covers_every_layer_at_once():
         res = tc.premise_bootstrap(H, ids, docs, np.log1p(np.arange(40.0)), m=6, draws=2, n_boot=100, rng=rng)
         assert np.all(res["band_lo"] <= res["lo"] + 1e-12) and np.all(res["band_hi"] >= res["hi"] - 1e-12)
         wider.append(np.mean((res["band_hi"] - res["band_lo"]) / (res["hi"] - res["lo"])))
-        miss_band += bool(np.any((res["band_lo"] > 0) | (res["band_hi"] < 0)))
+        miss_band += int(np.any((res["band_lo"] > 0) | (res["band_hi"] < 0), axis=0).sum())   # per reading
     assert np.mean(wider) > 1.1, "ten layers at once need a wider band than one"
-    assert miss_band <= 2
+    assert miss_band <= 5, f"{miss_band} of {3 * reps} bands exclude 0 somewhere (about 5 % expected)"
