@@ -525,7 +525,7 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
     of them are recomputed from the resampled text, then ρ. The interval is
     ``ρ ± z·sd`` with ``sd`` the resamples' standard deviation (``z`` = 1.96 at 95 %),
     and the band over layers ``ρ ± c·sd`` with ``c`` the bootstrap max-t quantile
-    (:func:`_max_t`): it holds for every layer at once, and is the one to read a
+    (``_max_t``): it holds for every layer at once, and is the one to read a
     statement "at every layer" from (not a count of layers: the layers share their
     documents). Percentile intervals are not used: a row is drawn at most once (two
     copies of one occurrence would shrink a rare type's radius), so a resample holds
