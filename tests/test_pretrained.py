@@ -16,9 +16,8 @@ import pytest
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.analysis import pretrained as pt
 
-SMOKE = dict(n_tokens=512, frequency_docs=100, n_boot=50, probe_tokens=256,
-             probe={"layers": [0, 15, 30], "n_controls": 4}, robust_fractions=(0.5, 1.0),
-             robust_min_counts=(2, 4), min_count=2)
+SMOKE = dict(n_tokens=1024, frequency_docs=100, n_boot=20, draws=4, m=2, robust_m=(2, 3), probe_tokens=256,
+             probe={"layers": [0, 15, 30], "n_controls": 4}, languages=("en",))
 
 
 def _zoo_ready(name: str) -> bool:
@@ -47,29 +46,40 @@ def test_every_table_is_produced_and_finite(smoke):
     root, manifest = smoke
     tables = pt.load_pretrained("smollm2-135m", root=root)
     assert set(tables) == {"manifest", *pt.TABLES, "alignment"}
+    for key in pt.TABLES:
+        assert set(tables[key]["language"]) == {"en"}, key        # one language, named in every row
     types = tables["types"]
     assert set(types["layer"]) == set(range(31)), "every layer of SmolLM2 is measured"
-    assert (types["count"] >= SMOKE["min_count"]).all()
-    for col in ("radius_t", "centroid_distance"):
+    assert (types["count"] >= SMOKE["m"]).all()
+    for col in ("radius_t", "centroid_distance", "radius_t_plain"):
         assert np.isfinite(types[col]).all() and (types[col] >= 0).all(), col
     assert types["self_similarity"].between(-1, 1).all()
     premise = tables["premise"]
     assert set(premise["reading"]) == set(pt.READINGS)
-    assert {"corpus", "wordfreq"} <= set(premise["source"])
-    body = premise[premise["layer"] > 0]          # the embedding layer's radii are all 0
-    assert np.isfinite(body[["rho", "lo", "hi"]]).all().all()
-    assert (body["lo"] <= body["rho"] + 1e-12).all() and (body["rho"] <= body["hi"] + 1e-12).all()
+    assert {"corpus", "wordfreq"} <= set(premise["source"]) and set(premise["estimator"]) == {"matched", "plain"}
+    matched = premise[(premise["estimator"] == "matched") & (premise["m"] == SMOKE["m"]) & (premise["layer"] > 0)
+                      & (premise["source"] == "corpus")]
+    assert set(matched["interval"]) == {"documents"}
+    assert np.isfinite(matched[["rho", "lo", "hi", "band_lo", "band_hi"]]).all().all()
+    assert (matched["band_lo"] <= matched["lo"] + 1e-12).all() and (matched["band_hi"] >= matched["hi"] - 1e-12).all()
+    # the matched point estimate is the correlation of the types table's own readings
+    from scipy.stats import spearmanr
+
+    last = types[(types["layer"] == 30) & (types["corpus_count"] > 0)]
+    row = matched[(matched["layer"] == 30) & (matched["reading"] == "radius_t")].iloc[0]
+    assert np.isclose(row["rho"], spearmanr(np.log(last["corpus_count"]), last["radius_t"]).statistic, atol=1e-3)
+    assert {2, 3} <= set(premise["m"])                               # robustness over m
     an = tables["anisotropy"]
     assert len(an) == 31 and an["isoscore_star"].between(0, 1).all()
     assert an["mean_cosine"].between(-1, 1).all()
-    curv = tables["curvature"]       # empty at smoke size: too few types per layer to fit
-    assert list(curv.columns)[:4] == ["layer", "slope", "lo", "hi"]
-    assert np.isfinite(curv["slope"].astype(float)).all()
-    al = tables["alignment"]     # the post-hoc probe of the zoo's decoder (probe_checkpoints("smollm2-135m"))
+    # the first position of a decoder's row is its attention sink: its norm stands out in the middle layers
+    assert an.loc[an["layer"].between(5, 25), "sink_norm_ratio"].max() > 10
+    curv = tables["curvature"]
+    assert list(curv.columns)[:5] == ["language", "layer", "slope", "lo", "hi"]
+    al = tables["alignment"]   # held-out proxy, trained against random-init
+    assert set(al["model"]) == {"trained", "random-init"} and set(al["layer"]) == {0, 15, 30}
     assert np.isfinite(al["enrichment"]).all() and (al["enrichment"] > 0).all() and (al["p_energy"] > 0).all()
-    assert set(al["layer"]) == {0, 15, 30} and set(al["revision"]) == {"main"}
-    assert set(al["kind"]) == {"decoder"} and set(al["run"]) == {"smollm2-135m"}
-    assert {"frozen", "refit"} <= set(al["proxy"]) and al["energy_proxy"].between(0, 1).all()
+    assert (al["n_fit"] > 0).all() and (al["n_test"] > 0).all() and al["energy_proxy"].between(0, 1).all()
 
 
 @pytest.mark.zoo
@@ -80,10 +90,16 @@ def test_manifest_records_provenance_and_speed(smoke):
     entry = zoo_entry("smollm2-135m")
     assert manifest["weight_sha256"] == entry.sha256
     assert manifest["settings"]["seed"] == 0 and manifest["n_tokens"] > 0
-    assert manifest["languages"] == sorted(manifest["languages"]) and len(manifest["languages"]) == 8
+    assert manifest["languages"] == ["en"] and 0 < manifest["tokens_measured"]["en"] < manifest["n_tokens"]
     assert 0 < manifest["gemm_fraction"] < 1.5
     assert manifest["tokens_per_s"] > 0 and manifest["flops_per_token"] > 1e8
     assert "commit" in manifest["git"]
+
+
+def test_languages_default_to_the_model_kind():
+    assert pt.model_languages("smollm2-135m", {}) == pt.DECODER_LANGUAGES
+    assert pt.model_languages("minilm-l6", {**pt.DEFAULTS, **pt.MODEL_SETTINGS["minilm-l6"]}) == ("en",)
+    assert pt.model_languages("gemma3-270m", {"languages": ["de"]}) == ("de",)
 
 
 @pytest.mark.zoo
@@ -101,7 +117,7 @@ def test_a_tampered_or_missing_table_names_itself_and_the_command(smoke, tmp_pat
     copy = tmp_path / "smollm2-135m"
     shutil.copytree(root / "smollm2-135m", copy)
     with open(copy / "premise.csv", "a") as f:
-        f.write("0,corpus,radius_t,0,0,0,1,1,1\n")
+        f.write("en,0,corpus,radius_t,matched,2,0,0,0,0,0,0,1,documents\n")
     with pytest.raises(CorruptFileError, match=r"premise\.csv.*python -m tanbias\.lab pretrained"):
         pt.load_pretrained("smollm2-135m", root=tmp_path)
     (copy / "manifest.json").unlink()

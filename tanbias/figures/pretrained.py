@@ -1,20 +1,22 @@
 """Figures of chapter 9: real pretrained models on real text.
 
 Everything here reads the committed tables of :mod:`tanbias.lab.analysis.pretrained`
-(``data/pretrained/<model>/``) and never loads a model.
+(``data/pretrained/<model>/``) and never loads a model. A *measurement* is one model
+read in one language ("smollm2-135m · English"): every slider that picks a model picks one.
 
 * :func:`premise_interactive` — Spearman correlation of each reading of
-  "distance to the centroid" with log frequency, by layer, with its bootstrap
-  interval; sliders over model and frequency source;
+  "distance to the centroid" with log frequency, by layer, with its band;
+  sliders over measurement, estimator (count-matched, plain) and frequency source;
 * :func:`types_interactive` — the token types themselves at one depth: a
-  reading against frequency; sliders over model, depth and reading;
+  reading against frequency; sliders over measurement, depth, reading and estimator;
 * :func:`anisotropy_interactive` — anisotropy by relative depth, one line per
-  model; slider over the measure;
-* :func:`alignment_interactive` — the post-hoc alignment test of the decoders
-  by layer; sliders over model and frequency bucket;
+  measurement; sliders over the measure and whether the first position (the
+  attention sink) is included;
+* :func:`alignment_interactive` — the post-hoc alignment test of the decoders by
+  layer, the released checkpoint beside a randomly initialised copy;
 * :func:`curvature_interactive` — each type's local normal share against its
   radius *t* on log axes, with the fitted slope and the slope 2 of a curved
-  manifold; sliders over model and depth.
+  manifold; sliders over measurement and depth.
 """
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ import plotly.graph_objects as go
 
 from tanbias.figures import BLACK, COLORS, GREY, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
-from tanbias.lab.analysis.pretrained_report import PAPER_RHO, premise_main
+from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, PAPER_RHO, premise_rows
 
-__all__ = ["READING_LABELS", "DEPTHS", "premise_interactive", "types_interactive",
+__all__ = ["READING_LABELS", "DEPTHS", "measurements", "premise_interactive", "types_interactive",
            "anisotropy_interactive", "alignment_interactive", "curvature_interactive"]
 
 #: The three readings of "distance to the centroid" (chapter 9) and their colours.
@@ -37,6 +39,16 @@ READING_COLORS = dict(zip(READING_LABELS, COLORS[:3]))
 DEPTHS = ("embeddings", "quarter", "middle", "three quarters", "last")
 _DEPTH_FRACTION = dict(zip(DEPTHS, (0.0, 0.25, 0.5, 0.75, 1.0)))
 MAX_POINTS = 400          # types drawn per frame: enough to see a trend, light pages
+ESTIMATORS = {"matched": "count-matched (m occurrences per type)", "plain": "plain (all occurrences)"}
+
+
+def measurements(pretrained: dict) -> dict:
+    """``{"<model> · <Language>": (model, language)}`` of every model and language measured."""
+    out = {}
+    for model, tab in pretrained.items():
+        for lang in dict.fromkeys(tab["anisotropy"]["language"]):
+            out[f"{model} · {LANGUAGE_NAMES.get(lang, lang)}"] = (model, lang)
+    return out
 
 
 def _depth_layer(depth: str, n_layers: int) -> int:
@@ -79,146 +91,174 @@ def premise_interactive(pretrained: dict) -> Interactive:
     pretrained : dict
         ``{model: load_pretrained(model)}``.
     """
-    models = tuple(pretrained)
+    meas = measurements(pretrained)
 
-    def compute(model, source):
-        p = premise_main(pretrained[model])
-        p = p[p["source"] == source]
-        return {r: p[p["reading"] == r].sort_values("layer") for r in READING_LABELS}
+    def compute(measurement, estimator, source):
+        model, lang = meas[measurement]
+        p = premise_rows(pretrained[model], estimator)
+        p = p[(p["source"] == source) & (p["language"] == lang)]
+        band = ("band_lo", "band_hi") if estimator == "matched" else ("lo", "hi")
+        return {r: (g["layer"].tolist(), g["rho"].tolist(), g[band[0]].tolist(), g[band[1]].tolist())
+                for r in READING_LABELS for g in [p[p["reading"] == r].sort_values("layer")]}
 
-    def figure(data, model, source):
+    def figure(data, measurement, estimator, source):
         traces = []
-        for reading, g in data.items():
+        for reading, (x, rho, lo, hi) in data.items():
             c = READING_COLORS[reading]
-            x = g["layer"].tolist()
-            traces.append(dict(type="scatter", x=x + x[::-1], y=g["hi"].tolist() + g["lo"].tolist()[::-1],
-                               fill="toself", fillcolor=c, opacity=0.15, line=dict(width=0),
-                               hoverinfo="skip", showlegend=False))
-            traces.append(dict(type="scatter", x=x, y=g["rho"].tolist(), mode="lines+markers",
+            traces.append(dict(type="scatter", x=x + x[::-1], y=hi + lo[::-1], fill="toself", fillcolor=c,
+                               opacity=0.15, line=dict(width=0), hoverinfo="skip", showlegend=False))
+            traces.append(dict(type="scatter", x=x, y=rho, mode="lines+markers",
                                name=READING_LABELS[reading], line=dict(color=c)))
         layout = _premise_layout()
-        layout["title"]["text"] = f"{model}: frequency against three readings of the radius"
+        layout["title"]["text"] = f"{measurement}: frequency against three readings ({estimator})"
         return go.Figure(data=traces, layout=layout)
 
     return Interactive(
-        params=[Param("model", "model", options=models),
+        params=[Param("measurement", "model · language", options=tuple(meas)),
+                Param("estimator", "estimator", options=tuple(ESTIMATORS), fmt=ESTIMATORS.get),
                 Param("source", "frequency", options=("corpus", "wordfreq"),
-                      fmt={"corpus": "the corpus, model's tokenizer",
+                      fmt={"corpus": "the language's corpus, model's tokenizer",
                            "wordfreq": "web-scale (wordfreq), whole words"}.get)],
         compute=compute, figure=figure, title="The premise, under each reading",
         caption="Spearman correlation between a token type's log frequency and each reading, per "
-                "layer; bands: bootstrap 95 % intervals over token types. The premise predicts a "
-                "negative correlation for (a) and a positive one for (c): a concentrated type is "
-                "more self-similar. Dotted: the value the paper reports for decoders.",
-        name="ch9-premise", height=480)
+                "layer. Count-matched: each type measured on the same number of occurrences, the band "
+                "holds for all layers at once (95 %, resampling documents). Plain: all occurrences, "
+                "the band is each layer's interval over types, too narrow, and the readings carry "
+                "their count's bias. The premise predicts a negative correlation for (a) and a "
+                "positive one for (c). Dotted: the value the paper reports for decoders.",
+        name="ch9-premise", height=500)
 
 
 def types_interactive(pretrained: dict) -> Interactive:
     """Interactive: token types at one depth, a reading against corpus frequency."""
-    models = tuple(pretrained)
+    meas = measurements(pretrained)
 
-    def compute(model, depth, reading):
+    def compute(measurement, depth, reading, estimator):
+        model, lang = meas[measurement]
         t = pretrained[model]["types"]
+        t = t[t["language"] == lang]
         layer = _depth_layer(depth, _n_layers(pretrained[model]))
+        col = reading if estimator == "matched" else f"{reading}_plain"
         g = _subsample(t[(t["layer"] == layer) & (t["corpus_count"] > 0)])
-        return {"x": np.log10(g["corpus_count"].to_numpy()), "y": g[reading].to_numpy(),
+        return {"x": np.log10(g["corpus_count"].to_numpy()), "y": g[col].to_numpy(),
                 "n": len(t[t["layer"] == layer]), "layer": layer}
 
-    def figure(data, model, depth, reading):
+    def figure(data, measurement, depth, reading, estimator):
         fig = go.Figure(go.Scatter(x=data["x"], y=data["y"], mode="markers",
                                    marker=dict(size=5, color=READING_COLORS[reading], opacity=0.6),
                                    name="token types", showlegend=False))
-        return labelled(fig, f"{model}, layer {data['layer']}: {data['n']} types "
-                             f"(at most {MAX_POINTS} drawn)",
-                        "log10 corpus frequency (model's tokenizer)", READING_LABELS[reading])
+        return labelled(fig, f"{measurement}, layer {data['layer']}: {data['n']} types "
+                             f"(at most {MAX_POINTS} drawn), {estimator}",
+                        "log10 frequency in the language's corpus (model's tokenizer)", READING_LABELS[reading])
 
     return Interactive(
-        params=[Param("model", "model", options=models),
+        params=[Param("measurement", "model · language", options=tuple(meas)),
                 Param("depth", "depth", options=DEPTHS, default="last"),
                 Param("reading", "reading", options=tuple(READING_LABELS),
                       fmt={"radius_t": "(a) radius t", "centroid_distance": "(b) centroid distance",
-                           "self_similarity": "(c) self-similarity"}.get)],
+                           "self_similarity": "(c) self-similarity"}.get),
+                Param("estimator", "estimator", options=tuple(ESTIMATORS), fmt=ESTIMATORS.get)],
         compute=compute, figure=figure, title="Token types, one layer at a time",
-        caption="Each point is a token type with at least min_count occurrences in the held-out "
-                "text. The premise says frequent types (right) sit tighter around their centroid.",
+        caption="Each point is a token type with at least m occurrences in the held-out text "
+                "(the first position of each row and special tokens left out). The premise says "
+                "frequent types (right) sit tighter around their centroid. Switch the estimator to "
+                "see the count's bias: plain radii of rare types (left) are shrunk.",
         name="ch9-types", height=460)
 
 
 ANISOTROPY = {"mean_cosine": "mean cosine of random pairs", "isoscore_star": "IsoScore*",
               "top1_share": "variance share of the top principal direction",
-              "outlier_share": "share of the mean cosine in outlier dimensions"}
+              "outlier_share": "share of the mean cosine in outlier dimensions",
+              "sink_norm_ratio": "norm at the first position / median norm elsewhere"}
+_WITH_SINK = {"mean_cosine", "isoscore_star", "top1_share"}
+SINK = {"without": "first position left out", "with": "first position included"}
 
 
 def anisotropy_interactive(pretrained: dict) -> Interactive:
-    """Interactive: an anisotropy measure against relative depth, one line per model."""
+    """Interactive: an anisotropy measure against relative depth, one line per measurement."""
+    meas = measurements(pretrained)
 
-    def compute(measure):
+    def compute(measure, sink):
         out = {}
-        for model, tab in pretrained.items():
-            a = tab["anisotropy"].sort_values("layer")
-            out[model] = (a["layer"] / a["layer"].max(), a[measure])
+        for label, (model, lang) in meas.items():
+            a = pretrained[model]["anisotropy"]
+            a = a[a["language"] == lang].sort_values("layer")
+            col = f"{measure}_with_sink" if sink == "with" and measure in _WITH_SINK else measure
+            out[label] = (a["layer"] / a["layer"].max(), a[col])   # all NaN (no sink): an empty line
         return out
 
-    def figure(data, measure):
-        fig = go.Figure([go.Scatter(x=x, y=y, mode="lines+markers", name=m,
-                                    line=dict(color=COLORS[i]))
+    def figure(data, measure, sink):
+        fig = go.Figure([go.Scatter(x=x, y=y, mode="lines+markers", name=m, line=dict(color=COLORS[i]))
                          for i, (m, (x, y)) in enumerate(data.items())])
-        return labelled(fig, f"Anisotropy by depth: {ANISOTROPY[measure]}",
+        if measure == "sink_norm_ratio":
+            fig.update_yaxes(type="log")
+        note = "" if measure not in _WITH_SINK else f" ({SINK[sink]})"
+        return labelled(fig, f"Anisotropy by depth: {ANISOTROPY[measure]}{note}",
                         "relative depth (0 = embeddings, 1 = last layer)", ANISOTROPY[measure],
-                        legend="model")
+                        legend="model · language")
 
-    return Interactive(params=[Param("measure", "measure", options=tuple(ANISOTROPY),
-                                     fmt=ANISOTROPY.get)],
+    return Interactive(params=[Param("measure", "measure", options=tuple(ANISOTROPY), fmt=ANISOTROPY.get),
+                               Param("sink", "first position", options=tuple(SINK), fmt=SINK.get)],
                        compute=compute, figure=figure, title="How anisotropic are the layers?",
-                       caption="An isotropic cloud has mean cosine 0, IsoScore* 1 and a top-"
-                               "direction share of 1/D.", name="ch9-anisotropy", height=440)
+                       caption="An isotropic cloud has mean cosine 0, IsoScore* 1 and a top-direction "
+                               "share of 1/D. The first position of a decoder's row is its attention "
+                               "sink; with it included, the first three measures describe the sink as "
+                               "much as the text. MiniLM reads [CLS] first, a special token left out of "
+                               "both.", name="ch9-anisotropy", height=460)
+
+
+NETWORKS = {"trained": "released checkpoint", "random-init": "random-init copy (the null)"}
 
 
 def alignment_interactive(pretrained: dict) -> Interactive:
-    """Interactive: the decoders' post-hoc enrichment by layer, controls as a band."""
+    """Interactive: the decoders' post-hoc enrichment by layer, beside a randomly initialised copy."""
     models = tuple(m for m, t in pretrained.items() if "alignment" in t)
-    buckets = tuple(dict.fromkeys(pretrained[models[0]]["alignment"]["bucket"]))
 
-    def compute(model, bucket):
+    def compute(model):
         a = pretrained[model]["alignment"]
-        a = a[(a["bucket"] == bucket) & (a["proxy"] == "refit")].sort_values("layer")
-        return a[["layer", "enrichment", "p_energy"]]
+        return {net: a[a["model"] == net].sort_values("layer")[["layer", "enrichment", "p_energy"]]
+                for net in NETWORKS}
 
-    def figure(data, model, bucket):
-        sig = data["p_energy"] <= 0.05
-        fig = go.Figure([
-            go.Scatter(x=data["layer"], y=data["enrichment"], mode="lines", name="enrichment",
-                       line=dict(color=COLORS[0])),
-            go.Scatter(x=data["layer"][sig], y=data["enrichment"][sig], mode="markers",
-                       name="p ≤ 0.05 against 20 controls", marker=dict(color=COLORS[1], size=8))])
+    def figure(data, model):
+        fig = go.Figure()
+        for i, (net, d) in enumerate(data.items()):
+            sig = d["p_energy"] <= 0.05
+            fig.add_trace(go.Scatter(x=d["layer"], y=d["enrichment"], mode="lines", name=NETWORKS[net],
+                                     line=dict(color=COLORS[i], dash="solid" if net == "trained" else "dash")))
+            fig.add_trace(go.Scatter(x=d["layer"][sig], y=d["enrichment"][sig], mode="markers",
+                                     name=f"{NETWORKS[net]}: p ≤ 0.05 against its controls",
+                                     marker=dict(color=COLORS[i], size=8)))
         fig.add_hline(y=1.0, line=dict(color=GREY, width=1))
         fig.update_yaxes(type="log")
         return labelled(fig, f"{model}: gradient energy in the activations' top-r PCA space",
-                        "layer (0 = embeddings)", "enrichment (log scale; 1 = random subspace)")
+                        "layer (0 = embeddings)", "enrichment (log scale; 1 = random subspace)",
+                        legend="network")
 
-    return Interactive(params=[Param("model", "model", options=models),
-                               Param("bucket", "frequency bucket", options=buckets)],
+    return Interactive(params=[Param("model", "model", options=models)],
                        compute=compute, figure=figure, title="The alignment test at the released "
-                       "checkpoint", caption="The proxy is fitted on this checkpoint's own "
-                       "activations: no early checkpoint ships with these packages.",
-                       name="ch9-alignment", height=440)
+                       "checkpoint", caption="The proxy is fitted on held-out English documents (the "
+                       "even-numbered ones), the gradients come from the odd-numbered ones: no token is "
+                       "both fitted and tested. The first position of each row is left out. Dashed: the "
+                       "same test on a randomly initialised copy of the architecture.",
+                       name="ch9-alignment", height=460)
 
 
 def curvature_interactive(pretrained: dict) -> Interactive:
     """Interactive: local normal share against radius t, one point per type, log axes."""
-    models = tuple(pretrained)
+    meas = measurements(pretrained)
 
-    def compute(model, depth):
+    def compute(measurement, depth):
+        model, lang = meas[measurement]
         t = pretrained[model]["types"]
         layer = _depth_layer(depth, _n_layers(pretrained[model]))
-        g = t[(t["layer"] == layer) & (t["normal_share"] > 0) & (t["radius_t"] > 0)]
+        g = t[(t["language"] == lang) & (t["layer"] == layer) & (t["normal_share"] > 0) & (t["radius_t"] > 0)]
         c = pretrained[model]["curvature"]
-        row = c[c["layer"] == layer]
+        row = c[(c["language"] == lang) & (c["layer"] == layer)]
         g = _subsample(g)
         return {"x": g["radius_t"].to_numpy(), "y": g["normal_share"].to_numpy(), "layer": layer,
                 "slope": float(row["slope"].iloc[0]) if len(row) else float("nan")}
 
-    def figure(data, model, depth):
+    def figure(data, measurement, depth):
         fig = go.Figure(go.Scatter(x=data["x"], y=data["y"], mode="markers", name="token types",
                                    marker=dict(size=5, color=COLORS[0], opacity=0.6)))
         if len(data["x"]) > 2:
@@ -234,11 +274,11 @@ def curvature_interactive(pretrained: dict) -> Interactive:
                                      line=dict(color=GREY, dash="dot")))
         fig.update_xaxes(type="log")
         fig.update_yaxes(type="log")
-        return labelled(fig, f"{model}, layer {data['layer']}: variance outside the top "
-                             "local directions", "radius t (units of the layer's spread)",
+        return labelled(fig, f"{measurement}, layer {data['layer']}: variance outside the top "
+                             "local directions", "radius t, count-matched (units of the layer's spread)",
                         "normal share", legend="")
 
-    return Interactive(params=[Param("model", "model", options=models),
+    return Interactive(params=[Param("measurement", "model · language", options=tuple(meas)),
                                Param("depth", "depth", options=DEPTHS[1:], default="middle")],
                        compute=compute, figure=figure, title="Is curvature visible in the "
                        "clouds?", caption="For points of a curved manifold sampled at radius t "

@@ -50,6 +50,7 @@ from __future__ import annotations
 import gc
 import os
 
+import numpy as np
 
 from tanbias._checks import check_choice, check_int
 from tanbias.errors import ParameterError
@@ -57,7 +58,8 @@ from tanbias.lab.checkpoints import check_revision, load_checkpoint, revision_st
 from tanbias.lab.config import KINDS, ProbeSettings
 from tanbias.lab.data import heldout_batches, original_ids, special_ids, token_counts
 
-__all__ = ["LOGIT_ROWS_BUDGET", "batch_rows", "capture_checkpoint", "probe_checkpoints"]
+__all__ = ["LOGIT_ROWS_BUDGET", "batch_rows", "capture_checkpoint", "probe_checkpoints", "random_copy",
+           "heldout_alignment"]
 
 
 #: Rows of one batch times the vocabulary stay under this, so that a model with a
@@ -308,3 +310,87 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
             df["revision"] = pd.Series(dtype=str)
         tables[key] = df
     return tables
+
+
+# ---------------------------------------------------------------------------
+# the alignment test with a held-out proxy, against a random network
+# ---------------------------------------------------------------------------
+def random_copy(model, seed: int = 0):
+    """A randomly initialised model of ``model``'s architecture (its config, its initialiser),
+    in eval mode, float32: the post-hoc test's null for "any network of this shape"."""
+    import torch
+
+    torch.manual_seed(int(seed))
+    net = type(model)(model.config).float()
+    net.eval()
+    return net
+
+
+def _kept_positions(capture: dict, seq_len: int, special) -> np.ndarray:
+    """The captured positions that are tokens of the text: not the first of a row (the attention
+    sink: its hidden state is up to 100x the others' norm), not a special token."""
+    ids = capture["input_ids"].astype(np.int64)
+    first = np.arange(len(ids)) % int(seq_len) == 0
+    return ~first & ~np.isin(ids, np.asarray(list(special), np.int64))
+
+
+def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len: int = 256, seed: int = 0,
+                      probe: dict | None = None, language: str = "en", null: bool = True,
+                      progress: bool = False) -> "object":
+    """The alignment test of a checkpoint with its proxy fitted on held-out documents, beside a random network.
+
+    For each layer, the proxy (the top-``rank`` principal directions of the
+    activations) is fitted on the even-numbered held-out documents of ``language``
+    and the gradients ``∂L/∂h`` of the odd-numbered ones are tested against it
+    (:func:`tanbias.alignment.alignment_test`: the energy share in the proxy against
+    ``n_controls`` random subspaces): no token is both fitted and tested. The first
+    position of every row (the attention sink) and special tokens are left out of
+    both. With ``null``, the same test runs on a randomly initialised copy of the
+    architecture (:func:`random_copy`), the null for "any network of this shape".
+
+    Parameters
+    ----------
+    model, tokenizer
+        A causal or masked LM and its own tokenizer (:func:`tanbias.lab.checkpoints.load_checkpoint`).
+    kind : {"encoder", "decoder"}
+    n_tokens : int
+        Tokens of each text (fit, test).
+    probe : dict, optional
+        :class:`~tanbias.lab.config.ProbeSettings` fields (``rank``, ``n_controls``, ``zeta``, ``layers``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per network (``model``: ``"trained"``, ``"random-init"``) and layer: ``layer``,
+        ``n_fit``, ``n_test`` and the columns of :func:`tanbias.alignment.alignment_test`
+        (``enrichment``, ``p_energy``, ``energy_proxy``, ...).
+    """
+    import pandas as pd
+
+    from tanbias import alignment as al
+    from tanbias.lab.analysis.tables import single_thread_blas
+    from tanbias.lab.probe import layer_activations
+
+    check_choice("kind", kind, KINDS)
+    cfg = model.config
+    pc = ProbeSettings.from_dict(probe).checked(int(cfg.hidden_size), int(cfg.num_hidden_layers))
+    batch = batch_rows(max(len(tokenizer), model.get_input_embeddings().num_embeddings))
+    texts = [heldout_batches(tokenizer, kind, n_tokens, seq_len, seed=seed, batch_size=batch, languages=[language],
+                             half=h, order="round_robin") for h in (0, 1)]
+    special = special_ids(tokenizer)
+    nets = [("trained", model)] + ([("random-init", random_copy(model, seed))] if null else [])
+    rows = []
+    for label, net in nets:
+        fit, test = (capture_checkpoint(net, t, kind) for t in texts)
+        keep_fit, keep_test = (_kept_positions(c, seq_len, special) for c in (fit, test))
+        layers = range(fit["acts"].shape[0]) if pc.layers is None else pc.layers
+        with single_thread_blas():
+            for layer in layers:
+                Q = al.pca_basis(layer_activations(fit, layer)[keep_fit], pc.rank)
+                G = test["grads"][layer].astype(np.float64)[keep_test]
+                G = G[np.any(G != 0, axis=1)]
+                rng = np.random.default_rng([int(seed), int(layer), len(rows)])
+                row = al.alignment_test(G, Q, n_controls=pc.n_controls, rng=rng, zeta=pc.zeta)
+                rows.append({"model": label, "layer": int(layer), "n_fit": int(keep_fit.sum()),
+                             "n_test": int(len(G)), **row})
+    return pd.DataFrame(rows)

@@ -2,32 +2,41 @@
 
 For each model of the zoo (:mod:`tanbias.lab.zoo`: SmolLM2-135M, Gemma-3-270M,
 all-MiniLM-L6-v2), :func:`measure` reads held-out documents of the lab's
-corpus (eight languages for the decoders, English for MiniLM), keeps every
-layer's hidden states in float32 (one array per model, never float64 for all
-layers at once), and writes tidy tables under ``data/pretrained/<model>/``:
+corpus *one language at a time* (English and German for the decoders, English
+for MiniLM), each with that language's own token frequencies, keeps every
+layer's hidden states in float32, and writes tidy tables under
+``data/pretrained/<model>/``. Every per-token statistic leaves out the first
+position of each row (the attention sink: its hidden state carries up to 100
+times the norm of the others in SmolLM2) and the special tokens; what the sink
+does is measured apart.
 
 ``types.csv``
-    Per layer and token type with at least ``min_count`` occurrences: its
-    occurrence count in the text, its frequency in a large sample of the
-    corpus under the model's own tokenizer, its web-scale Zipf frequency
-    (``wordfreq``, whole-word types only), and the three readings of
-    "distance to the centroid" (:func:`tanbias.token_clouds.type_statistics`):
-    (a) the concentration radius *t*, (b) the centroid's distance to the
-    layer mean, (c) self-similarity; plus the local normal share.
+    Per language, layer and token type with at least ``m`` occurrences: its count
+    in the text, its frequency in the language's training split under the model's
+    own tokenizer, its web-scale Zipf frequency (``wordfreq``, whole words only),
+    the three readings of "distance to the centroid" computed on ``m``
+    occurrences drawn many times (:func:`tanbias.token_clouds.matched_statistics`:
+    the estimates no longer depend on how often a type occurs) and, for the
+    record, the plain ones on all occurrences (``*_plain``), and the local normal share.
 ``premise.csv``
-    Spearman correlation of each reading with log frequency, per layer and
-    frequency source, with bootstrap 95 % intervals over token types; and the
-    same at the first, middle and last layer for other ``min_count`` values and
-    shorter texts (robustness).
+    Spearman correlation of each reading with log frequency, per language, layer
+    and frequency source: ``estimator == "matched"``, with a 95 % interval over
+    documents (resampled, the per-type readings recomputed inside each resample,
+    :func:`tanbias.token_clouds.premise_bootstrap`); ``"plain"``, the count-biased
+    estimate with the interval over types of the first edition; and the matched
+    estimate at other ``m`` (robustness, first, middle and last layer).
 ``anisotropy.csv``
-    Per layer: mean cosine of random pairs, IsoScore*, top-1/top-k variance
-    share, outlier ("rogue") dimensions.
+    Per language and layer: spread, mean cosine of random pairs, IsoScore*,
+    top-1/top-k variance share, outlier ("rogue") dimensions, without the sink;
+    the same three with it (``*_with_sink``), and ``sink_norm_ratio`` (median norm
+    at the first position over the median elsewhere).
 ``curvature.csv``
-    Per layer: the log-log slope of the types' local normal share against
-    their *t*, beside the slope 2 that a curved manifold predicts.
+    Per language and layer: the log-log slope of the types' local normal share
+    against their matched radius *t*, beside the slope 2 a curved manifold predicts.
 ``alignment.csv`` (decoders)
-    The post-hoc alignment test at the final checkpoint
-    (:func:`tanbias.lab.analysis.posthoc.probe_checkpoints`).
+    The post-hoc alignment test with its proxy fitted on other documents than the
+    ones tested, for the checkpoint and for a randomly initialised copy of its
+    architecture (:func:`tanbias.lab.analysis.posthoc.heldout_alignment`).
 ``manifest.json``
     Package versions, weight checksum, text sample and seed, timings
     (tokens/s and the fraction of the measured matrix-multiply peak), code
@@ -45,26 +54,31 @@ import numpy as np
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.runs import atomic_write_text, sha256
 
-__all__ = ["PRETRAINED_DIR", "DEFAULTS", "MODEL_SETTINGS", "TABLES", "READINGS", "corpus_frequencies",
-           "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables", "premise_table",
-           "robustness_table", "measure", "measure_all", "load_pretrained"]
+__all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES", "READINGS",
+           "corpus_frequencies", "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables",
+           "premise_tables", "curvature_rows", "model_languages", "measure", "measure_all", "load_pretrained"]
 
 PRETRAINED_DIR = Path(__file__).resolve().parents[3] / "data" / "pretrained"
 
-#: The settings of the committed measurements (``measure``'s defaults).
-DEFAULTS = dict(n_tokens=32_768, seq_len=256, batch_size=8, seed=0, min_count=8,
-                robust_min_counts=(4, 8, 16, 32), robust_fractions=(0.25, 0.5, 1.0),
-                n_boot=1000, normal_k=4, probe_tokens=4096, probe=None,
-                frequency_docs=None)
+#: The settings of the committed measurements (``measure``'s defaults): ``n_tokens`` of
+#: held-out text per language; ``m`` occurrences per type in the matched readings, over
+#: ``draws`` draws; ``n_boot`` resamples of the documents; the matched estimate at the
+#: ``robust_m`` values too; the post-hoc test on ``probe_tokens`` tokens of each of its two
+#: texts (fitted, tested).
+DEFAULTS = dict(n_tokens=16_384, seq_len=256, batch_size=8, seed=0, m=8, draws=20, n_boot=200,
+                robust_m=(4, 8, 16), normal_k=4, probe_tokens=2048, probe=None, frequency_docs=None,
+                languages=None)
 
-#: Per-model departures from :data:`DEFAULTS`: MiniLM reads English only, and the
+#: The languages a decoder is measured in when the settings name none: English, and German,
+#: the two languages whose held-out documents hold the most text (about 20,000 words each)
+DECODER_LANGUAGES = ("en", "de")
+#: Per-model departures from :data:`DEFAULTS`: MiniLM was trained on English only, and the
 #: corpus' held-out English documents hold about 29,000 of its tokens.
-MODEL_SETTINGS = {"minilm-l6": {"n_tokens": 24_576}}
+MODEL_SETTINGS = {"minilm-l6": {"n_tokens": 24_576, "languages": ("en",)}}
 
 #: The tables :func:`measure` writes (and :func:`load_pretrained` reads).
 TABLES = ("types", "premise", "anisotropy", "curvature")
 READINGS = ("radius_t", "centroid_distance", "self_similarity")
-ENGLISH_ONLY = ("en",)
 
 
 def _rebuild(name: str) -> str:
@@ -151,7 +165,7 @@ def hidden_states(model, input_ids: np.ndarray, keep: np.ndarray, batch_size: in
     model : a ``transformers`` model in eval mode (returns ``hidden_states``)
     input_ids : (rows, seq_len) int array
     keep : (rows, seq_len) bool array
-        Positions to keep (special tokens are dropped).
+        Positions to keep.
 
     Returns
     -------
@@ -186,70 +200,127 @@ def hidden_states(model, input_ids: np.ndarray, keep: np.ndarray, batch_size: in
     return H, seconds
 
 
-def layer_tables(X, type_ids, frequency, zipf, min_count: int, normal_k: int, layer: int):
-    """The per-type rows and the anisotropy row of one layer (pandas frames)."""
+def _log_frequency(counts) -> np.ndarray:
+    """``log`` of the counts, NaN where a type never occurs (it cannot be ranked by frequency)."""
+    c = np.asarray(counts, np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(c > 0, np.log(np.where(c > 0, c, 1.0)), np.nan)
+
+
+def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_k: int, layer: int, seed: int = 0):
+    """The per-type rows, the anisotropy row and the matched readings of one layer.
+
+    ``X`` holds the layer's rows, ``sink`` (bool, one per row) marks the first position
+    of each text row: the readings and anisotropy leave those out, the ``*_with_sink``
+    columns and ``sink_norm_ratio`` describe what they do.
+
+    Returns
+    -------
+    (types, anisotropy, matched) : a pandas frame, a dict, and the
+    :func:`tanbias.token_clouds.matched_statistics` result (the premise's point estimate).
+    """
     import pandas as pd
 
     from tanbias import token_clouds as tc
 
-    spread = tc.layer_spread(X)
-    st = tc.type_statistics(X, type_ids, min_count=min_count, spread=spread)
-    ns = tc.type_normal_shares(X, type_ids, k=normal_k, min_count=min_count, spread=spread)
+    Y, ids = X[~sink], type_ids[~sink]
+    spread = tc.layer_spread(Y)
+    matched = tc.matched_statistics(Y, ids, m=m, draws=draws, spread=spread,
+                                    rng=np.random.default_rng([seed, layer]))
+    plain = tc.type_statistics(Y, ids, min_count=m, spread=spread)
+    ns = tc.type_normal_shares(Y, ids, k=normal_k, min_count=m, spread=spread)
+    types = matched["type"]
     share = pd.Series(ns["normal_share"], index=ns["type"])
-    types = st["type"]
-    rows = pd.DataFrame({"layer": layer, "type": types, "count": st["count"],
+    plain_at = {k: pd.Series(plain[k], index=plain["type"]).reindex(types).to_numpy() for k in READINGS}
+    rows = pd.DataFrame({"layer": layer, "type": types, "count": matched["count"],
                          "corpus_count": frequency[types], "zipf": zipf[types],
-                         "radius_t": st["radius_t"], "centroid_distance": st["centroid_distance"],
-                         "self_similarity": st["self_similarity"],
+                         **{k: matched[k] for k in READINGS}, **{f"{k}_plain": plain_at[k] for k in READINGS},
                          "normal_share": share.reindex(types).to_numpy()})
-    an = tc.anisotropy(X, rng=layer)
+    an = tc.anisotropy(Y, rng=layer)
+    whole = tc.anisotropy(X, rng=layer)
+    norms = np.linalg.norm(X, axis=1)
     aniso = {"layer": layer, "spread": spread,
              **{k: v for k, v in an.items() if k not in ("outlier_dims", "contributions")},
-             "outlier_dims": " ".join(str(d) for d in an["outlier_dims"])}
-    return rows, aniso
+             "outlier_dims": " ".join(str(d) for d in an["outlier_dims"]),
+             **{f"{k}_with_sink": whole[k] for k in ("mean_cosine", "isoscore_star", "top1_share")},
+             "spread_with_sink": tc.layer_spread(X),
+             "sink_norm_ratio": float(np.median(norms[sink]) / np.median(norms[~sink])) if sink.any() else np.nan}
+    return rows, aniso, matched
 
 
-def premise_table(types, n_boot: int, seed: int = 0):
-    """Spearman correlation of each reading with log frequency, per layer and source."""
+def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, seed: int = 0,
+                   progress: bool = False):
+    """The premise rows of one language.
+
+    * ``estimator == "matched"``, at every layer and frequency source: ρ of the matched
+      readings (``matched``, the per-layer results of :func:`layer_tables`, the values of
+      the types table) with log frequency; ``lo``/``hi``, each layer's 95 % interval over
+      documents, ``band_lo``/``band_hi`` the band that holds for all layers at once, ``shift``
+      how far the resamples' (shorter) texts move ρ
+      (:func:`tanbias.token_clouds.premise_bootstrap`; both sources on the same resamples);
+    * ``"plain"``: ρ of the plain readings (all occurrences, the first edition's estimator),
+      with an interval over types (the first edition's, too narrow: it holds each type's
+      reading fixed);
+    * the matched estimate at the other ``robust_m`` (first, middle and last layer).
+    """
     import pandas as pd
 
     from tanbias import token_clouds as tc
 
+    keep = ~sink
+    Hk, ids, docs = H[:, keep], type_ids[keep], doc_ids[keep]
+    L = H.shape[0]
+    sources = {"corpus": _log_frequency(frequency), "wordfreq": zipf}
+    res = tc.premise_bootstrap(Hk, ids, docs, sources, m=s["m"], draws=s["draws"], n_boot=s["n_boot"],
+                               rng=np.random.default_rng([seed, 1]), point=matched, progress=progress)
     out = []
-    for layer, g in types.groupby("layer"):
-        for source, col in (("corpus", "corpus_count"), ("wordfreq", "zipf")):
-            ok = g[col].notna() & (g[col] > 0)
-            freq = np.log(g.loc[ok, col]) if source == "corpus" else g.loc[ok, col]
+    for source, freq in sources.items():
+        r = res[source]
+        for layer in range(L):
+            for r_i, reading in enumerate(READINGS):
+                out.append({"layer": layer, "source": source, "reading": reading, "estimator": "matched",
+                            "m": s["m"], "rho": r["rho"][layer, r_i], "lo": r["lo"][layer, r_i],
+                            "hi": r["hi"][layer, r_i], "band_lo": r["band_lo"][layer, r_i],
+                            "band_hi": r["band_hi"][layer, r_i], "shift": r["shift"][layer, r_i],
+                            "n": int(r["n_types"][layer]), "interval": "documents"})
+        for layer, g in types.groupby("layer"):
+            f = freq[g["type"].to_numpy()]
+            ok = np.isfinite(f)
             for reading in READINGS:
-                if ok.sum() < 10:
+                y = g[f"{reading}_plain"].to_numpy()
+                good = ok & np.isfinite(y)
+                if good.sum() < 10:
                     continue
-                r = tc.spearman_ci(freq.to_numpy(), g.loc[ok, reading].to_numpy(),
-                                   n_boot=n_boot, rng=seed + int(layer))
-                out.append({"layer": int(layer), "source": source, "reading": reading, **r})
+                c = tc.spearman_ci(f[good], y[good], n_boot=s["n_boot"], rng=seed + int(layer))
+                out.append({"layer": int(layer), "source": source, "reading": reading, "estimator": "plain",
+                            "m": s["m"], **c, "interval": "types"})
+    few = sorted({1, L // 2, L - 1})
+    for m in s["robust_m"]:
+        if m == s["m"]:
+            continue
+        r = tc.premise_bootstrap(Hk[few], ids, docs, sources["corpus"], m=m, draws=s["draws"],
+                                 n_boot=max(50, s["n_boot"] // 4), rng=np.random.default_rng([seed, 2, m]))
+        for i, layer in enumerate(few):
+            for r_i, reading in enumerate(READINGS):
+                out.append({"layer": layer, "source": "corpus", "reading": reading, "estimator": "matched",
+                            "m": m, "rho": r["rho"][i, r_i], "lo": r["lo"][i, r_i], "hi": r["hi"][i, r_i],
+                            "band_lo": np.nan, "band_hi": np.nan, "shift": r["shift"][i, r_i],
+                            "n": int(r["n_types"][i]), "interval": "documents"})
     return pd.DataFrame(out)
 
 
-def robustness_table(H, type_ids, frequency, layers, min_counts, fractions, n_boot, seed=0):
-    """The premise at a few layers for other ``min_count`` values and text lengths."""
-    import pandas as pd
-
+def curvature_rows(types) -> list[dict]:
+    """Per layer: the log-log slope of the types' local normal share against their matched radius."""
     from tanbias import token_clouds as tc
 
-    out = []
-    n = H.shape[1]
-    for layer in layers:
-        for frac in fractions:
-            m = int(round(frac * n))
-            X, ids = H[layer, :m], type_ids[:m]
-            spread = tc.layer_spread(X)
-            for mc in min_counts:
-                st = tc.type_statistics(X, ids, min_count=mc, spread=spread)
-                freq = np.log(np.maximum(frequency[st["type"]], 1))
-                for reading in READINGS:
-                    r = tc.spearman_ci(freq, st[reading], n_boot=n_boot, rng=seed + layer)
-                    out.append({"layer": int(layer), "n_tokens": m, "min_count": mc,
-                                "reading": reading, **r})
-    return pd.DataFrame(out)
+    curv = []
+    for layer, g in types.groupby("layer"):
+        ok = g["normal_share"].notna() & (g["normal_share"] > 0) & (g["radius_t"] > 0)
+        if ok.sum() >= 10:
+            fit = tc.normal_share_scaling(g.loc[ok, "radius_t"].to_numpy(), g.loc[ok, "normal_share"].to_numpy())
+            curv.append({"layer": int(layer), "slope": fit.slope, "lo": fit.ci_low, "hi": fit.ci_high,
+                         "n_types": int(ok.sum()), "median_normal_share": float(g.loc[ok, "normal_share"].median())})
+    return curv
 
 
 def _flops_per_token(model, seq_len: int) -> float:
@@ -259,6 +330,35 @@ def _flops_per_token(model, seq_len: int) -> float:
     params = sum(p.numel() for p in model.parameters()) - emb
     L, d = cfg.num_hidden_layers, cfg.hidden_size
     return 2.0 * params + 2.0 * L * seq_len * d
+
+
+def model_languages(name: str, settings: dict) -> tuple[str, ...]:
+    """The languages a model is measured in: the settings' ``languages``, else English and German
+    for a decoder, English for an encoder."""
+    from tanbias.lab import zoo
+
+    if settings.get("languages"):
+        return tuple(settings["languages"])
+    return DECODER_LANGUAGES if zoo.zoo_entry(name).kind == "decoder" else ("en",)
+
+
+def _language_text(tok, entry, lang: str, s: dict, seq_len: int) -> dict:
+    """One language's held-out rows under the model's tokenizer, with each position's document and
+    whether it is the first of its row (an encoder reads ``[CLS] ... [SEP]`` rows, as it was
+    trained: those two are special, the first text token is not a sink)."""
+    from tanbias.lab.data import heldout_text
+
+    text = heldout_text(tok, s["n_tokens"], seq_len, seed=s["seed"], languages=[lang], order="round_robin",
+                        special_tokens=False)
+    ids, docs = text["input_ids"], text["document"]
+    sink = np.zeros(ids.shape, bool)
+    if entry.kind == "encoder" and tok.cls_token_id is not None:
+        ids = np.concatenate([np.full((len(ids), 1), tok.cls_token_id), ids[:, :seq_len - 2],
+                              np.full((len(ids), 1), tok.sep_token_id)], axis=1)
+        docs = np.concatenate([docs[:, :1], docs[:, :seq_len - 2], docs[:, :1]], axis=1)
+    else:
+        sink[:, 0] = True            # a decoder's first position is its attention sink
+    return {"input_ids": ids, "document": docs, "sink": sink, "documents": text["documents"]}
 
 
 def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
@@ -278,13 +378,14 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     dict
         The manifest.
     """
+    import gc
+
     import pandas as pd
     import torch
     import transformers
 
     from tanbias.lab import zoo
-    from tanbias.lab.corpus import language_counts
-    from tanbias.lab.data import heldout_text
+    from tanbias.lab.analysis.tables import single_thread_blas
 
     unknown = set(settings) - set(DEFAULTS)
     if unknown:
@@ -292,116 +393,93 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
                              f"{sorted(DEFAULTS)}.")
     entry = zoo.zoo_entry(name)
     s = {**DEFAULTS, **MODEL_SETTINGS.get(name, {}), **settings}
+    languages = model_languages(name, s)
+    s["languages"] = list(languages)
     out = Path(out_dir) if out_dir is not None else PRETRAINED_DIR / name
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
+    seconds = {"load": 0.0, "frequencies": 0.0, "forward": 0.0, "analysis": 0.0, "probe": 0.0}
     t0 = time.perf_counter()
     model, tok = zoo.load_zoo(name, progress=progress)
-    t_load = time.perf_counter() - t0
-    languages = ENGLISH_ONLY if entry.kind == "encoder" else tuple(sorted(language_counts()))
+    seconds["load"] = time.perf_counter() - t0
     seq_len = min(s["seq_len"], int(getattr(model.config, "max_position_embeddings", s["seq_len"])))
-    text = heldout_text(tok, s["n_tokens"], seq_len, seed=s["seed"], languages=list(languages),
-                        order="round_robin", special_tokens=False)
-    ids = text["input_ids"]
-    if entry.kind == "encoder" and tok.cls_token_id is not None:
-        # an encoder reads [CLS] ... [SEP] rows, as it was trained; those two are dropped below
-        ids = np.concatenate([np.full((len(ids), 1), tok.cls_token_id), ids[:, :seq_len - 2],
-                              np.full((len(ids), 1), tok.sep_token_id)], axis=1)
-        lang = np.concatenate([text["language"][:, :1], text["language"][:, :seq_len - 2],
-                               text["language"][:, :1]], axis=1)
-    else:
-        lang = text["language"]
-    special = np.isin(ids, np.asarray(tok.all_special_ids, dtype=np.int64))
-    keep = ~special
     vocab = int(max(len(tok), model.get_input_embeddings().weight.shape[0]))
-    t0 = time.perf_counter()
-    frequency = corpus_frequencies(tok, languages, vocab, s["frequency_docs"])
-    t_freq = time.perf_counter() - t0
-    H, t_forward = hidden_states(model, ids, keep, s["batch_size"], progress)
-    flops = _flops_per_token(model, seq_len)
-    type_ids = ids[keep]
-    type_lang = lang[keep]
-    n = int(keep.sum())
+    special_all = np.asarray(tok.all_special_ids, dtype=np.int64)
+    frames = {k: [] for k in TABLES}
+    n_total, documents, measured = 0, {}, {}
+    for lang in languages:
+        text = _language_text(tok, entry, lang, s, seq_len)
+        ids = text["input_ids"]
+        keep = ~np.isin(ids, special_all)
+        t0 = time.perf_counter()
+        frequency = corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
+        seconds["frequencies"] += time.perf_counter() - t0
+        H, t_forward = hidden_states(model, ids, keep, s["batch_size"], progress)
+        seconds["forward"] += t_forward
+        type_ids, doc_ids, sink = ids[keep], text["document"][keep], text["sink"][keep]
+        n_total += int(keep.sum())
+        documents[lang] = text["documents"]
+        measured[lang] = int((~sink).sum())      # the tokens every per-token statistic reads
+        t0 = time.perf_counter()
+        types_seen = np.unique(type_ids[~sink])
+        zipf = np.full(vocab, np.nan)
+        zipf[types_seen] = wordfreq_frequencies(tok, types_seen, [lang] * len(types_seen))
+        type_rows, aniso_rows, matched = [], [], []
+        layers = range(H.shape[0])
+        if progress:
+            from tqdm.auto import tqdm
 
-    # a type's language: the language of most of its occurrences
-    types_seen = np.unique(type_ids)
-    major = {}
-    for t, l in zip(type_ids, type_lang):
-        major.setdefault(int(t), {}).setdefault(l, 0)
-        major[int(t)][l] += 1
-    type_language = [max(major[int(t)], key=major[int(t)].get) for t in types_seen]
-    zipf = np.full(vocab, np.nan)
-    zipf[types_seen] = wordfreq_frequencies(tok, types_seen, type_language)
-
-    t0 = time.perf_counter()
-    type_rows, aniso_rows = [], []
-    layers = range(H.shape[0])
-    if progress:
-        from tqdm.auto import tqdm
-
-        layers = tqdm(layers, desc="layers", unit="layer")
-    for layer in layers:
-        rows, an = layer_tables(H[layer], type_ids, frequency, zipf, s["min_count"],
-                                s["normal_k"], layer)
-        type_rows.append(rows)
-        aniso_rows.append(an)
-    types = pd.concat(type_rows, ignore_index=True)
-    premise = premise_table(types, s["n_boot"], s["seed"])
-    L = H.shape[0] - 1
-    robust = robustness_table(H, type_ids, frequency, sorted({1, L // 2, L}),
-                              s["robust_min_counts"], s["robust_fractions"], s["n_boot"], s["seed"])
-    robust["source"] = "corpus"
-    premise = pd.concat([premise.assign(n_tokens=n, min_count=s["min_count"]), robust],
-                        ignore_index=True)
-    from tanbias import token_clouds as tc
-
-    curv = []
-    for layer, g in types.groupby("layer"):
-        ok = g["normal_share"].notna() & (g["normal_share"] > 0)
-        if ok.sum() >= 10:
-            fit = tc.normal_share_scaling(g.loc[ok, "radius_t"].to_numpy(),
-                                          g.loc[ok, "normal_share"].to_numpy())
-            curv.append({"layer": int(layer), "slope": fit.slope, "lo": fit.ci_low, "hi": fit.ci_high,
-                         "n_types": int(ok.sum()),
-                         "median_normal_share": float(g.loc[ok, "normal_share"].median())})
-    t_analysis = time.perf_counter() - t0
-    del H
-
-    tables = {"types": types, "premise": premise, "anisotropy": pd.DataFrame(aniso_rows),
-              "curvature": pd.DataFrame(curv, columns=["layer", "slope", "lo", "hi", "n_types",
-                                                       "median_normal_share"])}
-    del model          # the probe loads its own copy: never two models in memory
-    import gc
-
-    gc.collect()
+            layers = tqdm(layers, desc=f"layers ({lang})", unit="layer")
+        # many small eigenproblems: OpenBLAS's threads, oversubscribed, made a 576 x 576
+        # eigvalsh 60x slower than one thread (measured, 3 s against 0.05 s)
+        with single_thread_blas():
+            for layer in layers:
+                rows, an, mt = layer_tables(H[layer], sink, type_ids, frequency, zipf, s["m"], s["draws"],
+                                            s["normal_k"], layer, s["seed"])
+                type_rows.append(rows)
+                aniso_rows.append(an)
+                matched.append(mt)
+            types = pd.concat(type_rows, ignore_index=True)
+            premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, s["seed"],
+                                     progress=progress)
+            curv = pd.DataFrame(curvature_rows(types), columns=["layer", "slope", "lo", "hi", "n_types",
+                                                                "median_normal_share"])
+        for key, frame in (("types", types), ("premise", premise), ("anisotropy", pd.DataFrame(aniso_rows)),
+                           ("curvature", curv)):
+            frame.insert(0, "language", lang)
+            frames[key].append(frame)
+        seconds["analysis"] += time.perf_counter() - t0
+        del H
+        gc.collect()
+    tables = {k: pd.concat(v, ignore_index=True) for k, v in frames.items()}
     t0 = time.perf_counter()
     if entry.kind == "decoder":
-        from tanbias.lab.analysis.posthoc import probe_checkpoints
+        from tanbias.lab.analysis.posthoc import heldout_alignment
 
-        probed = probe_checkpoints(name, n_tokens=s["probe_tokens"], seed=s["seed"],
-                                   probe=s["probe"], progress=progress)
-        tables["alignment"] = probed["alignment"]
-    t_probe = time.perf_counter() - t0
+        tables["alignment"] = heldout_alignment(model, tok, entry.kind, n_tokens=s["probe_tokens"],
+                                                seq_len=seq_len, seed=s["seed"], probe=s["probe"], language="en")
+    seconds["probe"] = time.perf_counter() - t0
+    flops = _flops_per_token(model, seq_len)
+    del model
+    gc.collect()
     for key, frame in tables.items():   # atomic: an interrupted run leaves no half table
         atomic_write_text(out / f"{key}.csv", frame.to_csv(index=False, float_format="%.6g"))
 
     from tanbias.lab.models import gemm_peak  # here: it imports torch and transformers
 
     peak = gemm_peak()
+    seconds["total"] = time.perf_counter() - t_start
     manifest = {
         "model": name, "kind": entry.kind, "arch": entry.arch, "upstream": entry.upstream,
         "packages": [f"{dist}=={ver}" for dist, ver, _ in entry.packages],
         "weight_file": entry.weight, "weight_sha256": entry.sha256, "licence": entry.licence,
         "caveats": list(entry.caveats), "install": entry.install,
-        "settings": s, "languages": list(languages), "documents": text["documents"],
-        "n_tokens": n, "seq_len": seq_len,
-        "versions": {"torch": torch.__version__,
-                     "transformers": transformers.__version__},
-        "seconds": {"load": t_load, "frequencies": t_freq, "forward": t_forward,
-                    "analysis": t_analysis, "probe": t_probe,
-                    "total": time.perf_counter() - t_start},
-        "tokens_per_s": n / t_forward, "gemm_flops": peak, "flops_per_token": flops,
-        "gemm_fraction": flops * n / t_forward / peak,
+        "settings": s, "languages": list(languages), "documents": documents,
+        "n_tokens": n_total, "tokens_measured": measured, "seq_len": seq_len,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "seconds": seconds,
+        "tokens_per_s": n_total / max(seconds["forward"], 1e-9), "gemm_flops": peak, "flops_per_token": flops,
+        "gemm_fraction": flops * n_total / max(seconds["forward"], 1e-9) / peak,
         "tables": {k: sha256(out / f"{k}.csv") for k in tables},
     }
     from tanbias.lab.runs import git_commit

@@ -5,8 +5,21 @@ Read from the committed measurements of :mod:`tanbias.lab.analysis.pretrained`
 
 * :func:`pretrained_table` — every number of the measurements, by key;
   :func:`pretrained_numbers` — those chapter 9 (and the closing page) glue;
-  :func:`pretrained_checks` — the checks chapter 9 shows;
-* :func:`zoo_table`, :func:`robustness_summary`, :func:`lab_comparison` — its tables.
+  :func:`pretrained_checks`, :func:`word_checks` — the checks chapter 9 shows, each the
+  stated rule applied;
+* :func:`zoo_table`, :func:`estimator_table`, :func:`premise_table`, :func:`robustness_table`,
+  :func:`sink_table`, :func:`alignment_table`, :func:`lab_comparison` — its tables.
+
+The rules every verdict of chapter 9 is read with:
+
+* **one layer** (the last): the 95 % interval over documents,
+  :func:`tanbias.stats.interval_word` ("positive", "negative", "indistinguishable");
+* **all blocks at once**: the simultaneous band over the blocks (layers 1 to L),
+  :func:`tanbias.stats.band_word` ("positive" or "negative" when the band excludes 0
+  at every block, "indistinguishable" when it contains 0 at every block, "mixed"
+  otherwise); a count of significant layers is never the evidence;
+* **the alignment test**: the median enrichment over the inner layers, beside the same
+  median for a randomly initialised copy of the architecture (the null).
 """
 from __future__ import annotations
 
@@ -14,118 +27,198 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tanbias.stats import interval_word
+from tanbias.stats import band_word, interval_word
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SHORT", "PAPER_RHO", "premise_main", "pretrained_table", "PRETRAINED_QUOTED", "pretrained_numbers",
-           "pretrained_checks", "zoo_table", "robustness_summary", "lab_comparison"]
+__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "pretrained_table", "PRETRAINED_QUOTED",
+           "pretrained_numbers", "pretrained_checks", "word_checks", "zoo_table", "estimator_table", "premise_table",
+           "robustness_table", "sink_table", "alignment_table", "lab_comparison"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
 SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm"}
 #: The paper's reported Spearman correlation of log frequency with distance to the centroid (decoders).
 PAPER_RHO = -0.5
+#: A first position whose median norm exceeds this many times the median elsewhere is called a sink.
+SINK_RATIO = 10.0
+#: The languages' names in tables.
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
+                  "nl": "Dutch", "pt": "Portuguese", "pl": "Polish"}
+_READ = {"radius_t": "t", "centroid_distance": "dist", "self_similarity": "self"}
 
 
-def premise_main(tables) -> "pd.DataFrame":
-    """The premise rows at the full text and the default ``min_count`` (duplicates dropped)."""
+def premise_rows(tables, estimator: str = "matched", m: int | None = None) -> "pd.DataFrame":
+    """The premise rows of one model for one estimator (``"matched"``, ``"plain"``) at ``m``
+    (default: the measurement's ``m``)."""
     p = tables["premise"]
-    s = tables["manifest"]["settings"]
-    p = p[(p["n_tokens"] == p["n_tokens"].max()) & (p["min_count"] == s["min_count"])]
-    return p.drop_duplicates(["layer", "source", "reading"])
+    m = tables["manifest"]["settings"]["m"] if m is None else m
+    return p[(p["estimator"] == estimator) & (p["m"] == m)]
+
+
+def layer_ranges(layers) -> str:
+    """Layers as runs, one word: ``[1, 2, 3, 7, 9, 10]`` -> ``"1–3,7,9–10"``; none -> ``"none"``.
+
+    Example
+    -------
+    >>> layer_ranges([1, 2, 3, 7, 9, 10]), layer_ranges([])
+    ('1–3,7,9–10', 'none')
+    """
+    xs = sorted(int(x) for x in layers)
+    if not xs:
+        return "none"
+    runs, start, prev = [], xs[0], xs[0]
+    for x in xs[1:] + [None]:
+        if x is not None and x == prev + 1:
+            prev = x
+            continue
+        runs.append(f"{start}" if start == prev else f"{start}–{prev}")
+        if x is not None:
+            start = prev = x
+    return ",".join(runs)
+
+
+def _languages(tab) -> list[str]:
+    return list(dict.fromkeys(tab["anisotropy"]["language"]))
 
 
 def pretrained_table(pretrained: dict) -> dict:
-    """Every number (and single word) of the released models' measurements, by key (``ch9_<model>_...``).
+    """Every number (and single word) of the released models' measurements, by key.
 
-    Per model: the text read and the speed; the premise under its three readings at
-    the last layer (Spearman ρ with its interval, ``_sign``: :func:`tanbias.stats.interval_word`)
-    and over the blocks; anisotropy, outlier dimensions, curvature slopes, the
-    post-hoc alignment (decoders).
+    Keys are ``ch9_<model>_<language>_<what>`` (``<model>`` from :data:`SHORT`; the
+    reading is ``t``, ``dist`` or ``self``): per language, the tokens read; at the last
+    layer, the matched reading's ρ with log frequency, its interval over documents and
+    its word (``_corpus_``/``_web_`` for the two frequency sources), the plain
+    estimator's ρ and its interval over types; over the blocks, the range of ρ and the
+    band word (``_band``); ρ at the other ``m``; the sink's norm ratio and what it does
+    to the anisotropy; anisotropy and outlier dimensions without it; the curvature
+    slopes. Per model: the speed; for the decoders, the alignment test, trained and
+    random-init.
 
     Parameters
     ----------
     pretrained : dict
         ``{model name: load_pretrained(name)}``.
     """
+    from scipy.stats import spearmanr
+
     from tanbias.lab.corpus import language_counts
 
     out = {"ch9_corpus_words_m": sum(c["words"] for c in language_counts().values()) / 1e6}
     for name, tab in pretrained.items():
         k = f"ch9_{SHORT[name]}"
         man = tab["manifest"]
-        L = int(tab["anisotropy"]["layer"].max())
-        out[f"{k}_tokens"] = man["n_tokens"]
+        an_all = tab["anisotropy"]
+        L = int(an_all["layer"].max())
         out[f"{k}_layers"] = L
         out[f"{k}_tokens_per_s"] = man["tokens_per_s"]
         out[f"{k}_gemm_pct"] = 100 * man["gemm_fraction"]
-        p = premise_main(tab)
-        last = p[p["layer"] == L]
-        for _, row in last.iterrows():
-            key = f"{k}_{row['reading']}_{row['source']}"
-            out[f"{key}_rho"], out[f"{key}_lo"], out[f"{key}_hi"] = row["rho"], row["lo"], row["hi"]
-            out[f"{key}_n"] = int(row["n"])
-            out[f"{key}_sign"] = interval_word(row["lo"], row["hi"])
-        body = p[(p["layer"] > 0) & (p["source"] == "corpus") & (p["reading"] == "radius_t")]
-        out[f"{k}_t_positive_layers"] = int((body["lo"] > 0).sum())
-        out[f"{k}_t_negative_layers"] = int((body["hi"] < 0).sum())
-        out[f"{k}_t_body_layers"] = len(body)
-        rob = tab["premise"]
-        rob = rob[(rob["layer"] == L) & (rob["reading"] == "radius_t") & (rob["source"] == "corpus")]
-        out[f"{k}_t_robust_min"], out[f"{k}_t_robust_max"] = rob["rho"].min(), rob["rho"].max()
-        an = tab["anisotropy"]
-        top = an.loc[an["mean_cosine"].idxmax()]
-        out[f"{k}_cos_last"] = an.loc[an["layer"] == L, "mean_cosine"].iloc[0]
-        out[f"{k}_cos_max"], out[f"{k}_cos_max_layer"] = top["mean_cosine"], int(top["layer"])
-        out[f"{k}_iso_max"] = an["isoscore_star"].max()
-        out[f"{k}_top1_max"] = an["top1_share"].max()
-        dims = str(top["outlier_dims"]).split() if isinstance(top["outlier_dims"], str) else []
-        out[f"{k}_outliers"] = ", ".join(dims[:3]) if dims else "none"
-        out[f"{k}_outlier_share"] = 100 * float(top["outlier_share"]) if dims else 0.0
-        from scipy.stats import spearmanr
-
-        mid = tab["types"]
-        mid = mid[(mid["layer"] == L // 2) & (mid["normal_share"] > 0) & (mid["corpus_count"] > 0)]
-        out[f"{k}_curv_freq_rho"] = float(spearmanr(np.log(mid["corpus_count"]),
-                                                    mid["normal_share"]).statistic)
-        c = tab["curvature"]
-        c = c[c["layer"] > 0]
-        out[f"{k}_curv_median"] = float(c["slope"].median())
-        out[f"{k}_curv_min"], out[f"{k}_curv_max"] = float(c["slope"].min()), float(c["slope"].max())
-        out[f"{k}_curv_two"] = int(((c["lo"] <= 2) & (c["hi"] >= 2)).sum())
-        out[f"{k}_curv_layers"] = len(c)
+        out[f"{k}_minutes"] = man["seconds"]["total"] / 60
+        matched, plain = premise_rows(tab), premise_rows(tab, "plain")
+        for lang in _languages(tab):
+            kl = f"{k}_{lang}"
+            out[f"{kl}_tokens"] = int(man["tokens_measured"][lang])
+            for reading, short in _READ.items():
+                for source, src in (("corpus", "corpus"), ("wordfreq", "web")):
+                    g = matched[(matched["language"] == lang) & (matched["reading"] == reading)
+                                & (matched["source"] == source)].set_index("layer").sort_index()
+                    last = g.loc[L]
+                    key = f"{kl}_{short}_{src}"
+                    out[f"{key}_rho"], out[f"{key}_lo"], out[f"{key}_hi"] = last["rho"], last["lo"], last["hi"]
+                    out[f"{key}_n"] = int(last["n"])
+                    out[f"{key}_sign"] = interval_word(last["lo"], last["hi"])
+                    body = g.loc[1:L]
+                    out[f"{key}_band"] = band_word(body["band_lo"], body["band_hi"])
+                    out[f"{key}_min"], out[f"{key}_max"] = float(body["rho"].min()), float(body["rho"].max())
+                    for side, where in (("pos", body["band_lo"] > 0), ("neg", body["band_hi"] < 0)):
+                        out[f"{key}_band_{side}"] = int(where.sum())
+                        out[f"{key}_band_{side}_layers"] = layer_ranges(body.index[where.to_numpy()])
+                pl = plain[(plain["language"] == lang) & (plain["reading"] == reading)
+                           & (plain["source"] == "corpus") & (plain["layer"] == L)]
+                if len(pl):
+                    key = f"{kl}_{short}_plain"
+                    out[f"{key}_rho"], out[f"{key}_lo"], out[f"{key}_hi"] = (float(pl["rho"].iloc[0]),
+                                                                              float(pl["lo"].iloc[0]),
+                                                                              float(pl["hi"].iloc[0]))
+            rob = tab["premise"]
+            rob = rob[(rob["language"] == lang) & (rob["estimator"] == "matched") & (rob["layer"] == L)
+                      & (rob["reading"] == "radius_t") & (rob["source"] == "corpus")]
+            out[f"{kl}_t_robust_min"], out[f"{kl}_t_robust_max"] = float(rob["rho"].min()), float(rob["rho"].max())
+            an = an_all[an_all["language"] == lang].set_index("layer").sort_index()
+            body = an.loc[1:L]
+            if np.isfinite(body["sink_norm_ratio"]).any():
+                top = body["sink_norm_ratio"].idxmax()
+                out[f"{kl}_sink_ratio_max"], out[f"{kl}_sink_ratio_layer"] = float(body.loc[top, "sink_norm_ratio"]), int(top)
+                out[f"{kl}_top1_with_sink_max"] = float(body["top1_share_with_sink"].max())
+                mid = L // 2
+                out[f"{kl}_spread_mid"] = float(an.loc[mid, "spread"])
+                out[f"{kl}_spread_mid_with_sink"] = float(an.loc[mid, "spread_with_sink"])
+            top = body["mean_cosine"].idxmax()
+            out[f"{kl}_cos_max"], out[f"{kl}_cos_max_layer"] = float(body.loc[top, "mean_cosine"]), int(top)
+            out[f"{kl}_cos_max_with_sink"] = float(body.loc[top, "mean_cosine_with_sink"])
+            out[f"{kl}_iso_max"] = float(body["isoscore_star"].max())
+            out[f"{kl}_top1_max"] = float(body["top1_share"].max())
+            dims = str(body.loc[top, "outlier_dims"]).split() if isinstance(body.loc[top, "outlier_dims"], str) else []
+            out[f"{kl}_outliers"] = ",".join(dims[:3]) if dims else "none"
+            out[f"{kl}_outlier_share"] = 100 * float(body.loc[top, "outlier_share"]) if dims else 0.0
+            types = tab["types"]
+            mid = types[(types["language"] == lang) & (types["layer"] == L // 2) & (types["normal_share"] > 0)
+                        & (types["corpus_count"] > 0)]
+            out[f"{kl}_curv_freq_rho"] = float(spearmanr(np.log(mid["corpus_count"]), mid["normal_share"]).statistic)
+            c = tab["curvature"]
+            c = c[(c["language"] == lang) & (c["layer"] > 0)]
+            out[f"{kl}_curv_median"] = float(c["slope"].median())
+            out[f"{kl}_curv_min"], out[f"{kl}_curv_max"] = float(c["slope"].min()), float(c["slope"].max())
+            out[f"{kl}_curv_two"] = int(((c["lo"] <= 2) & (c["hi"] >= 2)).sum())
+            out[f"{kl}_curv_zero"] = int(((c["lo"] <= 0) & (c["hi"] >= 0)).sum())
+            out[f"{kl}_curv_layers"] = len(c)
         if "alignment" in tab:
             a = tab["alignment"]
-            a = a[(a["bucket"] == "all") & (a["proxy"] == "refit")]
-            inner = a[(a["layer"] > 0) & (a["layer"] < L)]
-            out[f"{k}_enrich_median"] = float(inner["enrichment"].median())
-            out[f"{k}_enrich_max"] = float(a["enrichment"].max())
-            out[f"{k}_enrich_last"] = float(a.loc[a["layer"] == L, "enrichment"].iloc[0])
-            out[f"{k}_enrich_sig"] = int((a["p_energy"] <= 0.05).sum())
-            out[f"{k}_enrich_layers"] = len(a)
-            out[f"{k}_enrich_below"] = int((a["enrichment"] < 1).sum())
+            for label, short in (("trained", "trained"), ("random-init", "null")):
+                g = a[a["model"] == label]
+                inner = g[(g["layer"] > 0) & (g["layer"] < L)]
+                out[f"{k}_enrich_{short}_median"] = float(inner["enrichment"].median())
+                out[f"{k}_enrich_{short}_min"] = float(inner["enrichment"].min())
+                out[f"{k}_enrich_{short}_max"] = float(inner["enrichment"].max())
+                out[f"{k}_enrich_{short}_last"] = float(g.loc[g["layer"] == L, "enrichment"].iloc[0])
+                out[f"{k}_enrich_{short}_below"] = int((inner["enrichment"] < 1).sum())
+            out[f"{k}_enrich_layers"] = int((a.loc[a["model"] == "trained", "layer"].between(1, L - 1)).sum())
+            tr = a[a["model"] == "trained"].set_index("layer")["enrichment"]
+            nl = a[a["model"] == "random-init"].set_index("layer")["enrichment"]
+            both = tr.index.intersection(nl.index)
+            both = both[(both > 0) & (both < L)]
+            out[f"{k}_enrich_ratio_median"] = float(np.exp(np.median(np.log(tr[both] / nl[both]))))
+            out[f"{k}_probe_tokens"] = int(a["n_test"].median())
     return out
 
 
 #: what chapter 9 and the closing page quote of each model (``ch9_<model>_<key>``):
 #: :func:`pretrained_numbers` returns these of :func:`pretrained_table`, with ``corpus_words_m``
-PRETRAINED_QUOTED = {
-    "smollm2": ("tokens", "tokens_per_s", "gemm_pct", "radius_t_corpus_rho", "radius_t_corpus_lo",
-                "radius_t_corpus_hi", "radius_t_corpus_n", "radius_t_wordfreq_rho", "t_positive_layers",
-                "t_body_layers", "centroid_distance_corpus_rho", "centroid_distance_wordfreq_rho",
-                "centroid_distance_wordfreq_lo", "centroid_distance_wordfreq_hi", "self_similarity_wordfreq_rho",
-                "t_robust_min", "t_robust_max", "cos_max", "cos_max_layer", "iso_max", "top1_max", "outliers",
-                "outlier_share", "enrich_median", "enrich_max", "enrich_sig", "enrich_layers", "enrich_last",
-                "curv_median", "curv_min", "curv_max", "curv_freq_rho"),
-    "gemma3": ("radius_t_corpus_rho", "radius_t_corpus_lo", "radius_t_corpus_hi", "t_positive_layers",
-               "t_body_layers", "centroid_distance_corpus_rho", "centroid_distance_wordfreq_rho", "t_robust_min",
-               "t_robust_max", "cos_max", "cos_max_layer", "outliers", "outlier_share", "enrich_median",
-               "enrich_below", "enrich_layers", "curv_median", "curv_min", "curv_max", "curv_freq_rho"),
-    "minilm": ("tokens", "radius_t_corpus_rho", "radius_t_corpus_lo", "radius_t_corpus_hi",
-               "radius_t_corpus_sign", "radius_t_wordfreq_rho", "t_positive_layers", "t_body_layers",
-               "centroid_distance_corpus_rho", "self_similarity_corpus_rho", "t_robust_min", "t_robust_max",
-               "cos_max", "curv_median", "curv_two", "curv_layers", "curv_freq_rho"),
+PRETRAINED_QUOTED: dict = {
+    "smollm2": ("de_dist_corpus_band_neg_layers", "de_dist_corpus_max", "de_dist_corpus_min", "de_dist_web_rho",
+        "de_t_corpus_band_pos_layers", "de_t_corpus_hi", "de_t_corpus_lo", "de_t_corpus_rho", "de_tokens",
+        "en_cos_max", "en_cos_max_layer", "en_cos_max_with_sink", "en_curv_freq_rho", "en_curv_max",
+        "en_curv_median", "en_curv_min", "en_dist_corpus_band_neg_layers", "en_dist_corpus_max",
+        "en_dist_corpus_min", "en_dist_corpus_rho", "en_dist_plain_rho", "en_dist_web_max",
+        "en_dist_web_min", "en_iso_max", "en_outlier_share", "en_outliers", "en_self_web_rho",
+        "en_sink_ratio_layer", "en_sink_ratio_max", "en_spread_mid", "en_spread_mid_with_sink",
+        "en_t_corpus_band_pos_layers", "en_t_corpus_hi", "en_t_corpus_lo", "en_t_corpus_rho",
+        "en_t_plain_hi", "en_t_plain_lo", "en_t_plain_rho", "en_t_robust_max", "en_t_robust_min",
+        "en_tokens", "en_top1_max", "en_top1_with_sink_max", "enrich_layers", "enrich_null_below",
+        "enrich_null_median", "enrich_ratio_median", "enrich_trained_below", "enrich_trained_last",
+        "enrich_trained_max", "enrich_trained_median", "enrich_trained_min", "gemm_pct", "minutes",
+        "probe_tokens", "tokens_per_s"),
+    "gemma3": ("de_dist_corpus_rho", "de_self_corpus_rho", "de_t_corpus_band_neg_layers", "de_t_corpus_rho",
+        "de_tokens", "en_cos_max", "en_cos_max_layer", "en_curv_freq_rho", "en_curv_max", "en_curv_median",
+        "en_curv_min", "en_dist_corpus_hi", "en_dist_corpus_lo", "en_dist_corpus_rho", "en_outlier_share",
+        "en_outliers", "en_self_corpus_rho", "en_sink_ratio_max", "en_t_corpus_band_pos_layers",
+        "en_t_corpus_hi", "en_t_corpus_lo", "en_t_corpus_rho", "en_t_robust_max", "en_t_robust_min",
+        "en_tokens", "en_top1_max", "enrich_layers", "enrich_null_median", "enrich_trained_below",
+        "enrich_trained_median", "minutes"),
+    "minilm": ("en_cos_max", "en_curv_freq_rho", "en_curv_layers", "en_curv_median", "en_curv_two",
+        "en_dist_corpus_hi", "en_dist_corpus_lo", "en_dist_corpus_rho", "en_iso_max", "en_self_corpus_rho",
+        "en_t_corpus_band_pos_layers", "en_t_corpus_hi", "en_t_corpus_lo", "en_t_corpus_rho",
+        "en_t_robust_max", "en_t_robust_min", "en_t_web_rho", "en_tokens", "minutes"),
 }
 
 
@@ -135,56 +228,91 @@ def pretrained_numbers(pretrained: dict) -> dict:
     table = pretrained_table(pretrained)
     return {"ch9_corpus_words_m": table["ch9_corpus_words_m"],
             **{f"ch9_{m}_{k}": table[f"ch9_{m}_{k}"] for m, keys in PRETRAINED_QUOTED.items()
-               if f"ch9_{m}_tokens" in table for k in keys}}
+               if f"ch9_{m}_layers" in table for k in keys}}
 
 
 def pretrained_checks(pretrained: dict) -> dict:
-    """The checks chapter 9 displays, by name (``<model>_<what>``), each able to fail.
+    """The numeric checks chapter 9 displays, by name, each able to fail.
 
     The chapter states each verdict in its prose and shows the check with
     ``.require()`` (the measurement agrees) or ``.refute()`` (the measurement
     rejects the prediction): the verdict is written in the chapter, not derived
-    here, so data that flip it break the build.
+    here, so data that flip it break the build. Per model ``m`` and language ``l``:
 
-    * ``<m>_paper_t_<source>``: the paper's ρ = −0.5 lies in the bootstrap interval of
-      ρ(log frequency, radius t) at the last layer;
-    * ``<m>_t_positive``: the share of blocks where ρ(log frequency, radius t) is above 0
-      (95 % interval) exceeds 0.9: the premise reversed at almost every layer;
-    * ``<m>_centroid_web``: ρ(web frequency, centroid distance) is negative at the last layer;
-    * ``<m>_curvature_two``: the slope 2 of a curved manifold lies within the range of
-      the layers' fitted normal-share slopes;
-    * ``<m>_enrichment`` (decoders): the median enrichment over the inner layers exceeds 1.
+    * ``<m>_<l>_paper_t``: the paper's ρ = −0.5 inside the last layer's interval for the
+      radius t (corpus frequencies);
+    * ``<m>_<l>_curvature_two``: the slope 2 of a curved manifold within the range of the
+      layers' fitted normal-share slopes;
+    * ``<m>_sink`` (decoders): the first position is a sink, its median norm above
+      :data:`SINK_RATIO` times the median elsewhere at some block (English text);
+    * ``<m>_enrichment``, ``<m>_beyond_null`` (decoders): the median enrichment over the
+      inner layers exceeds 1; it exceeds the random-init copy's median.
+
+    The words of the premise are checked by :func:`word_checks`.
     """
-    from tanbias.stats import check_greater, check_in_interval, check_less
+    from tanbias.stats import check_greater, check_in_interval
 
     rep = pretrained_table(pretrained)
     checks = {}
-    for name in pretrained:
+    for name, tab in pretrained.items():
         m = SHORT[name]
         k = f"ch9_{m}"
-        for src in ("corpus", "wordfreq"):
-            key = f"{k}_radius_t_{src}"
-            if f"{key}_rho" in rep:
-                checks[f"{m}_paper_t_{src}"] = check_in_interval(
-                    f"{name}, last layer: the paper's ρ = −0.5 in the 95 % interval of "
-                    f"ρ(log frequency, radius t), {src} frequencies",
-                    PAPER_RHO, rep[f"{key}_lo"], rep[f"{key}_hi"])
-        checks[f"{m}_t_positive"] = check_greater(
-            f"{name}: share of blocks whose 95 % interval of ρ(log frequency, radius t) lies above 0",
-            rep[f"{k}_t_positive_layers"] / rep[f"{k}_t_body_layers"], 0.9)
-        key = f"{k}_centroid_distance_wordfreq"
-        if f"{key}_hi" in rep:
-            checks[f"{m}_centroid_web"] = check_less(
-                f"{name}, last layer: upper end of the 95 % interval of ρ(web frequency, "
-                "centroid distance)", rep[f"{key}_hi"], 0.0)
-        checks[f"{m}_curvature_two"] = check_in_interval(
-            f"{name}: the slope 2 of a curved manifold within the range of the layers' "
-            "fitted normal-share slopes", 2.0, rep[f"{k}_curv_min"], rep[f"{k}_curv_max"])
-        if f"{k}_enrich_median" in rep:
+        for lang in _languages(tab):
+            kl = f"{k}_{lang}"
+            where = f"{name}, {LANGUAGE_NAMES.get(lang, lang)}"
+            checks[f"{m}_{lang}_paper_t"] = check_in_interval(
+                f"{where}, last layer: the paper's ρ = −0.5 in the 95 % interval of ρ(log frequency, t)",
+                PAPER_RHO, rep[f"{kl}_t_corpus_lo"], rep[f"{kl}_t_corpus_hi"])
+            checks[f"{m}_{lang}_curvature_two"] = check_in_interval(
+                f"{where}: the slope 2 of a curved manifold within the range of the layers' "
+                "fitted normal-share slopes", 2.0, rep[f"{kl}_curv_min"], rep[f"{kl}_curv_max"])
+        if f"{k}_en_sink_ratio_max" in rep:
+            checks[f"{m}_sink"] = check_greater(
+                f"{name}, English: the first position's median norm over the median elsewhere, at its "
+                f"largest (layer {rep[f'{k}_en_sink_ratio_layer']})", rep[f"{k}_en_sink_ratio_max"], SINK_RATIO)
+        if f"{k}_enrich_trained_median" in rep:
             checks[f"{m}_enrichment"] = check_greater(
                 f"{name}: median enrichment over the inner layers (1 = a random subspace)",
-                rep[f"{k}_enrich_median"], 1.0)
+                rep[f"{k}_enrich_trained_median"], 1.0)
+            checks[f"{m}_beyond_null"] = check_greater(
+                f"{name}: median enrichment over the inner layers, trained, against the same for a "
+                f"randomly initialised copy ({rep[f'{k}_enrich_null_median']:.2f})",
+                rep[f"{k}_enrich_trained_median"], rep[f"{k}_enrich_null_median"])
     return checks
+
+
+def word_checks(table: dict, expected: dict) -> list:
+    """The words chapter 9 states about the premise, each checked against its rule.
+
+    Parameters
+    ----------
+    table : dict
+        :func:`pretrained_table`.
+    expected : dict
+        ``{key: word}``; a key is ``<model>_<language>_<reading>_<source>_<rule>``
+        (reading ``t``, ``dist`` or ``self``; source ``corpus`` or ``web``; rule ``band``,
+        the band over the blocks, :func:`tanbias.stats.band_word`, or ``last``, the last
+        layer's interval, :func:`tanbias.stats.interval_word`), e.g.
+        ``{"smollm2_en_t_corpus_band": "mixed"}``.
+
+    Returns
+    -------
+    list of Check
+        In the order of ``expected``.
+    """
+    from tanbias.stats import check_word
+
+    inverse = {v: k for k, v in SHORT.items()}
+    readings = {v: k for k, v in _READ.items()}
+    out = []
+    for key, word in expected.items():
+        m, lang, short, src, rule = key.split("_")
+        measured = table[f"ch9_{m}_{lang}_{short}_{src}_{'band' if rule == 'band' else 'sign'}"]
+        where = "band over the blocks" if rule == "band" else "last layer"
+        source = "corpus" if src == "corpus" else "web"
+        out.append(check_word(f"{inverse[m]}, {LANGUAGE_NAMES.get(lang, lang)}: ρ(log {source} frequency, "
+                              f"{readings[short]}), {where}", measured, word))
+    return out
 
 
 def zoo_table():
@@ -199,51 +327,140 @@ def zoo_table():
     return pd.DataFrame(rows).set_index("model")
 
 
-def robustness_summary(pretrained: dict):
-    """ρ(log corpus frequency, radius t) at the first, middle and last layer, per text length and min_count."""
+def _ci(v, lo, hi) -> str:
+    return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def estimator_table(pretrained: dict):
+    """At the last layer, per model and language: ρ(log corpus frequency, reading) of the plain
+    estimator (all occurrences; interval over types) beside the count-matched one (interval
+    over documents)."""
+    import pandas as pd
+
+    rows = []
+    for name, tab in pretrained.items():
+        L = int(tab["anisotropy"]["layer"].max())
+        for lang in _languages(tab):
+            row = {"model": name, "language": LANGUAGE_NAMES.get(lang, lang)}
+            for est, label in (("plain", "plain"), ("matched", "count-matched")):
+                p = premise_rows(tab, est)
+                p = p[(p["language"] == lang) & (p["source"] == "corpus") & (p["layer"] == L)].set_index("reading")
+                for reading in ("radius_t", "centroid_distance"):
+                    r = p.loc[reading]
+                    row[f"({'a' if reading == 'radius_t' else 'b'}) {label}"] = _ci(r["rho"], r["lo"], r["hi"])
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["model", "language"])
+
+
+def premise_table(pretrained: dict):
+    """Per model, language and reading: ρ at the last layer (interval over documents, its word) and
+    over the blocks (range of ρ, the band's word), corpus frequencies."""
+    import pandas as pd
+
+    rep = pretrained_table(pretrained)
+    rows = []
+    for name, tab in pretrained.items():
+        for lang in _languages(tab):
+            for reading, short in _READ.items():
+                key = f"ch9_{SHORT[name]}_{lang}_{short}_corpus"
+                rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang), "reading": reading,
+                             "types": rep[f"{key}_n"],
+                             "ρ, last layer": _ci(rep[f"{key}_rho"], rep[f"{key}_lo"], rep[f"{key}_hi"]),
+                             "last layer": rep[f"{key}_sign"],
+                             "ρ over the blocks": f"{rep[f'{key}_min']:+.2f} to {rep[f'{key}_max']:+.2f}",
+                             "band over the blocks": rep[f"{key}_band"],
+                             "band above 0 at": rep[f"{key}_band_pos_layers"],
+                             "band below 0 at": rep[f"{key}_band_neg_layers"]})
+    return pd.DataFrame(rows).set_index(["model", "language", "reading"])
+
+
+def robustness_table(pretrained: dict):
+    """The matched ρ(log corpus frequency, radius t) at the first, middle and last layer for each ``m``."""
     import pandas as pd
 
     rows = []
     for name, tab in pretrained.items():
         p = tab["premise"]
-        p = p[(p["reading"] == "radius_t") & (p["source"] == "corpus")]
-        p = p.drop_duplicates(["layer", "n_tokens", "min_count"])
-        layers = sorted(set(p.loc[p["n_tokens"] < p["n_tokens"].max(), "layer"]))
+        p = p[(p["estimator"] == "matched") & (p["reading"] == "radius_t") & (p["source"] == "corpus")]
+        layers = sorted(set(p.loc[p["m"] != tab["manifest"]["settings"]["m"], "layer"]))
         p = p[p["layer"].isin(layers)]
-        piv = p.pivot_table(index=["layer", "n_tokens"], columns="min_count", values="rho")
-        piv.columns = [f"min_count {c}" for c in piv.columns]
-        piv = piv.reset_index().rename(columns={"n_tokens": "tokens read"})
+        piv = p.pivot_table(index=["language", "layer"], columns="m", values="rho")
+        piv.columns = [f"m = {c}" for c in piv.columns]
+        piv = piv.reset_index()
+        piv["language"] = piv["language"].map(lambda x: LANGUAGE_NAMES.get(x, x))
         piv.insert(0, "model", name)
         rows.append(piv)
-    return pd.concat(rows, ignore_index=True).round(2).set_index(["model", "layer", "tokens read"])
+    return pd.concat(rows, ignore_index=True).round(2).set_index(["model", "language", "layer"])
+
+
+def sink_table(pretrained: dict):
+    """Per decoder and language, at the layer where the first position's norm stands out most: that
+    ratio, and the anisotropy numbers with and without the first position."""
+    import pandas as pd
+
+    rows = []
+    for name, tab in pretrained.items():
+        an = tab["anisotropy"]
+        if not np.isfinite(an["sink_norm_ratio"]).any():
+            continue
+        for lang in _languages(tab):
+            a = an[(an["language"] == lang) & (an["layer"] > 0)].set_index("layer")
+            top = a["sink_norm_ratio"].idxmax()
+            r = a.loc[top]
+            rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang), "layer": int(top),
+                         "sink norm / median norm": round(float(r["sink_norm_ratio"]), 1),
+                         "spread, with sink": round(float(r["spread_with_sink"]), 1),
+                         "spread, without": round(float(r["spread"]), 1),
+                         "top-1 share, with": round(float(r["top1_share_with_sink"]), 3),
+                         "top-1 share, without": round(float(r["top1_share"]), 3),
+                         "mean cosine, with": round(float(r["mean_cosine_with_sink"]), 3),
+                         "mean cosine, without": round(float(r["mean_cosine"]), 3)})
+    return pd.DataFrame(rows).set_index(["model", "language"])
+
+
+def alignment_table(pretrained: dict):
+    """Per decoder: the enrichment over the inner layers, trained and random-init (median, range)."""
+    import pandas as pd
+
+    rep = pretrained_table(pretrained)
+    rows = []
+    for name in pretrained:
+        k = f"ch9_{SHORT[name]}"
+        if f"{k}_enrich_trained_median" not in rep:
+            continue
+        for short, label in (("trained", "released checkpoint"), ("null", "random-init copy")):
+            rows.append({"model": name, "network": label,
+                         "median enrichment": round(rep[f"{k}_enrich_{short}_median"], 2),
+                         "range": f"{rep[f'{k}_enrich_{short}_min']:.2f} to {rep[f'{k}_enrich_{short}_max']:.2f}",
+                         "layers below 1": rep[f"{k}_enrich_{short}_below"],
+                         "last layer": round(rep[f"{k}_enrich_{short}_last"], 2)})
+    return pd.DataFrame(rows).set_index(["model", "network"])
 
 
 def lab_comparison(numbers: dict, sw, models):
-    """The lab's small models (chapter 8, natural data) beside the released ones.
+    """The lab's small models (chapter 8, natural data) beside the released ones (English).
 
-    ``numbers`` is :func:`pretrained_numbers`, ``sw`` the sweep's
-    :class:`~tanbias.lab.analysis.sweep_report.SweepAnalysis`, ``models`` the zoo models
-    to show.
+    ``numbers`` is :func:`pretrained_table` (or :func:`pretrained_numbers` where it has the
+    keys), ``sw`` the sweep's :class:`~tanbias.lab.analysis.sweep_report.SweepAnalysis`,
+    ``models`` the zoo models to show.
     """
     import pandas as pd
 
     from tanbias.lab.analysis import sweep_report
 
-    def ci(v, lo, hi):
-        return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
     rho = sweep_report.radius_table(sw)
     late = sweep_report.cells_table(sw)["enrichment, late"]
-    cols = {f"lab {kind}s (ch 8)": (ci(*rho.loc[(kind, "natural"), ["mean", "lo", "hi"]]),
+    cols = {f"lab {kind}s (ch 8)": (_ci(*rho.loc[(kind, "natural"), ["mean", "lo", "hi"]]) + " (over seeds)",
                                     f"×{late.loc[(kind, 'natural')]:.1f} " + note)
             for kind, note in (("decoder", "(geometric mean over layers, last step)"),
                                ("encoder", "(same)"))}
     for name in models:
         k = f"ch9_{SHORT[name]}"
-        r = ci(numbers[f"{k}_radius_t_corpus_rho"], numbers[f"{k}_radius_t_corpus_lo"],
-               numbers[f"{k}_radius_t_corpus_hi"])
-        enr = (f"×{numbers[f'{k}_enrich_median']:.2f} (median over inner layers)"
-               if f"{k}_enrich_median" in numbers else "no LM head: not tested")
+        r = _ci(numbers[f"{k}_en_t_corpus_rho"], numbers[f"{k}_en_t_corpus_lo"],
+                numbers[f"{k}_en_t_corpus_hi"]) + " (English)"
+        enr = (f"×{numbers[f'{k}_enrich_trained_median']:.2f} (median over inner layers; "
+               f"random-init ×{numbers[f'{k}_enrich_null_median']:.2f})"
+               if f"{k}_enrich_trained_median" in numbers else "no LM head: not tested")
         cols[name] = (r, enr)
     return pd.DataFrame(cols, index=["ρ(log frequency, radius t), last layer",
                                      "alignment enrichment"])
