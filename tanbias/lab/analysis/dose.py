@@ -19,7 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanbias.lab.analysis.dose_design import LINKS, level_positions, predicted_sign
+from tanbias.lab.analysis.dose_design import (
+    LINKS,
+    REGISTRATION,
+    level_positions,
+    predicted_sign,
+)
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE_LEVELS, dose_names
 from tanbias.stats import interval_word
@@ -149,17 +154,15 @@ def knob_runs(table, knob: str, kind: str | None = None):
 
 
 def verdict_word(predicted: str, observed: str) -> str:
-    """What an observed sign says of a predicted one (an interval containing 0 decides nothing).
+    """What an observed sign says of a predicted one (an interval containing 0 decides nothing):
+    the table of the registration's ``[rule.verdict]`` (``data/preregistration/dose.toml``).
 
     >>> verdict_word("-", "-"), verdict_word("-", "0"), verdict_word("0", "0")
     ('as predicted', 'not detected', 'no detectable trend, as predicted')
     """
     if observed not in ("+", "-", "0") or predicted not in ("+", "-", "0"):
         return "not decided"
-    if predicted == "0":
-        return "no detectable trend, as predicted" if observed == "0" else "a trend not predicted"
-    return "as predicted" if observed == predicted else "not detected" if observed == "0" else \
-        "against the prediction"
+    return REGISTRATION["rule"]["verdict"][predicted][observed]
 
 
 #: the sign symbol of each word of :func:`tanbias.stats.interval_word` (the predictions' notation)
