@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tanbias.errors import ParameterError
 from tanbias.lab.analysis import dose_design as dose
 from tanbias.lab.config import KINDS
 
@@ -99,3 +100,24 @@ def test_a_changed_or_missing_registration_is_refused(tmp_path):
     (tmp_path / "bad.toml").write_text("[unclosed")
     with pytest.raises(CorruptFileError, match="not TOML"):
         dose.load_registration("bad", sha256=None, directory=tmp_path)
+
+
+def test_power_at_a_ratio_matches_a_simulation():
+    rng = np.random.default_rng(1)
+    x = np.array([0, 1 / 3, 2 / 3, 1])
+    sd, n, ratio = 0.15, 3, 1.25
+    want = dose.power_at(ratio, sd, n, x)
+    df = n * 4 - n - 1
+    hits = 0
+    for _ in range(3000):
+        y = np.log(ratio) * x[None, :] + rng.normal(0, 0.3, (n, 1)) + rng.normal(0, sd, (n, 4))
+        yc = y - y.mean(1, keepdims=True)
+        xc = np.broadcast_to(x - x.mean(), y.shape)
+        slope = (xc * yc).sum() / (xc ** 2).sum()
+        se = np.sqrt(((yc - slope * xc) ** 2).sum() / df / (xc ** 2).sum())
+        hits += abs(slope / se) > stats.t.ppf(0.975, df)
+    assert abs(hits / 3000 - want) < 0.03, (hits / 3000, want)
+    assert dose.power_at(1 / ratio, sd, n, x) == pytest.approx(want)            # two-sided
+    assert dose.power_at(ratio, 2 * sd, n, x) < want < dose.power_at(ratio, sd, 6, x)
+    with pytest.raises(ParameterError, match="ratio"):
+        dose.power_at(-1.0, sd, n, x)

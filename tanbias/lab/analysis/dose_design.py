@@ -33,8 +33,8 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE_LEVELS, DOSE_SEEDS, dose_names
 from tanbias.lab.runs import ROOT
 
-__all__ = ["REGISTRATION_DIR", "REGISTRATION_SHA256", "load_registration", "REGISTRATION", "PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration", "residual_sd",
-           "detectable_ratio", "power_analysis", "predictions_table", "design_numbers"]
+__all__ = ["REGISTRATION_DIR", "REGISTRATION_SHA256", "load_registration", "REGISTRATION", "PREDICTIONS", "LINKS",
+           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
 
 #: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
 #: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
@@ -229,6 +229,25 @@ def detectable_ratio(sd: float, n_seeds: int, positions, power: float = 0.8, alp
     return float(np.exp(b))
 
 
+def power_at(ratio: float, sd: float, n_seeds: int, positions, alpha: float = 0.05) -> float:
+    """Power of the seed-paired regression of :func:`detectable_ratio` to detect an end-to-end ``ratio``.
+
+    The same model (noise sd ``sd``, ``n_seeds`` seeds, design positions ``positions``);
+    ``ratio`` and ``1/ratio`` are the same effect, two-sided.
+
+    >>> x = [0, 1/3, 2/3, 1]
+    >>> round(power_at(detectable_ratio(0.1, 3, x), 0.1, 3, x), 3)
+    0.8
+    """
+    ratio = check_real("ratio", ratio, 0)
+    sd = check_real("sd", sd, 0)
+    n_seeds = check_int("n_seeds", n_seeds, lo=2)
+    alpha = check_real("alpha", alpha, 0, 1)
+    x = np.asarray(positions, float)
+    se = sd / np.sqrt(n_seeds * float(((x - x.mean()) ** 2).sum()))
+    return _power(abs(float(np.log(ratio))), se, n_seeds * len(x) - n_seeds - 1, alpha)
+
+
 def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "object":
     """The design's power: detectable end-to-end ratio per architecture and number of seeds.
 
@@ -262,7 +281,8 @@ def predictions_table() -> "object":
 
 
 def design_numbers(expected, power) -> dict:
-    """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`."""
+    """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`
+    (``power_planned_<kind>``: the planned power for the ×1.25 target, :func:`power_at`)."""
     from tanbias.lab.experiments import SKEWED_WEIGHTS
 
     w = np.array(list(SKEWED_WEIGHTS.values()))
@@ -278,4 +298,6 @@ def design_numbers(expected, power) -> dict:
             "detectable_decoder": float(chosen.loc["decoder", "detectable_ratio"]),
             "detectable_encoder": float(chosen.loc["encoder", "detectable_ratio"]),
             "detectable_decoder_2": float(two.loc["decoder", "detectable_ratio"]),
+            **{f"power_planned_{kind}": power_at(1.25, float(chosen.loc[kind, "residual_sd"]), len(DOSE_SEEDS),
+                                                 list(level_positions("token").values())) for kind in KINDS},
             "n_seeds": len(DOSE_SEEDS), "n_runs": len(dose_names())}
