@@ -33,7 +33,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import dose_names
 from tanbias.stats import Check, check_sign, check_word, interval_word
 
-__all__ = ["SHORT", "REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
+__all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
            "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
            "registered_adaptive_verdict", "knob_words"]
