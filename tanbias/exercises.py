@@ -573,7 +573,9 @@ def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
         fitted dose-response slope of late log enrichment as frequencies flatten) and ``shape`` in
         ``DOSE_SHAPES`` (the enrichment at the flattest level: ``"absent"`` = not above a
         random subspace, ``"attenuated"`` = lower than at the start but present, ``"unchanged"``,
-        ``"stronger"``), made from the mechanism before looking.
+        ``"stronger"``), made from the mechanism before looking. The runs never read
+        ``"absent"``: a flattest level whose interval reaches 0 is "not shown present"
+        (failing to show presence is not absence), and a predicted shape is then not scored.
     analysis : DoseAnalysis, optional
         Default: :func:`tanbias.lab.analysis.dose.analyse_dose` of the committed runs.
 
@@ -613,8 +615,11 @@ def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
         row = r[(r["metric"] == "log_enrichment_late") & (r["knob"] == "token") & (r["kind"] == kind)].iloc[0]
         sign = {"+": 1, "-": -1, "0": 0}.get(row["observed"], 0)
         flat_lo, change_lo, change_hi = (float(row.get(k, np.nan)) for k in ("flat_lo", "change_lo", "change_hi"))
-        shape = ("not decided (fewer than two seeds)" if not np.isfinite(flat_lo) else "absent" if flat_lo <= 0
-                 else "attenuated" if change_hi < 0 else "stronger" if change_lo > 0 else "unchanged")
+        # a flattest level whose interval reaches 0 is not shown present; that is not absence, which
+        # would need an equivalence margin (dose-posthoc.toml [presence]): a predicted "absent" is not scored
+        shape = ("not decided (fewer than two seeds)" if not np.isfinite(flat_lo) else "not shown present"
+                 if flat_lo <= 0 else "attenuated" if change_hi < 0 else "stronger" if change_lo > 0
+                 else "unchanged")
         results[kind] = (ref, sign, shape, row)
     if prediction is not None:
         ok = isinstance(prediction, dict) and set(prediction) == set(KINDS) and all(

@@ -10,8 +10,8 @@ from tanbias.frequency import concentration
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.corpus import split
 from tanbias.lab.data import (common_batches, heldout_batches, heldout_text, keep_probabilities, lm_batches,
-                              mask_tokens, original_ids, special_ids, stream_frequencies, token_counts,
-                              training_streams)
+                              mask_tokens, original_ids, probe_eval_batches, special_ids, stream_frequencies,
+                              token_counts, training_streams)
 from tanbias.lab.experiments import dose_config
 from tanbias.lab.tokenizer import load_tokenizer
 
@@ -125,3 +125,26 @@ def test_common_batches_are_one_text_per_kind(tokenizer):
     x, y = common_batches(a, tokenizer, 2), common_batches(b, tokenizer, 2)
     assert all(torch.equal(p["input_ids"], q["input_ids"]) for p, q in zip(x, y))
     assert x[0]["input_ids"].shape == (a.size.batch_size, a.size.seq_len)
+
+
+@pytest.mark.parametrize("kind", ["decoder", "encoder"])
+def test_probe_eval_batches_are_distinct_and_one_text_for_every_seed(tokenizer, kind):
+    """The batches scored at a run's probe steps: distinct batches (the committed dose runs scored
+    one batch twice), the same text (and masks) for every seed of a design, and text of the run's
+    own training distribution (the subsampling knob applies to it)."""
+    runs = [dose_config(kind, "b37", seed, **SMOKE, probe_eval_batches=3) for seed in (0, 1, 2)]
+    batches = [probe_eval_batches(cfg, tokenizer) for cfg in runs]
+    assert len(batches[0]) == 3
+    first = batches[0]
+    for i in range(3):
+        for j in range(i):
+            assert not torch.equal(first[i]["input_ids"], first[j]["input_ids"]), (i, j)
+    for other in batches[1:]:
+        for a, b in zip(first, other):
+            assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["labels"], b["labels"])
+    # the run's own data settings still apply: another level, another text
+    skewed = probe_eval_batches(dose_config(kind, "skewed", 1, **SMOKE, probe_eval_batches=1), tokenizer)
+    assert not torch.equal(skewed[0]["input_ids"], first[0]["input_ids"])
+    # the training stream stays the run's own: seeds differ there
+    a, b = (next(training_streams(cfg, tokenizer)[0])["input_ids"] for cfg in runs[:2])
+    assert not torch.equal(a, b)

@@ -175,3 +175,35 @@ def test_chapter_solutions_pass_checkers(capsys):
     assert out.count("passed") == 3
     with pytest.raises(AssertionError, match="does not match the run"):
         check_exercise_3(loop_gains, compounds=False)
+
+
+# --- exercise 4, extended (chapter 10) --------------------------------------------------
+
+def _dose_analysis(flat_lo):
+    """A stand-in for chapter 10's DoseAnalysis: two seeds at both ends of the token knob, and
+    the late-enrichment row with the flattest level's interval starting at ``flat_lo``."""
+    import types
+
+    import pandas as pd
+
+    table = pd.DataFrame([{"kind": kind, "level": level, "seed": seed, "on_token": True, "on_language": False,
+                           "log_enrichment_late": value + 0.1 * seed, "log_enrichment_early": value}
+                          for kind in KINDS for seed in (0, 1) for level, value in (("skewed", 1.0), ("b100", 0.5))])
+    responses = pd.DataFrame([{"metric": "log_enrichment_late", "knob": "token", "kind": kind, "observed": "-",
+                               "end_to_end": -0.5, "end_to_end_lo": -0.8, "end_to_end_hi": -0.2, "n_seeds": 2,
+                               "change": -0.5, "change_lo": -0.7, "change_hi": -0.3, "flat_mean": 0.55,
+                               "flat_lo": flat_lo, "flat_hi": 1.0} for kind in KINDS])
+    return types.SimpleNamespace(table=table, responses=responses)
+
+
+def test_exercise_4_dose_never_reads_absent(capsys):
+    """A flattest level whose interval reaches 0 is not shown present, not absent (issue 18)."""
+    from tanbias.exercises import check_exercise_4_dose, reference_dose_change
+
+    absent = {kind: {"sign": -1, "shape": "absent"} for kind in KINDS}
+    attenuated = {kind: {"sign": -1, "shape": "attenuated"} for kind in KINDS}
+    check_exercise_4_dose(reference_dose_change, prediction=absent, analysis=_dose_analysis(-0.1))
+    assert "not shown present" in capsys.readouterr().out
+    check_exercise_4_dose(reference_dose_change, prediction=attenuated, analysis=_dose_analysis(-0.1))
+    with pytest.raises(AssertionError, match="the runs say 'attenuated'"):
+        check_exercise_4_dose(reference_dose_change, prediction=absent, analysis=_dose_analysis(0.2))

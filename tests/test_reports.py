@@ -141,13 +141,21 @@ def test_run_pair_numbers_of_the_committed_runs():
 
 # --------------------------------------------------------------------------- the checks and verdicts
 def test_dose_checks_read_the_intervals_they_name(committed):
+    from tanbias.stats import interval_word
+
     da = committed["analysis"]
-    checks = dose_report.dose_checks(da, {"enr_token_encoder": "negative", "enr_token_encoder_flat": "positive",
-                                          "enr_token_encoder_change": "negative", "adapt_loss": "indistinguishable"})
-    assert [c.words for c in checks] == [("negative", "negative"), ("positive", "positive"),
-                                         ("negative", "negative"), ("indistinguishable", "indistinguishable")]
     r = da.responses.set_index(["metric", "knob", "kind"]).loc[("log_enrichment_late", "token", "encoder")]
-    assert (checks[0].lo, checks[0].hi) == (r["end_to_end_lo"], r["end_to_end_hi"])
+    a = da.association["loss"]
+    named = {"enr_token_encoder": (r["end_to_end_lo"], r["end_to_end_hi"]),
+             "enr_token_encoder_flat": (r["flat_lo"], r["flat_hi"]),
+             "enr_token_encoder_change": (r["change_lo"], r["change_hi"]),
+             "enr_token_encoder_progress": (r["progress_lo"], r["progress_hi"]),
+             "adapt_loss": (a["lo"], a["hi"]), "adapt_loss_naive": (a["naive_lo"], a["naive_hi"]),
+             "adapt_loss_per_run": (a["per_run_lo"], a["per_run_hi"])}
+    words = {key: interval_word(*iv) for key, iv in named.items()}
+    checks = dose_report.dose_checks(da, words)
+    assert [c.words for c in checks] == [(w, w) for w in words.values()] and all(c.passed for c in checks)
+    assert [(c.lo, c.hi) for c in checks] == [tuple(map(float, iv)) for iv in named.values()]
     wrong = dose_report.dose_checks(da, {"enr_token_encoder": "positive"})[0]
     assert not wrong.passed
     with pytest.raises(AssertionError):

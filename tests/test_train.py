@@ -133,3 +133,21 @@ def test_train_revisions_saves_a_mirror_of_the_runs_steps(smoke_run, tmp_path):
         assert torch.allclose(a, b, atol=1e-6), name
     with pytest.raises(ParameterError, match="at=13 is out of range"):
         train_revisions(SMOKE, tmp_path / "bad", at=(13,))
+
+
+def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
+    """Every probe step scores data.probe_eval_batches: distinct batches, whose masked positions
+    (an encoder's) add up to the logged count; the batch scored twice would count its own twice."""
+    from tanbias.lab.data import batch_targets, probe_eval_batches
+    from tanbias.lab.experiments import dose_config
+
+    cfg = dose_config("encoder", "skewed", 1, steps=2, size="smoke", languages=["en", "de"], checkpoint_every=2,
+                      eval_batches=1, probe_eval_batches=2,
+                      probe={"n_steps": 2, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4})
+    d = tmp_path / cfg.name
+    train_only(cfg, out_dir=d, fresh=True, progress=False)
+    logged = [r for r in runs.read_jsonl(d / "metrics.jsonl") if r["type"] == "probe_eval"]
+    scored = [int(batch_targets("encoder", b).numel()) for b in probe_eval_batches(cfg, tokenizer)]
+    assert [r["step"] for r in logged] == [0, 1]
+    assert all(r["tokens"] == sum(scored) for r in logged)
+    assert scored[0] != scored[1]              # the masks differ: two batches, not one twice

@@ -14,7 +14,7 @@ from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
 
-__all__ = ["KNOBS", "chain_interactive", "trajectory_interactive", "adaptive_figure"]
+__all__ = ["KNOBS", "chain_interactive", "trajectory_interactive", "adaptive_figure", "progress_figure"]
 
 #: the two knobs as the chapter names them
 KNOBS = {"token": "token knob (subsampling frequent types)",
@@ -29,11 +29,11 @@ def _level_color(x: float) -> str:
 
 @frozen_layout
 def _chain_layout(titles: tuple):
-    # a 2 x 2 grid: four panels side by side leave each too narrow for its log axis
-    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.12, vertical_spacing=0.16,
+    # a 3 x 2 grid: six panels side by side leave each too narrow for its log axis
+    fig = make_subplots(rows=3, cols=2, horizontal_spacing=0.12, vertical_spacing=0.11,
                         subplot_titles=list(titles))
     fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power")
-    fig.update_xaxes(title_text="collision probability [log]", row=2)
+    fig.update_xaxes(title_text="collision probability [log]", row=3)
     fig = labelled(fig, " ", "collision probability [log]", "", legend="architecture")
     fig.update_layout(xaxis_title="", xaxis2_title="")
     return fig
@@ -51,13 +51,15 @@ def _trajectory_layout(early_x: float):
 def chain_interactive(table) -> Interactive:
     """Interactive: every link of the chain against the measured concentration, one knob at a time.
 
-    Four panels share the x axis (collision probability of each run's training
+    Six panels share the x axis (collision probability of each run's training
     stream, log): the η<sub>g</sub> of a frequency bucket, the frozen proxy's
-    enrichment, the mean cosine and IsoScore* of the activations. Points: runs
-    (seeds); lines: level means. Sliders: knob, bucket, phase.
+    enrichment, the mean cosine and IsoScore* of the activations, and how much the
+    run learned (gain over unigram, top-1 accuracy beside the unigram model's).
+    Points: runs (seeds); lines: level means. Sliders: knob, bucket, phase.
     """
     panels = [("log_eta", "ln η<sub>g</sub> of the bucket"), ("log_enrichment", "ln enrichment"),
-              ("mean_cosine_late", "mean cosine"), ("isoscore_late", "IsoScore*")]
+              ("mean_cosine_late", "mean cosine"), ("isoscore_late", "IsoScore*"),
+              ("gain", "gain over unigram [nats]"), ("accuracy", "top-1 accuracy (model, unigram dotted)")]
     buckets = [c.removeprefix("log_eta_") for c in table.columns if c.startswith("log_eta_")]
 
     def compute(knob, bucket, phase):
@@ -65,12 +67,14 @@ def chain_interactive(table) -> Interactive:
         for kind in KINDS:
             g = dose.knob_runs(table, knob, kind)
             cols = {"log_eta": f"log_eta_{bucket}", "log_enrichment": f"log_enrichment_{phase}",
-                    "mean_cosine_late": "mean_cosine_late", "isoscore_late": "isoscore_late"}
+                    "mean_cosine_late": "mean_cosine_late", "isoscore_late": "isoscore_late",
+                    "gain": "gain", "accuracy": "accuracy"}
             pts = {p: (g["collision"].to_numpy(), g[c].to_numpy(), g["level"].to_numpy(), g["seed"].to_numpy())
                    for p, c in cols.items()}
-            means = g.groupby("level", sort=False)[["collision", *cols.values()]].mean()
+            means = g.groupby("level", sort=False)[["collision", "unigram_accuracy", *cols.values()]].mean()
             means = means.sort_values("collision")
             lines = {p: (means["collision"].to_numpy(), means[c].to_numpy()) for p, c in cols.items()}
+            lines["unigram_accuracy"] = (means["collision"].to_numpy(), means["unigram_accuracy"].to_numpy())
             out[kind] = (pts, lines)
         return out
 
@@ -91,6 +95,11 @@ def chain_interactive(table) -> Interactive:
                 traces.append(dict(type="scatter", x=lx.tolist(), y=ly.tolist(), mode="lines",
                                    name=f"{kind}: level means", legendgroup=kind, showlegend=i == 1,
                                    line=dict(color=KIND_COLORS[kind], width=2), **ax))
+                if p == "accuracy":
+                    ux, uy = lines["unigram_accuracy"]
+                    traces.append(dict(type="scatter", x=ux.tolist(), y=uy.tolist(), mode="lines",
+                                       name=f"{kind}: unigram model", legendgroup=kind, showlegend=False,
+                                       line=dict(color=KIND_COLORS[kind], width=1, dash="dot"), **ax))
         layout = _chain_layout(tuple(t for _, t in panels))
         layout["title"]["text"] = f"The chain along the {KNOBS[knob]}: bucket {bucket}, enrichment {phase}"
         return {"data": traces, "layout": layout}
@@ -105,9 +114,11 @@ def chain_interactive(table) -> Interactive:
                 "as you read. Panels: η<sub>g</sub> (mean t², the statement's concentration) of a fixed "
                 "set of types — q1 are those frequent at the skewed start —, measured at the last layer on "
                 "one common held-out text; the frozen proxy's enrichment (geometric mean over layers); "
-                "the activations' mean cosine and IsoScore* at the last step. Points are seeds, lines join "
-                "the level means.",
-        name="ch10-chain", height=640, fixed_ranges=False)
+                "the activations' mean cosine and IsoScore* at the last step; how much each run learned "
+                "(its final held-out loss below an add-½ unigram model of its own training counts, and its "
+                "top-1 accuracy beside the unigram model's, dotted): the direct knob also lowers both. "
+                "Points are seeds, lines join the level means.",
+        name="ch10-chain", height=900, fixed_ranges=False)
 
 
 def trajectory_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
@@ -156,22 +167,53 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
         name="ch10-trajectories", height=480)
 
 
-def adaptive_figure(frame) -> go.Figure:
-    """Held-out loss against effective dimension within a (kind, level, step) cell: what is left across seeds."""
-    fig = go.Figure()
-    cell = ["kind", "level", "step"]
-    for kind in KINDS:
-        g = frame[frame["kind"] == kind]
-        if not len(g):
-            fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name=kind))
-            continue
-        dx = g["participation"] - g.groupby(cell)["participation"].transform("mean")
-        dy = g["heldout_loss"] - g.groupby(cell)["heldout_loss"].transform("mean")
-        fig.add_trace(go.Scatter(x=dx, y=dy, mode="markers", name=kind,
-                                 text=[f"{lv}, step {s}, seed {sd}" for lv, s, sd in zip(g["level"], g["step"], g["seed"])],
-                                 marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.7)))
-    fig.add_hline(y=0.0, line=dict(color=GREY, width=1))
-    fig.add_vline(x=0.0, line=dict(color=GREY, width=1))
-    return labelled(fig, "Within a level and a step: effective dimension against held-out loss",
-                    "participation ratio − its cell mean [dimensions]",
-                    "held-out loss − its cell mean [nats]", legend="architecture")
+def adaptive_figure(frame, early_frac: float = EARLY_FRAC) -> go.Figure:
+    """Held-out loss against effective dimension within a (kind, level, step) cell: what is left across
+    seeds, early and late in training apart (exploratory), each in its own within-cell SD."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=[f"early: step ≤ {early_frac:.0%} of training", "late: after it"])
+    cell = list(dose.ADAPTIVE_CELL)
+    for col, early in ((1, True), (2, False)):
+        f = frame[(frame["frac"] <= early_frac) == early] if len(frame) else frame
+        sd = dose.within_cell_sd(f) if len(f) else np.nan
+        for kind in KINDS:
+            g = f[f["kind"] == kind] if len(f) else f
+            if not len(g):
+                fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name=kind, showlegend=col == 1), row=1, col=col)
+                continue
+            dx = (g["participation"] - g.groupby(cell)["participation"].transform("mean")) / sd
+            dy = g["heldout_loss"] - g.groupby(cell)["heldout_loss"].transform("mean")
+            fig.add_trace(go.Scatter(x=dx, y=dy, mode="markers", name=kind, legendgroup=kind, showlegend=col == 1,
+                                     text=[f"{lv}, step {s}, seed {sd_}" for lv, s, sd_ in
+                                           zip(g["level"], g["step"], g["seed"])],
+                                     marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=6, opacity=0.6)),
+                          row=1, col=col)
+        fig.add_hline(y=0.0, line=dict(color=GREY, width=1), row=1, col=col)
+        fig.add_vline(x=0.0, line=dict(color=GREY, width=1), row=1, col=col)
+    fig.update_xaxes(title_text="participation ratio − its cell mean [within-cell SDs]")
+    return labelled(fig, "Within a level and a step: effective dimension against held-out loss (exploratory split)",
+                    "participation ratio − its cell mean [within-cell SDs]", "held-out loss − its cell mean [nats]",
+                    legend="architecture")
+
+
+def progress_figure(table) -> go.Figure:
+    """Late enrichment against how much each run learned (gain over unigram), along the direct knob.
+
+    One panel per architecture; points are runs, coloured by the knob's level (dark = the
+    skewed start, light = the flattest level). A knob effect at matched training progress is a
+    vertical offset between levels at the same gain.
+    """
+    fig = make_subplots(rows=1, cols=len(KINDS), horizontal_spacing=0.1, subplot_titles=list(KINDS))
+    pos = dose_design.level_positions("token")
+    for col, kind in enumerate(KINDS, start=1):
+        g = dose.knob_runs(table, "token", kind)
+        for level, x in pos.items():
+            h = g[g["level"] == level]
+            fig.add_trace(go.Scatter(x=h["gain"], y=h["log_enrichment_late"], mode="markers", name=level,
+                                     legendgroup=level, showlegend=col == 1,
+                                     text=[f"{kind}, {level}, seed {s}" for s in h["seed"]],
+                                     marker=dict(color=_level_color(x), symbol=SYMBOL[kind], size=9)),
+                          row=1, col=col)
+    fig.update_xaxes(title_text="gain over unigram [nats]")
+    return labelled(fig, "Late enrichment against training progress, direct knob", "gain over unigram [nats]",
+                    "ln late enrichment (frozen proxy)", legend="level of the token knob")

@@ -33,6 +33,7 @@ from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
 __all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
+           "PROBE_EVAL_SEED", "probe_eval_batches",
            "HELDOUT_ORDERS", "heldout_text", "heldout_batches", "common_batches"]
 
 
@@ -295,16 +296,47 @@ def training_streams(cfg, tok):
     subsampling of frequent types (the validation text is then distributed as the
     training text, so the generalisation gap compares like with like).
     """
-    train_docs, valid_docs = split(cfg.languages)
-    keep = (keep_probabilities(stream_frequencies(cfg, tok), cfg.flatten, cfg.flatten_f0)
-            if cfg.flatten > 0 else None)
-    mix = mixture_of(cfg)
+    train_docs, _ = split(cfg.languages)
+    keep = _keep(cfg, tok)
     size = cfg.size
-    train = lm_batches(cfg.kind, mixture(train_docs, seed=cfg.seed, **mix), tok,
+    train = lm_batches(cfg.kind, mixture(train_docs, seed=cfg.seed, **mixture_of(cfg)), tok,
                        size.batch_size, size.seq_len, seed=cfg.seed, keep=keep)
-    valid = lm_batches(cfg.kind, mixture(valid_docs, seed=cfg.seed + 10_000, **mix),
-                       tok, size.batch_size, size.seq_len, seed=cfg.seed + 10_000, keep=keep)
-    return train, valid
+    return train, _validation_stream(cfg, tok, cfg.seed + 10_000, keep)
+
+
+def _keep(cfg, tok):
+    return (keep_probabilities(stream_frequencies(cfg, tok), cfg.flatten, cfg.flatten_f0)
+            if cfg.flatten > 0 else None)
+
+
+def _validation_stream(cfg, tok, seed: int, keep):
+    """Batches of the held-out documents in the run's mixture and subsampling, ``seed`` seeding the
+    document order, the masks and the subsampling draws."""
+    _, valid_docs = split(cfg.languages)
+    return lm_batches(cfg.kind, mixture(valid_docs, seed=seed, **mixture_of(cfg)), tok,
+                      cfg.size.batch_size, cfg.size.seq_len, seed=seed, keep=keep)
+
+
+#: the seed of the held-out stream a run scores at its probe steps: one seed for every run, so the
+#: seeds of a design are scored on one text (it is the validation seed of seed 0, whose probe-step
+#: scores keep their first batch)
+PROBE_EVAL_SEED = 10_000
+
+
+def probe_eval_batches(cfg, tok) -> list[dict]:
+    """The held-out batches a run scores at every probe step: ``cfg.probe_eval_batches`` of them.
+
+    Consecutive batches of one validation stream in the run's own mixture and
+    subsampling (text distributed as its training text, so the generalisation gap
+    compares like with like), seeded by :data:`PROBE_EVAL_SEED` rather than by the
+    run's seed: every run of a design with the same data settings (the seeds of a
+    dose level, say) is scored on the same text, with the same masks for an encoder.
+
+    Runs trained before this function existed (every committed dose run) scored the
+    *first* batch of their own seed's validation stream ``probe_eval_batches`` times.
+    """
+    stream = _validation_stream(cfg, tok, PROBE_EVAL_SEED, _keep(cfg, tok))
+    return [next(stream) for _ in range(cfg.probe_eval_batches)]
 
 
 # ---------------------------------------------------------------------------

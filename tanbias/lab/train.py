@@ -50,7 +50,7 @@ import torch
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import distributed, runs
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
-from tanbias.lab.data import batch_targets, check_languages, original_ids, training_streams
+from tanbias.lab.data import batch_targets, check_languages, original_ids, probe_eval_batches, training_streams
 from tanbias.lab.models import autocast, evaluate, make_model, resolve_device, to_device, unigram_baseline
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
 from tanbias.lab.tokenizer import load_tokenizer
@@ -306,9 +306,9 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     kill_rank = os.environ.get("TANBIAS_KILL_RANK")         # under torchrun: kill only this rank
 
     train_batches, valid_batches = training_streams(cfg, tok)
-    # held-out batches scored at every probe step (the same first batches the final
-    # evaluation starts with), from their own copy of the validation stream
-    probe_eval = [next(training_streams(cfg, tok)[1]) for _ in range(cfg.probe_eval_batches)]
+    # held-out batches scored at every probe step: distinct batches of one text that every seed
+    # of the design shares (data.probe_eval_batches)
+    probe_eval = probe_eval_batches(cfg, tok)
     probe_evals = {r["step"] for r in records if r.get("type") == "probe_eval"}
     eval_seconds = 0.0
     for _ in range(start):             # the data-stream position: regenerate and skip

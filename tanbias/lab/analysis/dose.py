@@ -19,14 +19,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanbias.lab.analysis.dose_design import LINKS, level_positions, predicted_sign
-from tanbias.lab.config import KINDS
+from tanbias.lab.analysis.dose_design import (
+    LINKS,
+    REGISTRATION,
+    level_positions,
+    load_registration,
+    predicted_sign,
+)
+from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import DOSE_LEVELS, dose_names
 from tanbias.stats import interval_word
 
-__all__ = ["run_status", "load_dose", "reference_buckets", "run_table", "knob_runs", "SIGN_OF_WORD",
-           "verdict_word", "dose_response", "all_responses", "architecture_interaction", "adaptive_frame",
-           "adaptive_association", "verdict_table", "DoseAnalysis", "analyse_dose", "measured_concentration"]
+__all__ = ["POSTHOC_SHA256", "POSTHOC", "run_status", "load_dose", "reference_buckets", "run_table", "knob_runs",
+           "SIGN_OF_WORD", "verdict_word", "dose_response", "apply_multiplicity", "all_responses",
+           "architecture_interaction", "knob_comparison", "knob_comparisons", "learning_table", "realised_power",
+           "adaptive_frame", "ADAPTIVE_CELL", "within_cell_sd", "adaptive_association", "verdict_table",
+           "DoseAnalysis", "analyse_dose", "measured_concentration"]
+
+#: the sha256 of ``data/preregistration/dose-posthoc.toml``
+POSTHOC_SHA256 = "9ed954d29018675a719442e5c7cf0879e5d2a00b1b6968a41682a3442c2ecc48"
+#: the rules added after the dose runs were seen (issue 18, 2026-12-02; not pre-registered):
+#: Holm across the verdict table, the training-progress check, "weaker under balancing" with
+#: anisotropy, the language-knob comparison, the clustered "possibly adaptive", the realised power
+POSTHOC: dict = load_registration("dose-posthoc", POSTHOC_SHA256)
+
 
 def run_status(runs_dir=None) -> "object":
     """Which dose runs are committed: one row per (kind, level) with the seeds complete."""
@@ -88,7 +104,11 @@ def run_table(loaded: dict, buckets=None) -> "object":
     ``log_eta_all``; link 2: ``log_enrichment_early``, ``log_enrichment_late``
     (frozen proxy, all tokens, mean over layers, :func:`tanbias.lab.analysis.sweep.run_metrics`);
     link 3 at the last probe step, mean over layers 1..L: ``mean_cosine_late``,
-    ``isoscore_late``, ``participation_late``; and ``eval_loss``, ``unigram_loss``.
+    ``isoscore_late``, ``participation_late``; how much the run learned, from its final
+    evaluation (8 held-out batches of its own seed's validation stream): ``eval_loss``,
+    ``unigram_loss`` (an add-1/2 unigram model of its training counts on the same tokens),
+    ``gain`` (``unigram_loss - eval_loss``, nats per scored token), ``accuracy`` and
+    ``unigram_accuracy`` (top-1 on the scored positions).
     """
     import pandas as pd
 
@@ -136,8 +156,15 @@ def run_table(loaded: dict, buckets=None) -> "object":
                      "mean_cosine_late": float(an["mean_cosine"].mean()),
                      "isoscore_late": float(an["isoscore_star"].mean()),
                      "participation_late": float(an["participation_ratio"].mean()),
-                     "eval_loss": r.evaluation.get("loss"), "unigram_loss": r.evaluation.get("unigram_loss")})
+                     **_learning(r.evaluation)})
     return pd.DataFrame(rows)
+
+
+def _learning(ev: dict) -> dict:
+    """How much a run learned, from its final evaluation (``summary.json``'s ``eval``)."""
+    loss, uni = ev.get("loss", np.nan), ev.get("unigram_loss", np.nan)
+    return {"eval_loss": loss, "unigram_loss": uni, "gain": float(uni - loss),
+            "accuracy": ev.get("accuracy", np.nan), "unigram_accuracy": ev.get("unigram_accuracy", np.nan)}
 
 
 def knob_runs(table, knob: str, kind: str | None = None):
@@ -149,26 +176,33 @@ def knob_runs(table, knob: str, kind: str | None = None):
 
 
 def verdict_word(predicted: str, observed: str) -> str:
-    """What an observed sign says of a predicted one (an interval containing 0 decides nothing).
+    """What an observed sign says of a predicted one (an interval containing 0 decides nothing):
+    the table of the registration's ``[rule.verdict]`` (``data/preregistration/dose.toml``).
 
     >>> verdict_word("-", "-"), verdict_word("-", "0"), verdict_word("0", "0")
     ('as predicted', 'not detected', 'no detectable trend, as predicted')
     """
     if observed not in ("+", "-", "0") or predicted not in ("+", "-", "0"):
         return "not decided"
-    if predicted == "0":
-        return "no detectable trend, as predicted" if observed == "0" else "a trend not predicted"
-    return "as predicted" if observed == predicted else "not detected" if observed == "0" else \
-        "against the prediction"
+    return REGISTRATION["rule"]["verdict"][predicted][observed]
 
 
 #: the sign symbol of each word of :func:`tanbias.stats.interval_word` (the predictions' notation)
 SIGN_OF_WORD = {"positive": "+", "negative": "-", "indistinguishable": "0", "undecided": "n/a"}
 
 
+#: the columns a dose-response row has (NaN where it cannot be computed)
+_RESPONSE_NUMBERS = ("slope", "lo", "hi", "p", "df", "end_to_end", "end_to_end_lo", "end_to_end_hi", "dx",
+                     "page_L", "page_p", "change", "change_lo", "change_hi", "flat_mean", "flat_lo", "flat_hi",
+                     "resid_sd", "seed_F", "seed_p", "lof_F", "lof_p", "progress_end_to_end", "progress_lo",
+                     "progress_hi", "progress_p", "x_gain_corr")
+
+
 def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collision",
-                  alpha: float = 0.05) -> dict:
+                  alpha: float = REGISTRATION["rule"]["alpha"]) -> dict:
     """Seed-paired dose-response of one link along one knob, for one architecture.
+
+    The registered test (``data/preregistration/dose.toml``):
 
     * slope: OLS of ``metric`` on ``x`` (default the measured ln collision
       probability of each run's training stream) with one intercept per seed
@@ -176,16 +210,31 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
       concentration link itself ``x`` is the design position;
     * ``end_to_end``: the slope times the mean change of ``x`` from the skewed
       start to the flattest level (the fitted change over the whole knob), with
-      its interval;
+      its interval; ``observed`` sign (+, -, 0 from that interval, unadjusted),
+      ``predicted`` sign (:data:`~tanbias.lab.analysis.dose_design.PREDICTIONS`),
+      ``agrees`` and ``verdict`` (:func:`verdict_word`); :func:`apply_multiplicity`
+      reads them again at Holm-adjusted p.
+
+    Secondary contrasts, shown beside the verdict and never changing it:
+
     * monotonicity: Page's L test (scipy) across the levels in knob order, seeds
-      as blocks, in the direction the slope's sign (or the prediction) names;
+      as blocks, in the direction the prediction (or the slope's sign) names;
+    * lack of fit (``lof_F``, ``lof_p``): one mean per level against the line, both
+      with seed intercepts (statsmodels ``anova_lm``); the line is fitted on each
+      level's mean ``x``, so that it is nested in the level means;
     * at the flattest level, paired by seed: the metric's change from the start
-      (t-interval), and its own t-interval (for "attenuated, not absent");
-    * ``observed`` sign (+, -, 0 from the slope's interval), ``predicted`` sign
-      (:data:`~tanbias.lab.analysis.dose_design.PREDICTIONS`) and ``agrees``.
+      (t-interval), and its own t-interval (for "attenuated, not absent").
+
+    Checks of the test (issue 18, ``dose-posthoc.toml``): ``resid_sd`` (the realised
+    residual SD), ``seed_F``/``seed_p`` (do the seed intercepts explain anything: F test
+    against the line without them), and the training-progress ANCOVA: the same
+    regression with the run's gain over unigram as a covariate, its end-to-end change
+    at matched gain (``progress_end_to_end``, ``_lo``, ``_hi``, ``progress_p``) and the
+    correlation of ``x`` with the gain among the runs (``x_gain_corr``).
     """
     import statsmodels.formula.api as smf
     from scipy import stats
+    from statsmodels.stats.anova import anova_lm
 
     from tanbias.lab.analysis.sweep import t_interval
 
@@ -205,21 +254,20 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     start, flat = min(order, key=order.get), max(order, key=order.get)
     if len(g) < 3 or g[xcol].nunique() < 2 or not {start, flat} <= set(g["level"]):
         # an end-to-end change needs both ends of the knob
-        nan = {k: np.nan for k in ("slope", "lo", "hi", "p", "df", "end_to_end", "end_to_end_lo", "end_to_end_hi",
-                                   "dx", "page_L", "page_p", "change", "change_lo", "change_hi", "flat_mean",
-                                   "flat_lo", "flat_hi")}
+        nan = dict.fromkeys(_RESPONSE_NUMBERS, np.nan)
         return {**out, **nan, "observed": "n/a", "agrees": None, "verdict": "not decided", "page_direction": ""}
     if len(g) - len(seeds) - 1 < 1:                         # no residual degree of freedom
         return dose_response(table.iloc[:0], metric, knob, kind, x, alpha) | {"n_runs": int(len(g)),
                                                                               "n_seeds": len(seeds)}
-    formula = f"{metric} ~ {xcol}" + (" + C(seed)" if len(seeds) > 1 else "")
-    fit = smf.ols(formula, data=g).fit()
+    seed_term = " + C(seed)" if len(seeds) > 1 else ""
+    fit = smf.ols(f"{metric} ~ {xcol}{seed_term}", data=g).fit()
     lo, hi = fit.conf_int(alpha).loc[xcol]
     dx = g.loc[g["level"] == flat, xcol].mean() - g.loc[g["level"] == start, xcol].mean()
     slope = float(fit.params[xcol])
     e2e = sorted([slope * dx, lo * dx, hi * dx])
     out.update(slope=slope, lo=float(lo), hi=float(hi), p=float(fit.pvalues[xcol]), df=float(fit.df_resid),
-               end_to_end=slope * dx, end_to_end_lo=e2e[0], end_to_end_hi=e2e[2], dx=float(dx))
+               end_to_end=slope * dx, end_to_end_lo=e2e[0], end_to_end_hi=e2e[2], dx=float(dx),
+               resid_sd=float(np.sqrt(fit.mse_resid)))
     out["observed"] = SIGN_OF_WORD[interval_word(out["end_to_end_lo"], out["end_to_end_hi"])]
     # Page's trend test across the levels in knob order, seeds (with every level) as blocks: one-sided
     # in the predicted direction when there is one, else in the observed direction with p doubled
@@ -235,21 +283,87 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     paired = g.pivot_table(index="seed", columns="level", values=metric)
     if start in paired and flat in paired:
         d = (paired[flat] - paired[start]).dropna().to_numpy()
-        m, dlo, dhi, n = t_interval(d)
+        m, dlo, dhi, _ = t_interval(d)
         out.update(change=m, change_lo=dlo, change_hi=dhi)
         m2, flo, fhi, _ = t_interval(paired[flat].dropna().to_numpy())
         out.update(flat_mean=m2, flat_lo=flo, flat_hi=fhi)
+    # do the seed intercepts explain anything? (F test against the line without them)
+    out.update(seed_F=np.nan, seed_p=np.nan)
+    if seed_term:
+        a = anova_lm(smf.ols(f"{metric} ~ {xcol}", data=g).fit(), fit)
+        out.update(seed_F=float(a["F"].iloc[1]), seed_p=float(a["Pr(>F)"].iloc[1]))
+    # lack of fit: the level means against the line in each level's mean x (nested in them)
+    out.update(lof_F=np.nan, lof_p=np.nan)
+    g["x_level"] = g.groupby("level")[xcol].transform("mean")
+    levels = g["level"].nunique()
+    if levels >= 3 and len(g) - len(seeds) - levels + 1 >= 1:
+        line = smf.ols(f"{metric} ~ x_level{seed_term}", data=g).fit()
+        means = smf.ols(f"{metric} ~ C(level){seed_term}", data=g).fit()
+        a = anova_lm(line, means)
+        out.update(lof_F=float(a["F"].iloc[1]), lof_p=float(a["Pr(>F)"].iloc[1]))
+    # training progress: the same regression at matched gain over unigram (an ANCOVA)
+    out.update(progress_end_to_end=np.nan, progress_lo=np.nan, progress_hi=np.nan, progress_p=np.nan,
+               x_gain_corr=np.nan)
+    if metric != "log_collision" and "gain" in g and g["gain"].notna().all() and len(g) - len(seeds) - 2 >= 1:
+        pf = smf.ols(f"{metric} ~ {xcol} + gain{seed_term}", data=g).fit()
+        plo, phi = pf.conf_int(alpha).loc[xcol]
+        pe = sorted([plo * dx, phi * dx])
+        out.update(progress_end_to_end=float(pf.params[xcol] * dx), progress_lo=pe[0], progress_hi=pe[1],
+                   progress_p=float(pf.pvalues[xcol]), x_gain_corr=float(np.corrcoef(g[xcol], g["gain"])[0, 1]))
     out["agrees"] = out["observed"] == out["predicted"] if out["predicted"] in ("+", "-", "0") else None
     out["verdict"] = verdict_word(out["predicted"], out["observed"])
     return out
 
 
-def all_responses(table, metrics=tuple(LINKS)) -> "object":
-    """:func:`dose_response` for every link, knob and architecture, as one table."""
+def apply_multiplicity(responses, rules: dict | None = None):
+    """The verdict table read at Holm-adjusted p (``dose-posthoc.toml`` ``[multiplicity]``, issue 18).
+
+    Holm (statsmodels ``multipletests``) over every row with a p-value; a row's
+    ``observed`` sign is the end-to-end change's sign where the adjusted ``p_holm``
+    is below alpha, else ``"0"``, and its ``verdict`` is the registered word of
+    (predicted, observed). The unadjusted reading stays in ``observed_unadjusted``
+    and ``verdict_unadjusted``. ``progress_survives``: whether the observed sign
+    survives the training-progress ANCOVA (``[progress]``; None where there is no
+    sign to survive or no ANCOVA).
+
+    >>> import pandas as pd
+    >>> r = pd.DataFrame({"p": [0.001, 0.02, 0.04], "end_to_end": [-1.0, 0.5, 0.2],
+    ...                   "predicted": ["-", "0", "+"]})
+    >>> apply_multiplicity(r)[["p_holm", "observed", "verdict"]].round(3).values.tolist()
+    [[0.003, '-', 'as predicted'], [0.04, '+', 'a trend not predicted'], [0.04, '+', 'as predicted']]
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    rules = POSTHOC["multiplicity"] if rules is None else rules
+    alpha = float(rules["alpha"])
+    r = responses.copy()
+    if "observed" in r:
+        r["observed_unadjusted"], r["verdict_unadjusted"] = r["observed"], r["verdict"]
+    ok = r["p"].notna().to_numpy()
+    adj = np.full(len(r), np.nan)
+    if ok.any():
+        adj[ok] = multipletests(r.loc[ok, "p"].to_numpy(float), alpha=alpha, method=rules["method"])[1]
+    r["p_holm"] = adj
+    sign = np.where(r["end_to_end"].to_numpy(float) > 0, "+", "-")
+    r["observed"] = [str(o) for o in np.where(~ok, "n/a", np.where(adj < alpha, sign, "0"))]
+    r["verdict"] = [verdict_word(pred, obs) for pred, obs in zip(r["predicted"], r["observed"])]
+    r["agrees"] = [o == pr if pr in ("+", "-", "0") and o != "n/a" else None
+                   for o, pr in zip(r["observed"], r["predicted"])]
+    if "progress_lo" in r:
+        word = [SIGN_OF_WORD[interval_word(lo, hi)] for lo, hi in zip(r["progress_lo"], r["progress_hi"])]
+        r["progress_survives"] = [None if o not in ("+", "-") or w == "n/a" else bool(w == o)
+                                  for o, w in zip(r["observed"], word)]
+    return r
+
+
+def all_responses(table, metrics=tuple(LINKS), adjust: bool = True) -> "object":
+    """:func:`dose_response` for every link, knob and architecture, as one table, read at
+    Holm-adjusted p (:func:`apply_multiplicity`; ``adjust=False``: each row alone, as registered)."""
     import pandas as pd
 
-    return pd.DataFrame([dose_response(table, m, knob, kind) for m in metrics
-                         for knob in ("token", "language") for kind in KINDS])
+    r = pd.DataFrame([dose_response(table, m, knob, kind) for m in metrics
+                      for knob in ("token", "language") for kind in KINDS])
+    return apply_multiplicity(r) if adjust else r
 
 
 def architecture_interaction(table, metric: str = "log_enrichment_late", knob: str = "token",
@@ -273,17 +387,138 @@ def architecture_interaction(table, metric: str = "log_enrichment_late", knob: s
             "p": float(fit.pvalues[term])}
 
 
+def knob_comparison(table, metric: str = "log_enrichment_late", kind: str = "decoder",
+                    alpha: float = REGISTRATION["rule"]["alpha"]) -> dict:
+    """Does the language knob move ``metric`` more than the token knob's slope gives for its change of frequencies?
+
+    One OLS over both knobs' runs of one architecture (``dose-posthoc.toml``
+    ``[knob_comparison]``): ``metric ~ u_token + u_language + C(seed)``, where
+    ``u_<knob>`` is a run's ln collision minus the skewed start's mean on its own
+    knob and 0 on the other (the start is on both). ``dx`` is the language
+    knob's change of ln collision (uniform minus skewed); ``language`` =
+    ``b_language dx`` (the language knob's own end-to-end change), ``from_token`` =
+    ``b_token dx`` (what the token knob's slope gives for so small a change), and
+    ``excess = (b_language - b_token) dx`` with its ``1 - alpha`` interval and p
+    (a t test of the contrast). Log metrics: exponentiate for ratios.
+    """
+    import statsmodels.formula.api as smf
+
+    nan = {k: np.nan for k in ("language", "language_lo", "language_hi", "from_token", "excess", "excess_lo",
+                               "excess_hi", "p", "dx")}
+    g = table[table["kind"] == kind].copy()
+    start = g["level"] == "skewed"
+    if not start.any() or not g["on_token"].any() or not (g["on_language"] & ~start).any():
+        return {"kind": kind, "metric": metric, **nan}
+    u = g["log_collision"] - g.loc[start, "log_collision"].mean()
+    g["u_token"] = np.where(g["on_token"] & ~start, u, 0.0)
+    g["u_language"] = np.where(g["on_language"] & ~start, u, 0.0)
+    flat = max(level_positions("language"), key=level_positions("language").get)
+    dx = float(u[g["level"] == flat].mean())
+    seeds = g["seed"].nunique()
+    if len(g) - seeds - 2 < 1 or not np.isfinite(dx):
+        return {"kind": kind, "metric": metric, **nan}
+    fit = smf.ols(f"{metric} ~ u_token + u_language" + (" + C(seed)" if seeds > 1 else ""), data=g).fit()
+    test = fit.t_test("u_language - u_token = 0")
+    clo, chi = np.asarray(test.conf_int(alpha)).ravel()
+    llo, lhi = fit.conf_int(alpha).loc["u_language"]
+    ex, lang = sorted([clo * dx, chi * dx]), sorted([llo * dx, lhi * dx])
+    return {"kind": kind, "metric": metric, "dx": dx,
+            "language": float(fit.params["u_language"] * dx), "language_lo": lang[0], "language_hi": lang[1],
+            "from_token": float(fit.params["u_token"] * dx),
+            "excess": float(np.asarray(test.effect).ravel()[0] * dx), "excess_lo": ex[0], "excess_hi": ex[1],
+            "p": float(np.asarray(test.pvalue).ravel()[0])}
+
+
+def knob_comparisons(table, metric: str | None = None) -> "object":
+    """:func:`knob_comparison` for both architectures, with Holm over the two (``p_holm``)."""
+    import pandas as pd
+    from statsmodels.stats.multitest import multipletests
+
+    rule = POSTHOC["knob_comparison"]
+    metric = rule["reading"] if metric is None else metric
+    df = pd.DataFrame([knob_comparison(table, metric, kind) for kind in KINDS])
+    ok = df["p"].notna().to_numpy()
+    df["p_holm"] = np.nan
+    if ok.any():
+        df.loc[ok, "p_holm"] = multipletests(df.loc[ok, "p"].to_numpy(float),
+                                             method=POSTHOC["multiplicity"]["method"])[1]
+    return df
+
+
+# --------------------------------------------------------------------------- how much the runs learned
+def learning_table(table) -> "object":
+    """How much the runs of each (architecture, level) learned: mean and SD over seeds.
+
+    Columns ``kind, level, knob, runs``, ``gain`` and ``gain_sd`` (unigram minus model
+    held-out loss, nats), ``eval_loss``, ``unigram_loss``, ``accuracy``,
+    ``unigram_accuracy``, in knob order (the start, the token knob, the language knob).
+    """
+    order = {lv: i for i, lv in enumerate(DOSE_LEVELS)}
+    g = table.groupby(["kind", "level"], sort=False)
+    out = g.agg(runs=("run", "count"), gain=("gain", "mean"), gain_sd=("gain", "std"),
+                eval_loss=("eval_loss", "mean"), unigram_loss=("unigram_loss", "mean"),
+                accuracy=("accuracy", "mean"), unigram_accuracy=("unigram_accuracy", "mean")).reset_index()
+    out.insert(2, "knob", ["+".join(DOSE_LEVELS[lv]["knobs"]) for lv in out["level"]])
+    out["_o"] = out["level"].map(order)
+    return out.sort_values(["kind", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- power at the realised noise
+def realised_power(responses, power, metric: str = "log_enrichment_late", knob: str = "token",
+                   target: float = 1.25) -> "object":
+    """The design's power as planned and as realised (``dose-posthoc.toml`` ``[power]``).
+
+    One row per architecture: the planned residual SD (chapter 8's 2x2, its df), the
+    realised one (the registered regression's residual SD, its df), the detectable
+    end-to-end ratio at 80 % power from each (:func:`~tanbias.lab.analysis.dose_design.detectable_ratio`),
+    the power of the registered test for the design's ``target`` ratio at each SD
+    (:func:`~tanbias.lab.analysis.dose_design.power_at`), the F test of the seed
+    intercepts, and the measured end-to-end ratio with its interval.
+
+    Parameters
+    ----------
+    responses : DataFrame
+        :func:`all_responses`.
+    power : DataFrame
+        :func:`tanbias.lab.analysis.dose_design.power_analysis` (the planned figures).
+    """
+    import pandas as pd
+
+    from tanbias.lab.analysis.dose_design import detectable_ratio, power_at
+
+    x = list(level_positions(knob).values())
+    rows = []
+    for kind in KINDS:
+        r = responses[(responses["metric"] == metric) & (responses["knob"] == knob)
+                      & (responses["kind"] == kind)].iloc[0]
+        plan = power[(power["kind"] == kind) & power["chosen"]].iloc[0]
+        n = int(r["n_seeds"]) if r["n_seeds"] >= 2 else int(plan["seeds"])
+        sd = float(r["resid_sd"])
+        ok = np.isfinite(sd) and sd > 0
+        rows.append({"kind": kind, "planned_sd": float(plan["residual_sd"]), "planned_df": int(plan["sd_df"]),
+                     "realised_sd": sd, "realised_df": float(r["df"]),
+                     "planned_detectable": float(plan["detectable_ratio"]),
+                     "realised_detectable": detectable_ratio(sd, n, x) if ok else np.nan,
+                     "planned_power": power_at(target, float(plan["residual_sd"]), int(plan["seeds"]), x),
+                     "realised_power": power_at(target, sd, n, x) if ok else np.nan,
+                     "seed_p": float(r["seed_p"]), "ratio": float(np.exp(r["end_to_end"])),
+                     "ratio_lo": float(np.exp(r["end_to_end_lo"])), "ratio_hi": float(np.exp(r["end_to_end_hi"]))})
+    return pd.DataFrame(rows)
+
+
 # --------------------------------------------------------------------------- "possibly adaptive"
 def adaptive_frame(loaded: dict, window: int = 10) -> "object":
     """One row per (run, probe step): effective dimension against held-out loss.
 
     ``participation`` and ``isoscore``: mean over layers 1..L of the captured
     activations (``anisotropy.csv``); ``heldout_loss``: the held-out batches
-    scored at that step (``probe_eval`` records, before the step's update);
-    ``train_loss``: the mean training loss of the ``window`` steps up to and
-    including it; ``gap = heldout_loss - train_loss`` (positive when the model
-    does better on its training stream than on held-out text of the same
-    distribution).
+    scored at that step (``probe_eval`` records, before the step's update; in the
+    committed runs one batch of the run's own seed's validation stream, scored
+    twice: :func:`tanbias.lab.data.probe_eval_batches`); ``train_loss``: the mean
+    training loss of the ``window`` steps up to and including it;
+    ``gap = heldout_loss - train_loss`` (positive when the model does better on its
+    training stream than on held-out text of the same distribution); ``frac``, the
+    step over the run's steps.
     """
     import pandas as pd
 
@@ -301,6 +536,7 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
             if step == 0:
                 continue       # the untrained model: no training loss to compare with
             rows.append({"run": name, "kind": kind, "level": level, "seed": seed, "step": int(step),
+                         "frac": float(step / r.config.steps),
                          "participation": float(an.loc[step, "participation_ratio"]),
                          "isoscore": float(an.loc[step, "isoscore_star"]),
                          "heldout_loss": float(ev.loc[step]),
@@ -311,36 +547,103 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
     return df
 
 
-def adaptive_association(frame, y: str = "heldout_loss", x: str = "participation", alpha: float = 0.05) -> dict:
-    """Association of ``y`` with ``x`` within a (kind, level, step): across seeds only.
+#: the cells "possibly adaptive" compares within: one mean each
+ADAPTIVE_CELL = ("kind", "level", "step")
 
-    OLS ``y ~ x + C(kind):C(level):C(step)``: every architecture, level and step
-    has its own mean, so the knob's own effect (and training progress) is
-    absorbed and ``x``'s coefficient is the within-cell association across seeds.
-    Also the pooled coefficient without those intercepts (what a naive
-    across-everything correlation would report) for contrast.
+
+def within_cell_sd(frame, x: str = "participation") -> float:
+    """The pooled within-cell SD of ``x``: the root of its squared deviations from the
+    (architecture, level, step) means over ``n - cells`` degrees of freedom.
+
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"kind": ["a"] * 4, "level": ["l"] * 4, "step": [1, 1, 2, 2], "participation": [1., 3., 10., 12.]})
+    >>> round(within_cell_sd(f), 4)
+    1.4142
+    """
+    cell = list(ADAPTIVE_CELL)
+    dev = frame[x] - frame.groupby(cell)[x].transform("mean")
+    dof = len(frame) - frame.groupby(cell).ngroups
+    return float(np.sqrt((dev ** 2).sum() / dof)) if dof > 0 else float("nan")
+
+
+def adaptive_association(frame, y: str = "heldout_loss", x: str = "participation",
+                         alpha: float = REGISTRATION["rule"]["alpha"], phase: str = "all",
+                         early_frac: float = EARLY_FRAC) -> dict:
+    """Association of ``y`` with ``x`` within an (architecture, level, step) cell: across seeds only.
+
+    ``dose-posthoc.toml`` ``[adaptive]`` (issue 18): ``x`` is put in units of its
+    within-cell SD (:func:`within_cell_sd`, ``sd_within``); OLS
+    ``y ~ xs + C(kind):C(level):C(step)`` gives every cell its own mean, so the knob's
+    own effect and training progress are absorbed, and ``within`` is the association
+    across seeds, per within-cell SD of ``x``, with its interval and p from errors
+    clustered by run (statsmodels ``cov_type="cluster"``): the run, not the run-step,
+    is the unit. Beside it:
+
+    * ``naive_lo``, ``naive_hi``: the interval that treats every run-step as
+      independent (what the registered rule read), and ``lag1``, the lag-1
+      autocorrelation of the within-cell residuals along each run's steps;
+    * ``per_run`` (``_lo``, ``_hi``, ``n_runs``): one value per run, the mean over its
+      steps of the cell-centred ``y`` and ``xs``, regressed across runs with one mean
+      per (architecture, level);
+    * ``pooled`` (``_lo``, ``_hi``): the coefficient without the cell means, in the same
+      unit; ``sd_pooled``, the SD of ``x`` over every run-step (the registered unit).
+
+    ``phase``: ``"all"`` probe steps after 0, ``"early"`` (``0 < frac <= early_frac``)
+    or ``"late"`` (after), each with its own within-cell SD.
     """
     import statsmodels.formula.api as smf
 
-    cells = frame.groupby(["kind", "level", "step"]).ngroups if len(frame) else 0
-    if len(frame) < 10 or len(frame) - cells - 1 < 2:      # too few seeds per cell to see anything within it
-        return {"y": y, "x": x, "within": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "pooled": np.nan,
-                "n": int(len(frame))}
-    sd_x = frame[x].std()
-    f = frame.assign(xs=(frame[x] - frame[x].mean()) / sd_x)
-    within = smf.ols(f"{y} ~ xs + C(kind):C(level):C(step)", data=f).fit()
+    if phase not in ("all", "early", "late"):
+        raise ValueError(f"phase={phase!r} is out of range: valid values are ('all', 'early', 'late').")
+    keys = ("within", "lo", "hi", "p", "naive_lo", "naive_hi", "lag1", "per_run", "per_run_lo", "per_run_hi",
+            "n_runs", "pooled", "pooled_lo", "pooled_hi", "sd_within", "sd_pooled")
+    if len(frame) and phase != "all":
+        early = frame["frac"] <= early_frac
+        frame = frame[early if phase == "early" else ~early]
+    cell = list(ADAPTIVE_CELL)
+    cells = frame.groupby(cell).ngroups if len(frame) else 0
+    out = {"y": y, "x": x, "phase": phase, "n": int(len(frame))}
+    if len(frame) < 10 or len(frame) - cells - 1 < 2 or frame["run"].nunique() < 3:
+        return {**out, **dict.fromkeys(keys, np.nan)}       # too few seeds per cell to see anything within it
+    sd_w = within_cell_sd(frame, x)
+    f = frame.assign(xs=(frame[x] - frame[x].mean()) / sd_w).sort_values(["run", "step"])
+    formula = f"{y} ~ xs + C(kind):C(level):C(step)"
+    groups = f["run"].astype("category").cat.codes.to_numpy()
+    naive = smf.ols(formula, data=f).fit()
+    clustered = smf.ols(formula, data=f).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    lo, hi = clustered.conf_int(alpha).loc["xs"]
+    nlo, nhi = naive.conf_int(alpha).loc["xs"]
+    # lag-1 autocorrelation of the residuals along each run's steps
+    res = naive.resid
+    prev = res.groupby(f["run"]).shift(1)
+    both = prev.notna()
+    lag1 = float(np.corrcoef(res[both], prev[both])[0, 1]) if both.sum() > 2 else np.nan
+    # one value per run
+    yc = f[y] - f.groupby(cell)[y].transform("mean")
+    xc = f["xs"] - f.groupby(cell)["xs"].transform("mean")
+    per = (f.assign(yc=yc, xc=xc).groupby(["run", "kind", "level"], as_index=False)[["yc", "xc"]].mean())
+    pr = smf.ols("yc ~ xc + C(kind):C(level)", data=per).fit()
+    plo, phi = pr.conf_int(alpha).loc["xc"]
     pooled = smf.ols(f"{y} ~ xs", data=f).fit()
-    lo, hi = within.conf_int(alpha).loc["xs"]
-    return {"y": y, "x": x, "within": float(within.params["xs"]), "lo": float(lo), "hi": float(hi),
-            "p": float(within.pvalues["xs"]), "pooled": float(pooled.params["xs"]),
-            "pooled_lo": float(pooled.conf_int(alpha).loc["xs"][0]),
-            "pooled_hi": float(pooled.conf_int(alpha).loc["xs"][1]), "n": int(len(f)), "sd_x": float(sd_x)}
+    qlo, qhi = pooled.conf_int(alpha).loc["xs"]
+    return {**out, "within": float(clustered.params["xs"]), "lo": float(lo), "hi": float(hi),
+            "p": float(clustered.pvalues["xs"]), "naive_lo": float(nlo), "naive_hi": float(nhi), "lag1": lag1,
+            "per_run": float(pr.params["xc"]), "per_run_lo": float(plo), "per_run_hi": float(phi),
+            "n_runs": int(len(per)), "pooled": float(pooled.params["xs"]), "pooled_lo": float(qlo),
+            "pooled_hi": float(qhi), "sd_within": sd_w, "sd_pooled": float(frame[x].std())}
 
 
 def verdict_table(responses) -> "object":
-    """The predictions against what was measured: one row per link, knob and architecture."""
-    cols = ["metric", "knob", "kind", "n_seeds", "levels", "predicted", "observed", "verdict", "end_to_end",
-            "end_to_end_lo", "end_to_end_hi", "page_p"]
+    """The predictions against what was measured: one row per link, knob and architecture.
+
+    Each row's ``verdict`` is the registered test's word at Holm-adjusted p
+    (``p_holm``; the raw ``p`` beside it); the secondary contrasts follow, named as
+    what they are: Page's trend test, the lack-of-fit test, and the end-to-end change
+    at matched gain over unigram (training progress) with whether the sign survives it.
+    """
+    cols = ["metric", "knob", "kind", "n_seeds", "predicted", "end_to_end", "end_to_end_lo", "end_to_end_hi",
+            "p", "p_holm", "verdict", "page_p", "lof_p", "progress_end_to_end", "progress_lo", "progress_hi",
+            "progress_survives"]
     return responses[[c for c in cols if c in responses]].copy()
 
 
@@ -349,10 +652,11 @@ class DoseAnalysis:
     """Chapter 10's tables, computed once (:func:`analyse_dose`)."""
     runs: dict            # {name: RunData}, complete dose runs
     table: object         # run_table
-    responses: object     # all_responses
+    responses: object     # all_responses (read at Holm-adjusted p)
     interaction: dict     # {knob: architecture_interaction on late enrichment}
     adaptive: object      # adaptive_frame
-    association: dict     # {"loss": ..., "gap": ..., "loss_iso": ...} adaptive_association results
+    association: dict     # {"loss", "gap", "loss_iso", "loss_early", "loss_late"}: adaptive_association
+    knobs: object         # knob_comparisons (the language knob against the token knob's slope)
 
 
 def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
@@ -366,7 +670,10 @@ def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
         adaptive=frame,
         association={"loss": adaptive_association(frame, "heldout_loss", "participation"),
                      "gap": adaptive_association(frame, "gap", "participation"),
-                     "loss_iso": adaptive_association(frame, "heldout_loss", "isoscore")})
+                     "loss_iso": adaptive_association(frame, "heldout_loss", "isoscore"),
+                     "loss_early": adaptive_association(frame, "heldout_loss", "participation", phase="early"),
+                     "loss_late": adaptive_association(frame, "heldout_loss", "participation", phase="late")},
+        knobs=knob_comparisons(table))
 
 
 def measured_concentration(table, expected) -> "object":

@@ -12,7 +12,10 @@ language mixture (:data:`tanbias.lab.experiments.SKEWED_WEIGHTS`):
   mechanism names.
 
 This module holds what was fixed *before* the runs: :data:`PREDICTIONS` (sign
-and shape of each link, as the hypothesis states them),
+and shape of each link, as the hypothesis states them) and the decision rule,
+both read from ``data/preregistration/dose.toml`` (:data:`REGISTRATION`, pinned
+by its sha256; :func:`load_registration` reads any experiment's registration,
+and the rules added after the runs, ``dose-posthoc.toml``),
 :func:`expected_concentration` (each level's frequency concentration from the
 corpus alone) and :func:`power_analysis` (the smallest end-to-end effect the
 design detects, from the seed-to-seed variation of chapter 8's committed 2x2).
@@ -25,52 +28,67 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias._checks import check_int, check_real
+from tanbias.errors import CorruptFileError
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE_LEVELS, DOSE_SEEDS, dose_names
+from tanbias.lab.runs import ROOT
 
-__all__ = ["PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration", "residual_sd",
-           "detectable_ratio", "power_analysis", "predictions_table", "design_numbers"]
+__all__ = ["REGISTRATION_DIR", "REGISTRATION_SHA256", "load_registration", "REGISTRATION", "PREDICTIONS", "LINKS",
+           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
 
+#: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
+#: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
+#: added after the data were seen, dated, with their reason)
+REGISTRATION_DIR = ROOT / "data" / "preregistration"
+#: the sha256 of ``data/preregistration/dose.toml``: the code refuses a registration that changed
+REGISTRATION_SHA256 = "08c39fd658800c0a853fd46ca45acc2fc5dde9e8ba8eed956f6122dd4082dddc"
+
+
+def load_registration(name: str = "dose", sha256: str | None = REGISTRATION_SHA256, directory=None) -> dict:
+    """An experiment's registration file (``<directory>/<name>.toml``), parsed, its sha256 checked.
+
+    Parameters
+    ----------
+    name : str
+        The file's stem: ``"dose"`` (the predictions and decision rule of chapter 10, as
+        committed) or ``"dose-posthoc"`` (the rules added after the runs, issue 18).
+    sha256 : str or None
+        The pinned hash; None reads the file unchecked.
+    directory : path-like, optional
+        Default :data:`REGISTRATION_DIR`.
+
+    Raises
+    ------
+    CorruptFileError
+        The file is missing, is not TOML, or its sha256 is not the pinned one (a registration
+        is a commitment: restore it from git, never rewrite it).
+    """
+    import hashlib
+    import tomllib
+    from pathlib import Path
+
+    path = Path(REGISTRATION_DIR if directory is None else directory) / f"{name}.toml"
+    restore = f"git checkout -- {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
+    if not path.exists():
+        raise CorruptFileError(path, restore, "the registration file is missing")
+    raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise CorruptFileError(path, restore, f"sha256 {digest} is not the pinned {sha256}")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise CorruptFileError(path, restore, f"not TOML: {err}") from err
+
+
+#: the predictions and the decision rule of the dose experiment, as committed before its runs
+#: (``data/preregistration/dose.toml``; its header gives what the git history shows)
+REGISTRATION: dict = load_registration()
 #: What the tangent-bias hypothesis predicts along each knob, written down before any dose run
-#: existed (the git history of this file shows it). "falls" = concentration of frequencies, x,
-#: goes from the skewed start (x = 0) to the flattest level (x = 1).
-PREDICTIONS: dict[str, dict] = {
-    "concentration": {
-        "link": "knob -> frequency concentration (collision probability of the training stream)",
-        "token": {"sign": "-", "shape": "monotone, >= 10x between the extremes (15x expected from the "
-                                         "corpus' type frequencies)"},
-        "language": {"sign": "-", "shape": "monotone but small: at most 1.1x between natural and uniform "
-                                            "(expected 1.08x), since every language keeps its own head"},
-    },
-    "eta_frequent": {
-        "link": "concentration -> eta_g of the most frequent bucket (t^2 on the common held-out text)",
-        "token": {"sign": "+", "shape": "monotone: as frequencies flatten, the formerly frequent types are "
-                                         "seen less and sampled more diffusely, so their eta_g rises"},
-        "language": {"sign": "0", "shape": "no detectable change (the knob barely moves concentration)"},
-    },
-    "enrichment": {
-        "link": "-> late enrichment of the frozen proxy against 20 controls (geometric mean over layers)",
-        "token": {"sign": "-", "shape": "monotone decreasing; at the flattest level attenuated but still "
-                                         "above 1 (not absent)"},
-        "language": {"sign": "0", "shape": "no detectable change"},
-    },
-    "anisotropy": {
-        "link": "-> anisotropy of the activations (mean cosine falls, IsoScore* rises)",
-        "token": {"sign": "-", "shape": "monotone: flatter frequencies, more isotropic activations"},
-        "language": {"sign": "0", "shape": "no detectable change"},
-    },
-    "architecture": {
-        "link": "encoder (EuroBERT) vs decoder (Llama)",
-        "token": {"sign": "same", "shape": "same sign in both; no prediction on the interaction"},
-        "language": {"sign": "same", "shape": "same sign in both"},
-    },
-    "adaptive": {
-        "link": "effective dimension (participation ratio) vs held-out loss, within a level and a step",
-        "token": {"sign": "?", "shape": "the statement's 'possibly adaptive': if anisotropy helps, lower "
-                                         "effective dimension goes with lower held-out loss (a two-sided test)"},
-        "language": {"sign": "?", "shape": "as for the token knob"},
-    },
-}
+#: existed: ``{link: {"link": ..., "token": {"sign", "shape"}, "language": {...}}}``, read from
+#: :data:`REGISTRATION`. "falls" = concentration of frequencies, x, goes from the skewed start
+#: (x = 0) to the flattest level (x = 1).
+PREDICTIONS: dict[str, dict] = REGISTRATION["predictions"]
 
 
 #: The chain's measured links: run_table's column -> (PREDICTIONS key, label). Log scale for
@@ -86,7 +104,7 @@ LINKS: dict[str, tuple[str, str]] = {
 
 
 #: metrics that move against the link's named quantity (IsoScore* rises when anisotropy falls)
-_OPPOSITE = {"isoscore_late"}
+_OPPOSITE = frozenset(REGISTRATION["rule"]["opposite"])
 
 
 def predicted_sign(metric: str, knob: str) -> str:
@@ -211,6 +229,25 @@ def detectable_ratio(sd: float, n_seeds: int, positions, power: float = 0.8, alp
     return float(np.exp(b))
 
 
+def power_at(ratio: float, sd: float, n_seeds: int, positions, alpha: float = 0.05) -> float:
+    """Power of the seed-paired regression of :func:`detectable_ratio` to detect an end-to-end ``ratio``.
+
+    The same model (noise sd ``sd``, ``n_seeds`` seeds, design positions ``positions``);
+    ``ratio`` and ``1/ratio`` are the same effect, two-sided.
+
+    >>> x = [0, 1/3, 2/3, 1]
+    >>> round(power_at(detectable_ratio(0.1, 3, x), 0.1, 3, x), 3)
+    0.8
+    """
+    ratio = check_real("ratio", ratio, 0)
+    sd = check_real("sd", sd, 0)
+    n_seeds = check_int("n_seeds", n_seeds, lo=2)
+    alpha = check_real("alpha", alpha, 0, 1)
+    x = np.asarray(positions, float)
+    se = sd / np.sqrt(n_seeds * float(((x - x.mean()) ** 2).sum()))
+    return _power(abs(float(np.log(ratio))), se, n_seeds * len(x) - n_seeds - 1, alpha)
+
+
 def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "object":
     """The design's power: detectable end-to-end ratio per architecture and number of seeds.
 
@@ -244,7 +281,8 @@ def predictions_table() -> "object":
 
 
 def design_numbers(expected, power) -> dict:
-    """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`."""
+    """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`
+    (``power_planned_<kind>``: the planned power for the ×1.25 target, :func:`power_at`)."""
     from tanbias.lab.experiments import SKEWED_WEIGHTS
 
     w = np.array(list(SKEWED_WEIGHTS.values()))
@@ -260,4 +298,6 @@ def design_numbers(expected, power) -> dict:
             "detectable_decoder": float(chosen.loc["decoder", "detectable_ratio"]),
             "detectable_encoder": float(chosen.loc["encoder", "detectable_ratio"]),
             "detectable_decoder_2": float(two.loc["decoder", "detectable_ratio"]),
+            **{f"power_planned_{kind}": power_at(1.25, float(chosen.loc[kind, "residual_sd"]), len(DOSE_SEEDS),
+                                                 list(level_positions("token").values())) for kind in KINDS},
             "n_seeds": len(DOSE_SEEDS), "n_runs": len(dose_names())}

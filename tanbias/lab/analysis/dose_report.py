@@ -3,12 +3,17 @@
 * :func:`dose_numbers` — every number chapter 10's results (and the closing
   page) glue, from :func:`tanbias.lab.analysis.dose.analyse_dose`;
 * :func:`dose_checks` — an interval's word (:func:`tanbias.stats.check_sign`) for
-  each reading the chapter states in words ("as predicted", "not detected",
-  "attenuated, not absent", "indistinguishable from 0"), against the word the
-  chapter expects: the build breaks when the data stop supporting a sentence;
-* :func:`balancing_words`, :func:`balancing_verdict`, :func:`adaptive_verdict`
+  each reading the chapter states in words, against the word the chapter
+  expects, and :func:`verdict_checks` — a verdict-table row's word: the build
+  breaks when the data stop supporting a sentence;
+* :func:`balancing_components`, :func:`balancing_verdict`, :func:`adaptive_verdict`
   — the closing page's verdicts on "weaker under balancing" and "possibly
-  adaptive", each one word (:data:`tanbias.lab.analysis.sweep.PROPERTY_WORDS`).
+  adaptive" by the rules of issue 18 (``data/preregistration/dose-posthoc.toml``:
+  written after the runs were seen), each one word
+  (:data:`tanbias.lab.analysis.sweep.PROPERTY_WORDS`);
+  :func:`registered_balancing_verdict` and :func:`registered_adaptive_verdict` —
+  the same verdicts by the rules registered before the runs (``dose.toml``), shown
+  beside them.
 
 The design's numbers (before the runs) are :func:`tanbias.lab.analysis.dose_design.design_numbers`.
 """
@@ -16,14 +21,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis.dose import DoseAnalysis
-from tanbias.lab.analysis.dose_design import LINKS
+from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
+from tanbias.lab.analysis.dose_design import (
+    LINKS,
+    detectable_ratio,
+    level_positions,
+    power_at,
+)
 from tanbias.lab.analysis.sweep import balancing_property
+from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import dose_names
-from tanbias.stats import Check, check_sign, interval_word
+from tanbias.stats import Check, check_sign, check_word, interval_word
 
-__all__ = ["SHORT", "REPORTED", "dose_numbers", "dose_checks", "balancing_words", "balancing_verdict",
-           "adaptive_verdict"]
+__all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
+           "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
+           "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
+           "registered_adaptive_verdict", "knob_words"]
 
 #: the short names of the chain's metrics in glued keys (``<short>_<knob>_<kind>``)
 SHORT = {"log_collision": "conc", "log_eta_q1": "eta", "log_enrichment_late": "enr",
@@ -31,12 +44,19 @@ SHORT = {"log_collision": "conc", "log_eta_q1": "eta", "log_enrichment_late": "e
 #: the (metric, knob) pairs whose dose-response chapter 10 states in its prose (the verdict
 #: table shows them all)
 REPORTED = (("log_eta_q1", "token"), ("log_enrichment_late", "token"), ("mean_cosine_late", "token"),
-            ("log_enrichment_late", "language"))
+            ("isoscore_late", "token"), ("log_enrichment_late", "language"))
+#: the (metric, knob) pairs whose training-progress ANCOVA the chapter quotes
+PROGRESS_REPORTED = (("log_enrichment_late", "token"), ("mean_cosine_late", "token"), ("isoscore_late", "token"))
 
 
-def _response(da: DoseAnalysis, metric: str, knob: str, kind: str):
-    r = da.responses
+def _response(da_or_responses, metric: str, knob: str, kind: str):
+    r = da_or_responses.responses if isinstance(da_or_responses, DoseAnalysis) else da_or_responses
     return r[(r["metric"] == metric) & (r["knob"] == knob) & (r["kind"] == kind)].iloc[0]
+
+
+def _level_mean(table, kind: str, level: str, col: str) -> float:
+    g = table[(table["kind"] == kind) & (table["level"] == level)][col]
+    return float(g.mean()) if len(g) else float("nan")
 
 
 def dose_numbers(da: DoseAnalysis) -> dict:
@@ -46,36 +66,86 @@ def dose_numbers(da: DoseAnalysis) -> dict:
     times each knob divides the measured collision probability; for each
     :data:`REPORTED` link ``<short>_<knob>_<kind>``, the fitted end-to-end change
     (a ratio for log metrics, a difference otherwise) with its 95 % interval
-    (``_lo``, ``_hi``), and for the direct knob's enrichment the flattest level's
-    value (``_flat``) and its change from the start, paired by seed (``_change``),
-    each with its interval; ``inter_token``, the decoder-minus-encoder slope; the
-    "possibly adaptive" association (``adapt_loss_*``, ``adapt_gap_*``).
+    (``_lo``, ``_hi``), its raw and Holm-adjusted p (``_p``, ``_p_holm``); for the
+    direct knob's enrichment the flattest level's value (``_flat``), its paired change
+    from the start (``_change``), the level means (``_levels``, ln, in knob order) and
+    the lack-of-fit p (``_lof_p``); for :data:`PROGRESS_REPORTED` the
+    end-to-end change at matched gain over unigram (``_progress``, ``_lo``, ``_hi``);
+    ``holm_n``, the size of the Holm family; how much the runs learned (``gain_``,
+    ``acc_``, ``uacc_<kind>_<start|flat>``, the gain's range over seeds ``_min``,
+    ``_max``; ``gain_corr_<kind>``, the correlation of ln collision with the gain
+    along the direct knob); the participation ratio at both ends (``part_<kind>_start``,
+    ``_flat``); the realised noise and power (``sd_real_<kind>``, ``sd_real_df``,
+    ``detectable_real_<kind>``, ``power_real_<kind>`` for the ×1.25 target,
+    ``seed_p_<kind>``); the language knob against the token knob's slope
+    (``knob_excess_<kind>``, ``_lo``, ``_hi``, ``_p_holm``, and ``knob_from_token_<kind>``,
+    as ratios); ``inter_token``, the decoder-minus-encoder slope; "possibly adaptive"
+    (``adapt_loss_*``, ``adapt_gap_*``, ``adapt_early_*``, ``adapt_late_*``).
     """
     out: dict = {}
     t = da.table
+    r_all = da.responses
     out["runs_done"] = int(len(t))
     out["n_runs"] = len(dose_names())
     out["seeds_min"] = int(t.groupby(["kind", "level"])["seed"].nunique().min())
+    out["holm_n"] = int(r_all["p"].notna().sum())
     for knob, flat in (("token", "b100"), ("language", "uniform")):
         g = t[t["level"].isin(["skewed", flat])].groupby("level")["log_collision"].mean()
         out[f"span_{knob}"] = float(np.exp(g.get("skewed", np.nan) - g.get(flat, np.nan)))
     for metric, knob in REPORTED:
         f = np.exp if metric.startswith("log_") else (lambda v: v)
-        for kind in ("decoder", "encoder"):
+        for kind in KINDS:
             r = _response(da, metric, knob, kind)
             key = f"{SHORT[metric]}_{knob}_{kind}"
             for suffix, col in (("", "end_to_end"), ("_lo", "end_to_end_lo"), ("_hi", "end_to_end_hi")):
                 out[key + suffix] = float(f(r.get(col, np.nan)))
+            out[f"{key}_p"], out[f"{key}_p_holm"] = float(r["p"]), float(r["p_holm"])
+            if (metric, knob) == ("log_enrichment_late", "token"):
+                out[f"{key}_lof_p"] = float(r["lof_p"])
+            if (metric, knob) in PROGRESS_REPORTED:
+                for suffix, col in (("", "progress_end_to_end"), ("_lo", "progress_lo"), ("_hi", "progress_hi")):
+                    out[f"{key}_progress{suffix}"] = float(f(r.get(col, np.nan)))
             if (metric, knob) == ("log_enrichment_late", "token"):
                 for part in ("flat", "change"):
                     for suffix, col in (("", part if part == "change" else "flat_mean"), ("_lo", f"{part}_lo"),
                                         ("_hi", f"{part}_hi")):
                         out[f"{key}_{part}{suffix}"] = float(np.exp(r.get(col, np.nan)))
+                out[f"{key}_levels"] = tuple(_level_mean(t, kind, lv, metric) for lv in level_positions(knob))
+    for kind in KINDS:
+        for end, level in (("start", "skewed"), ("flat", "b100")):
+            g = t[(t["kind"] == kind) & (t["level"] == level)]
+            out[f"gain_{kind}_{end}"] = float(g["gain"].mean())
+            out[f"gain_{kind}_{end}_min"], out[f"gain_{kind}_{end}_max"] = float(g["gain"].min()), float(g["gain"].max())
+            out[f"acc_{kind}_{end}"] = float(g["accuracy"].mean())
+            out[f"uacc_{kind}_{end}"] = float(g["unigram_accuracy"].mean())
+            out[f"part_{kind}_{end}"] = float(g["participation_late"].mean())
+        out[f"gain_corr_{kind}"] = float(_response(da, "log_enrichment_late", "token", kind)["x_gain_corr"])
+        # the realised noise of the registered test of link 2, and what it detects
+        r = _response(da, "log_enrichment_late", "token", kind)
+        x = list(level_positions("token").values())
+        n = int(r["n_seeds"])
+        ok = n >= 2 and np.isfinite(r["resid_sd"]) and r["resid_sd"] > 0
+        out[f"sd_real_{kind}"] = float(r["resid_sd"])
+        out["sd_real_df"] = float(r["df"])
+        out[f"detectable_real_{kind}"] = detectable_ratio(float(r["resid_sd"]), n, x) if ok else float("nan")
+        out[f"power_real_{kind}"] = power_at(1.25, float(r["resid_sd"]), n, x) if ok else float("nan")
+        out[f"seed_p_{kind}"] = float(r["seed_p"])
+        k = da.knobs[da.knobs["kind"] == kind].iloc[0]
+        for suffix, col in (("", "excess"), ("_lo", "excess_lo"), ("_hi", "excess_hi")):
+            out[f"knob_excess_{kind}{suffix}"] = float(np.exp(k[col]))
+        out[f"knob_excess_{kind}_p_holm"] = float(k["p_holm"])
+        out[f"knob_from_token_{kind}"] = float(np.exp(k["from_token"]))
     res = da.interaction["token"]
     out["inter_token"], out["inter_token_lo"], out["inter_token_hi"] = res["diff"], res["lo"], res["hi"]
-    for name, keys in (("loss", ("within", "lo", "hi", "n", "pooled")), ("gap", ("within", "lo", "hi"))):
-        for k in keys:
-            out[f"adapt_{name}_{k}"] = da.association[name].get(k, np.nan)
+    assoc = da.association
+    for key in ("within", "lo", "hi", "p", "naive_lo", "naive_hi", "lag1", "per_run", "per_run_lo", "per_run_hi",
+                "n", "n_runs", "sd_within", "sd_pooled"):
+        out[f"adapt_loss_{key}"] = assoc["loss"].get(key, np.nan)
+    for key in ("within", "lo", "hi"):
+        out[f"adapt_gap_{key}"] = assoc["gap"].get(key, np.nan)
+    for phase in ("early", "late"):
+        for key in ("within", "lo", "hi", "sd_within", "n"):
+            out[f"adapt_{phase}_{key}"] = assoc[f"loss_{phase}"].get(key, np.nan)
     return out
 
 
@@ -88,10 +158,14 @@ def dose_checks(da: DoseAnalysis, expected: dict) -> list[Check]:
         ``{key: word}`` with a word of :data:`tanbias.stats.SIGN_WORDS` and a key of the form
 
         * ``<short>_<knob>_<kind>``: the fitted end-to-end change of a link (log scale for
-          ratios), e.g. ``"enr_token_decoder": "indistinguishable"`` for "not detected";
+          ratios, unadjusted 95 % interval), e.g. ``"cos_token_decoder": "positive"``;
         * ``<short>_<knob>_<kind>_flat`` / ``_change``: the flattest level's own value and its
-          paired change from the start ("attenuated, not absent" is ``positive`` and ``negative``);
-        * ``adapt_<name>``: the within-cell association of "possibly adaptive".
+          paired change from the start (secondary contrasts);
+        * ``<short>_<knob>_<kind>_progress``: the end-to-end change at matched gain over unigram;
+        * ``knob_<kind>``: the language knob's excess over the token knob's slope;
+        * ``adapt_<name>``: the within-cell association of "possibly adaptive" (clustered by
+          run); ``adapt_<name>_naive``, its interval with run-steps as independent;
+          ``adapt_<name>_per_run``, one value per run.
 
     Returns
     -------
@@ -103,62 +177,191 @@ def dose_checks(da: DoseAnalysis, expected: dict) -> list[Check]:
     out = []
     for key, word in expected.items():
         if key.startswith("adapt_"):
-            res = da.association[key[len("adapt_"):]]
-            out.append(check_sign(f"possibly adaptive, {key[6:]}: within-cell association", res["lo"], res["hi"],
-                                  word))
+            name, variant = key[len("adapt_"):], ""
+            for v in ("naive", "per_run"):
+                if name.endswith(f"_{v}"):
+                    name, variant = name[: -len(v) - 1], v
+            res = da.association[name]
+            lo, hi = {"": (res["lo"], res["hi"]), "naive": (res["naive_lo"], res["naive_hi"]),
+                      "per_run": (res["per_run_lo"], res["per_run_hi"])}[variant]
+            how = {"": "errors clustered by run", "naive": "run-steps as independent",
+                   "per_run": "one value per run"}[variant]
+            out.append(check_sign(f"possibly adaptive, {name}: within-cell association ({how})", lo, hi, word))
             continue
-        part = key.rsplit("_", 1)[1] if key.endswith(("_flat", "_change")) else ""
+        if key.startswith("knob_"):
+            kind = key[len("knob_"):]
+            k = da.knobs[da.knobs["kind"] == kind].iloc[0]
+            out.append(check_sign(f"{kind}: language knob minus the token knob's slope, late enrichment (ln)",
+                                  k["excess_lo"], k["excess_hi"], word))
+            continue
+        part = key.rsplit("_", 1)[1] if key.endswith(("_flat", "_change", "_progress")) else ""
         short, knob, kind = (key[: -len(part) - 1] if part else key).rsplit("_", 2)
         r = _response(da, inverse[short], knob, kind)
         if part == "flat":
             label, lo, hi = f"{kind}, {knob} knob, flattest level: ln enrichment", r["flat_lo"], r["flat_hi"]
         elif part == "change":
-            label, lo, hi = (f"{kind}, {knob} knob: flattest − start, paired by seed (ln)", r["change_lo"],
+            label, lo, hi = (f"{kind}, {knob} knob: flattest − start, paired by seed (ln; secondary)", r["change_lo"],
                              r["change_hi"])
+        elif part == "progress":
+            label, lo, hi = (f"{kind}, {knob} knob, {LINKS[inverse[short]][1]}: end-to-end change at matched gain "
+                             "over unigram", r["progress_lo"], r["progress_hi"])
         else:
             label, lo, hi = (f"{kind}, {knob} knob, {LINKS[inverse[short]][1]} (predicted {r['predicted']}): "
-                             "end-to-end change", r["end_to_end_lo"], r["end_to_end_hi"])
+                             "end-to-end change, unadjusted 95 % interval", r["end_to_end_lo"], r["end_to_end_hi"])
         out.append(check_sign(label, lo, hi, word))
     return out
 
 
-def balancing_words(da: DoseAnalysis, metric: str = "log_enrichment_late") -> dict:
-    """Each architecture's word (:data:`tanbias.lab.analysis.sweep.BALANCING_WORDS`) for the direct
-    knob's late enrichment.
+def verdict_checks(da: DoseAnalysis, expected: dict) -> list[Check]:
+    """Each verdict-table row's word (the registered test at Holm-adjusted p), against ``expected``.
 
-    ``attenuated`` when the slope falls as predicted, the flattest level is still above a
-    random subspace and lower than the start (paired by seed); ``removed`` when the
-    flattest level's interval is not above the null; ``strengthened`` when the slope
-    rises; ``indistinguishable`` otherwise; ``undecided`` with fewer than two seeds.
+    ``expected``: ``{(metric, knob, kind): word}`` with a word of the registered verdict table
+    (``"as predicted"``, ``"not detected"``, ``"against the prediction"``, ...).
     """
+    out = []
+    for (metric, knob, kind), word in expected.items():
+        r = _response(da, metric, knob, kind)
+        out.append(check_word(f"{kind}, {knob} knob, {LINKS[metric][1]}: verdict (Holm-adjusted p = "
+                              f"{r['p_holm']:.3g}, raw p = {r['p']:.3g})", r["verdict"], word))
+    return out
+
+
+# --------------------------------------------------------------------------- "weaker under balancing"
+def _counts(row, gate: bool) -> str:
+    """A reading's word for the balancing rule: its verdict, 'not detected' where its sign does
+    not survive the training-progress check (``gate``)."""
+    survives = row.get("progress_survives")
+    survives = isinstance(survives, (bool, np.bool_)) and bool(survives)
+    if gate and row["verdict"] in ("as predicted", "against the prediction") and not survives:
+        return "not detected"
+    return row["verdict"]
+
+
+def alignment_word(row, gate: bool = True) -> str:
+    """The alignment's word (:data:`tanbias.lab.analysis.sweep.BALANCING_WORDS`) from the direct knob's
+    late-enrichment row (``dose-posthoc.toml`` ``[balancing]`` and ``[presence]``).
+
+    ``attenuated``: the verdict is 'as predicted' (surviving the training-progress check when
+    ``gate``), the flattest level's interval lies above 0 and the paired change from the start
+    below 0; ``undecided``: as predicted, but the flattest level is not shown present (failing
+    to show presence is not absence: never ``removed``) or too few seeds; ``strengthened``:
+    'against the prediction' (surviving the check); ``indistinguishable`` otherwise.
+    """
+    if row["n_seeds"] < 2 or interval_word(row["flat_lo"], row["flat_hi"]) == "undecided":
+        return "undecided"
+    word = _counts(row, gate)
+    if word == "against the prediction":
+        return "strengthened"
+    if word == "as predicted":
+        if interval_word(row["flat_lo"], row["flat_hi"]) != "positive":
+            return "undecided"
+        return "attenuated" if interval_word(row["change_lo"], row["change_hi"]) == "negative" else \
+            "indistinguishable"
+    return "indistinguishable"
+
+
+def anisotropy_word(rows, gate: bool = True) -> str:
+    """The anisotropy's word from the direct knob's link-3 rows (mean cosine, IsoScore*):
+    ``attenuated`` when at least one reads 'as predicted' (anisotropy falls) and none against,
+    ``strengthened`` when at least one reads 'against the prediction' (anisotropy rises) and none
+    as predicted, ``undecided`` with fewer than two seeds, else ``indistinguishable``."""
+    rows = list(rows)
+    if not rows or any(r["n_seeds"] < 2 for r in rows):
+        return "undecided"
+    words = [_counts(r, gate) for r in rows]
+    up, down = "against the prediction" in words, "as predicted" in words
+    return "strengthened" if up and not down else "attenuated" if down and not up else "indistinguishable"
+
+
+def balancing_components(responses, gate: bool = True) -> dict:
+    """``{"<kind> alignment": word, "<kind> anisotropy": word}`` along the direct knob, by the
+    issue-18 rule (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted p, each
+    counting only where its sign survives the training-progress ANCOVA (``gate``)."""
+    if isinstance(responses, DoseAnalysis):
+        responses = responses.responses
+    rule = POSTHOC["balancing"]
     out = {}
-    rows = da.responses[(da.responses["metric"] == metric) & (da.responses["knob"] == "token")]
+    for kind in KINDS:
+        (metric,) = rule["alignment"]
+        out[f"{kind} alignment"] = alignment_word(_response(responses, metric, "token", kind), gate)
+        out[f"{kind} anisotropy"] = anisotropy_word([_response(responses, m, "token", kind)
+                                                     for m in rule["anisotropy"]], gate)
+    return out
+
+
+def balancing_words(da: DoseAnalysis) -> dict:
+    """``{kind: word}``: each architecture's alignment word along the direct knob by the issue-18
+    rule (:func:`alignment_word`; the anisotropy's word is in :func:`balancing_components`)."""
+    c = balancing_components(da)
+    return {kind: c[f"{kind} alignment"] for kind in KINDS}
+
+
+def balancing_verdict(da: DoseAnalysis) -> str:
+    """The closing page's verdict on "weaker under balancing" by the issue-18 rule:
+    :func:`tanbias.lab.analysis.sweep.balancing_property` of the four words of
+    :func:`balancing_components` (alignment and anisotropy of each architecture)."""
+    return balancing_property(balancing_components(da))
+
+
+def registered_balancing_words(da) -> dict:
+    """``{kind: word}`` by the rule registered before the runs (``dose.toml`` ``[rule.balancing]``):
+    link 2 alone, each row at its own unadjusted verdict, no training-progress check; a flattest
+    level not shown present read ``removed`` (the flaw ``[presence]`` of issue 18 corrects).
+    ``da``: a :class:`~tanbias.lab.analysis.dose.DoseAnalysis` or its ``responses``."""
+    r = da.responses if isinstance(da, DoseAnalysis) else da
+    out = {}
+    rows = r[(r["metric"] == "log_enrichment_late") & (r["knob"] == "token")]
     for _, r in rows.iterrows():
         flat, change = interval_word(r["flat_lo"], r["flat_hi"]), interval_word(r["change_lo"], r["change_hi"])
+        verdict = r.get("verdict_unadjusted", r["verdict"])
         if r["n_seeds"] < 2 or "undecided" in (flat, change):
             out[r["kind"]] = "undecided"
         elif flat != "positive":
             out[r["kind"]] = "removed"
-        elif r["verdict"] == "against the prediction":
+        elif verdict == "against the prediction":
             out[r["kind"]] = "strengthened"
-        elif r["verdict"] == "as predicted" and change == "negative":
+        elif verdict == "as predicted" and change == "negative":
             out[r["kind"]] = "attenuated"
         else:
             out[r["kind"]] = "indistinguishable"
     return out
 
 
-def balancing_verdict(da: DoseAnalysis) -> str:
-    """The closing page's verdict on "weaker under balancing" from the direct knob
-    (:func:`tanbias.lab.analysis.sweep.balancing_property` of :func:`balancing_words`)."""
-    return balancing_property(balancing_words(da))
+def registered_balancing_verdict(da: DoseAnalysis) -> str:
+    """"Weaker under balancing" by the registered rule (:func:`registered_balancing_words`)."""
+    return balancing_property(registered_balancing_words(da))
+
+
+def knob_words(da: DoseAnalysis) -> dict:
+    """``{kind: "more" | "not shown"}``: does the language knob move the late enrichment more than
+    the token knob's slope gives for its change of frequencies (``[knob_comparison]``: the
+    contrast's Holm-adjusted p below alpha and its sign that of the language knob's change)."""
+    alpha = float(POSTHOC["multiplicity"]["alpha"])
+    out = {}
+    for _, k in da.knobs.iterrows():
+        more = np.isfinite(k["p_holm"]) and k["p_holm"] < alpha and np.sign(k["excess"]) == np.sign(k["language"])
+        out[k["kind"]] = "more" if more else "not shown"
+    return out
+
+
+# --------------------------------------------------------------------------- "possibly adaptive"
+def _adaptive_word(lo, hi) -> str:
+    word = interval_word(lo, hi)
+    return {"positive": "supported", "negative": "contradicted", "indistinguishable": "undetected"}.get(word,
+                                                                                                       "undecided")
 
 
 def adaptive_verdict(da: DoseAnalysis) -> str:
-    """The closing page's verdict on "possibly adaptive": ``supported`` (fewer effective
-    dimensions, lower held-out loss, within a cell), ``contradicted`` (the reverse),
-    ``undetected`` (the interval contains 0) or ``undecided`` (too few seeds per cell)."""
+    """The closing page's verdict on "possibly adaptive" by the issue-18 rule (``[adaptive]``):
+    ``supported`` (fewer effective dimensions, lower held-out loss, within a cell), ``contradicted``
+    (the reverse), ``undetected`` (the interval contains 0) or ``undecided`` (too few seeds per
+    cell), from the within-cell association with errors clustered by run."""
     res = da.association.get("loss", {})
-    word = interval_word(res.get("lo", np.nan), res.get("hi", np.nan))
-    return {"positive": "supported", "negative": "contradicted", "indistinguishable": "undetected"}.get(word,
-                                                                                                       "undecided")
+    return _adaptive_word(res.get("lo", np.nan), res.get("hi", np.nan))
+
+
+def registered_adaptive_verdict(da: DoseAnalysis) -> str:
+    """"Possibly adaptive" by the registered rule: the same association with every run-step as
+    independent (``dose.toml`` ``[rule.adaptive]``)."""
+    res = da.association.get("loss", {})
+    return _adaptive_word(res.get("naive_lo", np.nan), res.get("naive_hi", np.nan))

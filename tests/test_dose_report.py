@@ -1,0 +1,79 @@
+"""The verdict rules of chapter 10 (tanbias.lab.analysis.dose_report) on synthetic rows with known words.
+
+The numbers and checks of the committed runs are tested in test_reports.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanbias.lab.analysis import dose_report
+from tanbias.lab.analysis.dose import POSTHOC
+from tanbias.lab.analysis.sweep import BALANCING_WORDS, balancing_property
+
+
+def row(metric="log_enrichment_late", kind="decoder", verdict="as predicted", survives=True, flat=(1.0, 2.0),
+        change=(-0.5, -0.1), n_seeds=3, **extra):
+    return {"metric": metric, "knob": "token", "kind": kind, "verdict": verdict, "progress_survives": survives,
+            "flat_lo": flat[0], "flat_hi": flat[1], "change_lo": change[0], "change_hi": change[1],
+            "n_seeds": n_seeds, **extra}
+
+
+def test_a_flattest_level_not_shown_present_is_not_read_as_removed():
+    """Failing to show presence is not absence (issue 18): the registered rule read 'removed' and so
+    'contradicted'; the corrected rule reads 'undecided'."""
+    absent = row(flat=(-0.2, 1.5))
+    assert dose_report.alignment_word(absent) == "undecided"
+    assert dose_report.alignment_word(row()) == "attenuated"
+    assert dose_report.alignment_word(row(change=(-0.5, 0.1))) == "indistinguishable"
+    assert dose_report.alignment_word(row(verdict="not detected")) == "indistinguishable"
+    assert dose_report.alignment_word(row(verdict="against the prediction")) == "strengthened"
+    assert dose_report.alignment_word(row(n_seeds=1)) == "undecided"
+    assert dose_report.alignment_word(row(flat=(np.nan, np.nan))) == "undecided"
+    words = {dose_report.alignment_word(row(verdict=v, flat=f)) for v in ("as predicted", "not detected",
+                                                                           "against the prediction")
+             for f in ((1.0, 2.0), (-1.0, 2.0), (-2.0, -1.0))}
+    assert "removed" not in words and words <= set(BALANCING_WORDS)
+    # the registered rule, shown beside it, still reads the flaw
+    registered = dose_report.registered_balancing_words(pd.DataFrame([{**absent, "kind": "decoder"},
+                                                                      {**row(), "kind": "encoder"}]))
+    assert registered == {"decoder": "removed", "encoder": "attenuated"}
+    assert balancing_property(registered) == "contradicted"
+
+
+def test_a_sign_that_does_not_survive_matched_training_progress_does_not_count():
+    assert dose_report.alignment_word(row(survives=False)) == "indistinguishable"
+    assert dose_report.alignment_word(row(survives=None)) == "indistinguishable"
+    assert dose_report.alignment_word(row(survives=np.True_)) == "attenuated"
+    assert dose_report.alignment_word(row(survives=False), gate=False) == "attenuated"
+    assert dose_report.alignment_word(row(verdict="against the prediction", survives=False)) == "indistinguishable"
+
+
+def test_the_anisotropy_word_reads_both_link_3_readings():
+    cos, iso = "mean_cosine_late", "isoscore_late"
+    aw = dose_report.anisotropy_word
+    assert aw([row(cos, verdict="against the prediction"), row(iso, verdict="not detected")]) == "strengthened"
+    assert aw([row(cos, verdict="as predicted"), row(iso, verdict="not detected")]) == "attenuated"
+    assert aw([row(cos, verdict="as predicted"), row(iso, verdict="against the prediction")]) == "indistinguishable"
+    assert aw([row(cos, verdict="not detected"), row(iso, verdict="not detected")]) == "indistinguishable"
+    assert aw([row(cos, verdict="against the prediction", survives=False), row(iso, verdict="not detected")]) \
+        == "indistinguishable"
+    assert aw([row(cos, n_seeds=1), row(iso)]) == "undecided"
+
+
+@pytest.mark.parametrize("enc_align,enc_cos,dec_align,dec_iso,want", [
+    ("as predicted", "as predicted", "as predicted", "as predicted", "supported"),
+    ("as predicted", "not detected", "not detected", "not detected", "partly"),
+    ("as predicted", "against the prediction", "as predicted", "as predicted", "contradicted"),
+    ("not detected", "not detected", "not detected", "not detected", "undetected"),
+])
+def test_weaker_under_balancing_reads_alignment_and_anisotropy(enc_align, enc_cos, dec_align, dec_iso, want):
+    rows = []
+    for kind, align, aniso in (("encoder", enc_align, enc_cos), ("decoder", dec_align, dec_iso)):
+        rows += [row("log_enrichment_late", kind, align), row("mean_cosine_late", kind, aniso),
+                 row("isoscore_late", kind, "not detected")]
+    comp = dose_report.balancing_components(pd.DataFrame(rows))
+    assert set(comp) == {"encoder alignment", "encoder anisotropy", "decoder alignment", "decoder anisotropy"}
+    assert balancing_property(comp) == want
+    assert POSTHOC["balancing"]["anisotropy"] == ["mean_cosine_late", "isoscore_late"]   # the rule read
