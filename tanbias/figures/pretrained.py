@@ -27,7 +27,7 @@ from tanbias.figures import BLACK, COLORS, GREY, frozen_layout, labelled
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, PAPER_RHO, premise_rows
 
-__all__ = ["READING_LABELS", "DEPTHS", "measurements", "premise_interactive", "types_interactive",
+__all__ = ["READING_LABELS", "DEPTHS", "premise_interactive", "types_interactive",
            "anisotropy_interactive", "alignment_interactive", "curvature_interactive"]
 
 #: The three readings of "distance to the centroid" (chapter 9) and their colours.
@@ -42,7 +42,7 @@ MAX_POINTS = 400          # types drawn per frame: enough to see a trend, light 
 ESTIMATORS = {"matched": "count-matched (m occurrences per type)", "plain": "plain (all occurrences)"}
 
 
-def measurements(pretrained: dict) -> dict:
+def _measurements(pretrained: dict) -> dict:
     """``{"<model> · <Language>": (model, language)}`` of every model and language measured."""
     out = {}
     for model, tab in pretrained.items():
@@ -91,7 +91,7 @@ def premise_interactive(pretrained: dict) -> Interactive:
     pretrained : dict
         ``{model: load_pretrained(model)}``.
     """
-    meas = measurements(pretrained)
+    meas = _measurements(pretrained)
 
     def compute(measurement, estimator, source):
         model, lang = meas[measurement]
@@ -131,7 +131,7 @@ def premise_interactive(pretrained: dict) -> Interactive:
 
 def types_interactive(pretrained: dict) -> Interactive:
     """Interactive: token types at one depth, a reading against corpus frequency."""
-    meas = measurements(pretrained)
+    meas = _measurements(pretrained)
 
     def compute(measurement, depth, reading, estimator):
         model, lang = meas[measurement]
@@ -166,17 +166,20 @@ def types_interactive(pretrained: dict) -> Interactive:
         name="ch9-types", height=460)
 
 
-ANISOTROPY = {"mean_cosine": "mean cosine of random pairs", "isoscore_star": "IsoScore*",
-              "top1_share": "variance share of the top principal direction",
+#: the measures offered, in the slider's order (the sink's own ratio and the outlier share,
+#: measured without the sink only, stand between measures the sink slider changes)
+ANISOTROPY = {"mean_cosine": "mean cosine of random pairs",
+              "sink_norm_ratio": "norm at the first position / median norm elsewhere",
               "outlier_share": "share of the mean cosine in outlier dimensions",
-              "sink_norm_ratio": "norm at the first position / median norm elsewhere"}
+              "isoscore_star": "IsoScore*",
+              "top1_share": "variance share of the top principal direction"}
 _WITH_SINK = {"mean_cosine", "isoscore_star", "top1_share"}
 SINK = {"without": "first position left out", "with": "first position included"}
 
 
 def anisotropy_interactive(pretrained: dict) -> Interactive:
     """Interactive: an anisotropy measure against relative depth, one line per measurement."""
-    meas = measurements(pretrained)
+    meas = _measurements(pretrained)
 
     def compute(measure, sink):
         out = {}
@@ -245,7 +248,7 @@ def alignment_interactive(pretrained: dict) -> Interactive:
 
 def curvature_interactive(pretrained: dict) -> Interactive:
     """Interactive: local normal share against radius t, one point per type, log axes."""
-    meas = measurements(pretrained)
+    meas = _measurements(pretrained)
 
     def compute(measurement, depth):
         model, lang = meas[measurement]
