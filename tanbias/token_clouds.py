@@ -662,8 +662,9 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
         with np.errstate(all="ignore"):
             sd = np.nanstd(boot[k], axis=0, ddof=1)
             c = _max_t(boot[k], sd, confidence)
+        half_band = np.maximum(c, z)[None] * sd
         out[name] = {"rho": rho[k], "lo": rho[k] - z * sd, "hi": rho[k] + z * sd,
-                     "band_lo": rho[k] - np.maximum(c, z)[None] * sd, "band_hi": rho[k] + np.maximum(c, z)[None] * sd,
+                     "band_lo": rho[k] - half_band, "band_hi": rho[k] + half_band,
                      "sd": sd, "shift": np.nanmean(boot[k], axis=0) - rho[k], "n_types": n_types[k],
                      "n_docs": int(nd), "kept": f_kept}
     return out[""] if single else out

@@ -53,8 +53,9 @@ import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.runs import atomic_write_text, sha256
+from tanbias.token_clouds import READINGS  # the order of premise_bootstrap's columns
 
-__all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES", "READINGS",
+__all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES",
            "corpus_frequencies", "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables",
            "premise_tables", "curvature_rows", "model_languages", "measure", "measure_all", "load_pretrained"]
 
@@ -78,7 +79,6 @@ MODEL_SETTINGS = {"minilm-l6": {"n_tokens": 24_576, "languages": ("en",)}}
 
 #: The tables :func:`measure` writes (and :func:`load_pretrained` reads).
 TABLES = ("types", "premise", "anisotropy", "curvature")
-READINGS = ("radius_t", "centroid_distance", "self_similarity")
 
 
 def _rebuild(name: str) -> str:
