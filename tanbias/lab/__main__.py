@@ -9,6 +9,8 @@
     python -m tanbias.lab sweep [--jobs 2] [--fresh]            train the 2x2 sweep's configs in parallel (ch 8)
     python -m tanbias.lab dose [--jobs 2] [--commit] [--seeds 0 1 2]
                                                                the dose experiment (ch 10), resumable
+    python -m tanbias.lab causal [--jobs 2] [--commit] [--seeds 0 1]
+                                                               the causal test (ch 11), resumable
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
                                                                probe released/saved checkpoints post hoc
@@ -71,6 +73,12 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
     p.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: all of DOSE_SEEDS")
+    p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p = sub.add_parser("causal", help="train the causal test's runs (chapter 11); skips complete ones")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
+    p.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: CAUSAL_SEEDS of each architecture")
     p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p = sub.add_parser("mechanism", help="measure every token's radius t on held-out text (tokens.csv)")
@@ -166,6 +174,14 @@ def main(argv=None) -> int:
                            seeds=tuple(args.seeds) if args.seeds else DOSE_SEEDS, device=args.device)
             print(json.dumps(res, indent=1))
             print(f"dose sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
+            if any(r["exit"] != 0 for r in res["runs"].values()):
+                return 1
+        elif args.command == "causal":
+            from tanbias.lab.pipeline import run_causal
+            res = run_causal(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
+                             seeds=tuple(args.seeds) if args.seeds else None, device=args.device)
+            print(json.dumps(res, indent=1))
+            print(f"causal sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
         elif args.command == "mechanism":

@@ -11,7 +11,8 @@ definition each:
   (``PAD_ID`` ... ``MASK_ID``) and :data:`N_SPECIAL` (ids below it are special);
 * :class:`ModelSize` and :data:`SIZES` (model and batch shapes);
 * :class:`ProbeSettings` (what the alignment probe captures and how it is
-  analysed) and :class:`RunConfig` (one training run), frozen dataclasses
+  analysed), :class:`SurgerySettings` (the gradient surgery of chapter 11) and
+  :class:`RunConfig` (one training run), frozen dataclasses
   that validate themselves: a bad value is a :class:`~tanbias.errors.ParameterError`
   naming the field, the value and the valid range; :func:`load_config`;
 * :data:`REPRODUCE_TOLERANCE`, :data:`EARLY_FRAC`, :data:`MECH_SEED`.
@@ -39,7 +40,7 @@ from tanbias.errors import ParameterError
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
            "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
-           "RunConfig", "LATER_KEYS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
+           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -260,11 +261,74 @@ class ProbeSettings:
             zeta=check_real("probe.zeta", self.zeta, 0, 1, lo_open=False), layers=layers)
 
 
+#: the surgery's arms: which rank-r subspace of a layer's input space the update is scaled in
+#: (``proxy``: the top principal directions of the layer's inputs; ``random``: a random one),
+#: or ``uniform``: the whole update scaled so that it loses the energy the proxy arm would
+SURGERY_ARMS = ("proxy", "random", "uniform")
+
+
+@dataclass(frozen=True)
+class SurgerySettings:
+    """The gradient surgery of a run (chapter 11, :mod:`tanbias.lab.surgery`).
+
+    After each optimizer step in the surgery window, the update ``ΔW`` of every
+    linear map that reads the normalised residual stream (q, k, v, gate, up) becomes
+    ``ΔW (α P + I − P)``, ``P`` the projector onto ``arm``'s rank-``rank`` subspace
+    of the map's input space, re-estimated every ``every`` steps; ``uniform``
+    scales ``ΔW`` by ``√(1 − e)``, ``e`` the energy share the ``proxy`` arm would remove.
+
+    Example
+    -------
+    >>> s = SurgerySettings(arm="proxy", alpha=0.0, until=0.3)
+    >>> s.active(step=95, steps=320), s.active(step=96, steps=320)
+    (True, False)
+    """
+    arm: str = "proxy"
+    #: the factor on the update's component in P: 0 removes it, 1 is no surgery
+    alpha: float = 0.0
+    #: rank r of P (chapter 7's proxy rank)
+    rank: int = 8
+    #: P is re-estimated from the current batch's inputs every this many steps
+    every: int = 1
+    #: the share of the run's steps under surgery, from the first (1: all; EARLY_FRAC: the early window)
+    until: float = 1.0
+
+    def __post_init__(self):
+        check_choice("surgery.arm", self.arm, SURGERY_ARMS)
+        _set(self, "alpha", check_real("surgery.alpha", self.alpha, 0, 1, lo_open=False, hi_open=False,
+                                       hint="0 removes the update's component in P, 1 is no surgery."))
+        _set(self, "rank", check_int("surgery.rank", self.rank, lo=1))
+        _set(self, "every", check_int("surgery.every", self.every, lo=1))
+        _set(self, "until", check_real("surgery.until", self.until, 0, 1, hi_open=False,
+                                       hint="The share of the steps under surgery, counted from the first."))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SurgerySettings":
+        """Settings from a dict of fields; an unknown key is a ParameterError."""
+        if not isinstance(d, dict):
+            raise ParameterError(f"surgery={d!r} is not allowed: valid range is None or a dict of the "
+                                 f"surgery settings {[f.name for f in dataclasses.fields(cls)]}.")
+        _unknown_keys(d, [f.name for f in dataclasses.fields(cls)], prefix="surgery.")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        """The settings as the ``surgery`` entry of a ``config.json``."""
+        return dataclasses.asdict(self)
+
+    def last_step(self, steps: int) -> int:
+        """The number of steps under surgery, ``round(until * steps)`` (steps ``0 .. last_step - 1``)."""
+        return int(round(self.until * steps))
+
+    def active(self, step: int, steps: int) -> bool:
+        """Whether step ``step`` (from 0) of a run of ``steps`` steps is under surgery."""
+        return step < self.last_step(steps)
+
+
 #: run-config keys that runs trained before they existed do not store; read back from such a
 #: run's config.json they keep their defaults, and :meth:`RunConfig.to_dict` leaves them out
 #: again, so a committed config.json round-trips byte for byte
 LATER_KEYS = ("language_weights", "temperature", "flatten", "flatten_f0", "probe_eval_batches",
-              "precision", "schedule")
+              "precision", "schedule", "tie_embeddings", "surgery")
 
 
 @dataclass(frozen=True)
@@ -306,6 +370,10 @@ class RunConfig:
     probe_eval_batches: int = 0
     #: arithmetic of the forward and backward passes (PRECISIONS); the probe captures float32
     precision: str = "fp32"
+    #: the output layer shares the input embedding's weights (a rival account of anisotropy, chapter 11)
+    tie_embeddings: bool = False
+    #: the gradient surgery of chapter 11 (None: none)
+    surgery: SurgerySettings | None = None
     steps: int = 240
     #: peak learning rate (None: the size's)
     lr: float | None = None
@@ -347,6 +415,14 @@ class RunConfig:
         _set(self, "flatten_f0", check_real("flatten_f0", self.flatten_f0, 0, 1, hi_open=True))
         _set(self, "probe_eval_batches", check_int("probe_eval_batches", self.probe_eval_batches, lo=0))
         check_choice("precision", self.precision, PRECISIONS)
+        if not isinstance(self.tie_embeddings, bool):
+            raise ParameterError(f"tie_embeddings={self.tie_embeddings!r} is out of range: valid values are "
+                                 "true and false.")
+        if self.surgery is not None:
+            sg = self.surgery if isinstance(self.surgery, SurgerySettings) else SurgerySettings.from_dict(self.surgery)
+            check_int("surgery.rank", sg.rank, lo=1, hi=self.size.hidden_size // 2,
+                      hint=f"hidden_size={self.size.hidden_size}; P must leave room for its complement.")
+            _set(self, "surgery", sg)
         _set(self, "seed", check_int("seed", self.seed, lo=0))
         _set(self, "steps", check_int("steps", self.steps, lo=2, hint="A run needs at least 2 steps."))
         _set(self, "lr", self.size.lr if self.lr is None else check_real(
@@ -427,6 +503,7 @@ class RunConfig:
         if self.temperature is not None and math.isinf(self.temperature):
             d["temperature"] = "inf"             # JSON has no infinity
         d["probe"] = self.probe.to_dict()
+        d["surgery"] = self.surgery.to_dict() if self.surgery is not None else None
         for k in self.omitted_keys:
             del d[k]
         return d

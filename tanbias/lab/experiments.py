@@ -14,6 +14,11 @@ the analyses and the chapters from here:
   ``dose-<kind>-<level>-s<seed>`` (:func:`dose_config`, :func:`dose_names`,
   :func:`parse_dose_name`).
 
+* **the causal test** of chapter 11: gradient surgery against matched controls
+  on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
+  :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>``
+  (:func:`causal_config`, :func:`causal_names`, :func:`parse_causal_name`).
+
 Every design function returns a full, checked :class:`~tanbias.lab.config.RunConfig`;
 the committed files under ``data/runs/configs/`` are their ``to_json()``.
 """
@@ -23,11 +28,13 @@ import re
 
 from tanbias._checks import check_choice
 from tanbias.errors import ParameterError
-from tanbias.lab.config import KINDS, REGIMES, RunConfig, check_kind
+from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, RunConfig, check_kind
 
 __all__ = ["RUN_STEPS", "SWEEP_SEEDS", "SWEEP_NAME_RE", "CONTROL_RUNS", "parse_sweep_name", "sweep_config",
            "control_config", "sweep_names", "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS",
-           "DOSE_SEEDS", "DOSE_NAME_RE", "parse_dose_name", "dose_config", "dose_names", "design_config"]
+           "DOSE_SEEDS", "DOSE_NAME_RE", "parse_dose_name", "dose_config", "dose_names", "design_config",
+           "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "CAUSAL_NAME_RE", "causal_arms",
+           "parse_causal_name", "causal_config", "causal_names"]
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -168,6 +175,89 @@ def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:
     return [o[-1] for o in order]
 
 
+# ---------------------------------------------------------------- the causal test (chapter 11)
+#: the arms of the causal test: no surgery (``control``); the update's component in the layer
+#: inputs' top-r principal subspace removed (``proxy``) or in a random one (``random``); the whole
+#: update shrunk by the energy the proxy arm would remove (``uniform``); the proxy and uniform
+#: surgeries in the first EARLY_FRAC of the steps only (``-early``); and a rival account, the
+#: decoder with tied input and output embeddings (``tied``, no surgery)
+CAUSAL_ARMS = ("control", "proxy", "random", "uniform", "proxy-early", "uniform-early", "tied")
+#: the surgery every surgical arm uses (alpha = 0 removes the component; r = 8 is chapter 7's proxy
+#: rank; P re-estimated from every step's batch, since that costs about 1 % of a step: make bench)
+CAUSAL_SURGERY = {"alpha": 0.0, "rank": 8, "every": 1}
+#: every arm of the causal test computes in bfloat16 (about 1.6x faster on the CPU, data/runs/sizes.json)
+CAUSAL_PRECISION = "bf16"
+#: seeds per architecture, from the power analysis of chapter 11 on chapter 10's realised seed-to-seed
+#: SD of the primary outcome (tanbias.lab.analysis.causal_design.power_analysis)
+CAUSAL_SEEDS = {"decoder": (0, 1, 2, 3, 4), "encoder": tuple(range(12))}
+#: names of the causal runs: ``causal-<kind>-<arm>-s<seed>``
+CAUSAL_NAME_RE = re.compile(rf"^causal-({'|'.join(KINDS)})-({'|'.join(CAUSAL_ARMS)})-s(\d+)$")
+
+
+def causal_arms(kind: str) -> tuple[str, ...]:
+    """The arms of ``kind`` (the ``tied`` rival is the decoder's: the lab's encoder has no tied variant
+    in the statement's comparison).
+
+    >>> causal_arms("encoder")
+    ('control', 'proxy', 'random', 'uniform', 'proxy-early', 'uniform-early')
+    """
+    check_kind(kind)
+    return CAUSAL_ARMS if kind == "decoder" else tuple(a for a in CAUSAL_ARMS if a != "tied")
+
+
+def parse_causal_name(name: str) -> tuple[str, str, int]:
+    """``(kind, arm, seed)`` of a causal run's name ``causal-<kind>-<arm>-s<seed>``.
+
+    >>> parse_causal_name("causal-decoder-proxy-early-s3")
+    ('decoder', 'proxy-early', 3)
+    """
+    m = CAUSAL_NAME_RE.match(name)
+    if m is None or m.group(2) not in causal_arms(m.group(1)):
+        raise ParameterError(f"run={name!r} is not a causal run: valid range is names "
+                             f"'causal-<encoder|decoder>-<{'|'.join(CAUSAL_ARMS)}>-s<seed>' (tied: decoder only).")
+    return m.group(1), m.group(2), int(m.group(3))
+
+
+def causal_config(kind: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+                  languages=None, **overrides) -> RunConfig:
+    """The config of one causal run: the dose experiment's skewed start (chapter 10's size,
+    schedule and mixture) in bfloat16, with ``arm``'s surgery or tying.
+
+    Arms of one seed share the initialisation, the data stream and the masking, so they
+    differ only by the intervention.
+
+    >>> c = causal_config("decoder", "proxy-early", 2)
+    >>> c.name, c.surgery.arm, c.surgery.until, c.precision, c.temperature
+    ('causal-decoder-proxy-early-s2', 'proxy', 0.3, 'bf16', 1.0)
+    >>> causal_config("decoder", "tied", 0).tie_embeddings
+    True
+    """
+    check_kind(kind)
+    check_choice("arm", arm, causal_arms(kind))
+    surgery = None
+    if arm not in ("control", "tied"):
+        base = arm.removesuffix("-early")
+        surgery = {"arm": base, **CAUSAL_SURGERY, "until": EARLY_FRAC if arm.endswith("-early") else 1.0}
+    cfg = dose_config(kind, "skewed", seed, steps=steps, size=size, languages=languages,
+                      precision=CAUSAL_PRECISION, surgery=surgery, tie_embeddings=arm == "tied", **overrides)
+    return cfg.replace(name=f"causal-{kind}-{arm}-s{int(seed)}")
+
+
+def causal_names(seeds=None, kinds=KINDS) -> list[str]:
+    """The causal runs' names in the order ``make causal`` trains them: seed by seed (each finished
+    seed is a complete replicate of every arm), decoders before encoders (slower, so two parallel
+    workers stay balanced), arms in :data:`CAUSAL_ARMS` order. ``seeds`` (one tuple for both
+    architectures) replaces :data:`CAUSAL_SEEDS`.
+
+    >>> causal_names(seeds=(0,), kinds=("decoder",))[:3]
+    ['causal-decoder-control-s0', 'causal-decoder-proxy-s0', 'causal-decoder-random-s0']
+    """
+    per_kind = {k: (CAUSAL_SEEDS[check_kind(k)] if seeds is None else tuple(seeds)) for k in kinds}
+    order = sorted((int(s), k != "decoder", CAUSAL_ARMS.index(a), f"causal-{k}-{a}-s{int(s)}")
+                   for k in kinds for s in per_kind[k] for a in causal_arms(k))
+    return [o[-1] for o in order]
+
+
 def design_config(name: str) -> RunConfig:
     """The config the experiments' design gives the run ``name`` (a sweep, control or dose run).
 
@@ -180,6 +270,9 @@ def design_config(name: str) -> RunConfig:
         return sweep_config(*parse_sweep_name(name))
     if DOSE_NAME_RE.match(name):
         return dose_config(*parse_dose_name(name))
+    if CAUSAL_NAME_RE.match(name):
+        return causal_config(*parse_causal_name(name))
     raise ParameterError(f"run={name!r} is not a run of the lab's experiments: valid range is sweep names "
                          "'<kind>-<regime>-s<seed>', the controls "
-                         f"{list(CONTROL_RUNS)} and dose names 'dose-<kind>-<level>-s<seed>'.")
+                         f"{list(CONTROL_RUNS)}, dose names 'dose-<kind>-<level>-s<seed>' and causal names "
+                         "'causal-<kind>-<arm>-s<seed>'.")

@@ -90,7 +90,8 @@ __all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config
            "evaluate", "unigram_baseline"]
 
 
-def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, **overrides):
+def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, tie_embeddings: bool = False,
+                 **overrides):
     """The ``EuroBertConfig`` or ``LlamaConfig`` of :func:`make_model`.
 
     Parameters
@@ -100,6 +101,9 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, **
         A name of :data:`~tanbias.lab.config.SIZES` (``"smoke"`` for tests) or the size itself.
     vocab_size : int
         Size of the tokenizer's vocabulary (``len(tokenizer)``).
+    tie_embeddings : bool
+        Share the input embedding with the output layer (``tie_word_embeddings``; the lab's
+        models are untied, chapter 11's ``tied`` arm is not).
     **overrides
         Any of ``hidden_size, num_hidden_layers, num_attention_heads, intermediate_size``
         (used for the size measurements).
@@ -132,7 +136,7 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, **
         hidden_act="silu", max_position_embeddings=512, initializer_range=0.02,
         rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         attention_bias=False, attention_dropout=0.0, mlp_bias=False,
-        tie_word_embeddings=False, use_cache=False,
+        tie_word_embeddings=bool(tie_embeddings), use_cache=False,
         pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
     )
     if kind == "encoder":
@@ -141,7 +145,7 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, **
 
 
 def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed: int = 0,
-               **overrides) -> torch.nn.Module:
+               tie_embeddings: bool = False, **overrides) -> torch.nn.Module:
     """Build ``EuroBertForMaskedLM`` (encoder) or ``LlamaForCausalLM`` (decoder) from scratch.
 
     Parameters
@@ -153,6 +157,8 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
     seed : int
         ``torch.manual_seed(seed)`` right before construction: the same seed gives
         the encoder and the decoder identical initial weights.
+    tie_embeddings : bool
+        See :func:`model_config`.
     **overrides
         Architecture overrides, see :func:`model_config`.
 
@@ -170,7 +176,7 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
     """
     from transformers import EuroBertForMaskedLM, LlamaForCausalLM
 
-    config = model_config(kind, size, vocab_size, **overrides)
+    config = model_config(kind, size, vocab_size, tie_embeddings=tie_embeddings, **overrides)
     config._attn_implementation = "sdpa"
     torch.manual_seed(int(seed))
     cls = EuroBertForMaskedLM if kind == "encoder" else LlamaForCausalLM
@@ -219,7 +225,7 @@ def load_trained(run, step: int | None = None):
         raise CorruptFileError(ckpt, regen + "  (or resume it without --fresh)",
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed)
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings)
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg

@@ -30,8 +30,8 @@ from tanbias.lab.analysis.radii import measure_radii
 from tanbias.lab.analysis.tables import analyse_run
 from tanbias.lab.analysis.views import compute_views
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig
-from tanbias.lab.experiments import (DOSE_SEEDS, RUN_STEPS, design_config, dose_config, dose_names,
-                                     parse_dose_name, sweep_names)
+from tanbias.lab.experiments import (DOSE_SEEDS, RUN_STEPS, causal_config, causal_names, design_config,
+                                     dose_config, dose_names, parse_causal_name, parse_dose_name, sweep_names)
 from tanbias.lab.models import resolve_device
 from tanbias.lab.train import Interrupted, train
 
@@ -313,6 +313,32 @@ def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOS
     paths = dose_configs(configs_dir, seeds=seeds) if paths is None else paths
     how = f"python -m tanbias.lab dose --jobs {jobs}" + (" --commit" if commit else "") + (" --fresh" if fresh else "")
     return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="dose.json",
+                     how=how, device=device)
+
+
+def causal_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: str = "small",
+                   write: bool = True, kinds=None, **overrides) -> list[Path]:
+    """The causal test's config files (chapter 11) in ``configs_dir``, in the order they run
+    (:func:`~tanbias.lab.experiments.causal_names`; ``seeds`` replaces the design's
+    :data:`~tanbias.lab.experiments.CAUSAL_SEEDS`); written unless ``write=False``. ``kinds``
+    and ``overrides`` (keywords of :func:`~tanbias.lab.experiments.causal_config`) make smoke-size runs."""
+    names = causal_names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)}))
+    return write_configs([causal_config(*parse_causal_name(n), steps=steps, size=size, **overrides) for n in names],
+                         configs_dir, write)
+
+
+def run_causal(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
+               out_root=None, paths=None, device: str = "auto") -> dict:
+    """The causal test (``make causal``): every causal config, two at a time, complete runs skipped,
+    an interrupted one resumed from its checkpoint (the surgery's bases included), each run
+    committed as it finishes with ``commit``.
+
+    ``paths`` replaces the committed configs (tests pass smoke-size ones from :func:`causal_configs`).
+    """
+    paths = causal_configs(configs_dir, seeds=seeds) if paths is None else paths
+    how = (f"python -m tanbias.lab causal --jobs {jobs}" + (" --commit" if commit else "")
+           + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
+    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="causal.json",
                      how=how, device=device)
 
 

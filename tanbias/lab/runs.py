@@ -12,6 +12,7 @@ A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)
     summary.json      evaluation vs unigram baseline, timings               (committed)
     views.json        per-layer numbers of the trained views of chapters 5, 6 (committed)
     tokens.csv        per-token radius t on a common held-out text (ch 8)  (committed)
+    premise.csv       count-matched premise per layer on that text (ch 11) (committed; runs from ch 11 on)
     manifest.json     config, seed, versions, git commit, sha256 of every committed file
     work/             checkpoint + raw probe captures (git-ignored, large)
 
@@ -47,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
 COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
                    "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv",
-                   "anisotropy.csv")
+                   "anisotropy.csv", "premise.csv")
 
 
 def is_complete(run) -> bool:
@@ -265,8 +266,9 @@ class RunData:
     radius_corr: "object"    # pandas.DataFrame
     token_counts: np.ndarray
     tokens: "object" = None  # pandas.DataFrame of per-token radii on held-out text (tokens.csv), if measured
-    anisotropy: "object" = None    # pandas.DataFrame per probe step and layer (anisotropy.csv), if measured
+    anisotropy: "object" = None    # pandas.DataFrame per probe step, layer and positions (anisotropy.csv)
     probe_evals: "object" = None   # pandas.DataFrame of held-out losses at the probe steps, if logged
+    premise: "object" = None       # pandas.DataFrame of the count-matched premise per layer (premise.csv)
 
 
 def load_run(run) -> RunData:
@@ -295,6 +297,12 @@ def load_run(run) -> RunData:
         except Exception as exc:
             raise CorruptFileError(d / name, regen, f"unreadable CSV: {exc}") from None
 
+    def anisotropy():
+        a = table("anisotropy.csv")
+        if "positions" not in a.columns:         # analysed before chapter 11: every captured position
+            a.insert(a.columns.get_loc("layer") + 1, "positions", "all")
+        return a
+
     records = read_jsonl(d / "metrics.jsonl")
     steps = [r for r in records if r.get("type") == "step"]
     evals = [r for r in records if r.get("type") == "eval"]
@@ -308,7 +316,8 @@ def load_run(run) -> RunData:
                    alignment=table("alignment.csv"), radius=table("radius.csv"),
                    radius_corr=table("radius_corr.csv"), token_counts=counts,
                    tokens=table("tokens.csv") if "tokens.csv" in manifest["files"] else None,
-                   anisotropy=table("anisotropy.csv") if "anisotropy.csv" in manifest["files"] else None,
+                   anisotropy=anisotropy() if "anisotropy.csv" in manifest["files"] else None,
                    probe_evals=pd.DataFrame([r for r in records if r.get("type") == "probe_eval"]) if any(
-                       r.get("type") == "probe_eval" for r in records) else None)
+                       r.get("type") == "probe_eval" for r in records) else None,
+                   premise=table("premise.csv") if "premise.csv" in manifest["files"] else None)
 

@@ -89,7 +89,7 @@ def setup_training(cfg: RunConfig, device=None):
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     tok = load_tokenizer()
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed)
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
@@ -118,7 +118,7 @@ class Capture:
 
 
 def train_step(model, opt, sched, batch, precision: str, device, capture: Capture | None = None,
-               ctx: distributed.Context | None = None, step_model=None):
+               ctx: distributed.Context | None = None, step_model=None, surgery=None, step: int = 0):
     """One optimizer step on ``batch`` (already on ``device``): one process's, or one rank's under torchrun.
 
     Forward and loss under :func:`~tanbias.lab.models.autocast`, backward, gradient
@@ -137,6 +137,10 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
     step_model : torch.nn.Module, optional
         What computes the loss: the :class:`~tanbias.lab.distributed.LossModule` that
         DistributedDataParallel wraps under torchrun (default: ``model``'s own).
+    surgery : tanbias.lab.surgery.Surgery, optional
+        The run's gradient surgery (chapter 11): armed before the forward pass of step
+        ``step``, applied to the update after the optimizer's step (its figures in
+        ``surgery.last``).
 
     Returns
     -------
@@ -149,6 +153,8 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
     step_model = distributed.LossModule(model) if step_model is None else step_model
     if capture is not None:
         capture.probe.arm()
+    if surgery is not None:
+        surgery.begin(step, batch["input_ids"])
     with autocast(device, precision):
         loss_sum, nc = step_model(batch["input_ids"], batch["labels"])
     n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
@@ -172,25 +178,30 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
         seconds = time.perf_counter() - t
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
+    if surgery is not None:
+        surgery.finish(step)
     sched.step()
     return logged.detach(), n, correct, seconds
 
 
-def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds):
+def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds, surgery=None):
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
                 "step": step, "counts": counts, "elapsed": elapsed, "probe_seconds": probe_seconds,
+                **({"surgery": surgery.state_dict()} if surgery is not None else {}),
                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
                         "python": random.getstate()}}, buf)
     runs.atomic_write_bytes(path, buf.getvalue())
 
 
-def _load_checkpoint(path, model, opt, sched):
+def _load_checkpoint(path, model, opt, sched, surgery=None):
     try:
         ck = torch.load(path, map_location="cpu", weights_only=False)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         sched.load_state_dict(ck["sched"])
+        if surgery is not None:
+            surgery.load_state_dict(ck["surgery"])
     except Exception as exc:
         raise CorruptFileError(path, runs.regenerate_command(Path(path).parents[1]),
                                f"unreadable checkpoint: {exc}") from None
@@ -237,6 +248,10 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     ctx = distributed.context(dev)          # torchrun: rank, world size, this rank's device
     dev = ctx.device
     if ctx.distributed:
+        if cfg.surgery is not None:
+            raise ParameterError(f"surgery={cfg.surgery.arm!r} is not allowed under torchrun: valid range is "
+                                 "one process (each rank would estimate its own subspace and the replicas "
+                                 "would drift apart). Run it with python -m tanbias.lab train.")
         if cfg.size.batch_size % ctx.world:
             raise ParameterError(f"batch_size={cfg.size.batch_size} is out of range for "
                                  f"{ctx.world} processes: valid range is multiples of {ctx.world}.")
@@ -277,6 +292,11 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     from tqdm.auto import tqdm
 
     tok, model, opt, sched = setup_training(cfg, dev)
+    surgery = None
+    if cfg.surgery is not None:
+        from tanbias.lab.surgery import Surgery
+
+        surgery = Surgery(model, cfg.surgery, cfg.steps, cfg.seed)
     step_model = distributed.LossModule(model)
     if ctx.distributed:
         from torch.nn.parallel import DistributedDataParallel
@@ -287,7 +307,7 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     ckpt = runs.checkpoint_path(d)
     start, counts, elapsed, probe_seconds = 0, np.zeros(vocab, np.int64), 0.0, 0.0
     if ckpt.exists():
-        ck = _load_checkpoint(ckpt, model, opt, sched)
+        ck = _load_checkpoint(ckpt, model, opt, sched, surgery)
         start, counts, elapsed = ck["step"], ck["counts"], ck["elapsed"]
         probe_seconds = ck.get("probe_seconds", 0.0)
     log_path = d / "metrics.jsonl"
@@ -334,14 +354,14 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
             capture = Capture(probe, writer, runs.capture_path(d, step), cfg.probe.tokens) if probing else None
             logged_loss, n, correct, tp = train_step(model, opt, sched, to_device(distributed.shard(batch, ctx), dev),
                                                      cfg.precision, dev, capture=capture, ctx=ctx,
-                                                     step_model=step_model)
+                                                     step_model=step_model, surgery=surgery, step=step)
             probe_seconds += tp
             dt = time.perf_counter() - t0
             elapsed += dt
             rec = {"type": "step", "step": step, "loss": float(logged_loss.detach()), "accuracy": correct / max(n, 1),
                    "scored": n, "tokens": (step + 1) * tokens_per_step, "lr": sched.get_last_lr()[0],
                    "seconds": round(elapsed, 3), "tokens_per_s": round(tokens_per_step / dt, 1),
-                   "probe": probing}
+                   "probe": probing, **(surgery.last if surgery is not None else {})}
             if step in logged:
                 if abs(logged[step]["loss"] - rec["loss"]) > REPRODUCE_TOLERANCE["loss_atol"]:
                     mismatches += 1
@@ -356,7 +376,7 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
                 tw = time.perf_counter()
                 writer.wait()                # a checkpoint never counts a capture not yet written
                 probe_seconds += time.perf_counter() - tw
-                _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds)
+                _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds, surgery)
             if stop_after is not None and done == stop_after:
                 bar.close()
                 raise Interrupted(f"stopped after step {step} (stop_after={stop_after})")
@@ -365,6 +385,13 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     bar.close()
     if probe is not None:
         probe.remove()
+    if surgery is not None:
+        surgery.remove()
+    if ctx.main and probe_eval and cfg.steps not in probe_evals:
+        # the trained model on the same held-out text as every probe step (its final point)
+        res = evaluate(model, probe_eval, cfg.precision)
+        runs.append_jsonl(log_path, {"type": "probe_eval", "step": cfg.steps, "loss": res["loss"],
+                                     "accuracy": res["accuracy"], "tokens": res["tokens"]})
     if not ctx.main:                   # rank 0 evaluates and writes the run's files
         return {"run": cfg.name, "rank": ctx.rank, "world": ctx.world, "device": dev.type,
                 "probe_steps": sorted(pset), "steps": cfg.steps}

@@ -143,7 +143,7 @@ def run_table(loaded: dict, buckets=None) -> "object":
         eta = {f"log_eta_q{i + 1}": float(np.log(np.sum((w * t2)[b == i]) / np.sum(w[b == i])))
                for i in range(int(buckets.max()) + 1) if np.any(b == i)}
         an = r.anisotropy
-        an = an[(an["step"] == an["step"].max()) & (an["layer"] >= 1)]
+        an = an[(an["step"] == an["step"].max()) & (an["layer"] >= 1) & (an["positions"] == "all")]
         rows.append({"run": name, "kind": kind, "level": level, "seed": seed,
                      "on_token": "token" in DOSE_LEVELS[level]["knobs"],
                      "on_language": "language" in DOSE_LEVELS[level]["knobs"],
@@ -529,7 +529,7 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
         if r.anisotropy is None or r.probe_evals is None:
             continue
         kind, level, seed = parse_dose_name(name)
-        an = r.anisotropy[r.anisotropy["layer"] >= 1].groupby("step")[["participation_ratio", "isoscore_star"]].mean()
+        an = r.anisotropy[(r.anisotropy["layer"] >= 1) & (r.anisotropy["positions"] == "all")].groupby("step")[["participation_ratio", "isoscore_star"]].mean()
         ev = r.probe_evals.set_index("step")["loss"]
         tr = r.metrics.set_index("step")["loss"]
         for step in an.index.intersection(ev.index):

@@ -34,7 +34,7 @@ from tanbias.lab.experiments import DOSE_LEVELS, DOSE_SEEDS, dose_names
 from tanbias.lab.runs import ROOT
 
 __all__ = ["REGISTRATION_DIR", "REGISTRATION_SHA256", "load_registration", "REGISTRATION", "PREDICTIONS", "LINKS",
-           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
+           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "t_test_power", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
 
 #: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
 #: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
@@ -192,7 +192,9 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0])}
 
 
-def _power(effect: float, se: float, df: int, alpha: float) -> float:
+def t_test_power(effect: float, se: float, df: int, alpha: float) -> float:
+    """Power of a two-sided t test at ``alpha`` (``df`` degrees of freedom) to detect ``effect``
+    estimated with standard error ``se``: the noncentral t's mass beyond both critical values."""
     from scipy import stats
 
     crit = stats.t.ppf(1 - alpha / 2, df)
@@ -225,7 +227,7 @@ def detectable_ratio(sd: float, n_seeds: int, positions, power: float = 0.8, alp
     sxx = float(((x - x.mean()) ** 2).sum())
     se = sd / np.sqrt(n_seeds * sxx)
     df = n_seeds * len(x) - n_seeds - 1
-    b = brentq(lambda b: _power(b, se, df, alpha) - power, 1e-9, 15 * se)
+    b = brentq(lambda b: t_test_power(b, se, df, alpha) - power, 1e-9, 15 * se)
     return float(np.exp(b))
 
 
@@ -245,7 +247,7 @@ def power_at(ratio: float, sd: float, n_seeds: int, positions, alpha: float = 0.
     alpha = check_real("alpha", alpha, 0, 1)
     x = np.asarray(positions, float)
     se = sd / np.sqrt(n_seeds * float(((x - x.mean()) ** 2).sum()))
-    return _power(abs(float(np.log(ratio))), se, n_seeds * len(x) - n_seeds - 1, alpha)
+    return t_test_power(abs(float(np.log(ratio))), se, n_seeds * len(x) - n_seeds - 1, alpha)
 
 
 def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "object":

@@ -16,7 +16,33 @@ from tanbias.lab.data import common_batches
 from tanbias.lab.models import load_trained, resolve_device
 from tanbias.lab.probe import residual_modules
 
-__all__ = ["measure_radii"]
+__all__ = ["measure_radii", "premise_rows", "PREMISE_M", "PREMISE_DRAWS"]
+
+#: occurrences per type, and draws, of the count-matched premise (chapter 9's estimator)
+PREMISE_M = 8
+PREMISE_DRAWS = 20
+
+
+def premise_rows(X, type_ids, train_counts, m: int = PREMISE_M, draws: int = PREMISE_DRAWS, rng=0) -> dict:
+    """The count-matched premise of one layer: ``spearman`` between the training count of every type
+    with at least ``m`` occurrences in ``X`` and its radius on ``m`` of them (averaged over ``draws``),
+    ``n_types``, ``m``, ``draws``. The premise predicts a negative correlation (frequent, tight).
+
+    >>> rng = np.random.default_rng(0)
+    >>> ids = np.repeat(np.arange(30), 10)
+    >>> X = rng.normal(size=(300, 4)) * (1 + ids[:, None] / 10)      # rarer ids (larger) are more diffuse
+    >>> r = premise_rows(X, ids, train_counts=1000 - np.arange(30) * 30)
+    >>> r["n_types"], r["spearman"] < -0.8
+    (30, True)
+    """
+    from scipy import stats
+
+    from tanbias.token_clouds import matched_statistics
+
+    ms = matched_statistics(X, type_ids, m=m, draws=draws, rng=np.random.default_rng(rng))
+    freq = np.asarray(train_counts, float)[ms["type"]]
+    rho = float(stats.spearmanr(freq, ms["radius_t"]).statistic) if len(ms["type"]) > 2 else float("nan")
+    return {"m": int(m), "draws": int(draws), "n_types": int(len(ms["type"])), "spearman": rho}
 
 
 def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: bool = True,
@@ -39,10 +65,17 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     and ``train_count`` / ``bucket`` from the run's own training stream.
     ``min_count`` defaults to the run's probe setting.
 
+    The same activations give the count-matched premise (``premise.csv``, one row per
+    layer, :func:`premise_rows`): Spearman's correlation between a type's training count
+    and its radius measured on :data:`PREMISE_M` occurrences of every type
+    (:func:`tanbias.token_clouds.matched_statistics`, :data:`PREMISE_DRAWS` draws), with
+    special tokens and position 0 (the attention sink) left out, so that the
+    correlation is not the count's bias.
+
     Returns
     -------
     pandas.DataFrame
-        Written to ``<run>/tokens.csv`` when ``write``.
+        Written to ``<run>/tokens.csv`` when ``write`` (and ``premise.csv``).
 
     Raises
     ------
@@ -82,9 +115,13 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     buckets = al.frequency_buckets(counts, cfg.probe.n_buckets)
     kind, regime, seed = cfg.kind, cfg.regime, cfg.seed
     min_count = cfg.probe.min_count if min_count is None else min_count
-    rows = []
+    rows, premise = [], []
+    seq_len = batches[0]["input_ids"].shape[1]
+    content = (ids >= N_SPECIAL) & (np.arange(len(ids)) % seq_len != 0)
     for layer in range(1, len(modules)):
         X = torch.cat(store[layer]).double().numpy()
+        premise.append({"run": d.name, "layer": layer, **premise_rows(X[content], ids[content], counts,
+                                                                      rng=[seed, layer])})
         spread = float(np.sqrt(np.mean(np.sum((X - X.mean(0)) ** 2, axis=1))))
         rad = al.concentration_radius(X, ids, min_count=min_count, exclude=range(N_SPECIAL))
         for t, c, r in zip(rad["token_id"], rad["count"], rad["radius"]):
@@ -94,6 +131,7 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
                          "spread": spread})
     df = pd.DataFrame(rows)
     if write:
+        runs.atomic_write_text(d / "premise.csv", pd.DataFrame(premise).to_csv(index=False, float_format="%.6g"))
         runs.atomic_write_text(d / "tokens.csv", df.to_csv(index=False, float_format="%.6g"))
         runs.write_manifest(d, cfg)
     return df

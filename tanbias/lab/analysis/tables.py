@@ -199,25 +199,33 @@ def analyse_captures(captures: dict[int, dict], probe: ProbeSettings, total_step
 def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     """Anisotropy of every probed layer at every probe step (chapter 10's activations link).
 
-    One row per (step, layer): ``mean_cosine``, ``isoscore_star``, ``top1_share``
+    One row per (step, layer, positions): ``mean_cosine``, ``isoscore_star``, ``top1_share``
     (:func:`tanbias.token_clouds.anisotropy`, on the captured activations) and the
     participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
-    (an effective dimension between 1 and D).
+    (an effective dimension between 1 and D). ``positions`` says which captured
+    positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 11 have
+    only these rows) or ``"content"``: special tokens (the encoder's ``<mask>``
+    inputs included) and position 0 of each sequence (the attention sink) left out.
     """
     rows = []
     total = config.steps
+    seq_len = config.size.seq_len
     for step in sorted(captures):
         cap = captures[step]
+        ids = np.asarray(cap.get("input_ids", cap["token_ids"])).astype(np.int64).reshape(-1)
+        content = (ids >= N_SPECIAL) & (np.arange(len(ids)) % seq_len != 0)
         for layer in range(len(cap["acts"])):
-            X = layer_activations(cap, layer)
-            X = X[np.linalg.norm(X, axis=1) > 0]
-            a = token_clouds.anisotropy(X, rng=np.random.default_rng([config.seed, step, layer]),
-                                        zeta=config.probe.zeta)
-            lam = np.clip(np.linalg.eigvalsh(np.cov(X, rowvar=False)), 0, None)
-            rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
-                         "layer": int(layer), "n_tokens": int(len(X)), "mean_cosine": a["mean_cosine"],
-                         "isoscore_star": a["isoscore_star"], "top1_share": a["top1_share"],
-                         "participation_ratio": float(lam.sum() ** 2 / (lam ** 2).sum())})
+            X_all = layer_activations(cap, layer)
+            for positions, X in (("all", X_all), ("content", X_all[content])):
+                X = X[np.linalg.norm(X, axis=1) > 0]
+                a = token_clouds.anisotropy(X, rng=np.random.default_rng([config.seed, step, layer]),
+                                            zeta=config.probe.zeta)
+                lam = np.clip(np.linalg.eigvalsh(np.cov(X, rowvar=False)), 0, None)
+                rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
+                             "layer": int(layer), "positions": positions, "n_tokens": int(len(X)),
+                             "mean_cosine": a["mean_cosine"], "isoscore_star": a["isoscore_star"],
+                             "top1_share": a["top1_share"],
+                             "participation_ratio": float(lam.sum() ** 2 / (lam ** 2).sum())})
     return rows
 
 

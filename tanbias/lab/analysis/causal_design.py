@@ -1,0 +1,122 @@
+"""The causal test's design, fixed before its runs: registration and power (chapter 11).
+
+Chapter 11 intervenes on the gradient side's chain with the surgery of
+:mod:`tanbias.lab.surgery` against matched controls (the arms of
+:data:`tanbias.lab.experiments.CAUSAL_ARMS`). This module holds what was fixed
+*before* the first run:
+
+* the registration, ``data/preregistration/causal.toml`` (predictions, primary
+  outcome, decision rules; :data:`REGISTRATION`, pinned by :data:`REGISTRATION_SHA256`);
+* :func:`primary_sd`, the realised seed-to-seed noise of the primary outcome in
+  chapter 10's committed runs, and :func:`power_analysis`, the number of seeds
+  that detects a ×1.25 change of it with 80 % power after Holm across the primary
+  family (:data:`FAMILY`).
+
+The statistics of the runs are :mod:`tanbias.lab.analysis.causal`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tanbias._checks import check_int, check_real
+from tanbias.lab.analysis.dose_design import load_registration, t_test_power
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms
+
+__all__ = ["REGISTRATION_SHA256", "REGISTRATION", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA",
+           "primary_sd", "contrast_power", "seeds_needed", "power_analysis"]
+
+#: the sha256 of ``data/preregistration/causal.toml``: the code refuses a registration that changed
+REGISTRATION_SHA256 = "3a032efe602aed026234cd9881f307218d97a673a66dde7e0967f6e2ce205ceb"
+#: the change of the primary outcome the design is powered for, and the power
+TARGET_RATIO = 1.25
+TARGET_POWER = 0.8
+#: the primary family: per architecture, proxy against control, random and uniform
+FAMILY = 2 * 3
+ALPHA = 0.05
+
+
+def __getattr__(name):           # the registration is read when first used, not at import
+    if name == "REGISTRATION":
+        return load_registration("causal", REGISTRATION_SHA256)
+    raise AttributeError(name)
+
+
+def primary_sd(kind: str, loaded=None) -> dict:
+    """Seed-to-seed noise of the primary outcome in chapter 10's committed dose runs, paired by seed.
+
+    The primary outcome is the ln of the layer mean (layers 1..L) of the activations' mean
+    cosine at the last probe step. In the dose runs (three seeds, seven levels) its residual
+    standard deviation under the additive model ``seed + level`` is the noise that a
+    seed-paired comparison of two arms sees: one arm's value is ``seed + arm + e``.
+
+    Returns
+    -------
+    dict
+        ``sd``, ``df`` (its degrees of freedom), ``n_seeds``, ``n_levels``.
+    """
+    from tanbias.lab.analysis import dose
+
+    check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0, hint=f"kind must be one of {KINDS}.")
+    loaded = dose.load_dose() if loaded is None else loaded
+    t = dose.run_table(loaded)
+    t = t[t["kind"] == kind]
+    y = np.log(t.pivot_table(index="seed", columns="level", values="mean_cosine_late").to_numpy(float))
+    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    df = (y.shape[0] - 1) * (y.shape[1] - 1)
+    return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0]),
+            "n_levels": int(y.shape[1])}
+
+
+def contrast_power(ratio: float, sd: float, n_seeds: int, n_arms: int, alpha: float = ALPHA / FAMILY) -> float:
+    """Power of one seed-paired contrast of two arms to detect a change by ``ratio``.
+
+    The model is ``ln y_sa = seed_s + arm_a + e`` (noise sd ``sd``) over ``n_arms`` arms
+    and ``n_seeds`` seeds; a contrast of two arms has standard error ``sd √(2 / n_seeds)``
+    and ``(n_seeds − 1)(n_arms − 1)`` residual degrees of freedom; the two-sided t test at
+    ``alpha`` (default: Holm's first threshold over :data:`FAMILY`, i.e. Bonferroni's, the
+    conservative one).
+
+    >>> round(contrast_power(1.25, 0.145, 12, 6), 2) >= 0.8
+    True
+    """
+    ratio = check_real("ratio", ratio, 0)
+    sd = check_real("sd", sd, 0)
+    n_seeds = check_int("n_seeds", n_seeds, lo=2)
+    n_arms = check_int("n_arms", n_arms, lo=2)
+    alpha = check_real("alpha", alpha, 0, 1)
+    se = sd * np.sqrt(2.0 / n_seeds)
+    return t_test_power(abs(float(np.log(ratio))), se, (n_seeds - 1) * (n_arms - 1), alpha)
+
+
+def seeds_needed(sd: float, n_arms: int, ratio: float = TARGET_RATIO, power: float = TARGET_POWER,
+                 alpha: float = ALPHA / FAMILY, at_least: int = 5) -> int:
+    """The fewest seeds (at least ``at_least``) at which :func:`contrast_power` reaches ``power``."""
+    for n in range(at_least, 200):
+        if contrast_power(ratio, sd, n, n_arms, alpha) >= power:
+            return n
+    raise ValueError(f"sd={sd} needs more than 200 seeds for power {power}: valid range is a smaller sd.")
+
+
+def power_analysis(seeds=range(3, 16), loaded=None) -> "object":
+    """The design's power per architecture and number of seeds (the numbers chapter 11 quotes).
+
+    Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``arms``, ``seeds``,
+    ``power`` (×1.25 at α = 0.05 / 6), ``needed`` (:func:`seeds_needed`) and ``chosen``
+    (the design's :data:`~tanbias.lab.experiments.CAUSAL_SEEDS`).
+    """
+    import pandas as pd
+
+    from tanbias.lab.analysis import dose
+
+    loaded = dose.load_dose() if loaded is None else loaded
+    rows = []
+    for kind in KINDS:
+        s = primary_sd(kind, loaded)
+        arms = len(causal_arms(kind))
+        need = seeds_needed(s["sd"], arms)
+        for n in seeds:
+            rows.append({"kind": kind, "sd": s["sd"], "sd_df": s["df"], "arms": arms, "seeds": int(n),
+                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), arms), "needed": need,
+                         "chosen": int(n) == len(CAUSAL_SEEDS[kind])})
+    return pd.DataFrame(rows)

@@ -1,0 +1,267 @@
+"""Gradient surgery on the updates of the maps that read the residual stream (chapter 11).
+
+The gradient side of the tangent-bias hypothesis says that the weight updates
+of the maps that read the residual stream are concentrated in its tangent
+directions, and that this is what makes the representations anisotropic. The
+lab can intervene on that chain: after the optimizer has computed a step, the
+update ``ΔW = W_new − W_old`` of each such map is replaced by
+
+    ΔW (α P + (I − P)),        P = U Uᵀ,  U: an orthonormal basis (D × r) of the input space,
+
+so that its component along the rank-``r`` subspace ``P`` is scaled by ``α``
+and its complement is untouched (:func:`scale_in_subspace`). The *update*, not
+the gradient, is the faithful place: AdamW divides each coordinate of the
+gradient by its own running scale, which mixes directions again, so a gradient
+projected onto ``I − P`` would not give an update in ``I − P``; scaling the
+update itself (decoupled weight decay included) removes exactly what is meant.
+
+The maps are every block's attention ``q``, ``k``, ``v`` projections (they read
+the output of ``input_layernorm``) and its MLP ``gate`` and ``up`` projections
+(``post_attention_layernorm``); the maps that read one norm's output share one
+input space and one ``P`` (:data:`READERS`). The arms (:data:`~tanbias.lab.config.SURGERY_ARMS`):
+
+* ``proxy``: ``U`` spans the top-``r`` principal directions of the map's inputs
+  on the current batch (centred; special-token positions and position 0, the
+  attention sink, left out): chapter 7's tangent proxy, tracked during training;
+* ``random``: ``U`` a random rank-``r`` subspace, seeded by (run seed, step, group),
+  redrawn whenever ``proxy`` would be re-estimated;
+* ``uniform``: ``ΔW`` scaled by ``√(1 − e)``, ``e = (1 − α²) ‖ΔW U‖² / ‖ΔW‖²`` the
+  share of the update's energy the proxy arm would remove from this map at this
+  step (:func:`removed_share`): the same amount of learning removed, in no
+  preferred direction.
+
+:class:`Surgery` holds the hooks, the bases and the per-step figures; its state
+(the bases in use) is saved in the run's checkpoint, so a resumed run applies
+the surgery exactly as an uninterrupted one. The settings are
+:class:`~tanbias.lab.config.SurgerySettings`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tanbias._checks import check_int, check_real
+from tanbias.errors import ParameterError
+from tanbias.lab.config import N_SPECIAL, SurgerySettings
+
+__all__ = ["READERS", "scale_in_subspace", "share_in_subspace", "removed_share", "top_basis", "random_basis",
+           "Surgery"]
+
+#: the linear maps under surgery, grouped by the normalised stream they read (one input space each):
+#: group name -> the maps' paths inside a decoder block (``model.model.layers[i]``)
+READERS = {"attn": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+           "mlp": ("mlp.gate_proj", "mlp.up_proj")}
+
+
+def _check_basis(U: torch.Tensor, D: int) -> None:
+    if U.ndim != 2 or U.shape[0] != D or not 1 <= U.shape[1] <= D:
+        raise ParameterError(f"U.shape={tuple(U.shape)} is out of range: valid range is (D, r) with D={D} "
+                             "(the update's input dimension) and 1 <= r <= D.")
+
+
+def scale_in_subspace(dW: torch.Tensor, U: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``dW (α U Uᵀ + I − U Uᵀ)``: the update's component in ``span(U)`` scaled by ``alpha``.
+
+    ``dW`` is ``(out, in)`` as ``torch.nn.Linear`` stores its weight, so its rows live in the
+    input space; ``U`` (``in × r``) has orthonormal columns.
+
+    >>> U = torch.eye(3)[:, :1]
+    >>> scale_in_subspace(torch.ones(2, 3), U, 0.5)
+    tensor([[0.5000, 1.0000, 1.0000],
+            [0.5000, 1.0000, 1.0000]])
+    """
+    alpha = check_real("alpha", alpha, 0, 1, lo_open=False, hi_open=False)
+    _check_basis(U, dW.shape[1])
+    return dW - (1.0 - alpha) * (dW @ U) @ U.T
+
+
+def share_in_subspace(dW: torch.Tensor, U: torch.Tensor) -> float:
+    """``‖dW U‖² / ‖dW‖²``: the share of the update's energy in ``span(U)`` (0 for a zero update)."""
+    _check_basis(U, dW.shape[1])
+    total = float(dW.double().pow(2).sum())
+    return float((dW.double() @ U.double()).pow(2).sum()) / total if total > 0 else 0.0
+
+
+def removed_share(dW: torch.Tensor, U: torch.Tensor, alpha: float) -> float:
+    """The share of the update's energy that :func:`scale_in_subspace` removes, ``(1 − α²) ‖dW U‖² / ‖dW‖²``.
+
+    The component in ``span(U)`` and its complement are orthogonal, so the energy left is
+    ``α² ‖dW U‖² + ‖dW (I − U Uᵀ)‖²``.
+
+    >>> removed_share(torch.ones(2, 4), torch.eye(4)[:, :1], 0.0)
+    0.25
+    """
+    alpha = check_real("alpha", alpha, 0, 1, lo_open=False, hi_open=False)
+    return (1.0 - alpha ** 2) * share_in_subspace(dW, U)
+
+
+def top_basis(cov: torch.Tensor, r: int) -> torch.Tensor:
+    """The top-``r`` eigenvectors of a symmetric ``cov`` (``D × r``, float32, largest eigenvalue first)."""
+    r = check_int("r", r, lo=1, hi=cov.shape[0])
+    _, vecs = torch.linalg.eigh(cov.double())
+    return vecs[:, -r:].flip(1).float().contiguous()
+
+
+def random_basis(D: int, r: int, seed) -> torch.Tensor:
+    """A random rank-``r`` orthonormal basis of ``R^D`` (``D × r``, Haar-distributed), from ``seed``
+    (an int or a sequence of ints, :func:`numpy.random.default_rng`'s seed)."""
+    D = check_int("D", D, lo=1)
+    r = check_int("r", r, lo=1, hi=D)
+    g = np.random.default_rng(seed).standard_normal((D, r))
+    q, rr = np.linalg.qr(g)
+    q = q * np.sign(np.diag(rr))            # the sign convention that makes QR's Q Haar-distributed
+    return torch.from_numpy(q).float().contiguous()
+
+
+class _Moments:
+    """Running first and second moments of a map's inputs over the kept positions of a batch."""
+
+    def __init__(self, D: int):
+        self.n = 0
+        self.s = torch.zeros(D, dtype=torch.float64)
+        self.ss = torch.zeros(D, D, dtype=torch.float64)
+
+    def add(self, x: torch.Tensor) -> None:
+        x = x.detach().double()
+        self.n += x.shape[0]
+        self.s += x.sum(0)
+        self.ss += x.T @ x
+
+    def covariance(self) -> torch.Tensor:
+        if self.n < 2:
+            raise ParameterError(f"kept positions={self.n} is out of range: valid range is at least 2 "
+                                 "positions that are neither special tokens nor position 0 in the batch.")
+        mu = self.s / self.n
+        return (self.ss - self.n * torch.outer(mu, mu)) / (self.n - 1)
+
+
+class Surgery:
+    """The gradient surgery of one run: hooks on the reading maps, the bases, the per-step figures.
+
+    Use :meth:`begin` before the step's forward pass (it arms the input hooks and
+    snapshots the weights) and :meth:`finish` after the optimizer's step (it replaces
+    the update). Steps outside the surgery window cost nothing.
+
+    Parameters
+    ----------
+    model : EuroBertForMaskedLM or LlamaForCausalLM
+        A lab model (:func:`tanbias.lab.models.make_model`).
+    settings : SurgerySettings
+    steps : int
+        The run's number of steps (the window is ``settings.until`` of them).
+    seed : int
+        The run's seed (the random arm's bases).
+    """
+
+    def __init__(self, model, settings: SurgerySettings, steps: int, seed: int = 0):
+        if not isinstance(settings, SurgerySettings):
+            raise ParameterError(f"settings={settings!r} is not allowed: valid range is a SurgerySettings.")
+        self.settings = settings
+        self.steps = check_int("steps", steps, lo=1)
+        self.seed = int(seed)
+        self.groups: list[tuple[str, list[torch.nn.Linear]]] = []
+        for i, block in enumerate(model.model.layers):
+            for g, paths in READERS.items():
+                self.groups.append((f"{i}.{g}", [block.get_submodule(p) for p in paths]))
+        D = self.groups[0][1][0].in_features
+        if not 1 <= settings.rank < D:
+            raise ParameterError(f"surgery.rank={settings.rank} is out of range: valid range is [1, {D - 1}] "
+                                 f"for inputs of width {D}.")
+        self.bases: dict[str, torch.Tensor] = {}
+        self.estimated_at: dict[str, int] = {}
+        self._moments: dict[str, _Moments] | None = None
+        self._keep: torch.Tensor | None = None
+        self._before: dict[int, torch.Tensor] | None = None
+        self._step: int | None = None
+        self.last: dict = {}
+        self._hooks = [maps[0].register_forward_pre_hook(self._hook(name)) for name, maps in self.groups]
+
+    # ------------------------------------------------------------------ hooks
+    def _hook(self, name: str):
+        def hook(module, args):
+            if self._moments is not None:
+                x = args[0]
+                self._moments[name].add(x.reshape(-1, x.shape[-1])[self._keep.reshape(-1)])
+        return hook
+
+    def remove(self) -> None:
+        """Remove the input hooks."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+
+    # ------------------------------------------------------------------ one step
+    def active(self, step: int) -> bool:
+        """Whether ``step`` is in the surgery window."""
+        return self.settings.active(step, self.steps)
+
+    def _estimating(self, step: int) -> bool:
+        return step % self.settings.every == 0 or not self.bases
+
+    def begin(self, step: int, input_ids: torch.Tensor) -> None:
+        """Before the forward pass of step ``step`` on a batch with ``input_ids``: snapshot the maps'
+        weights and, where the proxy is re-estimated at this step, arm the input hooks."""
+        self._step = int(step)
+        if not self.active(step):
+            self._before = None
+            return
+        self._before = {id(m): m.weight.detach().clone() for _, maps in self.groups for m in maps}
+        if self.settings.arm != "random" and self._estimating(step):
+            keep = input_ids >= N_SPECIAL
+            keep[:, 0] = False                         # the attention sink's position
+            self._keep = keep.to(self.groups[0][1][0].weight.device)
+            D = self.groups[0][1][0].in_features
+            self._moments = {name: _Moments(D) for name, _ in self.groups}
+
+    def _basis(self, name: str, gi: int, step: int) -> torch.Tensor:
+        s = self.settings
+        if self._estimating(step):
+            if s.arm == "random":
+                D = self.groups[gi][1][0].in_features
+                self.bases[name] = random_basis(D, s.rank, (self.seed, step, gi))
+            else:
+                self.bases[name] = top_basis(self._moments[name].covariance(), s.rank)
+            self.estimated_at[name] = step
+        return self.bases[name]
+
+    @torch.no_grad()
+    def finish(self, step: int) -> dict:
+        """After the optimizer's step ``step``: replace each map's update; return (and keep in
+        :attr:`last`) the step's figures: ``surgery_share`` (mean share of the updates' energy in
+        ``P``), ``surgery_removed`` (mean share removed); empty outside the window."""
+        if step != self._step:
+            raise ParameterError(f"step={step} is out of range: valid value is {self._step}, the step "
+                                 "begin() was called for.")
+        self.last = {}
+        if self._before is None:
+            return self.last
+        s = self.settings
+        shares, removed = [], []
+        for gi, (name, maps) in enumerate(self.groups):
+            U = self._basis(name, gi, step).to(maps[0].weight.device)
+            for m in maps:
+                w0 = self._before[id(m)]
+                dW = (m.weight.detach() - w0).float()
+                share = share_in_subspace(dW, U)
+                e = (1.0 - s.alpha ** 2) * share           # removed_share, from the share just computed
+                if s.arm == "uniform":
+                    new = dW * float(np.sqrt(max(0.0, 1.0 - e)))
+                else:
+                    new = scale_in_subspace(dW, U, s.alpha)
+                m.weight.copy_((w0.float() + new).to(m.weight.dtype))
+                shares.append(share)
+                removed.append(e)
+        self._moments, self._before, self._keep = None, None, None
+        self.last = {"surgery_share": float(np.mean(shares)), "surgery_removed": float(np.mean(removed))}
+        return self.last
+
+    # ------------------------------------------------------------------ checkpoint
+    def state_dict(self) -> dict:
+        """The bases in use and the steps they were estimated at (saved in the run's checkpoint)."""
+        return {"bases": {k: v.cpu().clone() for k, v in self.bases.items()},
+                "estimated_at": dict(self.estimated_at)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s bases (a resumed run)."""
+        self.bases = {k: v.clone() for k, v in state.get("bases", {}).items()}
+        self.estimated_at = dict(state.get("estimated_at", {}))

@@ -1,0 +1,62 @@
+"""The causal test's design (chapter 11): the registration as committed, and the power analysis
+that chose the seeds, recomputed from chapter 10's committed runs."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from tanbias.errors import CorruptFileError
+from tanbias.lab.analysis import causal_design as cd
+from tanbias.lab.analysis.dose_design import REGISTRATION_DIR, load_registration
+from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms, causal_config, causal_names, parse_causal_name
+
+#: the sha256 of data/preregistration/causal.toml, committed before the first causal run
+CAUSAL_REGISTRATION_SHA256 = "3a032efe602aed026234cd9881f307218d97a673a66dde7e0967f6e2ce205ceb"
+
+
+def test_the_registration_is_the_committed_one_and_holds_every_rule():
+    raw = (REGISTRATION_DIR / "causal.toml").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == CAUSAL_REGISTRATION_SHA256
+    assert cd.REGISTRATION_SHA256 == CAUSAL_REGISTRATION_SHA256
+    reg = cd.REGISTRATION
+    assert {"causal", "early", "reinforcing", "rivals", "cost"} <= set(reg["rule"])
+    assert reg["rule"]["early"]["threshold"] == 0.5 and reg["rule"]["alpha"] == cd.ALPHA
+
+
+def test_an_altered_registration_is_refused(tmp_path):
+    (tmp_path / "causal.toml").write_bytes((REGISTRATION_DIR / "causal.toml").read_bytes() + b"\n")
+    with pytest.raises(CorruptFileError, match="sha256"):
+        load_registration("causal", cd.REGISTRATION_SHA256, directory=tmp_path)
+
+
+def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
+    p = cd.power_analysis(seeds=range(4, 14))
+    chosen = p[p["chosen"]].set_index("kind")
+    for kind in ("encoder", "decoder"):
+        assert chosen.loc[kind, "needed"] == len(CAUSAL_SEEDS[kind]), kind
+        assert chosen.loc[kind, "power"] >= cd.TARGET_POWER
+        fewer = p[(p["kind"] == kind) & (p["seeds"] == len(CAUSAL_SEEDS[kind]) - 1)]
+        assert len(CAUSAL_SEEDS[kind]) == 5 or float(fewer["power"].iloc[0]) < cd.TARGET_POWER
+    # the registration quotes the same SDs
+    assert 0.14 < chosen.loc["encoder", "sd"] < 0.15 and 0.09 < chosen.loc["decoder", "sd"] < 0.095
+
+
+def test_power_rises_with_seeds_and_falls_with_noise():
+    assert cd.contrast_power(1.25, 0.1, 8, 6) > cd.contrast_power(1.25, 0.1, 4, 6)
+    assert cd.contrast_power(1.25, 0.2, 8, 6) < cd.contrast_power(1.25, 0.1, 8, 6)
+    assert cd.seeds_needed(0.05, 6) == 5
+
+
+def test_every_arm_of_a_seed_shares_the_base_config_and_differs_only_by_its_intervention():
+    base = causal_config("decoder", "control", 3)
+    for arm in causal_arms("decoder"):
+        c = causal_config("decoder", arm, 3)
+        assert parse_causal_name(c.name) == ("decoder", arm, 3)
+        diff = {k for k, v in c.to_dict().items() if base.to_dict()[k] != v}
+        assert diff <= {"name", "surgery", "tie_embeddings"}, (arm, diff)
+        assert (c.surgery is None) == (arm in ("control", "tied"))
+        assert c.tie_embeddings == (arm == "tied")
+    assert "tied" not in causal_arms("encoder")
+    names = causal_names()
+    assert len(names) == len(set(names)) == 5 * 7 + 12 * 6
