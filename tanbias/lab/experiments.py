@@ -185,8 +185,9 @@ CAUSAL_ARMS = ("control", "proxy", "random", "uniform", "proxy-early", "uniform-
 #: the surgery every surgical arm uses (alpha = 0 removes the component; r = 8 is chapter 7's proxy
 #: rank; P re-estimated from every step's batch, since that costs about 1 % of a step: make bench)
 CAUSAL_SURGERY = {"alpha": 0.0, "rank": 8, "every": 1}
-#: every arm of the causal test computes in bfloat16 (about 1.6x faster on the CPU, data/runs/sizes.json)
-CAUSAL_PRECISION = "bf16"
+#: every arm of the causal test computes in float32, as chapter 10's runs (bfloat16 is 1.6x faster on a
+#: CPU with bfloat16 instructions, data/runs/sizes.json, but about 20x slower where it is emulated)
+CAUSAL_PRECISION = "fp32"
 #: seeds per architecture, from the power analysis of chapter 11 on chapter 10's realised seed-to-seed
 #: SD of the primary outcome (tanbias.lab.analysis.causal_design.power_analysis)
 CAUSAL_SEEDS = {"decoder": (0, 1, 2, 3, 4), "encoder": tuple(range(12))}
@@ -221,14 +222,14 @@ def parse_causal_name(name: str) -> tuple[str, str, int]:
 def causal_config(kind: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
                   languages=None, **overrides) -> RunConfig:
     """The config of one causal run: the dose experiment's skewed start (chapter 10's size,
-    schedule and mixture) in bfloat16, with ``arm``'s surgery or tying.
+    schedule, mixture and precision), with ``arm``'s surgery or tying.
 
     Arms of one seed share the initialisation, the data stream and the masking, so they
     differ only by the intervention.
 
     >>> c = causal_config("decoder", "proxy-early", 2)
     >>> c.name, c.surgery.arm, c.surgery.until, c.precision, c.temperature
-    ('causal-decoder-proxy-early-s2', 'proxy', 0.3, 'bf16', 1.0)
+    ('causal-decoder-proxy-early-s2', 'proxy', 0.3, 'fp32', 1.0)
     >>> causal_config("decoder", "tied", 0).tie_embeddings
     True
     """

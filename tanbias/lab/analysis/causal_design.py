@@ -27,7 +27,7 @@ __all__ = ["REGISTRATION_SHA256", "REGISTRATION", "TARGET_RATIO", "TARGET_POWER"
            "primary_sd", "contrast_power", "seeds_needed", "power_analysis"]
 
 #: the sha256 of ``data/preregistration/causal.toml``: the code refuses a registration that changed
-REGISTRATION_SHA256 = "3a032efe602aed026234cd9881f307218d97a673a66dde7e0967f6e2ce205ceb"
+REGISTRATION_SHA256 = "2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c"
 #: the change of the primary outcome the design is powered for, and the power
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
