@@ -45,7 +45,7 @@ from tanbias.errors import ParameterError
 from tanbias.lab.config import N_SPECIAL, SurgerySettings
 
 __all__ = ["READERS", "scale_in_subspace", "share_in_subspace", "removed_share", "top_basis", "random_basis",
-           "Surgery"]
+           "worked_example", "Surgery"]
 
 #: the linear maps under surgery, grouped by the normalised stream they read (one input space each):
 #: group name -> the maps' paths inside a decoder block (``model.model.layers[i]``)
@@ -111,6 +111,47 @@ def random_basis(D: int, r: int, seed) -> torch.Tensor:
     q, rr = np.linalg.qr(g)
     q = q * np.sign(np.diag(rr))            # the sign convention that makes QR's Q Haar-distributed
     return torch.from_numpy(q).float().contiguous()
+
+
+def worked_example(alpha: float, rank: int, D: int = 24, n: int = 512, planted: int = 4, seed: int = 0) -> dict:
+    """The surgery on one small update, direction by direction (chapter 11's widget).
+
+    A map reads inputs ``X`` (``n × D``) with ``planted`` strong principal directions (standard
+    deviation 3) among weak ones (0.5), in a random rotation; its update is a gradient step
+    ``ΔW = −Gᵀ X / n`` for random output gradients ``G``, so its energy along each principal
+    direction of the inputs follows that direction's variance: the update is concentrated where
+    the inputs vary most, as the gradient side of the hypothesis says. The surgery with the
+    proxy (the top-``rank`` principal directions) and ``alpha`` is applied.
+
+    Returns
+    -------
+    dict
+        ``variance`` (the inputs' variance along each principal direction, largest first),
+        ``before`` and ``after`` (the update's energy ``‖ΔW u_k‖²`` along each), ``removed``
+        (the share of the energy removed) and ``share`` (the share in P before surgery).
+
+    >>> ex = worked_example(0.0, 4)
+    >>> round(ex["share"], 2) == round(ex["removed"], 2), bool(ex["after"][:4].max() < 1e-12)
+    (True, True)
+    """
+    alpha = check_real("alpha", alpha, 0, 1, lo_open=False, hi_open=False)
+    D = check_int("D", D, lo=2)
+    rank = check_int("rank", rank, lo=1, hi=D - 1)
+    planted = check_int("planted", planted, lo=1, hi=D)
+    rng = np.random.default_rng(seed)
+    scales = np.where(np.arange(D) < planted, 3.0, 0.5)
+    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
+    X = (rng.standard_normal((int(n), D)) * scales) @ rot.T
+    G = rng.standard_normal((int(n), 16))
+    dW = torch.from_numpy(-(G.T @ X) / n)
+    cov = torch.from_numpy(np.cov(X, rowvar=False))
+    vals, vecs = torch.linalg.eigh(cov)
+    vals, vecs = vals.flip(0), vecs.flip(1)
+    U = vecs[:, :rank]
+    new = scale_in_subspace(dW, U, alpha)
+    return {"variance": vals.numpy(), "before": (dW @ vecs).pow(2).sum(0).numpy(),
+            "after": (new @ vecs).pow(2).sum(0).numpy(), "removed": removed_share(dW, U, alpha),
+            "share": share_in_subspace(dW, U)}
 
 
 class _Moments:

@@ -1,0 +1,384 @@
+"""The causal test measured: the runs' outcomes and the registered rules applied (chapter 11).
+
+The design and the rules are fixed in ``data/preregistration/causal.toml``
+(:mod:`tanbias.lab.analysis.causal_design`); this module applies them to the
+committed runs ``causal-<kind>-<arm>-s<seed>``:
+
+* :func:`run_status` (every registered run, committed or not), :func:`load_causal`;
+* :func:`run_table` (one row per run: the primary outcome and every secondary
+  one) and :func:`trajectory_table` (the primary outcome at every probe step, per
+  layer and as the layer mean);
+* :func:`fit_contrasts`: per architecture, OLS of an outcome on ``C(seed) + C(arm)``
+  (statsmodels) over the seeds whose every arm is complete, and contrasts of arms
+  with t intervals;
+* the rules: :func:`causal_rows` (prediction 1, Holm across the six contrasts,
+  with the learning check), :func:`early_share` (prediction 2),
+  :func:`reinforcing` (prediction 3), :func:`rival_rows` (4), :func:`cost_rows` (5);
+* :func:`analyse_causal`: all of it, and whether it is interim (fewer seeds than
+  registered).
+
+The numbers chapter 11 and the closing page quote are :mod:`tanbias.lab.analysis.causal_report`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tanbias._checks import check_choice
+from tanbias.lab import runs
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms, causal_names, parse_causal_name
+
+__all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_status", "load_causal",
+           "run_table", "trajectory_table", "complete_seeds", "fit_contrasts", "causal_rows", "causal_word",
+           "early_share", "reinforcing", "rival_rows", "cost_rows", "CausalAnalysis", "analyse_causal"]
+
+#: the outcomes of one run (columns of :func:`run_table`) and what they are
+OUTCOMES = {
+    "log_mean_cosine": "ln mean cosine (layer mean, last probe step; primary)",
+    "log_participation": "ln participation ratio (layer mean, last probe step)",
+    "isoscore": "IsoScore* (layer mean, last probe step)",
+    "log_top1": "ln top-1 share (layer mean, last probe step)",
+    "log_enrichment_late": "ln late enrichment (frozen proxy, layer mean)",
+    "heldout_loss": "held-out loss on the common text [nats]",
+    "gain": "gain over unigram, final evaluation [nats]",
+    "premise_rho": "count-matched premise, Spearman ρ (last layer)",
+}
+PRIMARY = "log_mean_cosine"
+ALPHA = 0.05
+#: the threshold of "most" (rule.early)
+EARLY_THRESHOLD = 0.5
+#: prediction 1's contrasts, per architecture
+CAUSAL_CONTRASTS = (("proxy", "control"), ("proxy", "random"), ("proxy", "uniform"))
+
+
+def run_status(runs_dir=None) -> "object":
+    """Every registered causal run: ``run, kind, arm, seed, committed`` (its manifest lists
+    ``tokens.csv``) and ``minutes`` of training (from its summary, where committed)."""
+    import json
+
+    import pandas as pd
+
+    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
+    rows = []
+    for name in causal_names():
+        kind, arm, seed = parse_causal_name(name)
+        done = runs.is_complete(root / name)
+        minutes = (json.loads((root / name / "summary.json").read_text())["train_seconds"] / 60 if done else np.nan)
+        rows.append({"run": name, "kind": kind, "arm": arm, "seed": seed, "committed": done, "minutes": minutes})
+    return pd.DataFrame(rows)
+
+
+def load_causal(names=None, runs_dir=None) -> dict:
+    """The committed causal runs (checksums verified), ``{name: RunData}``, in design order."""
+    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
+    names = causal_names() if names is None else list(names)
+    return {n: runs.load_run(root / n) for n in names if runs.is_complete(root / n)}
+
+
+def _layer_mean(an, column: str) -> float:
+    return float(an[column].mean())
+
+
+def run_table(loaded: dict) -> "object":
+    """One row per causal run: ``run, kind, arm, seed``, every :data:`OUTCOMES` column,
+    ``share`` and ``removed`` (mean over the surgery's steps of the share of the maps'
+    update energy in P, and of the share removed; NaN without surgery) and ``diverged``
+    (a non-finite training loss)."""
+    import pandas as pd
+
+    from tanbias.lab.analysis import sweep
+
+    if not loaded:
+        raise ValueError("no causal run is committed yet: run `make causal` (python -m tanbias.lab causal "
+                         "--jobs 2 --commit) first.")
+    met = sweep.run_metrics(loaded)
+    met = met[(met["layer"] == "mean") & (met["bucket"] == "all") & (met["proxy"] == "frozen")
+              & (met["phase"] == "late")].set_index("run")["log_enrichment"]
+    rows = []
+    for name, r in loaded.items():
+        kind, arm, seed = parse_causal_name(name)
+        an = r.anisotropy
+        an = an[(an["positions"] == "content") & (an["layer"] >= 1)]
+        last = an[an["step"] == an["step"].max()]
+        pe = r.probe_evals
+        final = pe[pe["step"] == r.config.steps]["loss"] if pe is not None else []
+        ev = r.evaluation
+        prem = r.premise
+        m = r.metrics
+        rows.append({"run": name, "kind": kind, "arm": arm, "seed": seed, "steps": r.config.steps,
+                     "log_mean_cosine": float(np.log(_layer_mean(last, "mean_cosine"))),
+                     "log_participation": float(np.log(_layer_mean(last, "participation_ratio"))),
+                     "isoscore": _layer_mean(last, "isoscore_star"),
+                     "log_top1": float(np.log(_layer_mean(last, "top1_share"))),
+                     "log_enrichment_late": float(met.get(name, np.nan)),
+                     "heldout_loss": float(final.iloc[-1]) if len(final) else np.nan,
+                     "gain": float(ev.get("unigram_loss", np.nan) - ev.get("loss", np.nan)),
+                     "premise_rho": float(prem.loc[prem["layer"].idxmax(), "spearman"]) if prem is not None
+                     else np.nan,
+                     "share": float(m["surgery_share"].mean()) if "surgery_share" in m else np.nan,
+                     "removed": float(m["surgery_removed"].mean()) if "surgery_removed" in m else np.nan,
+                     "diverged": bool(not np.isfinite(m["loss"].to_numpy(float)).all())})
+    return pd.DataFrame(rows)
+
+
+def trajectory_table(loaded: dict) -> "object":
+    """The primary outcome during training: one row per (run, probe step, layer), ``layer`` an int
+    (1..L) or ``"mean"`` (ln of the layer mean), columns ``run, kind, arm, seed, step, layer,
+    log_mean_cosine``."""
+    import pandas as pd
+
+    frames = []
+    for name, r in loaded.items():
+        kind, arm, seed = parse_causal_name(name)
+        an = r.anisotropy
+        an = an[(an["positions"] == "content") & (an["layer"] >= 1)]
+        per = an[["step", "layer"]].assign(log_mean_cosine=np.log(an["mean_cosine"].to_numpy(float)))
+        mean = an.groupby("step", as_index=False)["mean_cosine"].mean()
+        mean = pd.DataFrame({"step": mean["step"], "layer": "mean", "log_mean_cosine": np.log(mean["mean_cosine"])})
+        f = pd.concat([per.astype({"layer": object}), mean], ignore_index=True)
+        frames.append(f.assign(run=name, kind=kind, arm=arm, seed=seed))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["run", "kind", "arm", "seed", "step", "layer", "log_mean_cosine"]]
+
+
+def complete_seeds(table, kind: str) -> list[int]:
+    """The seeds of ``kind`` whose every arm is in ``table`` and none diverged (the rule's ``complete``
+    and ``diverged``)."""
+    check_choice("kind", kind, KINDS)
+    arms = set(causal_arms(kind))
+    out = []
+    for seed, g in table[table["kind"] == kind].groupby("seed"):
+        if set(g["arm"]) >= arms and not g["diverged"].any():
+            out.append(int(seed))
+    return sorted(out)
+
+
+def fit_contrasts(table, outcome: str, kind: str, pairs, confidence: float = 1 - ALPHA) -> "object":
+    """Seed-paired contrasts of arms of one architecture: OLS ``outcome ~ C(seed) + C(arm)`` over the
+    complete seeds (statsmodels), each pair ``(a, b)`` the difference of the two arms' effects.
+
+    Returns a DataFrame, one row per pair: ``kind, outcome, contrast ("a - b"), estimate, se, df,
+    lo, hi`` (the ``confidence`` t interval), ``p`` (two-sided), ``n_seeds``. With fewer than two
+    complete seeds there are no residual degrees of freedom: the row's numbers are NaN.
+    """
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    check_choice("outcome", outcome, tuple(OUTCOMES))
+    seeds = complete_seeds(table, kind)
+    d = table[(table["kind"] == kind) & table["seed"].isin(seeds)].copy()
+    rows = []
+    fit = None
+    if len(seeds) >= 2 and d[outcome].notna().all():
+        d["arm_"] = pd.Categorical(d["arm"], categories=list(causal_arms(kind)))
+        fit = smf.ols(f"{outcome} ~ C(seed) + C(arm_)", data=d).fit()
+    for a, b in pairs:
+        row = {"kind": kind, "outcome": outcome, "contrast": f"{a} - {b}", "estimate": np.nan, "se": np.nan,
+               "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "n_seeds": len(seeds)}
+        if fit is not None:
+            L = np.zeros(len(fit.params))
+            for arm, sign in ((a, 1.0), (b, -1.0)):
+                key = f"C(arm_)[T.{arm}]"
+                if key in fit.params.index:            # the first arm (control) is the reference
+                    L[fit.params.index.get_loc(key)] += sign
+            t = fit.t_test(L)
+            lo, hi = np.asarray(t.conf_int(alpha=1 - confidence)).ravel()
+            row.update(estimate=float(np.ravel(t.effect)[0]), se=float(np.ravel(t.sd)[0]), df=float(fit.df_resid),
+                       lo=float(lo), hi=float(hi), p=float(np.ravel(t.pvalue)[0]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def causal_rows(table) -> "object":
+    """Prediction 1 (rule.causal): the six contrasts of the primary outcome (``proxy`` against
+    ``control``, ``random``, ``uniform``, per architecture) with Holm-adjusted p (``p_holm``), the
+    learning check on held-out loss (``loss_estimate``, ``loss_lo``, ``loss_hi``; ``learning_differs``:
+    the proxy arm's loss is higher than a specificity comparator's, 95 % interval above 0) and
+    ``significant`` (Holm-adjusted p below α)."""
+    import pandas as pd
+    from statsmodels.stats.multitest import multipletests
+
+    frames = []
+    for kind in KINDS:
+        c = fit_contrasts(table, PRIMARY, kind, CAUSAL_CONTRASTS)
+        loss = fit_contrasts(table, "heldout_loss", kind, CAUSAL_CONTRASTS)
+        c["loss_estimate"], c["loss_lo"], c["loss_hi"] = loss["estimate"], loss["lo"], loss["hi"]
+        frames.append(c)
+    rows = pd.concat(frames, ignore_index=True)
+    ok = rows["p"].notna().to_numpy()
+    rows["p_holm"] = np.nan
+    if ok.any():
+        rows.loc[ok, "p_holm"] = multipletests(rows.loc[ok, "p"], alpha=ALPHA, method="holm")[1]
+    rows["significant"] = rows["p_holm"] < ALPHA
+    rows["learning_differs"] = (rows["contrast"] != "proxy - control") & (rows["loss_lo"] > 0)
+    return rows
+
+
+def causal_word(rows, kind: str) -> str:
+    """rule.causal's word for one architecture from :func:`causal_rows`: ``supported``,
+    ``not specific``, ``not detected``, ``against``, or ``too few seeds``."""
+    r = rows[rows["kind"] == kind].set_index("contrast")
+    main = r.loc["proxy - control"]
+    if not np.isfinite(main["p"]):
+        return "too few seeds"
+    if main["significant"] and main["estimate"] > 0:
+        return "against"
+    if not (main["significant"] and main["estimate"] < 0):
+        return "not detected"
+    spec = r.loc[["proxy - random", "proxy - uniform"]]
+    if (spec["significant"] & (spec["estimate"] < 0) & ~spec["learning_differs"]).all():
+        return "supported"
+    return "not specific"
+
+
+def _seed_values(table, kind: str, outcome: str = PRIMARY):
+    """Arm -> array over the complete seeds (same order) of ``outcome``."""
+    seeds = complete_seeds(table, kind)
+    t = table[(table["kind"] == kind) & table["seed"].isin(seeds)]
+    p = t.pivot_table(index="seed", columns="arm", values=outcome).loc[seeds]
+    return {a: p[a].to_numpy(float) for a in p.columns}
+
+
+def early_share(table, kind: str, main_word: str, n_boot: int = 4000, rng=0) -> dict:
+    """Prediction 2 (rule.early): the share of ``proxy``'s effect that ``proxy-early`` achieves,
+    ``(proxy-early − control) / (proxy − control)`` from the seed-paired arm means, its percentile
+    interval over ``n_boot`` resamples of the seeds at ``1 − α/2``, and the word: ``supported``
+    (lower end ≥ 0.5), ``against`` (upper end < 0.5), ``undecided``, or ``not assessable`` (when
+    ``main_word``, rule.causal's, has no negative proxy − control effect)."""
+    v = _seed_values(table, kind)
+    out = {"kind": kind, "share": np.nan, "lo": np.nan, "hi": np.nan, "n_seeds": 0, "word": "not assessable"}
+    if not v or "proxy-early" not in v:
+        return out
+    pe, p = v["proxy-early"] - v["control"], v["proxy"] - v["control"]
+    n = len(p)
+    out["n_seeds"] = n
+    out["share"] = float(pe.mean() / p.mean()) if p.mean() != 0 else np.nan
+    if n >= 2:
+        g = np.random.default_rng(rng)
+        idx = g.integers(0, n, size=(n_boot, n))
+        num, den = pe[idx].mean(axis=1), p[idx].mean(axis=1)
+        share = np.where(den != 0, num / np.where(den != 0, den, 1), np.nan)
+        q = ALPHA / 2 / 2
+        out["lo"], out["hi"] = (float(x) for x in np.nanquantile(share, [q, 1 - q]))
+    if main_word not in ("supported", "not specific") or n < 2:
+        return out
+    out["word"] = ("supported" if out["lo"] >= EARLY_THRESHOLD else "against" if out["hi"] < EARLY_THRESHOLD
+                   else "undecided")
+    return out
+
+
+def _t_interval(x, confidence: float):
+    from scipy import stats
+
+    x = np.asarray(x, float)
+    n = len(x)
+    if n < 2:
+        return float(x.mean()) if n else np.nan, np.nan, np.nan
+    h = stats.t.ppf(0.5 + confidence / 2, n - 1) * x.std(ddof=1) / np.sqrt(n)
+    return float(x.mean()), float(x.mean() - h), float(x.mean() + h)
+
+
+def window_end(steps: int) -> int:
+    """The last probe step inside the early window (the surgery's steps ``0 .. round(EARLY_FRAC steps) − 1``):
+    step 75 of a 320-step run.
+
+    >>> window_end(320)
+    75
+    """
+    from tanbias.lab.config import EARLY_FRAC, PROBE_STEPS
+    from tanbias.lab.probe import probe_steps
+
+    end = int(round(EARLY_FRAC * steps))
+    return max(s for s in probe_steps(steps, min(PROBE_STEPS, steps)) if s < end)
+
+
+def reinforcing(traj, table, kind: str) -> dict:
+    """Prediction 3 (rule.reinforcing): the gap ``g = proxy-early − control`` of the layer-mean
+    primary outcome, per seed, at the window's end (:func:`window_end`) and at the last probe step;
+    ``d = g(last) − g(window end)``, both with seed-paired t intervals at ``1 − α/2``; the word
+    ``grows`` (d on the gap's side), ``decays`` (the other side), ``neither detected``, or
+    ``not assessable`` (the gap at the window's end is not told apart from 0)."""
+    seeds = complete_seeds(table, kind)
+    t = traj[(traj["kind"] == kind) & (traj["layer"] == "mean") & traj["seed"].isin(seeds)
+             & traj["arm"].isin(["proxy-early", "control"])]
+    out = {"kind": kind, "n_seeds": len(seeds), "word": "not assessable"}
+    if t.empty:
+        return out
+    last = int(t["step"].max())
+    end = window_end(int(table.loc[table["kind"] == kind, "steps"].iloc[0]))
+    p = t.pivot_table(index=["seed", "step"], columns="arm", values="log_mean_cosine")
+    gap = (p["proxy-early"] - p["control"]).unstack("step")
+    conf = 1 - ALPHA / 2
+    out.update(zip(("gap_end", "gap_end_lo", "gap_end_hi"), _t_interval(gap[end], conf)))
+    out.update(zip(("gap_last", "gap_last_lo", "gap_last_hi"), _t_interval(gap[last], conf)))
+    out.update(zip(("d", "d_lo", "d_hi"), _t_interval(gap[last] - gap[end], conf)))
+    out["window_end"], out["last_step"] = end, last
+    if not (out["gap_end_lo"] > 0 or out["gap_end_hi"] < 0):
+        return out
+    side = 1.0 if out["gap_end_lo"] > 0 else -1.0
+    lo, hi = sorted((side * out["d_lo"], side * out["d_hi"]))
+    out["word"] = "grows" if lo > 0 else "decays" if hi < 0 else "neither detected"
+    return out
+
+
+def rival_rows(table) -> "object":
+    """Prediction 4 (rule.rivals): the decoder's ``proxy − control`` and ``tied − control`` on the
+    primary outcome, as ratios ``exp(contrast)`` with 95 % intervals (``ratio, ratio_lo, ratio_hi``)."""
+    c = fit_contrasts(table, PRIMARY, "decoder", (("proxy", "control"), ("tied", "control")))
+    return c.assign(ratio=np.exp(c["estimate"]), ratio_lo=np.exp(c["lo"]), ratio_hi=np.exp(c["hi"]))
+
+
+def cost_rows(table) -> "object":
+    """Prediction 5 (rule.cost): ``proxy − control`` in held-out loss on the common text, per
+    architecture, 95 % t intervals, and the interval's word (:func:`tanbias.stats.interval_word`)."""
+    import pandas as pd
+
+    from tanbias.stats import interval_word
+
+    c = pd.concat([fit_contrasts(table, "heldout_loss", k, (("proxy", "control"),)) for k in KINDS],
+                  ignore_index=True)
+    c["word"] = [interval_word(lo, hi) if np.isfinite(lo) else "undecided" for lo, hi in zip(c["lo"], c["hi"])]
+    return c
+
+
+@dataclass
+class CausalAnalysis:
+    """Everything chapter 11 shows: the status, the run table, the trajectories and each rule's rows."""
+    status: "object"
+    table: "object"
+    trajectory: "object"
+    causal: "object"
+    words: dict
+    early: dict
+    reinforcing: dict
+    rivals: "object"
+    cost: "object"
+    seeds: dict
+    interim: bool
+
+    def secondary(self, outcome: str) -> "object":
+        """The causal contrasts on a secondary outcome (95 % intervals, no multiplicity correction)."""
+        import pandas as pd
+
+        return pd.concat([fit_contrasts(self.table, outcome, k, (*CAUSAL_CONTRASTS, ("tied", "control"))
+                                        if k == "decoder" else CAUSAL_CONTRASTS) for k in KINDS],
+                         ignore_index=True)
+
+
+def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
+    """Apply every registered rule of the causal test to the committed runs (:func:`load_causal`)."""
+    loaded = load_causal(runs_dir=runs_dir) if loaded is None else loaded
+    table = run_table(loaded)
+    traj = trajectory_table(loaded)
+    rows = causal_rows(table)
+    words = {k: causal_word(rows, k) for k in KINDS}
+    seeds = {k: complete_seeds(table, k) for k in KINDS}
+    return CausalAnalysis(
+        status=run_status(runs_dir), table=table, trajectory=traj, causal=rows, words=words,
+        early={k: early_share(table, k, words[k]) for k in KINDS},
+        reinforcing={k: reinforcing(traj, table, k) for k in KINDS},
+        rivals=rival_rows(table), cost=cost_rows(table), seeds=seeds,
+        interim=any(len(seeds[k]) < len(CAUSAL_SEEDS[k]) for k in KINDS))

@@ -1,0 +1,148 @@
+"""The numbers, tables and words chapter 11 and the closing page quote from the causal test.
+
+:func:`causal_numbers` returns the numbers the chapter glues (``ch11_`` keys):
+the progress of ``make causal``, and for every architecture with at least two
+complete seeds the registered contrasts as ratios of the primary outcome with
+their intervals, the surgery's energy shares, the early share, the gap
+after the window, the rival and the cost. :func:`verdict_table` is the
+chapter's table of verdicts; :func:`closing_words` the closing page's.
+No torch; the statistics are :mod:`tanbias.lab.analysis.causal`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tanbias.lab.analysis.causal import CausalAnalysis
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import CAUSAL_SEEDS
+
+__all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table"]
+
+
+def analysed_kinds(ca: CausalAnalysis) -> list[str]:
+    """The architectures with at least two complete seeds (a contrast has residual degrees of freedom)."""
+    return [k for k in KINDS if len(ca.seeds[k]) >= 2]
+
+
+def _key(contrast: str) -> str:
+    return contrast.replace(" - ", "_").replace("-", "_")
+
+
+def causal_numbers(ca: CausalAnalysis) -> dict:
+    """The numbers chapter 11 quotes (without its ``ch11_`` prefix).
+
+    Always: ``n_runs`` (registered), ``runs_done``, ``seeds_<kind>`` (complete) and
+    ``seeds_registered_<kind>``. For each architecture of :func:`analysed_kinds`:
+    ``<kind>_<a>_<b>`` (ratio ``exp`` of the contrast of the primary outcome), ``_lo``, ``_hi``
+    (95 %), ``_p`` (Holm-adjusted); ``<kind>_share_proxy``, ``<kind>_share_random`` (mean share of
+    the maps' update energy in P); ``<kind>_early_share`` with ``_lo``, ``_hi``;
+    ``<kind>_gap_end``, ``<kind>_gap_d`` with their intervals (as ratios); ``<kind>_cost`` with
+    ``_lo``, ``_hi`` (nats); ``<kind>_minutes`` (mean training minutes of a run); for the decoder
+    ``decoder_tied_control`` with ``_lo``, ``_hi``.
+    """
+    st = ca.status
+    out = {"n_runs": int(len(st)), "runs_done": int(st["committed"].sum())}
+    for kind in KINDS:
+        out[f"seeds_{kind}"] = len(ca.seeds[kind])
+        out[f"seeds_registered_{kind}"] = len(CAUSAL_SEEDS[kind])
+    for kind in analysed_kinds(ca):
+        rows = ca.causal[ca.causal["kind"] == kind]
+        for _, r in rows.iterrows():
+            k = f"{kind}_{_key(r['contrast'])}"
+            out[k], out[f"{k}_lo"], out[f"{k}_hi"] = (float(np.exp(r[c])) for c in ("estimate", "lo", "hi"))
+            out[f"{k}_p"] = float(r["p_holm"])
+        t = ca.table[(ca.table["kind"] == kind) & ca.table["seed"].isin(ca.seeds[kind])]
+        out[f"{kind}_share_proxy"] = float(t.loc[t["arm"] == "proxy", "share"].mean())
+        out[f"{kind}_share_random"] = float(t.loc[t["arm"] == "random", "share"].mean())
+        e = ca.early[kind]
+        out[f"{kind}_early_share"], out[f"{kind}_early_share_lo"], out[f"{kind}_early_share_hi"] = (
+            float(e[c]) for c in ("share", "lo", "hi"))
+        g = ca.reinforcing[kind]
+        for name, col in (("gap_end", "gap_end"), ("gap_d", "d")):
+            for suffix in ("", "_lo", "_hi"):
+                out[f"{kind}_{name}{suffix}"] = float(np.exp(g[f"{col}{suffix}"]))
+        c = ca.cost[ca.cost["kind"] == kind].iloc[0]
+        out[f"{kind}_cost"], out[f"{kind}_cost_lo"], out[f"{kind}_cost_hi"] = (
+            float(c[x]) for x in ("estimate", "lo", "hi"))
+        out[f"{kind}_minutes"] = float(ca.status.loc[ca.status["kind"] == kind, "minutes"].mean())
+    if "decoder" in analysed_kinds(ca):
+        r = ca.rivals.set_index("contrast").loc["tied - control"]
+        out["decoder_tied_control"], out["decoder_tied_control_lo"], out["decoder_tied_control_hi"] = (
+            float(r[c]) for c in ("ratio", "ratio_lo", "ratio_hi"))
+    return out
+
+
+def _interval(x, lo, hi, fmt: str = "{:.2f}") -> str:
+    if not np.isfinite(x):
+        return "—"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return fmt.format(x)
+    return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def contrast_table(ca: CausalAnalysis) -> "object":
+    """Prediction 1's six contrasts as a reader's table: architecture, contrast, ratio of the
+    primary outcome with its 95 % interval, Holm-adjusted p, the learning check, seeds."""
+    import pandas as pd
+
+    rows = []
+    for _, r in ca.causal.iterrows():
+        rows.append({"architecture": r["kind"], "contrast": r["contrast"],
+                     "mean cosine ratio [95 % CI]": _interval(*np.exp([r["estimate"], r["lo"], r["hi"]])),
+                     "p (Holm)": "—" if not np.isfinite(r["p_holm"]) else f"{r['p_holm']:.2g}",
+                     "held-out loss difference [nats, 95 % CI]": _interval(r["loss_estimate"], r["loss_lo"],
+                                                                            r["loss_hi"], "{:+.3f}"),
+                     "learning differs": "yes" if r["learning_differs"] else "no",
+                     "seeds": int(r["n_seeds"])})
+    return pd.DataFrame(rows)
+
+
+def verdict_table(ca: CausalAnalysis) -> "object":
+    """One row per prediction and architecture: the rule's quantity, its interval and the word."""
+    import pandas as pd
+
+    rows = []
+    for kind in KINDS:
+        n = len(ca.seeds[kind])
+        tag = f"{n} of {len(CAUSAL_SEEDS[kind])}"
+        c = ca.causal[(ca.causal["kind"] == kind) & (ca.causal["contrast"] == "proxy - control")].iloc[0]
+        rows.append({"prediction": "1. causal: proxy lowers anisotropy, more than random and uniform",
+                     "architecture": kind, "quantity": "mean cosine ratio, proxy / control",
+                     "estimate [interval]": _interval(*np.exp([c["estimate"], c["lo"], c["hi"]])),
+                     "verdict": ca.words[kind], "seeds": tag})
+        e = ca.early[kind]
+        rows.append({"prediction": "2. imprinted early: proxy-early achieves most of it (≥ 0.5)",
+                     "architecture": kind, "quantity": "share of proxy's effect",
+                     "estimate [interval]": _interval(e["share"], e["lo"], e["hi"]), "verdict": e["word"],
+                     "seeds": tag})
+        g = ca.reinforcing[kind]
+        rows.append({"prediction": "3. self-reinforcing: the gap grows after the window",
+                     "architecture": kind, "quantity": "gap's change, last step / window end (ratio)",
+                     "estimate [interval]": _interval(*np.exp([g.get("d", np.nan), g.get("d_lo", np.nan),
+                                                               g.get("d_hi", np.nan)])),
+                     "verdict": g["word"], "seeds": tag})
+        k = ca.cost[ca.cost["kind"] == kind].iloc[0]
+        rows.append({"prediction": "5. cost (measured): held-out loss, proxy − control",
+                     "architecture": kind, "quantity": "nats per scored token",
+                     "estimate [interval]": _interval(k["estimate"], k["lo"], k["hi"], "{:+.3f}"),
+                     "verdict": k["word"] if n >= 2 else "too few seeds", "seeds": tag})
+    return pd.DataFrame(rows)
+
+
+def closing_words(ca: CausalAnalysis) -> dict:
+    """The closing page's causal words: ``gradient side`` (rule.causal: ``supported`` only if
+    supported in both architectures; ``incomplete`` while an architecture has too few seeds),
+    ``imprinted early`` and ``self-reinforcing`` (the architectures' words joined)."""
+    w = ca.words
+    if any(v == "too few seeds" for v in w.values()):
+        gradient = "incomplete"
+    elif all(v == "supported" for v in w.values()):
+        gradient = "supported"
+    elif any(v == "against" for v in w.values()):
+        gradient = "contradicted"
+    else:
+        gradient = "not supported"
+    return {"gradient side": gradient,
+            **{f"gradient side, {k}": w[k] for k in KINDS},
+            **{f"imprinted early, {k}": ca.early[k]["word"] for k in KINDS},
+            **{f"self-reinforcing, {k}": ca.reinforcing[k]["word"] for k in KINDS}}

@@ -1,0 +1,158 @@
+"""The causal test's statistics (tanbias.lab.analysis.causal, causal_report): the registered rules on
+tables with planted effects, whose verdicts are known, and the run tables of real smoke runs."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanbias.lab.analysis import causal, causal_report
+from tanbias.lab.experiments import causal_arms
+from tanbias.lab.probe import probe_steps
+
+STEPS = 320
+
+
+def _table(effects=None, loss=None, seeds=range(5), noise=0.02, rng=0):
+    """A run table with ``log_mean_cosine = seed + effect[arm] + noise`` and ``heldout_loss`` likewise."""
+    g = np.random.default_rng(rng)
+    effects, loss = effects or {}, loss or {}
+    rows = []
+    for kind in ("encoder", "decoder"):
+        for s in seeds:
+            base = g.normal(0, 0.3)
+            for arm in causal_arms(kind):
+                rows.append({"run": f"causal-{kind}-{arm}-s{s}", "kind": kind, "arm": arm, "seed": s, "steps": STEPS,
+                             "log_mean_cosine": -1 + base + effects.get(arm, 0.0) + g.normal(0, noise),
+                             "heldout_loss": 5 + loss.get(arm, 0.0) + g.normal(0, 0.01), "diverged": False,
+                             "share": 0.4 if arm in ("proxy", "uniform") else 0.25 if arm == "random" else np.nan})
+    return pd.DataFrame(rows)
+
+
+def _trajectory(table, gap_end=-0.3, gap_last=-0.3, noise=0.01, rng=0):
+    """Trajectories whose proxy-early - control gap is ``gap_end`` at the window's end and ``gap_last``
+    at the last step (0 elsewhere in the other arms)."""
+    g = np.random.default_rng(rng)
+    end = causal.window_end(STEPS)
+    rows = []
+    for _, r in table.iterrows():
+        for step in probe_steps(STEPS, 14):
+            gap = 0.0
+            if r["arm"] == "proxy-early":
+                gap = gap_end if step <= end else gap_end + (gap_last - gap_end) * (step - end) / (STEPS - 1 - end)
+            rows.append({"run": r["run"], "kind": r["kind"], "arm": r["arm"], "seed": r["seed"], "step": step,
+                         "layer": "mean", "log_mean_cosine": -1 + gap + g.normal(0, noise)})
+    return pd.DataFrame(rows)
+
+
+def test_a_planted_specific_effect_is_supported_in_both_architectures():
+    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05, "proxy-early": -0.25})
+    rows = causal.causal_rows(t)
+    assert len(rows) == 6 and (rows["p_holm"] >= rows["p"] - 1e-12).all()
+    assert {causal.causal_word(rows, k) for k in ("encoder", "decoder")} == {"supported"}
+    e = causal.early_share(t, "decoder", "supported")
+    assert e["share"] == pytest.approx(0.25 / 0.3, abs=0.15) and e["lo"] < e["share"] < e["hi"]
+    assert e["word"] == "supported"
+
+
+@pytest.mark.parametrize("effects,word", [
+    ({"proxy": -0.3, "uniform": -0.3}, "not specific"),     # no more than an undirected removal
+    ({}, "not detected"),
+    ({"proxy": +0.3}, "against"),
+])
+def test_each_word_of_the_causal_rule(effects, word):
+    rows = causal.causal_rows(_table(effects))
+    assert causal.causal_word(rows, "decoder") == word
+
+
+def test_a_specificity_contrast_confounded_by_learning_does_not_count():
+    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05}, loss={"proxy": 0.5})
+    rows = causal.causal_rows(t)
+    flagged = rows[rows["learning_differs"]]
+    assert set(flagged["contrast"]) == {"proxy - random", "proxy - uniform"}
+    assert causal.causal_word(rows, "decoder") == "not specific"
+
+
+def test_the_contrast_is_the_mean_paired_difference_in_a_balanced_design():
+    t = _table({"proxy": -0.2}, noise=0.05)
+    c = causal.fit_contrasts(t, "log_mean_cosine", "encoder", [("proxy", "control")]).iloc[0]
+    d = t[t["kind"] == "encoder"].pivot_table(index="seed", columns="arm", values="log_mean_cosine")
+    assert c["estimate"] == pytest.approx(float((d["proxy"] - d["control"]).mean()))
+    assert c["df"] == (5 - 1) * (len(causal_arms("encoder")) - 1) and c["lo"] < c["estimate"] < c["hi"]
+
+
+def test_incomplete_or_diverged_seeds_are_left_out_and_one_seed_decides_nothing():
+    t = _table({"proxy": -0.3})
+    t = t[~((t["kind"] == "decoder") & (t["seed"] == 4) & (t["arm"] == "tied"))].copy()
+    t.loc[(t["kind"] == "encoder") & (t["seed"] == 3) & (t["arm"] == "random"), "diverged"] = True
+    assert causal.complete_seeds(t, "decoder") == [0, 1, 2, 3]
+    assert causal.complete_seeds(t, "encoder") == [0, 1, 2, 4]
+    one = t[t["seed"] == 0]
+    rows = causal.causal_rows(one)
+    assert rows["p"].isna().all() and causal.causal_word(rows, "decoder") == "too few seeds"
+    assert causal.early_share(one, "decoder", "too few seeds")["word"] == "not assessable"
+
+
+@pytest.mark.parametrize("share,word", [(0.9, "supported"), (0.1, "against")])
+def test_the_early_share_rule(share, word):
+    t = _table({"proxy": -0.4, "proxy-early": -0.4 * share, "random": -0.05, "uniform": -0.05})
+    assert causal.early_share(t, "encoder", "supported")["word"] == word
+    # no effect to imprint: not assessable, whatever the share
+    assert causal.early_share(t, "encoder", "not detected")["word"] == "not assessable"
+
+
+@pytest.mark.parametrize("gap_last,word", [(-0.6, "grows"), (-0.1, "decays"), (-0.3, "neither detected")])
+def test_the_reinforcing_rule_reads_the_gap_after_the_window(gap_last, word):
+    t = _table()
+    g = causal.reinforcing(_trajectory(t, gap_end=-0.3, gap_last=gap_last), t, "decoder")
+    assert g["window_end"] == 75 and g["last_step"] == 319
+    assert g["word"] == word
+    assert causal.reinforcing(_trajectory(t, gap_end=0.0, gap_last=-0.5), t, "decoder")["word"] == "not assessable"
+
+
+def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
+    t = _table({"proxy": -0.3})
+    two = t[(t["kind"] == "decoder") | (t["seed"] == 0)]
+    traj = _trajectory(two)
+    ca = causal.CausalAnalysis(
+        status=pd.DataFrame({"run": two["run"], "kind": two["kind"], "committed": True, "minutes": 10.0}),
+        table=two, trajectory=traj, causal=causal.causal_rows(two),
+        words={k: causal.causal_word(causal.causal_rows(two), k) for k in ("encoder", "decoder")},
+        early={k: causal.early_share(two, k, "supported") for k in ("encoder", "decoder")},
+        reinforcing={k: causal.reinforcing(traj, two, k) for k in ("encoder", "decoder")},
+        rivals=causal.rival_rows(two), cost=causal.cost_rows(two),
+        seeds={k: causal.complete_seeds(two, k) for k in ("encoder", "decoder")}, interim=True)
+    n = causal_report.causal_numbers(ca)
+    assert n["seeds_decoder"] == 5 and n["seeds_encoder"] == 1
+    assert "decoder_proxy_control" in n and not any(k.startswith("encoder_") for k in n)
+    assert n["decoder_proxy_control_lo"] < n["decoder_proxy_control"] < n["decoder_proxy_control_hi"] < 1
+    v = causal_report.verdict_table(ca)
+    assert set(v.loc[v["architecture"] == "encoder", "verdict"]) <= {"too few seeds", "not assessable"}
+    words = causal_report.closing_words(ca)
+    assert words["gradient side"] == "incomplete" and words["gradient side, decoder"] == "supported"
+    assert list(causal_report.contrast_table(ca).columns)[:3] == ["architecture", "contrast",
+                                                                  "mean cosine ratio [95 % CI]"]
+
+
+def test_the_run_tables_of_real_smoke_runs(tmp_path):
+    """Two arms of one seed, trained and analysed: the outcomes are finite, the surgery's shares are
+    logged for the surgical arm only, and one seed decides nothing."""
+    from tanbias.lab.experiments import causal_config
+    from tanbias.lab.pipeline import train_and_analyse
+    from tanbias.lab.runs import load_run
+
+    loaded = {}
+    for arm in ("control", "proxy"):
+        cfg = causal_config("decoder", arm, 0, steps=8, size="smoke", languages=["en", "de"], eval_batches=1,
+                            probe={"rank": 4, "local_rank": 2, "min_count": 4})
+        train_and_analyse(cfg, out_dir=tmp_path / cfg.name, progress=False)
+        loaded[cfg.name] = load_run(tmp_path / cfg.name)
+    t = causal.run_table(loaded)
+    assert np.isfinite(t[["log_mean_cosine", "log_participation", "isoscore", "heldout_loss", "gain"]]).all().all()
+    assert np.isnan(t.loc[t["arm"] == "control", "share"]).all()
+    assert (t.loc[t["arm"] == "proxy", "share"] > 0.25).all()     # above r / D = 8 / 32: the inputs' top directions
+    traj = causal.trajectory_table(loaded)
+    assert set(traj["layer"]) == {1, 2, "mean"} and set(traj["step"]) == set(probe_steps(8, 8))
+    assert causal.complete_seeds(t, "decoder") == []
+    with pytest.raises(ValueError, match="make causal"):
+        causal.run_table({})
