@@ -123,7 +123,7 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
         rivals=causal.rival_rows(two), cost=causal.cost_rows(two),
         seeds={k: causal.complete_seeds(two, k) for k in ("encoder", "decoder")}, interim=True)
     n = causal_report.causal_numbers(ca)
-    assert n["seeds_decoder"] == 5 and n["seeds_encoder"] == 1
+    assert n["complete_decoder"] == 5 and n["complete_encoder"] == 1
     assert "decoder_proxy_control" in n and not any(k.startswith("encoder_") for k in n)
     assert n["decoder_proxy_control_lo"] < n["decoder_proxy_control"] < n["decoder_proxy_control_hi"] < 1
     v = causal_report.verdict_table(ca)

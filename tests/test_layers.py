@@ -59,6 +59,8 @@ LAB = [
     ["tanbias.lab.analysis.dose"],
     ["tanbias.lab.analysis.dose_report"],
     ["tanbias.lab.analysis.causal_design"],
+    ["tanbias.lab.analysis.causal"],
+    ["tanbias.lab.analysis.causal_report"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]

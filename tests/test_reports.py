@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from tanbias.lab import zoo
-from tanbias.lab.analysis import dose, dose_design, dose_report, pretrained_report, sweep, sweep_report
+from tanbias.lab.analysis import (causal, causal_design, causal_report, dose, dose_design, dose_report,
+                                  pretrained_report, sweep, sweep_report)
 from tanbias.lab.analysis.pretrained import load_pretrained
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
@@ -53,6 +54,9 @@ def committed():
         "pretrained": pretrained_report.pretrained_numbers(tables),
         "design": {"ch10_" + k: v for k, v in dose_design.design_numbers(expected, power).items()},
         "dose": {"ch10_" + k: v for k, v in dose_report.dose_numbers(da).items()},
+        "causal_design": {"ch11_" + k: v for k, v in
+                          causal_design.design_numbers(causal_design.power_analysis()).items()},
+        "causal": {"ch11_" + k: v for k, v in causal_report.causal_numbers(causal.analyse_causal()).items()},
     }
 
 
@@ -61,7 +65,9 @@ GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "sweep": [("08_eurobert
             "claims": [("conclusions", "end_")],
             "pretrained": [("09_pretrained_models", "ch9_"), ("conclusions", "ch9_")],
             "design": [("10_dose_response", "ch10_")],
-            "dose": [("10_dose_response", "ch10_"), ("conclusions", "ch10_")]}
+            "dose": [("10_dose_response", "ch10_"), ("conclusions", "ch10_")],
+            "causal_design": [("11_causal_test", "ch11_")],
+            "causal": [("11_causal_test", "ch11_"), ("conclusions", "ch11_")]}
 #: report -> the chapters that read it by name without gluing it: (chapter, prefix, dict name)
 READ_BY = {"sweep": [("09_pretrained_models", "ch8_", "lab")]}
 

@@ -370,9 +370,15 @@ class CausalAnalysis:
 
 def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
     """Apply every registered rule of the causal test to the committed runs (:func:`load_causal`)."""
+    import pandas as pd
+
     loaded = load_causal(runs_dir=runs_dir) if loaded is None else loaded
-    table = run_table(loaded)
-    traj = trajectory_table(loaded)
+    if loaded:
+        table, traj = run_table(loaded), trajectory_table(loaded)
+    else:                          # nothing committed yet: every rule reads "too few seeds"
+        table = pd.DataFrame(columns=["run", "kind", "arm", "seed", "steps", *OUTCOMES, "share", "removed",
+                                      "diverged"])
+        traj = pd.DataFrame(columns=["run", "kind", "arm", "seed", "step", "layer", "log_mean_cosine"])
     rows = causal_rows(table)
     words = {k: causal_word(rows, k) for k in KINDS}
     seeds = {k: complete_seeds(table, k) for k in KINDS}

@@ -24,7 +24,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms
 
 __all__ = ["REGISTRATION_SHA256", "REGISTRATION", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA",
-           "primary_sd", "contrast_power", "seeds_needed", "power_analysis"]
+           "primary_sd", "contrast_power", "seeds_needed", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/causal.toml``: the code refuses a registration that changed
 REGISTRATION_SHA256 = "2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c"
@@ -120,3 +120,18 @@ def power_analysis(seeds=range(3, 16), loaded=None) -> "object":
                          "power": contrast_power(TARGET_RATIO, s["sd"], int(n), arms), "needed": need,
                          "chosen": int(n) == len(CAUSAL_SEEDS[kind])})
     return pd.DataFrame(rows)
+
+
+def design_numbers(power) -> dict:
+    """The numbers chapter 11's design section quotes, from :func:`power_analysis`: per architecture
+    ``sd_<kind>`` (its df ``sd_df``), ``seeds_<kind>`` (chosen), ``power_<kind>`` (at the chosen
+    seeds) and ``power_fewer_<kind>`` (at one seed fewer); ``family`` and ``target_ratio``."""
+    out = {"family": FAMILY, "target_ratio": TARGET_RATIO, "sd_df": int(power["sd_df"].iloc[0])}
+    for kind in KINDS:
+        p = power[power["kind"] == kind].set_index("seeds")
+        n = len(CAUSAL_SEEDS[kind])
+        out[f"sd_{kind}"] = float(p["sd"].iloc[0])
+        out[f"seeds_{kind}"] = n
+        out[f"power_{kind}"] = float(p.loc[n, "power"])
+        out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
+    return out

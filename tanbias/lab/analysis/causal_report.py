@@ -31,8 +31,8 @@ def _key(contrast: str) -> str:
 def causal_numbers(ca: CausalAnalysis) -> dict:
     """The numbers chapter 11 quotes (without its ``ch11_`` prefix).
 
-    Always: ``n_runs`` (registered), ``runs_done``, ``seeds_<kind>`` (complete) and
-    ``seeds_registered_<kind>``. For each architecture of :func:`analysed_kinds`:
+    Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
+    arm is committed; the registered numbers are :func:`~tanbias.lab.analysis.causal_design.design_numbers`'). For each architecture of :func:`analysed_kinds`:
     ``<kind>_<a>_<b>`` (ratio ``exp`` of the contrast of the primary outcome), ``_lo``, ``_hi``
     (95 %), ``_p`` (Holm-adjusted); ``<kind>_share_proxy``, ``<kind>_share_random`` (mean share of
     the maps' update energy in P); ``<kind>_early_share`` with ``_lo``, ``_hi``;
@@ -43,8 +43,7 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     st = ca.status
     out = {"n_runs": int(len(st)), "runs_done": int(st["committed"].sum())}
     for kind in KINDS:
-        out[f"seeds_{kind}"] = len(ca.seeds[kind])
-        out[f"seeds_registered_{kind}"] = len(CAUSAL_SEEDS[kind])
+        out[f"complete_{kind}"] = len(ca.seeds[kind])
     for kind in analysed_kinds(ca):
         rows = ca.causal[ca.causal["kind"] == kind]
         for _, r in rows.iterrows():
