@@ -243,6 +243,11 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["lab"] = bench_lab(reps=3 if quick else 8)
     except Exception as exc:  # report, keep the rest of the benchmark
         report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
+    from tanbias.lab.bench import bench_surgery
+    try:
+        report["surgery"] = bench_surgery(reps=4 if quick else 8)
+    except Exception as exc:  # report, keep the rest of the benchmark
+        report["surgery"] = {"error": f"{type(exc).__name__}: {exc}"}
     from tanbias.lab.bench import bench_ddp
     try:
         report["ddp"] = bench_ddp(steps=4 if quick else 8)
@@ -250,6 +255,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
     report["dose"] = _dose_record(Path(root))
+    report["causal"] = _dose_record(Path(root), "causal.json", CAUSAL_BUDGET_S)
     report["pretrained"] = _pretrained_record(Path(root))
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
@@ -271,11 +277,14 @@ def _sweep_record(root: Path) -> dict | None:
 
 #: chapter 10's budget for the whole dose experiment, all sittings together (2 cores)
 DOSE_BUDGET_S = 5 * 3600.0
+#: chapter 11's budget for the whole causal test, all sittings together (2 cores)
+CAUSAL_BUDGET_S = 6 * 3600.0
 
 
-def _dose_record(root: Path) -> dict | None:
-    """The dose experiment's committed wall time (``data/runs/dose.json``, one record per sitting)."""
-    path = root / "data" / "runs" / "dose.json"
+def _dose_record(root: Path, name: str = "dose.json", budget: float = DOSE_BUDGET_S) -> dict | None:
+    """An experiment's committed wall time (``data/runs/<name>``, one record per sitting: the dose
+    experiment's ``dose.json``, the causal test's ``causal.json``)."""
+    path = root / "data" / "runs" / name
     if not path.exists():
         return None
     sittings = json.loads(path.read_text(encoding="utf8")).get("sittings", [])
@@ -285,7 +294,7 @@ def _dose_record(root: Path) -> dict | None:
     return {"sittings": len(sittings),
             "wall_seconds": sum(st["wall_seconds"] - st.get("paused_seconds", 0.0) for st in sittings),
             "runs_finished": len(done), "run_seconds": sum(r["seconds"] for r in done),
-            "budget_seconds": DOSE_BUDGET_S}
+            "budget_seconds": budget}
 
 
 #: Budgets of the real-model measurements (chapter 9, ``make pretrained``), seconds and GB.
@@ -321,6 +330,8 @@ def _all_ok(report: dict) -> bool:
     ok = report.get("book_build_ok", True)
     lab = report.get("lab") or {}
     ok &= "error" not in lab and lab.get("run_overhead_inline", 1.0) <= 1.10
+    sg = report.get("surgery") or {}
+    ok &= "error" not in sg and sg.get("ratio", 1.0) <= 1.10
     for row in report["chapters"]:
         ok &= "error" not in row and row.get("exec_ok", True) is not False
         ok &= (row.get("exec_s") or 0) <= TARGETS["chapter_exec_s"]
@@ -402,6 +413,20 @@ def format_report(report: dict) -> str:
                      f"{_fmt_check(ds['wall_seconds'] / 3600, ds['budget_seconds'] / 3600, lambda v: f'{v:.2f}')} h "
                      f"wall time <= {ds['budget_seconds'] / 3600:.0f} h so far "
                      f"(sum of run times {ds['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
+    cs = report.get("causal")
+    if cs:
+        lines.append(f"causal test (committed, data/runs/causal.json): {cs['runs_finished']} runs finished in "
+                     f"{cs['sittings']} sitting(s), "
+                     f"{_fmt_check(cs['wall_seconds'] / 3600, cs['budget_seconds'] / 3600, lambda v: f'{v:.2f}')} h "
+                     f"wall time <= {cs['budget_seconds'] / 3600:.0f} h so far "
+                     f"(sum of run times {cs['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
+    sg = report.get("surgery")
+    if sg and "error" not in sg:
+        lines.append(f"gradient surgery (chapter 11, {sg['kind']} {sg['size']}): {sg['t_plain']:.2f} s a plain step, "
+                     f"{sg['t_surgery']:.2f} s a surgical one: "
+                     f"{_fmt_check(sg['ratio'], 1.10, lambda v: f'{v:.3f}')}x (target <= 1.10)")
+    elif sg:
+        lines.append(f"gradient surgery: ERROR {sg['error'][:100]}")
     lines.append(f"all targets met: {'yes' if report['ok'] else 'NO'}   (written to {report.get('path')})")
     return "\n".join(lines)
 

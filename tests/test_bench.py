@@ -55,3 +55,11 @@ def test_bench_ddp_reports_both_throughputs():
     r = bench_ddp("smoke", steps=2, nproc=1)           # every line, with one rank fewer to start
     assert _finite(r, ("tokens_per_s_one", "tokens_per_s_ddp"))
     assert r["speedup"] == pytest.approx(r["tokens_per_s_ddp"] / r["tokens_per_s_one"])
+
+
+def test_bench_surgery_reports_a_plain_and_a_surgical_step():
+    from tanbias.lab.bench import bench_surgery
+
+    r = bench_surgery(size="smoke", reps=3)
+    assert set(r) >= {"t_plain", "t_surgery", "ratio", "size", "kind", "device"}
+    assert all(np.isfinite(r[k]) for k in ("t_plain", "t_surgery", "ratio"))     # timings, not their sign

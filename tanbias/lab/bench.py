@@ -33,7 +33,7 @@ from tanbias.lab.models import autocast, gemm_peak, loss_and_correct, resolve_de
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
 from tanbias.lab.train import Capture, setup_training, train, train_step
 
-__all__ = ["bench_lab", "measure_sizes", "gpu_check", "bench_ddp"]
+__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "gpu_check", "bench_ddp"]
 
 
 def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
@@ -279,3 +279,48 @@ def bench_ddp(size: str = "small", kind: str = "decoder", steps: int = 8, nproc:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"size": cfg.size.name, "kind": kind, "steps": int(steps), "nproc": int(nproc),
             "tokens_per_s_one": out["one"], "tokens_per_s_ddp": out["ddp"], "speedup": out["ddp"] / out["one"]}
+
+
+def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, device: str = "cpu") -> dict:
+    """The gradient surgery's overhead (chapter 11): a surgical step against a plain one, side by side.
+
+    Two models from the same seed, one with the ``proxy`` surgery of
+    :data:`~tanbias.lab.experiments.CAUSAL_SURGERY` (every step: the inputs' moments
+    on the forward pass, the eigenvectors, the update's projection), take ``reps``
+    rounds of two steps each on the same batches, interleaved; the ratio of the
+    medians of the paired rounds is the overhead of a surgical run.
+
+    Returns
+    -------
+    dict
+        ``t_plain``, ``t_surgery`` (seconds per step, medians), ``ratio`` (target <= 1.10),
+        ``size``, ``kind``, ``device``.
+    """
+    from tanbias.lab.config import SurgerySettings
+    from tanbias.lab.experiments import CAUSAL_SURGERY
+    from tanbias.lab.surgery import Surgery
+
+    dev = resolve_device(device)
+    cfg = RunConfig(name="bench", kind=kind, size=model_size(size), probe=ProbeSettings(enabled=False))
+    plain = setup_training(cfg, dev)
+    cut = setup_training(cfg, dev)
+    surgery = Surgery(cut[1], SurgerySettings(arm="proxy", **CAUSAL_SURGERY), cfg.steps, cfg.seed)
+    batches, _ = training_streams(cfg, plain[0])
+    rounds = []
+    step = 0
+    for _ in range(int(reps)):
+        pair = [to_device(next(batches), dev) for _ in range(2)]
+        row = {}
+        for name, (_, model, opt, sched), sg in (("plain", plain, None), ("surgery", cut, surgery)):
+            t0 = time.perf_counter()
+            for k, b in enumerate(pair):
+                train_step(model, opt, sched, b, cfg.precision, dev, surgery=sg, step=step + k)
+            row[name] = (time.perf_counter() - t0) / 2
+        step += 2
+        rounds.append(row)
+    rounds = rounds[1:] if len(rounds) > 2 else rounds          # the first round warms the caches
+    ratios = [r["surgery"] / r["plain"] for r in rounds]
+    surgery.remove()
+    return {"t_plain": float(np.median([r["plain"] for r in rounds])),
+            "t_surgery": float(np.median([r["surgery"] for r in rounds])),
+            "ratio": float(np.median(ratios)), "size": size, "kind": kind, "device": dev.type}
