@@ -32,7 +32,10 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     """The numbers chapter 11 quotes (without its ``ch11_`` prefix).
 
     Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
-    arm is committed; the registered numbers are :func:`~tanbias.lab.analysis.causal_design.design_numbers`'). For each architecture of :func:`analysed_kinds`:
+    arm is committed; the registered numbers are :func:`~tanbias.lab.analysis.causal_design.design_numbers`').
+    Once a proxy run is committed: ``proxy_share`` (the mean share of the maps' update energy in
+    the proxy subspace, over the surgery's steps of every committed proxy and proxy-early run),
+    ``proxy_share_runs`` and ``random_share_expected`` (``r / D``). For each architecture of :func:`analysed_kinds`:
     ``<kind>_<a>_<b>`` (ratio ``exp`` of the contrast of the primary outcome), ``_lo``, ``_hi``
     (95 %), ``_p`` (Holm-adjusted); ``<kind>_share_proxy``, ``<kind>_share_random`` (mean share of
     the maps' update energy in P); ``<kind>_early_share`` with ``_lo``, ``_hi``;
@@ -44,6 +47,16 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     out = {"n_runs": int(len(st)), "runs_done": int(st["committed"].sum())}
     for kind in KINDS:
         out[f"complete_{kind}"] = len(ca.seeds[kind])
+    # what every committed proxy run measures, complete seed or not: the share of the reading maps'
+    # update energy in the proxy subspace, beside a random subspace's expected r / D
+    proxy = ca.table[ca.table["arm"].isin(["proxy", "proxy-early"])] if len(ca.table) else ca.table
+    if len(proxy):
+        from tanbias.lab.config import SIZES
+        from tanbias.lab.experiments import CAUSAL_SURGERY
+
+        out["proxy_share"] = float(proxy["share"].mean())
+        out["proxy_share_runs"] = int(len(proxy))
+        out["random_share_expected"] = CAUSAL_SURGERY["rank"] / SIZES["small"].hidden_size
     for kind in analysed_kinds(ca):
         rows = ca.causal[ca.causal["kind"] == kind]
         for _, r in rows.iterrows():
