@@ -19,7 +19,7 @@ def test_the_registration_is_the_committed_one_and_holds_every_rule():
     raw = (REGISTRATION_DIR / "causal.toml").read_bytes()
     assert hashlib.sha256(raw).hexdigest() == CAUSAL_REGISTRATION_SHA256
     assert cd.REGISTRATION_SHA256 == CAUSAL_REGISTRATION_SHA256
-    reg = cd.REGISTRATION
+    reg = cd.registration()
     assert {"causal", "early", "reinforcing", "rivals", "cost"} <= set(reg["rule"])
     assert reg["rule"]["early"]["threshold"] == 0.5 and reg["rule"]["alpha"] == cd.ALPHA
 

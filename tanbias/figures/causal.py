@@ -17,8 +17,8 @@ from tanbias.lab.experiments import CAUSAL_ARMS, causal_arms
 __all__ = ["ARM_COLORS", "operator_interactive", "trajectory_interactive", "forest_figure"]
 
 #: one colour per arm, from the palette (the early arms dashed in the trajectories)
-ARM_COLORS = {"control": COLORS[0], "proxy": COLORS[5], "random": COLORS[2], "uniform": COLORS[1],
-              "proxy-early": COLORS[5], "uniform-early": COLORS[1], "tied": COLORS[6]}
+ARM_COLORS = {"control": COLORS[7], "proxy": COLORS[1], "random": COLORS[2], "uniform": COLORS[4],
+              "proxy-early": COLORS[1], "uniform-early": COLORS[4], "tied": COLORS[3]}
 
 
 @frozen_layout
@@ -73,8 +73,9 @@ def _trajectory_layout(early_x: float):
 
 
 def trajectory_interactive(traj, seeds: dict, steps: int) -> Interactive:
-    """Interactive: the primary outcome during training, one line per arm (mean over the complete seeds,
-    with a ±1 standard-error band). Sliders: architecture, layer (``mean``: ln of the layer mean)."""
+    """Interactive: the primary outcome during training, one line per arm (mean over ``seeds[kind]``,
+    the seeds shown, with a ±1 standard-error band). Sliders: architecture, layer (``mean``: ln of
+    the layer mean)."""
     L = int(max(x for x in traj["layer"] if x != "mean"))
     n_arms = len(CAUSAL_ARMS)
 
@@ -103,7 +104,7 @@ def trajectory_interactive(traj, seeds: dict, steps: int) -> Interactive:
         layout = _trajectory_layout(EARLY_FRAC * steps + 1)
         lname = "mean over layers 1–L" if layer == "mean" else f"layer {layer}"
         n = len(seeds.get(kind, []))
-        layout["title"]["text"] = f"Anisotropy during training, {kind}, {lname} ({n} complete seed{'s' * (n != 1)})"
+        layout["title"]["text"] = f"Anisotropy during training, {kind}, {lname} (seeds shown: {n})"
         return {"data": traces, "layout": layout}
 
     return Interactive(
@@ -111,8 +112,8 @@ def trajectory_interactive(traj, seeds: dict, steps: int) -> Interactive:
                 Param("layer", "layer", options=("mean", *range(1, L + 1)), default="mean")],
         compute=compute, figure=figure, title="Anisotropy during training, by arm",
         caption="The ln of the mean cosine between the activations of the probe's captured positions (special "
-                "tokens and the first position left out), at every probe step; lines: the mean over the complete "
-                "seeds, bands: ±1 standard error across seeds. Dashed: the early arms, whose surgery stops at "
+                "tokens and the first position left out), at every probe step; lines: the mean over the seeds "
+                "whose run of that arm is committed, bands: ±1 standard error across them. Dashed: the early arms, whose surgery stops at "
                 "the dotted line (30 % of training). Lower is more isotropic.",
         name="ch11-trajectories", height=480)
 
@@ -137,5 +138,10 @@ def forest_figure(causal_rows, rival_rows) -> go.Figure:
                                  error_x=dict(type="data", symmetric=False, array=hi - est, arrayminus=est - lo)))
     fig.update_xaxes(type="log")
     fig.update_yaxes(autorange="reversed")
+    if not fig.data:                     # before two seeds are complete there is no contrast to draw
+        fig.update_xaxes(range=[np.log10(0.5), np.log10(2.0)])
+        fig.update_yaxes(visible=False)
+        fig.add_annotation(text="no contrast yet: fewer than two complete seeds in each architecture",
+                           x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
     return labelled(fig, "Registered contrasts of the primary outcome", "ratio of the mean cosine [log]", "",
                     legend="architecture")

@@ -104,7 +104,7 @@ def top_basis(cov: torch.Tensor, r: int) -> torch.Tensor:
 
 def random_basis(D: int, r: int, seed) -> torch.Tensor:
     """A random rank-``r`` orthonormal basis of ``R^D`` (``D × r``, Haar-distributed), from ``seed``
-    (an int or a sequence of ints, :func:`numpy.random.default_rng`'s seed)."""
+    (an int or a sequence of ints, ``numpy.random.default_rng``'s seed)."""
     D = check_int("D", D, lo=1)
     r = check_int("r", r, lo=1, hi=D)
     g = np.random.default_rng(seed).standard_normal((D, r))
@@ -268,7 +268,7 @@ class Surgery:
     @torch.no_grad()
     def finish(self, step: int) -> dict:
         """After the optimizer's step ``step``: replace each map's update; return (and keep in
-        :attr:`last`) the step's figures: ``surgery_share`` (mean share of the updates' energy in
+        ``last``) the step's figures: ``surgery_share`` (mean share of the updates' energy in
         ``P``), ``surgery_removed`` (mean share removed); empty outside the window."""
         if step != self._step:
             raise ParameterError(f"step={step} is out of range: valid value is {self._step}, the step "

@@ -6,7 +6,7 @@ Chapter 11 intervenes on the gradient side's chain with the surgery of
 *before* the first run:
 
 * the registration, ``data/preregistration/causal.toml`` (predictions, primary
-  outcome, decision rules; :data:`REGISTRATION`, pinned by :data:`REGISTRATION_SHA256`);
+  outcome, decision rules; :func:`registration`, pinned by :data:`REGISTRATION_SHA256`);
 * :func:`primary_sd`, the realised seed-to-seed noise of the primary outcome in
   chapter 10's committed runs, and :func:`power_analysis`, the number of seeds
   that detects a ×1.25 change of it with 80 % power after Holm across the primary
@@ -23,7 +23,7 @@ from tanbias.lab.analysis.dose_design import load_registration, t_test_power
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms
 
-__all__ = ["REGISTRATION_SHA256", "REGISTRATION", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA",
+__all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA",
            "primary_sd", "contrast_power", "seeds_needed", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/causal.toml``: the code refuses a registration that changed
@@ -36,10 +36,10 @@ FAMILY = 2 * 3
 ALPHA = 0.05
 
 
-def __getattr__(name):           # the registration is read when first used, not at import
-    if name == "REGISTRATION":
-        return load_registration("causal", REGISTRATION_SHA256)
-    raise AttributeError(name)
+def registration() -> dict:
+    """``data/preregistration/causal.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
+    (:func:`~tanbias.lab.analysis.dose_design.load_registration`)."""
+    return load_registration("causal", REGISTRATION_SHA256)
 
 
 def primary_sd(kind: str, loaded=None) -> dict:
