@@ -25,7 +25,9 @@ def _table(effects=None, loss=None, seeds=range(5), noise=0.02, rng=0):
                 rows.append({"run": f"causal-{kind}-{arm}-s{s}", "kind": kind, "arm": arm, "seed": s, "steps": STEPS,
                              "log_mean_cosine": -1 + base + effects.get(arm, 0.0) + g.normal(0, noise),
                              "heldout_loss": 5 + loss.get(arm, 0.0) + g.normal(0, 0.01), "diverged": False,
-                             "share": 0.4 if arm in ("proxy", "uniform") else 0.25 if arm == "random" else np.nan})
+                             "share": 0.4 if arm in ("proxy", "uniform") else 0.25 if arm == "random" else np.nan,
+                             **{o: g.normal(0, 0.1) for o in causal.OUTCOMES
+                                if o not in ("log_mean_cosine", "heldout_loss")}})
     return pd.DataFrame(rows)
 
 
@@ -132,6 +134,11 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
     assert words["gradient side"] == "incomplete" and words["gradient side, decoder"] == "supported"
     assert list(causal_report.contrast_table(ca).columns)[:3] == ["architecture", "contrast",
                                                                   "mean cosine ratio [95 % CI]"]
+    d = causal_report.descriptive_table(ca)
+    assert len(d) == 5 * 6 + 1 * 5 and set(d["arm"]) == set(causal_arms("decoder")) - {"control"}
+    sec = causal_report.secondary_table(ca)
+    assert set(sec["outcome"]) == set(causal.OUTCOMES.values()) - {causal.OUTCOMES[causal.PRIMARY]}
+    assert (sec.loc[sec["architecture"] == "encoder", "difference [95 % CI]"] == "—").all()
 
 
 def test_the_run_tables_of_real_smoke_runs(tmp_path):

@@ -16,7 +16,8 @@ from tanbias.lab.analysis.causal import CausalAnalysis
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS
 
-__all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table"]
+__all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
+           "secondary_table", "descriptive_table"]
 
 
 def analysed_kinds(ca: CausalAnalysis) -> list[str]:
@@ -158,3 +159,42 @@ def closing_words(ca: CausalAnalysis) -> dict:
             **{f"gradient side, {k}": w[k] for k in KINDS},
             **{f"imprinted early, {k}": ca.early[k]["word"] for k in KINDS},
             **{f"self-reinforcing, {k}": ca.reinforcing[k]["word"] for k in KINDS}}
+
+
+def secondary_table(ca: CausalAnalysis) -> "object":
+    """The secondary outcomes' contrasts (95 % t intervals, no multiplicity correction): one row per
+    outcome, architecture and contrast, the difference in the outcome's own units (ln units for the
+    ln outcomes, nats for the losses, ρ for the premise)."""
+    import pandas as pd
+
+    from tanbias.lab.analysis.causal import OUTCOMES, PRIMARY
+
+    frames = [ca.secondary(o).assign(outcome=OUTCOMES[o]) for o in OUTCOMES if o != PRIMARY]
+    c = pd.concat(frames, ignore_index=True)
+    return pd.DataFrame({"outcome": c["outcome"], "architecture": c["kind"], "contrast": c["contrast"],
+                         "difference [95 % CI]": [_interval(e, lo, hi, "{:+.3f}")
+                                                  for e, lo, hi in zip(c["estimate"], c["lo"], c["hi"])],
+                         "seeds": c["n_seeds"].astype(int)})
+
+
+def descriptive_table(ca: CausalAnalysis) -> "object":
+    """Every committed run beside its seed's control, complete seed or not (descriptive, no interval):
+    the ratio of the primary outcome to the control's, the held-out loss difference and, for the
+    surgical arms, the share of the update energy in P. Empty until a control and another arm of one
+    seed are committed."""
+    import pandas as pd
+
+    t = ca.table
+    rows = []
+    for (kind, seed), g in t.groupby(["kind", "seed"], sort=False) if len(t) else []:
+        ctrl = g[g["arm"] == "control"]
+        if ctrl.empty:
+            continue
+        c = ctrl.iloc[0]
+        for _, r in g[g["arm"] != "control"].iterrows():
+            rows.append({"architecture": kind, "seed": int(seed), "arm": r["arm"],
+                         "mean cosine / control's": f"{np.exp(r['log_mean_cosine'] - c['log_mean_cosine']):.2f}",
+                         "held-out loss − control's [nats]": f"{r['heldout_loss'] - c['heldout_loss']:+.3f}",
+                         "update energy in P": "—" if not np.isfinite(r["share"]) else f"{r['share']:.0%}"})
+    return pd.DataFrame(rows, columns=["architecture", "seed", "arm", "mean cosine / control's",
+                                       "held-out loss − control's [nats]", "update energy in P"])
