@@ -34,7 +34,8 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
 
     Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
     arm is committed; the registered numbers are :func:`~tanbias.lab.analysis.causal_design.design_numbers`').
-    Once a proxy run is committed: ``proxy_share`` (the mean share of the maps' update energy in
+    Once a run is committed: ``minutes_per_run`` (mean training minutes of the committed runs) and
+    ``hours_estimate`` (the whole experiment at that pace, two runs at a time). Once a proxy run is committed: ``proxy_share`` (the mean share of the maps' update energy in
     the proxy subspace, over the surgery's steps of every committed proxy and proxy-early run),
     ``proxy_share_runs`` and ``random_share_expected`` (``r / D``). For each architecture of :func:`analysed_kinds`:
     ``<kind>_<a>_<b>`` (ratio ``exp`` of the contrast of the primary outcome), ``_lo``, ``_hi``
@@ -48,6 +49,10 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     out = {"n_runs": int(len(st)), "runs_done": int(st["committed"].sum())}
     for kind in KINDS:
         out[f"complete_{kind}"] = len(ca.seeds[kind])
+    if out["runs_done"]:
+        # the committed runs' own training minutes, and the whole experiment at that pace, two at a time
+        out["minutes_per_run"] = float(st["minutes"].mean())
+        out["hours_estimate"] = out["minutes_per_run"] * out["n_runs"] / 2 / 60
     # what every committed proxy run measures, complete seed or not: the share of the reading maps'
     # update energy in the proxy subspace, beside a random subspace's expected r / D
     proxy = ca.table[ca.table["arm"].isin(["proxy", "proxy-early"])] if len(ca.table) else ca.table
