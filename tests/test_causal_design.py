@@ -60,3 +60,14 @@ def test_every_arm_of_a_seed_shares_the_base_config_and_differs_only_by_its_inte
     assert "tied" not in causal_arms("encoder")
     names = causal_names()
     assert len(names) == len(set(names)) == 5 * 7 + 12 * 6
+
+
+def test_the_config_files_of_a_smoke_causal_test_are_written_in_design_order(tmp_path):
+    from tanbias.lab.config import load_config
+    from tanbias.lab.pipeline import causal_configs
+
+    paths = causal_configs(tmp_path, seeds=(0, 1), kinds=("decoder",), steps=8, size="smoke", languages=["en"])
+    assert [p.stem for p in paths] == causal_names(seeds=(0, 1), kinds=("decoder",))
+    cfg = load_config(paths[1])
+    assert cfg.name == "causal-decoder-proxy-s0" and cfg.surgery.arm == "proxy" and cfg.steps == 8
+    assert cfg.surgery.rank == 8 and cfg.size.name == "smoke"
