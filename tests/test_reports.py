@@ -43,7 +43,8 @@ def _glued_in_code(chapter: str) -> set[str]:
 @pytest.fixture(scope="module")
 def committed():
     sw = sweep_report.analyse_sweep()
-    da = dose.analyse_dose()
+    dose_runs = dose.load_dose()               # read once: the dose report and chapter 11's power read them
+    da = dose.analyse_dose(dose_runs)
     tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
     return {
@@ -55,7 +56,7 @@ def committed():
         "design": {"ch10_" + k: v for k, v in dose_design.design_numbers(expected, power).items()},
         "dose": {"ch10_" + k: v for k, v in dose_report.dose_numbers(da).items()},
         "causal_design": {"ch11_" + k: v for k, v in
-                          causal_design.design_numbers(causal_design.power_analysis()).items()},
+                          causal_design.design_numbers(causal_design.power_analysis(loaded=dose_runs)).items()},
         "causal": {"ch11_" + k: v for k, v in causal_report.causal_numbers(causal.analyse_causal()).items()},
     }
 
