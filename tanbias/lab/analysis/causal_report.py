@@ -33,7 +33,7 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     """The numbers chapter 11 quotes (without its ``ch11_`` prefix).
 
     Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
-    arm is committed; the registered numbers are :func:`~tanbias.lab.analysis.causal_design.design_numbers`').
+    arm is committed; the registered numbers are in :func:`~tanbias.lab.analysis.causal_design.design_numbers`).
     Once a run is committed: ``minutes_per_run`` (mean training minutes of the committed runs) and
     ``hours_estimate`` (the whole experiment at that pace, two runs at a time). Once a proxy run is committed: ``proxy_share`` (the mean share of the maps' update energy in
     the proxy subspace, over the surgery's steps of every committed proxy and proxy-early run),
