@@ -254,8 +254,8 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     except Exception as exc:  # report, keep the rest of the benchmark
         report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
-    report["dose"] = _dose_record(Path(root))
-    report["causal"] = _dose_record(Path(root), "causal.json", CAUSAL_BUDGET_S)
+    report["dose"] = _experiment_record(Path(root))
+    report["causal"] = _experiment_record(Path(root), "causal.json", CAUSAL_BUDGET_S)
     report["pretrained"] = _pretrained_record(Path(root))
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
@@ -281,7 +281,7 @@ DOSE_BUDGET_S = 5 * 3600.0
 CAUSAL_BUDGET_S = 6 * 3600.0
 
 
-def _dose_record(root: Path, name: str = "dose.json", budget: float = DOSE_BUDGET_S) -> dict | None:
+def _experiment_record(root: Path, name: str = "dose.json", budget: float = DOSE_BUDGET_S) -> dict | None:
     """An experiment's committed wall time (``data/runs/<name>``, one record per sitting: the dose
     experiment's ``dose.json``, the causal test's ``causal.json``)."""
     path = root / "data" / "runs" / name
@@ -406,20 +406,14 @@ def format_report(report: dict) -> str:
         lines.append(f"2x2 sweep (committed, data/runs/sweep.json): {sw['n_runs']} runs in "
                      f"{sw['wall_seconds'] / 60:.1f} min wall time with {sw['jobs']} parallel jobs on 2 cores "
                      f"(sum of run times {sw['run_seconds'] / 60:.1f} min)")
-    ds = report.get("dose")
-    if ds:
-        lines.append(f"dose experiment (committed, data/runs/dose.json): {ds['runs_finished']} runs finished in "
-                     f"{ds['sittings']} sitting(s), "
-                     f"{_fmt_check(ds['wall_seconds'] / 3600, ds['budget_seconds'] / 3600, lambda v: f'{v:.2f}')} h "
-                     f"wall time <= {ds['budget_seconds'] / 3600:.0f} h so far "
-                     f"(sum of run times {ds['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
-    cs = report.get("causal")
-    if cs:
-        lines.append(f"causal test (committed, data/runs/causal.json): {cs['runs_finished']} runs finished in "
-                     f"{cs['sittings']} sitting(s), "
-                     f"{_fmt_check(cs['wall_seconds'] / 3600, cs['budget_seconds'] / 3600, lambda v: f'{v:.2f}')} h "
-                     f"wall time <= {cs['budget_seconds'] / 3600:.0f} h so far "
-                     f"(sum of run times {cs['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
+    for key, label in (("dose", "dose experiment"), ("causal", "causal test")):
+        ds = report.get(key)
+        if ds:
+            lines.append(f"{label} (committed, data/runs/{key}.json): {ds['runs_finished']} runs finished in "
+                         f"{ds['sittings']} sitting(s), "
+                         f"{_fmt_check(ds['wall_seconds'] / 3600, ds['budget_seconds'] / 3600, lambda v: f'{v:.2f}')} h "
+                         f"wall time <= {ds['budget_seconds'] / 3600:.0f} h so far "
+                         f"(sum of run times {ds['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
     sg = report.get("surgery")
     if sg and "error" not in sg:
         lines.append(f"gradient surgery (chapter 11, {sg['kind']} {sg['size']}): {sg['t_plain']:.2f} s a plain step, "

@@ -167,21 +167,15 @@ def main(argv=None) -> int:
             print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
-        elif args.command == "dose":
+        elif args.command in ("dose", "causal"):
             from tanbias.lab.experiments import DOSE_SEEDS
-            from tanbias.lab.pipeline import run_dose
-            res = run_dose(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
-                           seeds=tuple(args.seeds) if args.seeds else DOSE_SEEDS, device=args.device)
+            from tanbias.lab.pipeline import run_causal, run_dose
+            run, default = (run_dose, DOSE_SEEDS) if args.command == "dose" else (run_causal, None)
+            res = run(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
+                      seeds=tuple(args.seeds) if args.seeds else default, device=args.device)
             print(json.dumps(res, indent=1))
-            print(f"dose sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
-            if any(r["exit"] != 0 for r in res["runs"].values()):
-                return 1
-        elif args.command == "causal":
-            from tanbias.lab.pipeline import run_causal
-            res = run_causal(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
-                             seeds=tuple(args.seeds) if args.seeds else None, device=args.device)
-            print(json.dumps(res, indent=1))
-            print(f"causal sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
+            print(f"{args.command} sitting: {len(res['runs'])} runs in {res['wall_seconds'] / 60:.1f} min "
+                  f"with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
         elif args.command == "mechanism":
