@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias._checks import check_int, check_real
-from tanbias.lab.analysis.dose_design import load_registration, t_test_power
+from tanbias.lab.analysis.dose_design import load_registration, seed_blocked_sd, t_test_power
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms
 
@@ -61,11 +61,8 @@ def primary_sd(kind: str, loaded=None) -> dict:
     loaded = dose.load_dose() if loaded is None else loaded
     t = dose.run_table(loaded)
     t = t[t["kind"] == kind]
-    y = np.log(t.pivot_table(index="seed", columns="level", values="mean_cosine_late").to_numpy(float))
-    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
-    df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0]),
-            "n_levels": int(y.shape[1])}
+    return seed_blocked_sd(np.log(t.pivot_table(index="seed", columns="level", values="mean_cosine_late")
+                                  .to_numpy(float)))
 
 
 def contrast_power(ratio: float, sd: float, n_seeds: int, n_arms: int, alpha: float = ALPHA / FAMILY) -> float:

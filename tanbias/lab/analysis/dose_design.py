@@ -34,7 +34,7 @@ from tanbias.lab.experiments import DOSE_LEVELS, DOSE_SEEDS, dose_names
 from tanbias.lab.runs import ROOT
 
 __all__ = ["REGISTRATION_DIR", "REGISTRATION_SHA256", "load_registration", "REGISTRATION", "PREDICTIONS", "LINKS",
-           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "t_test_power", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
+           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "seed_blocked_sd", "t_test_power", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
 
 #: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
 #: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
@@ -187,9 +187,23 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     m = m[(m["layer"] == "mean") & (m["bucket"] == "all") & (m["proxy"] == "frozen")
           & (m["phase"] == phase) & (m["kind"] == kind)]
     y = m.pivot_table(index="seed", columns="regime", values="log_enrichment").to_numpy(float)
+    return {k: v for k, v in seed_blocked_sd(y).items() if k != "n_levels"}
+
+
+def seed_blocked_sd(y) -> dict:
+    """Residual standard deviation of a seeds x levels table under the additive model ``seed + level``.
+
+    ``sd`` with ``df = (seeds − 1)(levels − 1)`` degrees of freedom, ``n_seeds``, ``n_levels``: the
+    noise a seed-paired comparison of two levels (or arms) sees.
+
+    >>> seed_blocked_sd([[0.0, 1.0], [1.0, 2.0]])["sd"]           # purely additive: no residual
+    0.0
+    """
+    y = np.asarray(y, float)
     r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
     df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0])}
+    return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0]),
+            "n_levels": int(y.shape[1])}
 
 
 def t_test_power(effect: float, se: float, df: int, alpha: float) -> float:
