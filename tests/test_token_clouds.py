@@ -369,3 +369,23 @@ def test_the_band_over_layers_covers_every_layer_at_once():
         miss_band += int(np.any((res["band_lo"] > 0) | (res["band_hi"] < 0), axis=0).sum())   # per reading
     assert np.mean(wider) > 1.1, "ten layers at once need a wider band than one"
     assert miss_band <= 5, f"{miss_band} of {3 * reps} bands exclude 0 somewhere (about 5 % expected)"
+
+
+def test_spearman_rows_equal_scipys_spearman_with_ties_constants_and_gaps():
+    """The bootstrap's fast ρ (ranks of x computed once) is scipy's ρ, case by case."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(3, 30))
+        x = rng.integers(0, 5, n).astype(float) if trial % 2 else rng.normal(size=n)
+        Y = [rng.integers(0, 4, n).astype(float) if trial % 3 == 0 else rng.normal(size=n) for _ in range(3)]
+        if trial % 7 == 0:
+            Y[1][:] = 1.0                                  # a constant reading: NaN, as scipy's guard
+        if trial % 5 == 0:
+            Y[2][0] = np.nan                               # a missing value: that reading drops it
+        got = tc._spearman_rows(x, Y)
+        for g, y in zip(got, Y):
+            ok = np.isfinite(y)
+            want = np.nan if np.ptp(y[ok]) == 0 or np.ptp(x[ok]) == 0 else spearmanr(x[ok], y[ok]).statistic
+            assert np.isclose(g, want, atol=1e-12, equal_nan=True), (trial, g, want)

@@ -42,7 +42,7 @@ from tanbias.lab.config import RunConfig
 __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
            "COMMITTED_FILES", "is_complete", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
-           "read_config", "atomic_save_npz"]
+           "read_config", "atomic_save_npz", "MEMO_DIR", "inputs_digest", "memoised"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
@@ -321,3 +321,94 @@ def load_run(run) -> RunData:
                        r.get("type") == "probe_eval" for r in records) else None,
                    premise=table("premise.csv") if "premise.csv" in manifest["files"] else None)
 
+
+
+# --------------------------------------------------------------------------- a memo of analyses
+#: where :func:`memoised` keeps the analyses of the committed runs (git-ignored, under work/)
+MEMO_DIR = Path(os.environ.get("TANBIAS_MEMO_DIR", ROOT / "work" / "memo"))
+
+
+def inputs_digest() -> str:
+    """sha256 of everything an analysis of the committed data can read: every file under
+    ``data/`` and :data:`RUNS_DIR` (run ``work/`` folders left out), the package's source,
+    and the versions of Python and of the numerical libraries."""
+    import importlib.metadata as md
+
+    h = hashlib.sha256()
+    roots = [ROOT / "data", RUNS_DIR, Path(__file__).resolve().parents[1]]
+    seen = set()
+    for top in roots:
+        top = top.resolve()
+        if top in seen or not top.exists():
+            continue
+        seen.add(top)
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if d not in ("work", "__pycache__"))
+            for f in sorted(filenames):
+                if f.endswith(".pyc"):
+                    continue
+                path = Path(dirpath, f)
+                h.update(str(path.relative_to(top.parent)).encode() + b"\0")
+                h.update(path.read_bytes())
+    for lib in ("numpy", "pandas", "scipy", "statsmodels", "patsy"):
+        h.update(f"{lib}={md.version(lib)};".encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()
+
+
+def memoised(name: str, compute):
+    """``compute()``, kept on disk in :data:`MEMO_DIR` under a key of all it can read.
+
+    The book's chapters and the tests analyse the same committed runs several times
+    (chapter 10's analysis is computed again by the closing page and by the tests of
+    the reports); this computes it once per state of the data and the code. The key is
+    :func:`inputs_digest`: a changed file under ``data/``, a changed module of the package
+    or another library version gives a new key, so a stale result is never returned. An
+    unreadable entry is computed again; ``TANBIAS_MEMO=0`` turns the memo off. The entry
+    is written atomically, so processes that compute it side by side do not clash.
+    """
+    import pickle
+
+    if os.environ.get("TANBIAS_MEMO", "1") == "0":
+        return compute()
+    memo_dir = Path(MEMO_DIR)
+    path = memo_dir / f"{name}-{inputs_digest()[:24]}.pkl"
+    with _memo_lock(memo_dir / f".{name}.lock"):      # a second process waits, then reads
+        if path.exists():
+            try:
+                return pickle.loads(path.read_bytes())
+            except Exception:            # noqa: BLE001 - any unreadable entry is recomputed
+                pass
+        value = compute()
+        try:
+            atomic_write_bytes(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+            for old in memo_dir.glob(f"{name}-*.pkl"):
+                if old != path:
+                    old.unlink(missing_ok=True)
+        except OSError:                  # a read-only checkout still gets its answer
+            pass
+        return value
+
+
+class _memo_lock:
+    """An exclusive advisory lock on ``path`` (``fcntl.flock``; none where there is no fcntl
+    or the folder cannot be written)."""
+
+    def __init__(self, path: Path):
+        self.path, self.f = path, None
+
+    def __enter__(self):
+        try:
+            import fcntl
+
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.f = open(self.path, "a")
+            fcntl.flock(self.f, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            self.f = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.f is not None:
+            self.f.close()               # closing the file releases the lock
+        return False

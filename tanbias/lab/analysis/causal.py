@@ -369,9 +369,18 @@ class CausalAnalysis:
 
 
 def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
-    """Apply every registered rule of the causal test to the committed runs (:func:`load_causal`)."""
+    """Apply every registered rule of the causal test to the committed runs (:func:`load_causal`).
+
+    On the committed runs (neither argument given) the result is memoised on disk
+    (:func:`tanbias.lab.runs.memoised`): chapter 11, the closing page and the tests read one
+    computation.
+    """
     import pandas as pd
 
+    if loaded is None and runs_dir is None:
+        from tanbias.lab import runs
+
+        return runs.memoised("analyse_causal", lambda: analyse_causal(load_causal()))
     loaded = load_causal(runs_dir=runs_dir) if loaded is None else loaded
     if loaded:
         table, traj = run_table(loaded), trajectory_table(loaded)

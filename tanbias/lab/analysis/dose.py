@@ -660,8 +660,16 @@ class DoseAnalysis:
 
 
 def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
-    """Load the committed dose runs (if not given) and compute every statistic of chapter 10."""
-    loaded = load_dose() if loaded is None else loaded
+    """Load the committed dose runs (if not given) and compute every statistic of chapter 10.
+
+    On the committed runs (``loaded`` not given) the result is memoised on disk
+    (:func:`tanbias.lab.runs.memoised`, keyed by every data file and the code): chapter 10,
+    the closing page and the tests read one computation.
+    """
+    if loaded is None:
+        from tanbias.lab import runs
+
+        return runs.memoised("analyse_dose", lambda: analyse_dose(load_dose()))
     table = run_table(loaded)
     frame = adaptive_frame(loaded)
     return DoseAnalysis(

@@ -65,8 +65,17 @@ class SweepAnalysis:
 
 
 def analyse_sweep(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAnalysis:
-    """Load (if not given) and analyse the committed sweep and its learning-rate controls."""
-    loaded = sweep.load_sweep() if loaded is None else loaded
+    """Load (if not given) and analyse the committed sweep and its learning-rate controls.
+
+    On the committed runs (``loaded`` not given) the result is memoised on disk
+    (:func:`tanbias.lab.runs.memoised`): chapters 8 and 9, the closing page and the tests
+    read one computation per set of controls.
+    """
+    if loaded is None:
+        import hashlib
+
+        tag = hashlib.sha256(repr(tuple(controls or ())).encode()).hexdigest()[:8]
+        return lab_runs.memoised(f"analyse_sweep-{tag}", lambda: analyse_sweep(sweep.load_sweep(), controls))
     metrics = sweep.run_metrics(loaded)
     eta_sum, corr_sum, _ = sweep.mechanism_summary(loaded)
     ctl = {n: lab_runs.load_run(n) for n in controls} if controls else {}
