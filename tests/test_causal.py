@@ -57,6 +57,21 @@ def test_a_planted_specific_effect_is_supported_in_both_architectures():
     assert e["word"] == "supported"
 
 
+def test_an_interim_reading_keeps_holms_family_at_six():
+    """With the encoder's seeds missing, the decoder's three contrasts are adjusted as three of
+    six (the absent ones enter with p = 1), not as a family of three."""
+    from statsmodels.stats.multitest import multipletests
+
+    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05})
+    t = t[t["kind"] == "decoder"]                       # the encoder has no complete seed yet
+    rows = causal.causal_rows(t)
+    dec = rows[rows["kind"] == "decoder"]
+    assert rows.loc[rows["kind"] == "encoder", "p_holm"].isna().all()
+    assert np.allclose(dec["p_holm"], multipletests([*dec["p"], 1, 1, 1], method="holm")[1][:3])
+    three = multipletests(dec["p"], method="holm")[1]
+    assert (dec["p_holm"].to_numpy() >= three - 1e-15).all() and (dec["p_holm"].to_numpy() > three).any()
+
+
 @pytest.mark.parametrize("effects,word", [
     ({"proxy": -0.3, "uniform": -0.3}, "not specific"),     # no more than an undirected removal
     ({}, "not detected"),
