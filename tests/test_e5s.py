@@ -197,7 +197,7 @@ def c_forward(f: e5s.E5SFile, ids) -> np.ndarray:
     """e5.c's ``forward_batch`` for one text in float64, without its 8-bit activations."""
     from scipy.special import erf
 
-    c = f.config
+    c = f.header
     H, NH, FF = c["hidden_size"], c["n_heads"], c["intermediate_size"]
     hd = H // NH
 
@@ -237,7 +237,7 @@ def differing_share(a, b) -> float:
 # ---------------------------------------------------------------------------
 def test_parser_reads_what_was_written(tiny):
     f = e5s.read_e5s(tiny, REGEN)
-    assert f.version == e5s.VERSION and f.config == {**TINY, "qk": 32}
+    assert f.version == e5s.VERSION and f.header == {**TINY, "qk": 32}
     assert f.pieces == tuple(TINY_PIECES) and np.array_equal(f.scores, np.float32(TINY_SCORES))
     assert (f.bos, f.eos, f.pad, f.unk) == (0, 2, 1, 3)
     assert f.norm == TINY_NORM
@@ -482,7 +482,7 @@ def test_real_model_runs_and_embeds_sensibly(me5, real):
     entry = zoo.ZOO["me5-small"]
     assert type(model).__name__ == entry.arch and not model.training
     assert sum(p.numel() for p in model.parameters()) == entry.n_params
-    assert model.config.vocab_size == real.config["vocab_size"] > len(real.pieces)
+    assert model.config.vocab_size == real.header["vocab_size"] > len(real.pieces)
     texts = ["query: How much protein should a woman eat per day?",
              "query: Wie viel Eiweiß sollte eine Frau pro Tag essen?",
              "passage: The stock market fell sharply after the announcement.",

