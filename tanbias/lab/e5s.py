@@ -30,7 +30,10 @@ pooler: the file has none) and :func:`convert` writes ``config.json``,
 
 The engine computes its matrix products in int8 x int4 (activations rounded
 to 8 bits per block of 32); the converted model computes them in float32 on
-the dequantised weights, so the two agree closely, not bit for bit.
+the dequantised weights, so the two agree closely, not bit for bit: measured
+by hand when this was written, the mean-pooled, L2-normalised sentence
+embeddings of English and German "query: " / "passage: " texts have a cosine
+of 0.9999 (0.99990 to 0.99994) with those of the package's own engine.
 
 The tokenizer is the engine's own (``tok_content``): each codepoint is mapped
 through the file's normalisation table (a per-codepoint flattening of
