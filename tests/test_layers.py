@@ -42,6 +42,7 @@ LAB = [
     ["tanbias.lab.experiments"],
     ["tanbias.lab.runs"],
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.data"],
+    ["tanbias.lab.e5s"],
     ["tanbias.lab.models", "tanbias.lab.zoo", "tanbias.lab.checkpoints"],
     ["tanbias.lab.probe", "tanbias.lab.surgery"],
     ["tanbias.lab.distributed"],

