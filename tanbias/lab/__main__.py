@@ -97,8 +97,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="folder for alignment.csv, radius.csv, radius_corr.csv")
     p.add_argument("--no-progress", action="store_true")
     p = sub.add_parser("pretrained", help="measure zoo models on held-out text (data/pretrained/)")
-    p.add_argument("model", help="smollm2-135m, gemma3-270m, minilm-l6, or all")
-    p.add_argument("--tokens", type=int, default=None, help="held-out tokens (default 32768)")
+    from tanbias.lab.zoo import ZOO
+    p.add_argument("model", help=", ".join(ZOO) + ", or all")
+    p.add_argument("--tokens", type=int, default=None,
+                   help="held-out tokens per language (default: each model's committed setting, "
+                        "tanbias.lab.analysis.pretrained.DEFAULTS and MODEL_SETTINGS)")
     p.add_argument("--out", default=None, help="root folder (default data/pretrained)")
     p.add_argument("--fresh", action="store_true", help="measure again models already measured")
     p.add_argument("--no-progress", action="store_true")

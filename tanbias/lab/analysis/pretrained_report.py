@@ -34,17 +34,17 @@ if TYPE_CHECKING:
 
 __all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "pretrained_table", "PRETRAINED_QUOTED",
            "pretrained_numbers", "pretrained_checks", "word_checks", "zoo_table", "estimator_table", "premise_table",
-           "robustness_table", "sink_table", "alignment_table", "lab_comparison"]
+           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
-SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm"}
+SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm", "me5-small": "me5"}
 #: The paper's reported Spearman correlation of log frequency with distance to the centroid (decoders).
 PAPER_RHO = -0.5
 #: A first position whose median norm exceeds this many times the median elsewhere is called a sink.
 SINK_RATIO = 10.0
 #: The languages' names in tables.
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
-                  "nl": "Dutch", "pt": "Portuguese", "pl": "Polish"}
+                  "nl": "Dutch", "pt": "Portuguese", "pl": "Polish", "ru": "Russian", "cs": "Czech"}
 _READ = {"radius_t": "t", "centroid_distance": "dist", "self_similarity": "self"}
 
 
@@ -172,6 +172,14 @@ def pretrained_table(pretrained: dict) -> dict:
             out[f"{kl}_curv_two"] = int(((c["lo"] <= 2) & (c["hi"] >= 2)).sum())
             out[f"{kl}_curv_zero"] = int(((c["lo"] <= 0) & (c["hi"] >= 0)).sum())
             out[f"{kl}_curv_layers"] = len(c)
+        langs = _languages(tab)
+        out[f"{k}_languages"] = len(langs)
+        # over the languages a model reads: the range of the last layer's ρ(log corpus frequency, t)
+        # and of the peak mean cosine
+        rhos = [out[f"{k}_{lang}_t_corpus_rho"] for lang in langs]
+        coss = [out[f"{k}_{lang}_cos_max"] for lang in langs]
+        out[f"{k}_t_corpus_rho_lang_min"], out[f"{k}_t_corpus_rho_lang_max"] = float(min(rhos)), float(max(rhos))
+        out[f"{k}_cos_max_lang_min"], out[f"{k}_cos_max_lang_max"] = float(min(coss)), float(max(coss))
         if "alignment" in tab:
             a = tab["alignment"]
             for label, short in (("trained", "trained"), ("random-init", "null")):
@@ -219,6 +227,10 @@ PRETRAINED_QUOTED: dict = {
         "en_dist_corpus_hi", "en_dist_corpus_lo", "en_dist_corpus_rho", "en_iso_max", "en_self_corpus_rho",
         "en_t_corpus_band_pos_layers", "en_t_corpus_hi", "en_t_corpus_lo", "en_t_corpus_rho",
         "en_t_robust_max", "en_t_robust_min", "en_t_web_rho", "en_tokens", "minutes"),
+    "me5": ("languages", "en_tokens", "en_t_corpus_rho", "en_t_corpus_lo", "en_t_corpus_hi",
+        "t_corpus_rho_lang_min", "t_corpus_rho_lang_max", "en_dist_corpus_rho", "en_dist_corpus_lo",
+        "en_dist_corpus_hi", "en_cos_max", "en_cos_max_layer", "en_iso_max", "cos_max_lang_min",
+        "cos_max_lang_max", "en_curv_median", "en_curv_min", "en_curv_max", "layers", "minutes"),
 }
 
 
@@ -372,6 +384,32 @@ def premise_table(pretrained: dict):
                              "band above 0 at": rep[f"{key}_band_pos_layers"],
                              "band below 0 at": rep[f"{key}_band_neg_layers"]})
     return pd.DataFrame(rows).set_index(["model", "language", "reading"])
+
+
+def encoder_table(pretrained: dict, names=("minilm-l6", "me5-small")):
+    """The two contrastive sentence encoders side by side, one row per model and language: the
+    premise (matched ρ of log corpus frequency with the radius t at the last layer, its interval
+    over documents and its word; the band's word over the blocks), the anisotropy (peak mean
+    cosine over blocks 1..L, its block, peak IsoScore*) and the curvature (median slope over the
+    blocks, and at how many blocks the interval holds 2)."""
+    import pandas as pd
+
+    rep = pretrained_table({n: pretrained[n] for n in names})
+    rows = []
+    for name in names:
+        for lang in _languages(pretrained[name]):
+            k = f"ch9_{SHORT[name]}_{lang}"
+            t = f"{k}_t_corpus"
+            rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang),
+                         "tokens": rep[f"{k}_tokens"], "types (m = 8)": rep[f"{t}_n"],
+                         "ρ(freq, t), last block [95 %]": _ci(rep[f"{t}_rho"], rep[f"{t}_lo"], rep[f"{t}_hi"]),
+                         "last block": rep[f"{t}_sign"], "band over blocks": rep[f"{t}_band"],
+                         "peak mean cosine": f"{rep[f'{k}_cos_max']:.2f}",
+                         "at block": rep[f"{k}_cos_max_layer"],
+                         "peak IsoScore*": f"{rep[f'{k}_iso_max']:.2f}",
+                         "median curvature slope": f"{rep[f'{k}_curv_median']:+.2f}",
+                         "blocks whose slope interval holds 2": f"{rep[f'{k}_curv_two']} of {rep[f'{k}_curv_layers']}"})
+    return pd.DataFrame(rows)
 
 
 def robustness_table(pretrained: dict):
