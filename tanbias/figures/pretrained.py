@@ -38,7 +38,9 @@ READING_COLORS = dict(zip(READING_LABELS, COLORS[:3]))
 #: Depths offered by the sliders that show one layer (a model's layers differ in number).
 DEPTHS = ("embeddings", "quarter", "middle", "three quarters", "last")
 _DEPTH_FRACTION = dict(zip(DEPTHS, (0.0, 0.25, 0.5, 0.75, 1.0)))
-MAX_POINTS = 400          # types drawn per frame: enough to see a trend, light pages
+#: line dashes of the languages, in the order a figure meets them
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+MAX_POINTS = 200          # types drawn per frame: enough to see a trend, light pages (ten measurements)
 ESTIMATORS = {"matched": "count-matched (m occurrences per type)", "plain": "plain (all occurrences)"}
 
 
@@ -190,9 +192,15 @@ def anisotropy_interactive(pretrained: dict) -> Interactive:
             out[label] = (a["layer"] / a["layer"].max(), a[col])   # all NaN (no sink): an empty line
         return out
 
+    # a colour per model, a dash per language: ten lines, read as model x language
+    models = list(dict.fromkeys(model for model, _ in meas.values()))
+    langs = list(dict.fromkeys(lang for _, lang in meas.values()))
+
     def figure(data, measure, sink):
-        fig = go.Figure([go.Scatter(x=x, y=y, mode="lines+markers", name=m, line=dict(color=COLORS[i]))
-                         for i, (m, (x, y)) in enumerate(data.items())])
+        fig = go.Figure([go.Scatter(x=x, y=y, mode="lines+markers", name=m,
+                                    line=dict(color=COLORS[models.index(meas[m][0]) % len(COLORS)],
+                                              dash=_DASHES[langs.index(meas[m][1]) % len(_DASHES)]))
+                         for m, (x, y) in data.items()])
         if measure == "sink_norm_ratio":
             fig.update_yaxes(type="log")
         note = "" if measure not in _WITH_SINK else f" ({SINK[sink]})"
@@ -206,8 +214,8 @@ def anisotropy_interactive(pretrained: dict) -> Interactive:
                        caption="An isotropic cloud has mean cosine 0, IsoScore* 1 and a top-direction "
                                "share of 1/D. The first position of a decoder's row is its attention "
                                "sink; with it included, the first three measures describe the sink as "
-                               "much as the text. MiniLM reads [CLS] first, a special token left out of "
-                               "both.", name="ch9-anisotropy", height=460)
+                               "much as the text. The encoders read [CLS] (<s>) first, a special token "
+                               "left out of both. A colour per model, a dash per language.", name="ch9-anisotropy", height=460)
 
 
 NETWORKS = {"trained": "released checkpoint", "random-init": "random-init copy (the null)"}
