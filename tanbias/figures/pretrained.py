@@ -214,7 +214,7 @@ def anisotropy_interactive(pretrained: dict) -> Interactive:
                        caption="An isotropic cloud has mean cosine 0, IsoScore* 1 and a top-direction "
                                "share of 1/D. The first position of a decoder's row is its attention "
                                "sink; with it included, the first three measures describe the sink as "
-                               "much as the text. The encoders read [CLS] (<s>) first, a special token "
+                               "much as the text. The encoders read their start token ([CLS]) first, a special token "
                                "left out of both. A colour per model, a dash per language.", name="ch9-anisotropy", height=460)
 
 
