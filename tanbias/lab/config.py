@@ -328,7 +328,7 @@ class SurgerySettings:
 #: run's config.json they keep their defaults, and :meth:`RunConfig.to_dict` leaves them out
 #: again, so a committed config.json round-trips byte for byte
 LATER_KEYS = ("language_weights", "temperature", "flatten", "flatten_f0", "probe_eval_batches",
-              "precision", "schedule", "tie_embeddings", "surgery")
+              "precision", "schedule", "tie_embeddings", "surgery", "alias", "alias_f0")
 
 
 @dataclass(frozen=True)
@@ -366,6 +366,11 @@ class RunConfig:
     #: kept with probability min(1, (f / flatten_f0) ** -flatten); 0 keeps everything
     flatten: float = 0.0
     flatten_f0: float = 1e-4
+    #: the aliasing knob on input frequencies (chapter 10, :mod:`tanbias.lab.aliasing`): an occurrence
+    #: of a type of stream frequency f > alias_f0 is shown as one of round((f / alias_f0) ** alias)
+    #: alias ids (new input-embedding rows), drawn per occurrence; targets stay the types; 0: none
+    alias: float = 0.0
+    alias_f0: float = 1e-4
     #: held-out batches evaluated at every probe step (0: only the final evaluation)
     probe_eval_batches: int = 0
     #: arithmetic of the forward and backward passes (PRECISIONS); the probe captures float32
@@ -413,6 +418,14 @@ class RunConfig:
                                          hint="0 keeps every token; 1 flattens every type above "
                                               "flatten_f0 to it."))
         _set(self, "flatten_f0", check_real("flatten_f0", self.flatten_f0, 0, 1, hi_open=True))
+        _set(self, "alias", check_real("alias", self.alias, 0, 2, lo_open=False, hi_open=False,
+                                       hint="0 aliases nothing; 1 brings every alias of a type above "
+                                            "alias_f0 to about alias_f0."))
+        _set(self, "alias_f0", check_real("alias_f0", self.alias_f0, 0, 1, hi_open=True))
+        if self.alias > 0 and self.tie_embeddings:
+            raise ParameterError(f"alias={self.alias!r} is not allowed with tie_embeddings=True: valid range is "
+                                 "alias=0 for a tied model (its output layer would have to grow the alias rows "
+                                 "too, and the targets must stay the types). Untie the embeddings.")
         _set(self, "probe_eval_batches", check_int("probe_eval_batches", self.probe_eval_batches, lo=0))
         check_choice("precision", self.precision, PRECISIONS)
         if not isinstance(self.tie_embeddings, bool):

@@ -7,6 +7,8 @@
 * :func:`stream_frequencies`, :func:`keep_probabilities` — the expected
   token frequencies of a run's language mixture and the direct knob that
   subsamples frequent types (chapter 10);
+* :func:`alias_map_of`, :func:`alias_batch` — the aliasing knob (chapter 10,
+  :mod:`tanbias.lab.aliasing`): a run's alias map and a batch shown through it;
 * :func:`training_streams` — a run's training and validation batch streams;
 * :func:`common_batches` — the one held-out text every run of a kind is
   measured on (chapter 8's radii).
@@ -26,13 +28,15 @@ import torch
 
 from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
+from tanbias.lab.aliasing import AliasMap, alias_counts
 from tanbias.lab.config import BOS_ID, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, REGIMES, check_kind
 from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_manifest, split
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
 __all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
-           "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "training_streams",
+           "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "alias_map_of", "alias_batch",
+           "ALIAS_SEED_OFFSET", "training_streams",
            "PROBE_EVAL_SEED", "probe_eval_batches",
            "HELDOUT_ORDERS", "heldout_text", "heldout_batches", "common_batches"]
 
@@ -107,7 +111,7 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
 
 def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_len: int,
                mlm_probability: float = MLM_PROBABILITY, seed: int = 0,
-               keep: np.ndarray | None = None) -> Iterator[dict]:
+               keep: np.ndarray | None = None, aliases: AliasMap | None = None) -> Iterator[dict]:
     """Pack a stream of documents into fixed-length training batches.
 
     Each document becomes ``<s> tokens </s>``; documents are concatenated and cut
@@ -139,6 +143,7 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
     """
     check_kind(kind)
     gen = torch.Generator().manual_seed(int(seed))
+    alias_gen = torch.Generator().manual_seed(int(seed) + ALIAS_SEED_OFFSET) if aliases is not None else None
     sub = None
     if keep is not None:
         keep = np.asarray(keep, np.float64).copy()
@@ -171,7 +176,8 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
             inputs, labels = mask_tokens(block, vocab_size, mlm_probability, gen)
         else:
             inputs, labels = block, block.clone()
-        yield {"input_ids": inputs, "labels": labels}
+        batch = {"input_ids": inputs, "labels": labels}
+        yield batch if aliases is None else alias_batch(batch, block, aliases, alias_gen)
 
 
 def batch_targets(kind: str, batch: dict) -> torch.Tensor:
@@ -190,7 +196,10 @@ def token_counts(token_ids, vocab_size: int) -> np.ndarray:
 
 
 def original_ids(batch) -> torch.Tensor:
-    """The uncorrupted token at every position (an encoder's inputs carry ``<mask>``/random ids)."""
+    """The uncorrupted token at every position (an encoder's inputs carry ``<mask>``/random ids; an
+    aliased batch's inputs carry alias ids, and its ``"types"`` are the text's types)."""
+    if "types" in batch:
+        return batch["types"]
     ids, labels = batch["input_ids"], batch["labels"]
     return torch.where(labels != -100, labels, ids)
 
@@ -289,6 +298,51 @@ def keep_probabilities(freq, flatten: float, f0: float) -> np.ndarray:
         return np.minimum(1.0, (np.maximum(f, 1e-300) / f0) ** -flatten)
 
 
+#: the aliases of a stream seeded by ``seed`` are drawn from ``seed + ALIAS_SEED_OFFSET`` (its
+#: masks use ``seed``, its subsampling ``seed + 1``)
+ALIAS_SEED_OFFSET = 2
+
+
+def alias_map_of(cfg, tok) -> AliasMap | None:
+    """The alias map of a run config: :func:`~tanbias.lab.aliasing.alias_counts` of its expected
+    stream frequencies (:func:`stream_frequencies`, before any subsampling) with ``cfg.alias`` and
+    ``cfg.alias_f0``; None when ``cfg.alias == 0``. A function of the corpus, the tokenizer, the
+    mixture and the two settings, so a run, its resume and its analysis rebuild the same map."""
+    if cfg.alias == 0:
+        return None
+    return AliasMap.from_counts(alias_counts(stream_frequencies(cfg, tok), cfg.alias, cfg.alias_f0))
+
+
+def alias_batch(batch: dict, types: torch.Tensor, aliases: AliasMap, generator: torch.Generator) -> dict:
+    """A batch shown through the aliasing knob: its inputs as alias ids, its labels unchanged.
+
+    ``types`` is the uncorrupted text of the batch (``(batch, seq)`` type ids). The text is
+    aliased once, one uniform draw per position (``"aliased"``); where the batch's input is
+    the text itself, the model is shown that alias; where an encoder's input was corrupted
+    (``<mask>``, never aliased, or a random type), the corrupted input is aliased by a second
+    draw. The labels (the types at the scored positions, or the decoder's whole text) are
+    left as they are, so the targets and the loss stay in the tokenizer's vocabulary.
+
+    Returns
+    -------
+    dict
+        ``input_ids`` (alias ids), ``labels``, ``types`` (= ``types``) and ``aliased``.
+
+    Example
+    -------
+    >>> m = AliasMap.from_counts([1, 1, 1, 1, 1, 4, 1])
+    >>> t = torch.tensor([[5, 6, 5, 5, 6, 5]])
+    >>> b = alias_batch({"input_ids": t, "labels": t.clone()}, t, m, torch.Generator().manual_seed(0))
+    >>> bool(torch.equal(b["labels"], t)), sorted(set(b["input_ids"].ravel().tolist()) - {6}) <= [5, 7, 8, 9]
+    (True, True)
+    """
+    shown = aliases.apply(types, generator)
+    inputs = batch["input_ids"]
+    corrupted = aliases.apply(inputs, generator)
+    return {**batch, "input_ids": torch.where(inputs == types, shown, corrupted), "types": types,
+            "aliased": shown}
+
+
 def training_streams(cfg, tok):
     """The (training, validation) batch iterators of a run config.
 
@@ -298,10 +352,11 @@ def training_streams(cfg, tok):
     """
     train_docs, _ = split(cfg.languages)
     keep = _keep(cfg, tok)
+    aliases = alias_map_of(cfg, tok)
     size = cfg.size
     train = lm_batches(cfg.kind, mixture(train_docs, seed=cfg.seed, **mixture_of(cfg)), tok,
-                       size.batch_size, size.seq_len, seed=cfg.seed, keep=keep)
-    return train, _validation_stream(cfg, tok, cfg.seed + 10_000, keep)
+                       size.batch_size, size.seq_len, seed=cfg.seed, keep=keep, aliases=aliases)
+    return train, _validation_stream(cfg, tok, cfg.seed + 10_000, keep, aliases)
 
 
 def _keep(cfg, tok):
@@ -309,12 +364,12 @@ def _keep(cfg, tok):
             if cfg.flatten > 0 else None)
 
 
-def _validation_stream(cfg, tok, seed: int, keep):
-    """Batches of the held-out documents in the run's mixture and subsampling, ``seed`` seeding the
-    document order, the masks and the subsampling draws."""
+def _validation_stream(cfg, tok, seed: int, keep, aliases=None):
+    """Batches of the held-out documents in the run's mixture, subsampling and aliasing, ``seed``
+    seeding the document order, the masks, the subsampling and the alias draws."""
     _, valid_docs = split(cfg.languages)
     return lm_batches(cfg.kind, mixture(valid_docs, seed=seed, **mixture_of(cfg)), tok,
-                      cfg.size.batch_size, cfg.size.seq_len, seed=seed, keep=keep)
+                      cfg.size.batch_size, cfg.size.seq_len, seed=seed, keep=keep, aliases=aliases)
 
 
 #: the seed of the held-out stream a run scores at its probe steps: one seed for every run, so the
@@ -335,7 +390,7 @@ def probe_eval_batches(cfg, tok) -> list[dict]:
     Runs trained before this function existed (every committed dose run) scored the
     *first* batch of their own seed's validation stream ``probe_eval_batches`` times.
     """
-    stream = _validation_stream(cfg, tok, PROBE_EVAL_SEED, _keep(cfg, tok))
+    stream = _validation_stream(cfg, tok, PROBE_EVAL_SEED, _keep(cfg, tok), alias_map_of(cfg, tok))
     return [next(stream) for _ in range(cfg.probe_eval_batches)]
 
 
@@ -502,6 +557,15 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
 
 def common_batches(cfg, tok, n_batches: int) -> list[dict]:
     """The held-out text every run of a kind is measured on: the natural mixture, seed
-    :data:`~tanbias.lab.config.MECH_SEED`, in the run's batch shape (:func:`heldout_batches`)."""
-    return heldout_batches(tok, cfg.kind, int(n_batches) * cfg.tokens_per_step, cfg.size.seq_len, seed=MECH_SEED,
-                           batch_size=cfg.size.batch_size, languages=cfg.languages)
+    :data:`~tanbias.lab.config.MECH_SEED`, in the run's batch shape (:func:`heldout_batches`).
+
+    A run with aliasing (``cfg.alias > 0``) is shown the same text through its alias map
+    (:func:`alias_batch`, the draws seeded by ``MECH_SEED + ALIAS_SEED_OFFSET``): the batches
+    then carry ``types`` and ``aliased`` too."""
+    batches = heldout_batches(tok, cfg.kind, int(n_batches) * cfg.tokens_per_step, cfg.size.seq_len,
+                              seed=MECH_SEED, batch_size=cfg.size.batch_size, languages=cfg.languages)
+    aliases = alias_map_of(cfg, tok)
+    if aliases is None:
+        return batches
+    gen = torch.Generator().manual_seed(MECH_SEED + ALIAS_SEED_OFFSET)
+    return [alias_batch(b, original_ids(b), aliases, gen) for b in batches]

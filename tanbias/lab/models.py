@@ -86,7 +86,8 @@ from tanbias.lab import runs
 from tanbias.lab.config import ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, check_kind, model_size
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "make_model", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
+__all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
+           "n_inputs_of", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
 
 
@@ -144,8 +145,12 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, ti
     return LlamaConfig(**common)
 
 
+#: the extra input rows of an aliased model are drawn from a generator seeded by ``seed + ALIAS_INIT_OFFSET``
+ALIAS_INIT_OFFSET = 7_777
+
+
 def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed: int = 0,
-               tie_embeddings: bool = False, **overrides) -> torch.nn.Module:
+               tie_embeddings: bool = False, n_inputs: int | None = None, **overrides) -> torch.nn.Module:
     """Build ``EuroBertForMaskedLM`` (encoder) or ``LlamaForCausalLM`` (decoder) from scratch.
 
     Parameters
@@ -159,6 +164,13 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
         the encoder and the decoder identical initial weights.
     tie_embeddings : bool
         See :func:`model_config`.
+    n_inputs : int, optional
+        Rows of the input embedding when it has more than the vocabulary (the aliasing knob,
+        :class:`~tanbias.lab.aliasing.AliasMap`'s ``n_inputs``). The model is built as without
+        them (so its first ``vocab_size`` rows and every other weight are those of the same seed
+        without aliases); the extra rows are then drawn independently from the model's own
+        initialisation, N(0, ``initializer_range``²), with a generator seeded by
+        ``seed + ALIAS_INIT_OFFSET``. The output layer keeps ``vocab_size`` rows.
     **overrides
         Architecture overrides, see :func:`model_config`.
 
@@ -181,8 +193,28 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
     torch.manual_seed(int(seed))
     cls = EuroBertForMaskedLM if kind == "encoder" else LlamaForCausalLM
     model = cls(config)
+    if n_inputs is not None and int(n_inputs) != int(vocab_size):
+        if int(n_inputs) < int(vocab_size) or tie_embeddings:
+            raise ParameterError(f"n_inputs={n_inputs!r} is out of range: valid range is [{vocab_size}, inf) "
+                                 "(the vocabulary plus the alias rows), and an untied model.")
+        old = model.get_input_embeddings()
+        gen = torch.Generator().manual_seed(int(seed) + ALIAS_INIT_OFFSET)
+        extra = torch.randn(int(n_inputs) - int(vocab_size), old.embedding_dim, generator=gen) * config.initializer_range
+        # from_pretrained draws nothing from the global generator (a new Embedding's own init would)
+        new = torch.nn.Embedding.from_pretrained(torch.cat([old.weight.detach(), extra.to(old.weight.dtype)]),
+                                                 freeze=False, padding_idx=old.padding_idx)
+        model.set_input_embeddings(new)
     model.train()
     return model
+
+
+def n_inputs_of(cfg, tok) -> int:
+    """Rows of a run's input embedding: the vocabulary, plus the alias rows of an aliased run
+    (:func:`tanbias.lab.data.alias_map_of`)."""
+    from tanbias.lab.data import alias_map_of
+
+    aliases = alias_map_of(cfg, tok)
+    return len(tok) if aliases is None else aliases.n_inputs
 
 
 def load_trained(run, step: int | None = None):
@@ -225,7 +257,8 @@ def load_trained(run, step: int | None = None):
         raise CorruptFileError(ckpt, regen + "  (or resume it without --fresh)",
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings)
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
+                       n_inputs=n_inputs_of(cfg, tok))
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg

@@ -141,8 +141,12 @@ class ResidualProbe:
         self._h.clear()
         flat_ids = ids.reshape(-1)[:n].cpu()
         flat_lab = labels.reshape(-1)[:n].cpu()
-        # the uncorrupted token at each position (encoder inputs carry <mask>/random ids)
-        orig = torch.where(flat_lab != -100, flat_lab, flat_ids) if not torch.equal(ids, labels) else flat_ids
+        # the uncorrupted token at each position (encoder inputs carry <mask>/random ids; an aliased
+        # batch's inputs carry alias ids and its "types" are the text's types)
+        if "types" in batch:
+            orig = batch["types"].reshape(-1)[:n].cpu()
+        else:
+            orig = torch.where(flat_lab != -100, flat_lab, flat_ids) if not torch.equal(ids, labels) else flat_ids
         return acts, grads, flat_ids, orig
 
     def remove(self) -> None:

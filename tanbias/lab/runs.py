@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
 COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
                    "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv",
-                   "anisotropy.csv", "premise.csv")
+                   "anisotropy.csv", "premise.csv", "input_counts.npy", "types.csv", "alias.csv")
 
 
 def is_complete(run) -> bool:

@@ -50,9 +50,18 @@ import torch
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import distributed, runs
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
-from tanbias.lab.data import batch_targets, check_languages, original_ids, probe_eval_batches, training_streams
-from tanbias.lab.models import autocast, evaluate, make_model, resolve_device, to_device, unigram_baseline
-from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
+from tanbias.lab.aliasing import alias_convergence
+from tanbias.lab.data import (
+    alias_map_of,
+    batch_targets,
+    check_languages,
+    common_batches,
+    original_ids,
+    probe_eval_batches,
+    training_streams,
+)
+from tanbias.lab.models import autocast, evaluate, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
+from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps, residual_modules
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
@@ -89,7 +98,8 @@ def setup_training(cfg: RunConfig, device=None):
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     tok = load_tokenizer()
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings)
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
+                       n_inputs=n_inputs_of(cfg, tok))
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
@@ -184,10 +194,12 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
     return logged.detach(), n, correct, seconds
 
 
-def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds, surgery=None):
+def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds, surgery=None,
+                     input_counts=None):
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
                 "step": step, "counts": counts, "elapsed": elapsed, "probe_seconds": probe_seconds,
+                **({"input_counts": input_counts} if input_counts is not None else {}),
                 **({"surgery": surgery.state_dict()} if surgery is not None else {}),
                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
                         "python": random.getstate()}}, buf)
@@ -305,11 +317,16 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     tokens_per_step = cfg.tokens_per_step
     vocab = len(tok)
     ckpt = runs.checkpoint_path(d)
+    aliases = alias_map_of(cfg, tok)
     start, counts, elapsed, probe_seconds = 0, np.zeros(vocab, np.int64), 0.0, 0.0
+    # an aliased run also counts the input ids its text is shown as (link 0 of the aliasing knob)
+    input_counts = np.zeros(aliases.n_inputs, np.int64) if aliases is not None else None
     if ckpt.exists():
         ck = _load_checkpoint(ckpt, model, opt, sched, surgery)
         start, counts, elapsed = ck["step"], ck["counts"], ck["elapsed"]
         probe_seconds = ck.get("probe_seconds", 0.0)
+        if aliases is not None:
+            input_counts = ck["input_counts"]
     log_path = d / "metrics.jsonl"
     records = runs.read_jsonl(log_path)
     if ctx.main and log_path.exists():  # drop a torn final line so appends stay valid JSONL
@@ -331,6 +348,17 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     probe_eval = probe_eval_batches(cfg, tok)
     probe_evals = {r["step"] for r in records if r.get("type") == "probe_eval"}
     eval_seconds = 0.0
+    # an aliased run measures, at every probe step and at the end, whether a type's aliases converge
+    # (aliasing.alias_convergence, on the first batch of the common held-out text)
+    conv_batch = common_batches(cfg, tok, 1)[0] if (aliases is not None and ctx.main) else None
+    conv_done = {r["step"] for r in records if r.get("type") == "alias"}
+    conv_modules = residual_modules(model) if conv_batch is not None else None
+
+    def converge(at: int) -> None:
+        rows = alias_convergence(model, conv_modules, to_device(conv_batch, dev), aliases, cfg.size.seq_len)
+        runs.append_jsonl(log_path, {"type": "alias", "step": at, "rows": rows})
+        conv_done.add(at)
+
     for _ in range(start):             # the data-stream position: regenerate and skip
         next(train_batches)
     bar = tqdm(total=cfg.steps, initial=start, desc=cfg.name, unit="step",
@@ -347,9 +375,15 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
                                              "accuracy": res["accuracy"], "tokens": res["tokens"]})
                 probe_evals.add(step)
                 eval_seconds += time.perf_counter() - te
+            if conv_batch is not None and step in pset and step not in conv_done:
+                te = time.perf_counter()
+                converge(step)
+                eval_seconds += time.perf_counter() - te
             t0 = time.perf_counter()
             batch = next(train_batches)
             counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=vocab)
+            if input_counts is not None:
+                input_counts += np.bincount(batch["aliased"].reshape(-1).numpy(), minlength=aliases.n_inputs)
             probing = step in pset
             capture = Capture(probe, writer, runs.capture_path(d, step), cfg.probe.tokens) if probing else None
             logged_loss, n, correct, tp = train_step(model, opt, sched, to_device(distributed.shard(batch, ctx), dev),
@@ -376,7 +410,8 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
                 tw = time.perf_counter()
                 writer.wait()                # a checkpoint never counts a capture not yet written
                 probe_seconds += time.perf_counter() - tw
-                _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds, surgery)
+                _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds, surgery,
+                                 input_counts)
             if stop_after is not None and done == stop_after:
                 bar.close()
                 raise Interrupted(f"stopped after step {step} (stop_after={stop_after})")
@@ -392,6 +427,8 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
         res = evaluate(model, probe_eval, cfg.precision)
         runs.append_jsonl(log_path, {"type": "probe_eval", "step": cfg.steps, "loss": res["loss"],
                                      "accuracy": res["accuracy"], "tokens": res["tokens"]})
+    if conv_batch is not None and cfg.steps not in conv_done:
+        converge(cfg.steps)            # the trained model, after its last step
     if not ctx.main:                   # rank 0 evaluates and writes the run's files
         return {"run": cfg.name, "rank": ctx.rank, "world": ctx.world, "device": dev.type,
                 "probe_steps": sorted(pset), "steps": cfg.steps}
@@ -410,6 +447,15 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
               "unigram_accuracy": uni["accuracy"]}
         runs.append_jsonl(log_path, ev)
     runs.atomic_write_bytes(d / "token_counts.npy", _npy_bytes(counts))
+    if input_counts is not None:
+        runs.atomic_write_bytes(d / "input_counts.npy", _npy_bytes(input_counts))
+        import pandas as pd
+
+        conv = [{"run": cfg.name, "step": r["step"], **row} for r in runs.read_jsonl(log_path)
+                if r.get("type") == "alias" for row in r["rows"]]
+        cols = ["run", "step", "layer", "type_id", "k", "shown", "n", "between", "within", "ratio"]
+        runs.atomic_write_text(d / "alias.csv", pd.DataFrame(conv, columns=cols).sort_values(
+            ["step", "type_id", "layer"]).to_csv(index=False, float_format="%.6g"))
     steps_log = [logged[s] for s in sorted(logged)]
     first = np.mean([r["loss"] for r in steps_log[:10]])
     last = np.mean([r["loss"] for r in steps_log[-10:]])

@@ -12,7 +12,7 @@ import torch
 from tanbias import alignment as al
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
-from tanbias.lab.data import common_batches
+from tanbias.lab.data import alias_map_of, common_batches
 from tanbias.lab.models import load_trained, resolve_device
 from tanbias.lab.probe import residual_modules
 
@@ -39,6 +39,8 @@ def premise_rows(X, type_ids, train_counts, m: int = PREMISE_M, draws: int = PRE
 
     from tanbias.token_clouds import matched_statistics
 
+    if np.bincount(np.asarray(type_ids, np.int64)).max(initial=0) < m:      # no type occurs m times
+        return {"m": int(m), "draws": int(draws), "n_types": 0, "spearman": float("nan")}
     ms = matched_statistics(X, type_ids, m=m, draws=draws, rng=np.random.default_rng(rng))
     freq = np.asarray(train_counts, float)[ms["type"]]
     rho = float(stats.spearmanr(freq, ms["radius_t"]).statistic) if len(ms["type"]) > 2 else float("nan")
@@ -72,10 +74,17 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     special tokens and position 0 (the attention sink) left out, so that the
     correlation is not the count's bias.
 
+    An aliased run (``alias > 0``, chapter 10's third knob) is shown the common text through
+    its alias map (:func:`tanbias.lab.data.common_batches`): ``tokens.csv`` and the premise are
+    then per *input id* (an alias is its own cloud; ``train_count`` the id's count in the
+    shown training stream, ``input_counts.npy``), and ``types.csv`` has the same columns per
+    *merged type* (every alias of a type in one cloud; the type's training count).
+
     Returns
     -------
     pandas.DataFrame
-        Written to ``<run>/tokens.csv`` when ``write`` (and ``premise.csv``).
+        Written to ``<run>/tokens.csv`` when ``write`` (and ``premise.csv``, and an aliased
+        run's ``types.csv``).
 
     Raises
     ------
@@ -89,7 +98,9 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     model, tok, cfg = load_trained(d)
     model = model.to(resolve_device(device))
     dev = next(model.parameters()).device
-    counts = np.load(d / "token_counts.npy")
+    aliased = cfg.alias > 0
+    type_counts = np.load(d / "token_counts.npy")
+    counts = np.load(d / "input_counts.npy") if aliased else type_counts
     modules = residual_modules(model)
     store: dict[int, list] = {i: [] for i in range(len(modules))}
 
@@ -112,26 +123,34 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
         for h in handles:
             h.remove()
     ids = torch.cat(ids).numpy().astype(np.int64)
+    # an aliased run's merged types: the type of the id the model is shown at every position (an
+    # encoder's <mask> inputs keep the special id and drop out, as in tokens.csv)
+    types = alias_map_of(cfg, tok).type_of(ids) if aliased else ids
     buckets = al.frequency_buckets(counts, cfg.probe.n_buckets)
+    type_buckets = al.frequency_buckets(type_counts, cfg.probe.n_buckets)
     kind, regime, seed = cfg.kind, cfg.regime, cfg.seed
     min_count = cfg.probe.min_count if min_count is None else min_count
-    rows, premise = [], []
+    rows, type_rows, premise = [], [], []
     seq_len = batches[0]["input_ids"].shape[1]
     content = (ids >= N_SPECIAL) & (np.arange(len(ids)) % seq_len != 0)
+    groupings = [(rows, ids, counts, buckets)] + ([(type_rows, types, type_counts, type_buckets)] if aliased else [])
     for layer in range(1, len(modules)):
         X = torch.cat(store[layer]).double().numpy()
         premise.append({"run": d.name, "layer": layer, **premise_rows(X[content], ids[content], counts,
                                                                       rng=[seed, layer])})
         spread = float(np.sqrt(np.mean(np.sum((X - X.mean(0)) ** 2, axis=1))))
-        rad = al.concentration_radius(X, ids, min_count=min_count, exclude=range(N_SPECIAL))
-        for t, c, r in zip(rad["token_id"], rad["count"], rad["radius"]):
-            rows.append({"run": d.name, "kind": kind, "regime": regime, "seed": seed, "layer": layer,
-                         "token_id": int(t), "count_text": int(c), "train_count": int(counts[t]),
-                         "bucket": int(buckets[t]), "radius": float(r), "t": float(r) / spread,
-                         "spread": spread})
+        for out, key, cnt, bkt in groupings:
+            rad = al.concentration_radius(X, key, min_count=min_count, exclude=range(N_SPECIAL))
+            for t, c, r in zip(rad["token_id"], rad["count"], rad["radius"]):
+                out.append({"run": d.name, "kind": kind, "regime": regime, "seed": seed, "layer": layer,
+                            "token_id": int(t), "count_text": int(c), "train_count": int(cnt[t]),
+                            "bucket": int(bkt[t]), "radius": float(r), "t": float(r) / spread,
+                            "spread": spread})
     df = pd.DataFrame(rows)
     if write:
         runs.atomic_write_text(d / "premise.csv", pd.DataFrame(premise).to_csv(index=False, float_format="%.6g"))
+        if aliased:
+            runs.atomic_write_text(d / "types.csv", pd.DataFrame(type_rows).to_csv(index=False, float_format="%.6g"))
         runs.atomic_write_text(d / "tokens.csv", df.to_csv(index=False, float_format="%.6g"))
         runs.write_manifest(d, cfg)
     return df

@@ -246,7 +246,8 @@ def analyse_run(run, progress: bool = True) -> dict:
     captures = {}
     for s in probe_steps(config.steps, config.probe.n_steps):
         captures[s] = load_capture(runs.capture_path(d, s), regen)
-    counts_path = d / "token_counts.npy"
+    # the per-token analyses key on the id the model is shown: an aliased run's alias ids
+    counts_path = d / ("input_counts.npy" if config.alias > 0 else "token_counts.npy")
     try:
         counts = np.load(counts_path)
     except Exception as exc:
