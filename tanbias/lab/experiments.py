@@ -14,6 +14,11 @@ the analyses and the chapters from here:
   ``dose-<kind>-<level>-s<seed>`` (:func:`dose_config`, :func:`dose_names`,
   :func:`parse_dose_name`).
 
+* **the aliasing knob** of chapter 10 (issue 21): input aliasing at four levels
+  (:data:`ALIAS_LEVELS`) on the same skewed start, both architectures,
+  :data:`ALIAS_SEEDS`; runs ``alias-<kind>-k<level>-s<seed>`` (:func:`alias_config`,
+  :func:`alias_names`, :func:`parse_alias_name`), the level without aliases shared with
+  the causal test's control arm where that exists (:func:`alias_run`);
 * **the causal test** of chapter 11: gradient surgery against matched controls
   on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
   :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>``
@@ -34,7 +39,8 @@ __all__ = ["RUN_STEPS", "SWEEP_SEEDS", "SWEEP_NAME_RE", "CONTROL_RUNS", "parse_s
            "control_config", "sweep_names", "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS",
            "DOSE_SEEDS", "DOSE_NAME_RE", "parse_dose_name", "dose_config", "dose_names", "design_config",
            "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "CAUSAL_NAME_RE", "causal_arms",
-           "parse_causal_name", "causal_config", "causal_names"]
+           "parse_causal_name", "causal_config", "causal_names", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS",
+           "ALIAS_NAME_RE", "parse_alias_name", "alias_config", "alias_run", "alias_names", "alias_runs"]
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -260,6 +266,89 @@ def causal_names(seeds=None, kinds=KINDS) -> list[str]:
     return [o[-1] for o in order]
 
 
+# ---------------------------------------------------------------- the aliasing knob (chapter 10)
+#: the aliasing knob's threshold frequency: types at or below it keep one id (the direct knob's f0)
+ALIAS_F0 = FLATTEN_F0
+#: The aliasing knob's levels: the exponent of k_w = round((f_w / ALIAS_F0) ** exponent)
+#: (tanbias.lab.aliasing.alias_counts), chosen before the runs so that the input stream's
+#: expected collision probability falls by the direct knob's factors (x2.5, x6.3, x15.4 below
+#: the start; data/preregistration/alias.toml gives the calculation)
+ALIAS_LEVELS: dict[str, float] = {"k0": 0.0, "k1": 0.21, "k2": 0.42, "k3": 0.68}
+#: seeds per level and architecture, from the power analysis on chapter 10's realised SDs
+#: (tanbias.lab.analysis.alias_design.power_analysis: 8 seeds detect a x1.25 end-to-end change of
+#: the late enrichment at its larger realised SD, 0.151, with 80 % power at alpha = 0.05)
+ALIAS_SEEDS = tuple(range(8))
+#: names of the aliasing runs: ``alias-<kind>-k<level>-s<seed>``
+ALIAS_NAME_RE = re.compile(rf"^alias-({'|'.join(KINDS)})-({'|'.join(ALIAS_LEVELS)})-s(\d+)$")
+
+
+def parse_alias_name(name: str) -> tuple[str, str, int]:
+    """``(kind, level, seed)`` of an aliasing run's name ``alias-<kind>-k<level>-s<seed>``.
+
+    >>> parse_alias_name("alias-encoder-k2-s7")
+    ('encoder', 'k2', 7)
+    """
+    m = ALIAS_NAME_RE.match(name)
+    if m is None:
+        raise ParameterError(f"run={name!r} is not an aliasing run: valid range is names "
+                             f"'alias-<encoder|decoder>-<{'|'.join(ALIAS_LEVELS)}>-s<seed>'.")
+    return m.group(1), m.group(2), int(m.group(3))
+
+
+def alias_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+                 languages=None, **overrides) -> RunConfig:
+    """The config of one aliasing run: the dose experiment's skewed start (chapter 10's size, schedule,
+    mixture, float32) with the inputs aliased at ``level``.
+
+    >>> c = alias_config("decoder", "k3", 5)
+    >>> c.name, c.alias, c.alias_f0, c.temperature, c.flatten
+    ('alias-decoder-k3-s5', 0.68, 0.0001, 1.0, 0.0)
+    """
+    check_kind(kind)
+    check_choice("level", level, tuple(ALIAS_LEVELS))
+    cfg = dose_config(kind, "skewed", seed, steps=steps, size=size, languages=languages,
+                      alias=ALIAS_LEVELS[level], alias_f0=ALIAS_F0, **overrides)
+    return cfg.replace(name=f"alias-{kind}-{level}-s{int(seed)}")
+
+
+def alias_run(kind: str, level: str, seed: int) -> str:
+    """The run folder that holds the aliasing design's cell ``(kind, level, seed)``.
+
+    The level without aliases (``k0``) has the config of the causal test's ``control`` arm
+    (the skewed start in float32, no surgery, untied; trained after issue 14's probe-eval
+    fix): where that arm has the seed, its run is the cell (:data:`CAUSAL_SEEDS`), else the
+    cell is trained as ``alias-<kind>-k0-s<seed>``.
+
+    >>> alias_run("encoder", "k0", 3), alias_run("decoder", "k0", 6), alias_run("decoder", "k1", 0)
+    ('causal-encoder-control-s3', 'alias-decoder-k0-s6', 'alias-decoder-k1-s0')
+    """
+    check_kind(kind)
+    check_choice("level", level, tuple(ALIAS_LEVELS))
+    if level == "k0" and int(seed) in CAUSAL_SEEDS[kind]:
+        return f"causal-{kind}-control-s{int(seed)}"
+    return f"alias-{kind}-{level}-s{int(seed)}"
+
+
+def alias_runs(seeds=ALIAS_SEEDS, kinds=KINDS) -> list[tuple[str, str, int, str]]:
+    """Every cell of the aliasing design: ``(kind, level, seed, run folder)``, in the order
+    :func:`alias_names` trains them (shared cells included)."""
+    order = sorted((int(s), k != "decoder", lv, k) for s in seeds for k in kinds for lv in ALIAS_LEVELS)
+    return [(k, lv, s, alias_run(k, lv, s)) for s, _, lv, k in order]
+
+
+def alias_names(seeds=ALIAS_SEEDS, kinds=KINDS) -> list[str]:
+    """The aliasing runs ``make alias`` trains, in order: seed by seed (each finished seed is a
+    complete replicate), decoders before encoders (slower, so two workers stay balanced), levels
+    in order; the ``k0`` cells shared with the causal test's control arm are not retrained.
+
+    >>> alias_names(seeds=(0,))
+    ['alias-decoder-k1-s0', 'alias-decoder-k2-s0', 'alias-decoder-k3-s0', 'alias-encoder-k1-s0', 'alias-encoder-k2-s0', 'alias-encoder-k3-s0']
+    >>> alias_names(seeds=(5,), kinds=("decoder",))[0]
+    'alias-decoder-k0-s5'
+    """
+    return [run for _, _, _, run in alias_runs(seeds, kinds) if run.startswith("alias-")]
+
+
 def design_config(name: str) -> RunConfig:
     """The config the experiments' design gives the run ``name`` (a sweep, control or dose run).
 
@@ -274,7 +363,9 @@ def design_config(name: str) -> RunConfig:
         return dose_config(*parse_dose_name(name))
     if CAUSAL_NAME_RE.match(name):
         return causal_config(*parse_causal_name(name))
+    if ALIAS_NAME_RE.match(name):
+        return alias_config(*parse_alias_name(name))
     raise ParameterError(f"run={name!r} is not a run of the lab's experiments: valid range is sweep names "
                          "'<kind>-<regime>-s<seed>', the controls "
-                         f"{list(CONTROL_RUNS)}, dose names 'dose-<kind>-<level>-s<seed>' and causal names "
-                         "'causal-<kind>-<arm>-s<seed>'.")
+                         f"{list(CONTROL_RUNS)}, dose names 'dose-<kind>-<level>-s<seed>', causal names "
+                         "'causal-<kind>-<arm>-s<seed>' and aliasing names 'alias-<kind>-k<level>-s<seed>'.")

@@ -327,6 +327,32 @@ def causal_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: s
                          configs_dir, write)
 
 
+def alias_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: str = "small",
+                  write: bool = True, kinds=None, **overrides) -> list[Path]:
+    """The aliasing knob's config files (chapter 10, issue 21) in ``configs_dir``, in the order they
+    run (:func:`~tanbias.lab.experiments.alias_names`: the k0 cells shared with the causal test's
+    control arm are not among them); ``seeds`` replaces :data:`~tanbias.lab.experiments.ALIAS_SEEDS`;
+    written unless ``write=False``. ``kinds`` and ``overrides`` make smoke-size runs."""
+    from tanbias.lab.experiments import ALIAS_SEEDS, alias_config, alias_names, parse_alias_name
+
+    names = alias_names(ALIAS_SEEDS if seeds is None else tuple(seeds),
+                        **({} if kinds is None else {"kinds": tuple(kinds)}))
+    return write_configs([alias_config(*parse_alias_name(n), steps=steps, size=size, **overrides) for n in names],
+                         configs_dir, write)
+
+
+def run_alias(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
+              out_root=None, paths=None, device: str = "auto") -> dict:
+    """The aliasing knob (``make alias``): every aliasing config, two at a time, complete runs skipped,
+    an interrupted one resumed from its checkpoint, each run committed as it finishes with ``commit``
+    (with the sitting's record ``data/runs/alias.json``)."""
+    paths = alias_configs(configs_dir, seeds=seeds) if paths is None else paths
+    how = (f"python -m tanbias.lab alias --jobs {jobs}" + (" --commit" if commit else "")
+           + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
+    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="alias.json",
+                     how=how, device=device)
+
+
 def run_causal(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
                out_root=None, paths=None, device: str = "auto") -> dict:
     """The causal test (``make causal``): every causal config, two at a time, complete runs skipped,
