@@ -156,6 +156,28 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
     assert (sec.loc[sec["architecture"] == "encoder", "difference [95 % CI]"] == "—").all()
 
 
+def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_words():
+    """Two complete seeds give an architecture words, but while a registered seed is missing the
+    closing page's gradient-side verdict stays 'incomplete' (every verdict before that is interim)."""
+    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05}, seeds=range(3))
+    traj = _trajectory(t)
+    rows = causal.causal_rows(t)
+    words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
+    assert words == {"encoder": "supported", "decoder": "supported"}
+    kw = dict(status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
+              table=t, trajectory=traj, causal=rows, words=words,
+              early={k: causal.early_share(t, k, words[k]) for k in words},
+              reinforcing={k: causal.reinforcing(traj, t, k) for k in words},
+              rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
+              seeds={k: causal.complete_seeds(t, k) for k in words})
+    assert causal_report.closing_words(causal.CausalAnalysis(**kw, interim=True))["gradient side"] == "incomplete"
+    assert causal_report.closing_words(causal.CausalAnalysis(**kw, interim=False))["gradient side"] == "supported"
+    w = causal_report.interim_words(causal.CausalAnalysis(**kw, interim=True), "encoder")
+    assert w == {"word_encoder": "supported", "early_word_encoder": kw["early"]["encoder"]["word"],
+                 "reinforcing_word_encoder": kw["reinforcing"]["encoder"]["word"], "cost_word_encoder":
+                 kw["cost"].set_index("kind").loc["encoder", "word"]}
+
+
 def test_the_run_tables_of_real_smoke_runs(tmp_path):
     """Two arms of one seed, trained and analysed: the outcomes are finite, the surgery's shares are
     logged for the surgical arm only, and one seed decides nothing."""

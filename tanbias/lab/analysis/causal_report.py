@@ -16,7 +16,7 @@ from tanbias.lab.analysis.causal import CausalAnalysis
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS
 
-__all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
+__all__ = ["analysed_kinds", "causal_numbers", "interim_words", "verdict_table", "closing_words", "contrast_table",
            "secondary_table", "descriptive_table"]
 
 
@@ -147,12 +147,26 @@ def verdict_table(ca: CausalAnalysis) -> "object":
     return pd.DataFrame(rows)
 
 
+def interim_words(ca: CausalAnalysis, kind: str) -> dict:
+    """The registered rules' words for one architecture as they read on its complete seeds so far
+    (chapter 11 quotes them, labelled interim, while the architecture's seeds are incomplete):
+    ``word_<kind>`` (rule.causal), ``early_word_<kind>``, ``reinforcing_word_<kind>`` and
+    ``cost_word_<kind>`` (the cost interval's word)."""
+    from tanbias._checks import check_choice
+
+    check_choice("kind", kind, KINDS)
+    return {f"word_{kind}": ca.words[kind], f"early_word_{kind}": ca.early[kind]["word"],
+            f"reinforcing_word_{kind}": ca.reinforcing[kind]["word"],
+            f"cost_word_{kind}": str(ca.cost.set_index("kind").loc[kind, "word"])}
+
+
 def closing_words(ca: CausalAnalysis) -> dict:
     """The closing page's causal words: ``gradient side`` (rule.causal: ``supported`` only if
-    supported in both architectures; ``incomplete`` while an architecture has too few seeds),
-    ``imprinted early`` and ``self-reinforcing`` (the architectures' words joined)."""
+    supported in both architectures; ``incomplete`` while an architecture has too few seeds or a
+    registered seed is missing: every verdict before that is interim), ``imprinted early`` and
+    ``self-reinforcing`` (the architectures' words joined)."""
     w = ca.words
-    if any(v == "too few seeds" for v in w.values()):
+    if any(v == "too few seeds" for v in w.values()) or ca.interim:
         gradient = "incomplete"
     elif all(v == "supported" for v in w.values()):
         gradient = "supported"
