@@ -60,6 +60,8 @@ LAB = [
     ["tanbias.lab.analysis.dose"],
     ["tanbias.lab.analysis.dose_report"],
     ["tanbias.lab.analysis.alias_design"],
+    ["tanbias.lab.analysis.alias"],
+    ["tanbias.lab.analysis.alias_report"],
     ["tanbias.lab.analysis.causal_design"],
     ["tanbias.lab.analysis.causal"],
     ["tanbias.lab.analysis.causal_report"],

@@ -6,6 +6,9 @@ A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)
     metrics.jsonl     append-only log: one JSON record per training step, then the
                       evaluation record (committed; fsync after every line)
     token_counts.npy  counts of every token id in the training stream the run consumed
+    input_counts.npy  (an aliased run) counts of every input id the run was shown
+    types.csv         (an aliased run) radii per merged type on the common held-out text
+    alias.csv         (an aliased run) the convergence of its aliases, per probe step
     alignment.csv     tidy table: one row per (step, layer, bucket, proxy)   (committed)
     radius.csv        per-token concentration radius per (step, layer)      (committed)
     radius_corr.csv   frequency-radius correlations per (step, layer)       (committed)
@@ -269,6 +272,11 @@ class RunData:
     anisotropy: "object" = None    # pandas.DataFrame per probe step, layer and positions (anisotropy.csv)
     probe_evals: "object" = None   # pandas.DataFrame of held-out losses at the probe steps, if logged
     premise: "object" = None       # pandas.DataFrame of the count-matched premise per layer (premise.csv)
+    #: an aliased run's (chapter 10's aliasing knob): counts of the input ids it was shown
+    #: (input_counts.npy), radii per merged type (types.csv), its aliases' convergence (alias.csv)
+    input_counts: np.ndarray | None = None
+    types: "object" = None
+    convergence: "object" = None
 
 
 def load_run(run) -> RunData:
@@ -303,6 +311,12 @@ def load_run(run) -> RunData:
             a.insert(a.columns.get_loc("layer") + 1, "positions", "all")
         return a
 
+    def npy(name):
+        try:
+            return np.load(d / name)
+        except Exception as exc:
+            raise CorruptFileError(d / name, regen, f"unreadable: {exc}") from None
+
     records = read_jsonl(d / "metrics.jsonl")
     steps = [r for r in records if r.get("type") == "step"]
     evals = [r for r in records if r.get("type") == "eval"]
@@ -319,7 +333,10 @@ def load_run(run) -> RunData:
                    anisotropy=anisotropy() if "anisotropy.csv" in manifest["files"] else None,
                    probe_evals=pd.DataFrame([r for r in records if r.get("type") == "probe_eval"]) if any(
                        r.get("type") == "probe_eval" for r in records) else None,
-                   premise=table("premise.csv") if "premise.csv" in manifest["files"] else None)
+                   premise=table("premise.csv") if "premise.csv" in manifest["files"] else None,
+                   input_counts=npy("input_counts.npy") if "input_counts.npy" in manifest["files"] else None,
+                   types=table("types.csv") if "types.csv" in manifest["files"] else None,
+                   convergence=table("alias.csv") if "alias.csv" in manifest["files"] else None)
 
 
 

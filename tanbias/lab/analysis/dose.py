@@ -168,9 +168,11 @@ def _learning(ev: dict) -> dict:
 
 
 def knob_runs(table, knob: str, kind: str | None = None):
-    """The rows of :func:`run_table` on one knob (the skewed start is on both), optionally one kind."""
-    if knob not in ("token", "language"):
-        raise ValueError(f"knob={knob!r} is out of range: valid values are ('token', 'language').")
+    """The rows of :func:`run_table` on one knob (the skewed start is on both), optionally one kind.
+    Another experiment's table with an ``on_<knob>`` column (the aliasing knob's) reads the same way."""
+    if knob not in ("token", "language") and f"on_{knob}" not in table:
+        raise ValueError(f"knob={knob!r} is out of range: valid values are ('token', 'language') or a knob "
+                         "whose table has an on_<knob> column.")
     g = table[table[f"on_{knob}"]]
     return g if kind is None else g[g["kind"] == kind]
 
@@ -199,7 +201,8 @@ _RESPONSE_NUMBERS = ("slope", "lo", "hi", "p", "df", "end_to_end", "end_to_end_l
 
 
 def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collision",
-                  alpha: float = REGISTRATION["rule"]["alpha"]) -> dict:
+                  alpha: float = REGISTRATION["rule"]["alpha"], positions: dict | None = None,
+                  predicted: str | None = None) -> dict:
     """Seed-paired dose-response of one link along one knob, for one architecture.
 
     The registered test (``data/preregistration/dose.toml``):
@@ -225,6 +228,10 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     * at the flattest level, paired by seed: the metric's change from the start
       (t-interval), and its own t-interval (for "attenuated, not absent").
 
+    Another experiment's knob (the aliasing knob, :mod:`tanbias.lab.analysis.alias`) passes its
+    own level ``positions`` (level -> x in [0, 1]) and ``predicted`` sign; its table has the
+    columns ``on_<knob>`` and ``x_<knob>``.
+
     Checks of the test (issue 18, ``dose-posthoc.toml``): ``resid_sd`` (the realised
     residual SD), ``seed_F``/``seed_p`` (do the seed intercepts explain anything: F test
     against the line without them), and the training-progress ANCOVA: the same
@@ -240,7 +247,7 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
 
     g = knob_runs(table, knob, kind).copy()
     xcol = f"x_{knob}" if metric == "log_collision" else x
-    order = level_positions(knob)
+    order = level_positions(knob) if positions is None else dict(positions)
     g["pos"] = g["level"].map(order)
     g = g.dropna(subset=[metric, xcol])
     # a seed with one level of this knob (only the skewed start, shared by both knobs, say)
@@ -250,15 +257,15 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     seeds = sorted(g["seed"].unique())
     out = {"kind": kind, "knob": knob, "metric": metric, "x": xcol, "n_runs": int(len(g)), "n_seeds": len(seeds),
            "levels": int(g["level"].nunique())}
-    out["predicted"] = predicted_sign(metric, knob)
+    out["predicted"] = predicted_sign(metric, knob) if predicted is None else predicted
     start, flat = min(order, key=order.get), max(order, key=order.get)
     if len(g) < 3 or g[xcol].nunique() < 2 or not {start, flat} <= set(g["level"]):
         # an end-to-end change needs both ends of the knob
         nan = dict.fromkeys(_RESPONSE_NUMBERS, np.nan)
         return {**out, **nan, "observed": "n/a", "agrees": None, "verdict": "not decided", "page_direction": ""}
     if len(g) - len(seeds) - 1 < 1:                         # no residual degree of freedom
-        return dose_response(table.iloc[:0], metric, knob, kind, x, alpha) | {"n_runs": int(len(g)),
-                                                                              "n_seeds": len(seeds)}
+        return dose_response(table.iloc[:0], metric, knob, kind, x, alpha, positions, predicted) | {
+            "n_runs": int(len(g)), "n_seeds": len(seeds)}
     seed_term = " + C(seed)" if len(seeds) > 1 else ""
     fit = smf.ols(f"{metric} ~ {xcol}{seed_term}", data=g).fit()
     lo, hi = fit.conf_int(alpha).loc[xcol]

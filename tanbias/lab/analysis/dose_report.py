@@ -273,18 +273,19 @@ def anisotropy_word(rows, gate: bool = True) -> str:
     return "strengthened" if up and not down else "attenuated" if down and not up else "indistinguishable"
 
 
-def balancing_components(responses, gate: bool = True) -> dict:
-    """``{"<kind> alignment": word, "<kind> anisotropy": word}`` along the direct knob, by the
-    issue-18 rule (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted p, each
-    counting only where its sign survives the training-progress ANCOVA (``gate``)."""
+def balancing_components(responses, gate: bool = True, knob: str = "token") -> dict:
+    """``{"<kind> alignment": word, "<kind> anisotropy": word}`` along a knob (default the direct
+    one), by the issue-18 rule (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted
+    p, each counting only where its sign survives the training-progress ANCOVA (``gate``). The
+    aliasing knob's words (``knob="alias"``, its registration's ``[rule.balancing]``) read the same rule."""
     if isinstance(responses, DoseAnalysis):
         responses = responses.responses
     rule = POSTHOC["balancing"]
     out = {}
     for kind in KINDS:
         (metric,) = rule["alignment"]
-        out[f"{kind} alignment"] = alignment_word(_response(responses, metric, "token", kind), gate)
-        out[f"{kind} anisotropy"] = anisotropy_word([_response(responses, m, "token", kind)
+        out[f"{kind} alignment"] = alignment_word(_response(responses, metric, knob, kind), gate)
+        out[f"{kind} anisotropy"] = anisotropy_word([_response(responses, m, knob, kind)
                                                      for m in rule["anisotropy"]], gate)
     return out
 

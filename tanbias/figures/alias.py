@@ -1,0 +1,157 @@
+"""Figures of chapter 10's aliasing knob (issue 21).
+
+The numbers come from :mod:`tanbias.lab.analysis.alias`; this module only draws:
+
+* :func:`chain_figure`: every reading of the chain against the shown stream's
+  collision probability, per input id and per merged type for link 1;
+* :func:`learning_figure`: how much the runs learn along the aliasing knob and along
+  the direct knob, on one axis of collision probability;
+* :func:`convergence_interactive`: do a type's aliases become one cloud? Their
+  centroids' spread over the type's radius during training, per level (layer slider).
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+from plotly.subplots import make_subplots
+
+from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled
+from tanbias.interactive import Interactive, Param
+from tanbias.lab.analysis.alias_design import positions
+from tanbias.lab.config import KINDS
+
+__all__ = ["chain_figure", "learning_figure", "convergence_interactive"]
+
+SYMBOL = {"encoder": "circle", "decoder": "diamond"}
+#: the chain's panels: run-table column -> panel title
+PANELS = {"log_eta_q1": "ln η<sub>g</sub>, frequent types, per input id",
+          "log_eta_q1_type": "ln η<sub>g</sub>, frequent types, per merged type",
+          "log_enrichment_late": "ln late enrichment", "mean_cosine_late": "mean cosine",
+          "isoscore_late": "IsoScore*", "gain": "gain over unigram [nats]"}
+
+
+def _level_color(x: float) -> str:
+    """Colour of a level at design position ``x`` in [0, 1] (chapter 10's scale: dark = no aliases)."""
+    return sample_colorscale(LEVEL_COLORSCALE, [0.9 * float(x)])[0]
+
+
+def chain_figure(table) -> go.Figure:
+    """The aliasing knob's chain: each reading against the collision probability of the shown stream.
+
+    ``table``: :func:`tanbias.lab.analysis.alias.run_table`. One panel per reading
+    (:data:`PANELS`), x the collision probability of the run's shown training stream (log,
+    decreasing to the right: input frequencies flatten as you read); points are runs (seeds),
+    lines join the level means, one colour per architecture.
+    """
+    fig = make_subplots(rows=3, cols=2, horizontal_spacing=0.12, vertical_spacing=0.11,
+                        subplot_titles=list(PANELS.values()))
+    for kind in KINDS:
+        g = table[table["kind"] == kind] if len(table) else table
+        if not len(g):
+            continue
+        means = g.groupby("level", sort=False)[["collision", *PANELS]].mean().sort_values("collision")
+        for i, col in enumerate(PANELS):
+            row, c = divmod(i, 2)
+            fig.add_trace(go.Scatter(x=g["collision"], y=g[col], mode="markers", name=f"{kind}: runs",
+                                     legendgroup=kind, showlegend=i == 0,
+                                     text=[f"{kind}, {lv}, seed {s}" for lv, s in zip(g["level"], g["seed"])],
+                                     marker=dict(color=KIND_COLORS[kind], symbol=SYMBOL[kind], size=7, opacity=0.6)),
+                          row=row + 1, col=c + 1)
+            fig.add_trace(go.Scatter(x=means["collision"], y=means[col], mode="lines", name=f"{kind}: level means",
+                                     legendgroup=kind, showlegend=i == 0,
+                                     line=dict(color=KIND_COLORS[kind], width=2)), row=row + 1, col=c + 1)
+    fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power")
+    fig.update_xaxes(title_text="collision probability of the shown stream [log]", row=3)
+    fig.update_layout(height=900)
+    return labelled(fig, "The chain along the aliasing knob", "collision probability of the shown stream [log]",
+                    "", legend="architecture")
+
+
+def learning_figure(alias_table, dose_table) -> go.Figure:
+    """Gain over unigram against the training stream's collision probability, along the aliasing knob
+    (filled markers, solid lines) and the direct knob (open markers, dashed lines), one panel per
+    architecture: the same fall of collision probability, with the text kept or cut."""
+    from tanbias.lab.analysis.dose import knob_runs
+
+    fig = make_subplots(rows=1, cols=len(KINDS), horizontal_spacing=0.1, subplot_titles=list(KINDS))
+    for col, kind in enumerate(KINDS, start=1):
+        for knob, label, dash, fill in (("alias", "aliasing knob (text kept)", "solid", True),
+                                        ("token", "direct knob (words removed)", "dash", False)):
+            t = alias_table if knob == "alias" else dose_table
+            g = knob_runs(t, knob, kind) if len(t) else t
+            if not len(g):
+                continue
+            means = g.groupby("level", sort=False)[["collision", "gain"]].mean().sort_values("collision")
+            fig.add_trace(go.Scatter(x=g["collision"], y=g["gain"], mode="markers", name=label, legendgroup=knob,
+                                     showlegend=False, text=[f"{kind}, {lv}, seed {s}" for lv, s in
+                                                             zip(g["level"], g["seed"])],
+                                     marker=dict(color=KIND_COLORS[kind], size=7, opacity=0.6,
+                                                 symbol=SYMBOL[kind] if fill else f"{SYMBOL[kind]}-open")),
+                          row=1, col=col)
+            fig.add_trace(go.Scatter(x=means["collision"], y=means["gain"], mode="lines", name=label,
+                                     legendgroup=knob, showlegend=col == 1,
+                                     line=dict(color=KIND_COLORS[kind] if fill else GREY, width=2, dash=dash)),
+                          row=1, col=col)
+    fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power",
+                     title_text="collision probability of the training stream [log]")
+    return labelled(fig, "How much the models learn: aliasing against removing words",
+                    "collision probability of the training stream [log]", "gain over unigram [nats]",
+                    legend="knob")
+
+
+@frozen_layout
+def _convergence_layout():
+    fig = go.Figure()
+    for y, dash in ((0.5, "dot"), (1.0, "dash")):
+        fig.add_hline(y=y, line=dict(color=GREY, width=1, dash=dash))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return labelled(fig, " ", "training step + 1 [log]",
+                    "spread of the aliases' centroids / type radius [log]")
+
+
+def convergence_interactive(conv) -> Interactive:
+    """Interactive: do a type's aliases become one cloud? The ratio of
+    :func:`tanbias.lab.aliasing.alias_convergence` (geometric mean over the followed types, mean over
+    seeds) during training, one line per aliased level; sliders: architecture, layer.
+
+    ``conv``: :func:`tanbias.lab.analysis.alias.convergence_table`.
+    """
+    from tanbias.lab.config import SIZES
+
+    # the small models' blocks until a run is in (layer 0, the embedding, has no radius)
+    layers = (sorted(int(x) for x in set(conv["layer"])) if len(conv)
+              else list(range(1, SIZES["small"].num_hidden_layers + 1)))
+    levels = [lv for lv in positions() if lv != "k0"]
+    st = conv.groupby(["kind", "layer", "level", "step"])["log_ratio"].mean() if len(conv) else None
+
+    def compute(kind, layer):
+        out = []
+        for level in levels:
+            try:
+                c = st.loc[(kind, layer, level)]
+                out.append((level, c.index.to_numpy() + 1, np.exp(c.to_numpy())))
+            except (KeyError, AttributeError):
+                out.append((level, np.empty(0), np.empty(0)))
+        return out
+
+    def figure(data, kind, layer):
+        traces = [dict(type="scatter", x=s_.tolist(), y=y.tolist(), mode="lines+markers", name=level,
+                       line=dict(color=_level_color(positions()[level]), width=2), marker=dict(size=5))
+                  for level, s_, y in data]
+        layout = _convergence_layout()
+        layout["title"]["text"] = f"Do a type's aliases converge? {kind}, layer {layer}"
+        layout["legend"] = {**layout.get("legend", {}), "title": {"text": "level of the aliasing knob"}}
+        return {"data": traces, "layout": layout}
+
+    return Interactive(
+        params=[Param("kind", "architecture", options=KINDS, default="decoder"),
+                Param("layer", "layer", options=tuple(layers), default=layers[-1])],
+        compute=compute, figure=figure, title="The aliases of a type: one cloud or several?",
+        caption="For the most frequent aliased types of one common held-out batch, the text is shown once per "
+                "alias with every occurrence of the type as that alias (the contexts are the same each time). "
+                "y: the spread of the aliases' centroids over the type's own radius around them (geometric "
+                "mean over the types, mean over seeds). Below the dotted line (0.5) the aliases are one cloud, "
+                "above the dashed line (1) each keeps a cloud of its own (the registered words).",
+        name="ch10-alias-convergence", height=480)
