@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from tanbias.lab import zoo
-from tanbias.lab.analysis import (causal, causal_design, causal_report, dose, dose_design, dose_report,
+from tanbias.lab.analysis import (alias, alias_design, alias_report, causal, causal_design, causal_report, dose,
+                                  dose_design, dose_report,
                                   pretrained_report, sweep, sweep_report)
 from tanbias.lab.analysis.pretrained import load_pretrained
 
@@ -44,7 +45,8 @@ def _glued_in_code(chapter: str) -> set[str]:
 def committed():
     sw = sweep_report.analyse_sweep()
     dose_runs = dose.load_dose()               # read once: the dose report and chapter 11's power read them
-    da = dose.analyse_dose(dose_runs)
+    # chapter 10 reads the dose analysis at its joint Holm family, with the aliasing knob's rows
+    aa, da = alias.analyse_alias(dose_analysis=dose.analyse_dose(dose_runs))
     tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
     return {
@@ -58,6 +60,9 @@ def committed():
         "causal_design": {"ch11_" + k: v for k, v in
                           causal_design.design_numbers(causal_design.power_analysis(loaded=dose_runs)).items()},
         "causal": {"ch11_" + k: v for k, v in causal_report.causal_numbers(causal.analyse_causal()).items()},
+        "alias_design": {"ch10_" + k: v for k, v in alias_design.design_numbers(
+            alias_design.expected_concentration(), alias_design.power_analysis(dose.analyse_dose(dose_runs).responses)).items()},
+        "alias": {"ch10_" + k: v for k, v in alias_report.alias_numbers(aa).items()},
     }
 
 
@@ -68,7 +73,9 @@ GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "sweep": [("08_eurobert
             "design": [("10_dose_response", "ch10_")],
             "dose": [("10_dose_response", "ch10_"), ("conclusions", "ch10_")],
             "causal_design": [("11_causal_test", "ch11_")],
-            "causal": [("11_causal_test", "ch11_"), ("conclusions", "ch11_")]}
+            "causal": [("11_causal_test", "ch11_"), ("conclusions", "ch11_")],
+            "alias_design": [("10_dose_response", "ch10_")],
+            "alias": [("10_dose_response", "ch10_"), ("conclusions", "ch10_")]}
 #: report -> the chapters that read it by name without gluing it: (chapter, prefix, dict name)
 READ_BY = {"sweep": [("09_pretrained_models", "ch8_", "lab")]}
 

@@ -140,8 +140,7 @@ def design_numbers(expected, power) -> dict:
     pw = p[p["kind"] == worst].set_index("seeds")
     n = len(ALIAS_SEEDS)
     shared = sum(1 for _, _, _, run in alias_runs() if not run.startswith("alias-"))
-    return {"alias_span": float(e.loc["k3", "ratio"]), "alias_span_k1": float(e.loc["k1", "ratio"]),
-            "alias_span_k2": float(e.loc["k2", "ratio"]), "alias_rows_k3": int(e.loc["k3", "extra_rows"]),
+    return {"alias_span": float(e.loc["k3", "ratio"]), "alias_rows_k3": int(e.loc["k3", "extra_rows"]),
             "alias_types_k3": int(e.loc["k3", "aliased_types"]), "alias_kmax": int(e.loc["k3", "k_max"]),
             "alias_sd": float(sd.max()), "alias_seeds": n, "alias_power": float(pw.loc[n, "power"]),
             "alias_power_fewer": float(pw.loc[n - 1, "power"]), "alias_power_holm": float(pw.loc[n, "power_holm"]),
