@@ -184,7 +184,9 @@ alias: $(STAMP)
 pretrained: zoo
 	@# one process per model, so that each manifest records that model's own peak memory;
 	@# a model already measured with the same settings is skipped (--fresh to redo it)
-	for m in smollm2-135m gemma3-270m minilm-l6; do $(PY) -m tanbias.lab pretrained $$m $(PRETRAINED_ARGS) || exit 1; done
+	@# every model of the zoo (tanbias.lab.zoo.ZOO), so that a model added there is measured here
+	for m in $$($(PY) -c 'from tanbias.lab.zoo import ZOO; print(*ZOO)'); do \
+	  $(PY) -m tanbias.lab pretrained $$m $(PRETRAINED_ARGS) || exit 1; done
 
 bench: $(STAMP) $(ASSETS_STAMP)
 	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.bench $(BENCH_ARGS)
