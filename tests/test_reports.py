@@ -46,7 +46,8 @@ def committed():
     sw = sweep_report.analyse_sweep()
     dose_runs = dose.load_dose()               # read once: the dose report and chapter 11's power read them
     # chapter 10 reads the dose analysis at its joint Holm family, with the aliasing knob's rows
-    aa, da = alias.analyse_alias(dose_analysis=dose.analyse_dose(dose_runs))
+    da_alone = dose.analyse_dose(dose_runs)
+    aa, da = alias.analyse_alias(dose_analysis=da_alone)
     tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
     return {
@@ -61,7 +62,7 @@ def committed():
                           causal_design.design_numbers(causal_design.power_analysis(loaded=dose_runs)).items()},
         "causal": {"ch11_" + k: v for k, v in causal_report.causal_numbers(causal.analyse_causal()).items()},
         "alias_design": {"ch10_" + k: v for k, v in alias_design.design_numbers(
-            alias_design.expected_concentration(), alias_design.power_analysis(dose.analyse_dose(dose_runs).responses)).items()},
+            alias_design.expected_concentration(), alias_design.power_analysis(da_alone.responses)).items()},
         "alias": {"ch10_" + k: v for k, v in alias_report.alias_numbers(aa).items()},
     }
 

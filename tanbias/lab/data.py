@@ -333,7 +333,7 @@ def alias_batch(batch: dict, types: torch.Tensor, aliases: AliasMap, generator: 
     >>> m = AliasMap.from_counts([1, 1, 1, 1, 1, 4, 1])
     >>> t = torch.tensor([[5, 6, 5, 5, 6, 5]])
     >>> b = alias_batch({"input_ids": t, "labels": t.clone()}, t, m, torch.Generator().manual_seed(0))
-    >>> bool(torch.equal(b["labels"], t)), sorted(set(b["input_ids"].ravel().tolist()) - {6}) <= [5, 7, 8, 9]
+    >>> bool(torch.equal(b["labels"], t)), set(b["input_ids"].ravel().tolist()) - {6} <= set(m.aliases(5))
     (True, True)
     """
     shown = aliases.apply(types, generator)
