@@ -19,7 +19,7 @@ import tomllib
 
 import pytest
 
-from bookhelpers import BIN, ROOT
+from bookhelpers import BIN, ROOT, project_links
 from labhelpers import check_prose, lab_overrides, lab_server, lab_workspace_url, open_page, run_all_in_lab
 
 BINDER = ROOT / "binder"
@@ -88,6 +88,36 @@ def test_postbuild_and_the_makefile_run_one_set_up_script():
     assert re.search(r"^SETUP_ENV = .*scripts/setup_env\.sh$", makefile, re.MULTILINE)
     steps = set(" ".join(re.findall(r"\$\(SETUP_ENV\) ([a-z -]+)", makefile)).split())
     assert steps == {"requirements", "package", "lab-settings"}, steps
+
+
+#: the project's own files that may name its address (data/ and tests/ aside: provenance of
+#: third-party data, and the link detector's examples)
+ADDRESS_FILES = ["README.md", "DESIGN.md", "pyproject.toml", "Makefile", "_config.yml", "intro.md",
+                 "references.bib", "binder/*", "scripts/*", "chapters/*.md", "lab-settings/*"]
+URL = re.compile(r"https?://[^\s)\]>\"'`]+")
+
+
+def test_the_projects_address_is_the_setting_everywhere():
+    """Every GitHub, Binder or Colab address in the project's files is formed from
+    ``repository`` (and ``launch_buttons.binderhub_url``) in _config.yml: README's Binder link
+    included, so that changing the setting cannot leave a stale copy behind."""
+    links = project_links()
+    bad, found = [], 0
+    for pattern in ADDRESS_FILES:
+        for path in sorted(ROOT.glob(pattern)):
+            for url in URL.findall(path.read_text(encoding="utf8")):
+                if "colab" in url:
+                    bad.append(f"{path.name}: {url} (no Colab: DESIGN.md)")
+                elif "github.com/" in url:
+                    found += 1
+                    if not (url == links["repository"] or url.startswith(links["repository"] + "/")):
+                        bad.append(f"{path.relative_to(ROOT)}: {url} is not under {links['repository']}")
+                elif url.startswith(links["binderhub"]):
+                    found += 1
+                    if not url.startswith(links["binder"] + "?") and url != links["binderhub"]:
+                        bad.append(f"{path.relative_to(ROOT)}: {url} does not launch {links['binder']}")
+    assert found, "the check read no address at all (the README links Binder)"
+    assert not bad, bad
 
 
 def _reachable(url: str) -> bool:
