@@ -47,3 +47,48 @@ def project_links() -> dict:
     return {"repository": url, "issues": f"{url}/issues/new", "branch": branch,
             "path_to_book": repo.get("path_to_book", "") or "", "binderhub": binderhub,
             "binder": f"{binderhub}/v2/gh/{owner_name}/{branch}"}
+
+
+def output_tables(html: str) -> list[dict]:
+    """Every ``<table>`` inside a code cell's output of a built page: ``{"class": its class
+    attribute, "headings": the class of each ``<th>``, "cells": the text of each cell}``
+    (Markdown tables in the prose are not outputs)."""
+    from html.parser import HTMLParser
+
+    class Outputs(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.inside = 0                  # depth of <div> inside a cell_output, 0 outside
+            self.tables, self.table, self.cell = [], None, None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "div":
+                if self.inside:
+                    self.inside += 1
+                elif "cell_output" in (a.get("class") or "").split():
+                    self.inside = 1
+            elif tag == "table" and self.inside:
+                self.table = {"class": a.get("class") or "", "headings": [], "cells": []}
+            elif tag in ("td", "th") and self.table is not None:
+                self.cell = []
+                if tag == "th":
+                    self.table["headings"].append(a.get("class") or "")
+
+        def handle_endtag(self, tag):
+            if tag == "div" and self.inside:
+                self.inside -= 1
+            elif tag in ("td", "th") and self.cell is not None:
+                self.table["cells"].append("".join(self.cell).strip())
+                self.cell = None
+            elif tag == "table" and self.table is not None:
+                self.tables.append(self.table)
+                self.table = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+    parser = Outputs()
+    parser.feed(html)
+    return parser.tables

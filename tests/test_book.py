@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bookhelpers import ROOT, project_links, toc_docs, toc_notebooks
+from bookhelpers import ROOT, output_tables, project_links, toc_docs, toc_notebooks
 from tanbias.bench import TARGETS, exec_times, page_weight
 
 pytestmark = pytest.mark.book
@@ -214,4 +214,28 @@ def test_launch_repository_and_issue_links_derive_from_the_repository_setting(bu
                 problems.append("no repository or issue link")
         if problems:
             bad[doc] = problems
+    assert not bad, bad
+
+
+def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
+    """Every table in a chapter's outputs comes from :func:`tanbias.tables.format_table`: its
+    class, no index column, and no number printed with more significant digits than the
+    helper ever prints (:func:`tanbias.tables.too_precise`)."""
+    from tanbias.tables import MAX_DIGITS, TABLE_CLASS, too_precise
+
+    bad, seen = {}, 0
+    for doc in toc_notebooks():
+        for i, table in enumerate(output_tables(built_book.page(doc).read_text(encoding="utf8"))):
+            seen += 1
+            problems = []
+            if TABLE_CLASS not in table["class"].split():
+                problems.append(f"not made by tanbias.tables.format_table (class {table['class']!r})")
+            if any("row_heading" in h or "index_name" in h for h in table["headings"]):
+                problems.append("an index column")
+            long = [n for cell in table["cells"] for n in too_precise(cell, MAX_DIGITS)]
+            if long:
+                problems.append(f"numbers with more than {MAX_DIGITS} significant digits: {long[:8]}")
+            if problems:
+                bad[f"{doc}, table {i + 1}"] = problems
+    assert seen, "no chapter shows a table: the test reads nothing"
     assert not bad, bad

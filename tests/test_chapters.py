@@ -10,7 +10,9 @@ Static rules over every ``chapters/*.md`` notebook, read with jupytext:
 * numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.prose` (one
   source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
   roles, which JupyterLab cannot render;
-* every check is displayed (``display(check.require())``), never printed.
+* every check is displayed (``display(check.require())``), never printed;
+* every table goes through :func:`tanbias.tables.format_table` (no ``.style``,
+  ``.round(...)``, ``.to_string()`` of its own).
 """
 
 from __future__ import annotations
@@ -92,6 +94,18 @@ def test_checks_are_displayed_not_printed(path):
     assert not bad, f"{path.name}: checks printed in cells {bad}; use display(check.require())"
 
 
+#: what formats a table outside tanbias.tables
+TABLE_BYPASS = re.compile(r"\.style\b|\.to_(string|markdown|html)\(|\.round\(|\bpd\.(set_option|options)\b")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_tables_go_through_the_one_formatter(path):
+    bad = [(i, m.group(0)) for i, (cell, _) in enumerate(_cells(path)) if cell.cell_type == "code"
+           for m in TABLE_BYPASS.finditer(cell.source)]
+    assert not bad, (f"{path.name}: tables formatted by hand (cell, call): {bad}. Show a table with "
+                     "tanbias.tables.format_table(frame), which rounds, drops the index and joins intervals.")
+
+
 def test_book_evaluates_the_same_expressions_as_the_package_allows():
     """One pattern: _config.yml's nb_eval_name_regex is tanbias.prose.EVAL_PATTERN."""
     import yaml
@@ -101,3 +115,4 @@ def test_book_evaluates_the_same_expressions_as_the_package_allows():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "inline", "{eval} needs inline execution"
     assert config["sphinx"]["config"]["nb_eval_name_regex"] == EVAL_PATTERN
+

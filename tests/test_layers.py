@@ -65,7 +65,7 @@ LAB = [
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]
-PRESENTATION = [["tanbias.interactive", "tanbias.renderer"], ["tanbias.figures"],
+PRESENTATION = [["tanbias.interactive", "tanbias.renderer", "tanbias.tables"], ["tanbias.figures"],
                 ["tanbias.figures.*"]]
 BOOK = ["tanbias.exercises", "tanbias.bench", "tanbias._sphinxext", "tanbias.bookbuild"]
 LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
