@@ -147,10 +147,18 @@ def lab_workspace_url(base: str, token: str, chapter: str) -> str:
     return f"{base}/lab/workspaces/{workspace}/tree/{chapter}?token={token}&reset"
 
 
+#: what jupyterlab-myst shows beside a citation or a reference it cannot resolve (a warning icon)
+UNRESOLVED = ".jp-MarkdownCell [title='Citation Not Found'], .jp-MarkdownCell [title='Cross Reference Not Found']"
+
+
 def check_prose(page, chapter: str, screenshot_dir) -> None:
     """After a run in JupyterLab: the chapter's Markdown renders as MyST (jupyterlab-myst),
-    every {eval} shows its number, and no raw role or TeX reaches the reader."""
+    every {eval} shows its number, no raw role or TeX reaches the reader, nothing shows the
+    warning of an unresolved citation or reference, and every citation reads as its author and
+    year, a link to the paper (screenshot ``lab-citation-<chapter>.png``)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from tanbias._sphinxext import markdown_citations
 
     n_eval = (ROOT / chapter).read_text(encoding="utf8").count("{eval}`")
     # the Markdown cells' expressions come back from the kernel after the last cell ran
@@ -168,3 +176,16 @@ def check_prose(page, chapter: str, screenshot_dir) -> None:
                         "lab-settings/overrides.json turns notebook windowing off)")
     raw = raw_markup(text)
     assert not raw, f"{chapter} in JupyterLab shows raw markup:\n" + "\n".join(raw[:20])
+    unresolved = page.locator(UNRESOLVED)
+    assert unresolved.count() == 0, (f"{chapter} in JupyterLab: {unresolved.count()} citations or references "
+                                     f"shown as bare keys: {unresolved.all_text_contents()[:10]}")
+    citations = markdown_citations((ROOT / chapter).read_text(encoding="utf8"))
+    for link_text, url, _ in citations:
+        shown = page.locator(f".jp-MarkdownCell a[href='{url}']").all_text_contents()
+        assert link_text in [" ".join(t.split()) for t in shown], \
+            f"{chapter} in JupyterLab: the citation {link_text!r} is not a link to {url} (shown: {shown})"
+    if citations:
+        first = page.locator(f".jp-MarkdownCell a[href='{citations[0][1]}']").first
+        first.scroll_into_view_if_needed()
+        first.hover()                       # JupyterLab shows where the link leads
+        page.screenshot(path=str(screenshot_dir / f"lab-citation-{Path(chapter).stem}.png"))

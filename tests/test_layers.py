@@ -247,7 +247,8 @@ def test_figures_import_skips_the_grammar_compiling_optional_dependency():
 
 
 #: import name -> distribution name, where they differ
-DIST = {"yaml": "pyyaml", "IPython": "ipython", "huggingface_hub": "huggingface-hub"}
+DIST = {"yaml": "pyyaml", "IPython": "ipython", "huggingface_hub": "huggingface-hub",
+        "sphinxcontrib": "sphinxcontrib-bibtex"}
 
 
 def test_every_runtime_import_is_declared():
