@@ -239,3 +239,31 @@ def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
                 bad[f"{doc}, table {i + 1}"] = problems
     assert seen, "no chapter shows a table: the test reads nothing"
     assert not bad, bad
+
+
+CITATION_LINK = re.compile(r'<a class="[^"]*\btanbias-citation\b[^"]*" href="([^"#]*)#([^"]+)"([^>]*)>(.*?)</a>', re.S)
+
+
+def test_citations_link_their_entry_in_the_bibliography(built_book):
+    """A citation (a link to a paper of references.bib, tanbias._sphinxext) links its entry in
+    the bibliography, which lists every cited entry, with the entry on hover."""
+    from tanbias._sphinxext import bibliography_entries
+
+    html = built_book.html
+    entries = {}
+    for page in _pages(built_book):
+        for m in re.finditer(r'<div class="citation" id="([^"]+)"[^>]*>(.*?)</div>', page.read_text(encoding="utf8"), re.S):
+            entries[(page.relative_to(html).as_posix(), m[1])] = re.sub(r"<[^>]+>", "", m[2])
+    assert len(entries) == len(bibliography_entries()), "the bibliography does not list every entry"
+    seen = 0
+    for page in _pages(built_book):
+        text = page.read_text(encoding="utf8")
+        for href, anchor, attributes, label in CITATION_LINK.findall(text):
+            seen += 1
+            assert 'title="' in attributes, f"{page.name}: citation {label!r} shows no entry on hover"
+            target = (page.parent / href).resolve().relative_to(html.resolve()).as_posix() if href \
+                else page.relative_to(html).as_posix()
+            assert (target, anchor) in entries, f"{page.name}: citation {label!r} links {href}#{anchor}, no entry"
+            year = re.search(r"\d{4}", label)[0]
+            assert year in entries[(target, anchor)], (label, entries[(target, anchor)][:80])
+    assert seen >= len(bibliography_entries()), f"only {seen} citations in the book"
