@@ -7,8 +7,9 @@ decides only how they print:
 
 * a column whose numbers are all whole is shown as integers (``3``, ``24,384``);
 * any other number with at most :data:`DEFAULT_DIGITS` significant digits (``301``,
-  ``0.00332``, ``0.97``; ``2.1e-05`` below 0.001), never more than :data:`MAX_DIGITS`, and no
-  trailing zero (a number rounded upstream, 0.06, does not become 0.0600);
+  ``0.00332``, ``0.000525``, ``0.97``; ``2.1e-05`` below 0.0001), never more than
+  :data:`MAX_DIGITS`, and no trailing zero (a number rounded upstream, 0.06, does not become
+  0.0600);
 * an interval, a ``(lo, hi)`` pair or two columns named in ``intervals=``, as ``[lo, hi]``;
 * no index that means nothing: row numbers (an unnamed integer index) are dropped, a named
   index becomes columns, and a header of two levels becomes one (``"loss, mean"``);
@@ -35,7 +36,8 @@ __all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "format_number", "form
 DEFAULT_DIGITS = 3
 #: the most significant digits a table shows (two or three say it all for a ratio or a correlation)
 MAX_DIGITS = 3
-#: CSS class of every table made here (the book test finds the tables that bypassed it)
+#: CSS class of every table made here (the book test finds the tables that bypassed it); beside
+#: pandas' own ``dataframe``, which the book's theme colours (light and dark)
 TABLE_CLASS = "tanbias-table"
 #: what a missing value shows
 NA = "–"
@@ -50,8 +52,9 @@ def format_number(x, digits: int = DEFAULT_DIGITS, integer: bool = False) -> str
     """``x`` with ``digits`` significant digits, or as an integer.
 
     Numbers with ``digits`` or more digits before the point print as whole numbers (1519, not
-    1520);
-    those below 0.001 in scientific notation; zero as ``0``.
+    1520); those below 0.0001 in scientific notation; zero as ``0``; no trailing zero after
+    the point (``1`` for 1.0, ``0.06`` for 0.06: a number rounded upstream does not look more
+    precise than it is).
 
     Parameters
     ----------
@@ -94,7 +97,7 @@ def format_number(x, digits: int = DEFAULT_DIGITS, integer: bool = False) -> str
     exponent = math.floor(math.log10(abs(rounded)))
     if exponent >= digits - 1:
         return format_number(rounded, integer=True)
-    if exponent < -3:
+    if exponent < -4:
         mantissa, _, power = f"{rounded:.{digits - 1}e}".partition("e")
         return f"{_trim(mantissa)}e{power}"
     return _trim(f"{rounded:.{digits - 1 - exponent}f}")
@@ -234,12 +237,12 @@ def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = N
     -------
     >>> import pandas as pd
     >>> html = format_table(pd.DataFrame({"effective types": [301.442], "kept": [1.0]})).to_html()
-    >>> 'class="tanbias-table"' in html, ">301<" in html, "row_heading" in html
+    >>> 'class="dataframe tanbias-table"' in html, ">301<" in html, "row_heading" in html
     (True, True, False)
     """
     text = table_text(frame, digits=digits, intervals=intervals, na=na, na_columns=na_columns)
     return (text.style.format(escape="html").hide(axis="index")
-            .set_table_attributes(f'class="{TABLE_CLASS}"'))
+            .set_table_attributes(f'class="dataframe {TABLE_CLASS}"'))
 
 
 #: a number printed with a point or an exponent, not inside a word or a version string

@@ -35,6 +35,7 @@ def test_a_number_keeps_its_digits_and_its_value(x, digits):
     (301.4420, 3, "301"), (1.0, 3, "1"), (0.0033166, 3, "0.00332"), (9.996, 3, "10"),
     (0.99962, 2, "1"), (-0.0624, 3, "-0.0624"), (2.1e-5, 3, "2.1e-05"), (1519.04, 3, "1519"),
     (-0.06, 3, "-0.06"), (0.1, 3, "0.1"), (3.2149e-5, 2, "3.2e-05"), (12.04, 3, "12"),
+    (0.00052521, 3, "0.000525"),
     (123456.7, 3, "123,457"), (0.5, 1, "0.5"), (float("nan"), 3, "–"), (float("-inf"), 3, "−∞"),
 ])
 def test_number_examples(x, digits, text):
@@ -107,7 +108,7 @@ def test_a_frame_is_required():
 
 def test_html_has_the_class_no_index_and_escaped_text():
     html = format_table(pd.DataFrame({"rule": ["p <= 0.05"], "n": [3]})).to_html()
-    assert f'class="{TABLE_CLASS}"' in html and "row_heading" not in html
+    assert f'class="dataframe {TABLE_CLASS}"' in html and "row_heading" not in html
     assert "p &lt;= 0.05" in html and ">3<" in html
 
 
