@@ -60,8 +60,11 @@ UV_PIP = $(UV) pip install --python $(PY) -q --compile-bytecode $(foreach d,$(PI
 $(UV): | $(PY)
 	$(PY) -m pip install -q uv==$(UV_VERSION)
 
-$(STAMP): requirements.txt pyproject.toml | $(UV)
-	$(UV_PIP) -r requirements.txt -e .
+# scripts/setup_env.sh: the set-up steps that Binder's postBuild runs too (binder/)
+SETUP_ENV = PYTHON=$(PY) PIP_INSTALL="$(UV_PIP)" scripts/setup_env.sh
+
+$(STAMP): requirements.txt pyproject.toml scripts/setup_env.sh | $(UV)
+	$(SETUP_ENV) requirements package
 	$(PIP_CHECK)
 	touch $@
 
@@ -91,9 +94,9 @@ $(ZOO_STAMP): $(STAMP)
 
 zoo: $(ZOO_STAMP)
 
-$(LAB_OVERRIDES): lab-settings/overrides.json | $(STAMP)
-	mkdir -p $(dir $@)
-	cp $< $@
+$(LAB_OVERRIDES): lab-settings/overrides.json scripts/setup_env.sh | $(STAMP)
+	$(SETUP_ENV) lab-settings
+	test -f $@
 
 lab-settings: $(LAB_OVERRIDES)
 

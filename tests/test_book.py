@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bookhelpers import ROOT, toc_docs, toc_notebooks
+from bookhelpers import ROOT, output_tables, project_links, toc_docs, toc_notebooks
 from tanbias.bench import TARGETS, exec_times, page_weight
 
 pytestmark = pytest.mark.book
@@ -22,6 +22,10 @@ SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc=[\"']([^\"']+)[\"']", re.IGNORECAS
 LINK_TAG = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
 HREF = re.compile(r"\bhref=[\"']([^\"']+)[\"']", re.IGNORECASE)
 REL = re.compile(r"\brel=[\"']([^\"']+)[\"']", re.IGNORECASE)
+ANCHOR_HREF = re.compile(r"<a\b[^>]*\bhref=[\"']([^\"']+)[\"']", re.IGNORECASE)
+#: hosts of launch, repository and issue links
+LAUNCH_HOSTS = re.compile(r"^https?://([^/]*\b(github\.com|colab\.research\.google\.com|binder)[^/]*)/",
+                          re.IGNORECASE)
 
 
 def _warnings(log: str) -> str:
@@ -142,3 +146,124 @@ def test_no_source_static_folder():
 def test_toc_chapters_are_myst_notebooks_without_ipynb_twins():
     for doc in toc_notebooks():
         assert not (ROOT / f"{doc}.ipynb").exists(), f"{doc}.ipynb would silently win over {doc}.md"
+
+
+def launch_link_problems(href: str, doc: str, links: dict) -> list[str]:
+    """Why ``href``, a link on the page of ``doc``, is not formed from the repository setting
+    (:func:`bookhelpers.project_links`); [] when it is, or when it is no launch, repository or
+    issue link."""
+    import html
+
+    href = html.unescape(href)
+    if not LAUNCH_HOSTS.match(href) and not href.startswith(links["binderhub"] + "/"):
+        return []
+    if "colab" in href:
+        return [f"a Colab link: {href}"]
+    if href.startswith(links["binderhub"] + "/"):
+        prefix = f"{links['binder']}?urlpath=lab/tree/"
+        if not href.startswith(prefix):
+            return [f"a launch link not formed from repository.url and its branch: {href}"]
+        path = href.removeprefix(prefix)
+        expected = f"{links['path_to_book']}{doc}.md"
+        problems = [] if path == expected else [f"launches {path}, not this page's source {expected}"]
+        if not (ROOT / path).is_file():
+            problems.append(f"launches {path}, which is not in the repository")
+        return problems
+    url = links["repository"]
+    if href != url and not href.startswith((url + "/", url + "?")):
+        return [f"a GitHub link to another repository than repository.url ({url}): {href}"]
+    return []
+
+
+@pytest.mark.parametrize("href, doc, ok", [
+    ("https://mybinder.org/v2/gh/tanbias/tanbias/main?urlpath=lab/tree/chapters/01_manifold_hypothesis.md",
+     "chapters/01_manifold_hypothesis", True),
+    ("https://mybinder.org/v2/gh/tanbias/tanbias/main?urlpath=lab/tree/chapters/01_manifold_hypothesis.md",
+     "chapters/02_radial_concentration", False),
+    ("https://mybinder.org/v2/gh/someone/else/main?urlpath=lab/tree/chapters/01_manifold_hypothesis.md",
+     "chapters/01_manifold_hypothesis", False),
+    ("https://mybinder.org/v2/gh/tanbias/tanbias/main?urlpath=lab/tree/chapters/99_missing.md",
+     "chapters/99_missing", False),
+    ("https://colab.research.google.com/github/tanbias/tanbias/blob/main/chapters/10_dose_response.md",
+     "chapters/10_dose_response", False),
+    ("https://github.com/tanbias/tanbias/issues/new?title=x&amp;body=y", "intro", True),
+    ("https://github.com/tanbias/tanbias-old", "intro", False),
+    ("https://arxiv.org/abs/2604.08764", "intro", True),
+])
+def test_launch_link_detector(href, doc, ok):
+    links = {**project_links(), "repository": "https://github.com/tanbias/tanbias",
+             "binderhub": "https://mybinder.org", "binder": "https://mybinder.org/v2/gh/tanbias/tanbias/main",
+             "path_to_book": ""}
+    assert (launch_link_problems(href, doc, links) == []) is ok
+
+
+def test_launch_repository_and_issue_links_derive_from_the_repository_setting(built_book):
+    """Every launch, repository and issue link of every built page is formed from
+    ``repository`` in _config.yml; no Colab link; each chapter launches its own source on
+    Binder, and every page links the repository and its issues."""
+    links = project_links()
+    bad = {}
+    for page in _pages(built_book):
+        doc = page.relative_to(built_book.html).with_suffix("").as_posix()
+        hrefs = ANCHOR_HREF.findall(page.read_text(encoding="utf8"))
+        problems = [p for href in hrefs for p in launch_link_problems(href, doc, links)]
+        if doc in toc_docs():
+            if doc in toc_notebooks() and not any(h.startswith(links["binder"]) for h in hrefs):
+                problems.append("no Binder launch link")
+            if links["repository"] not in hrefs or not any(h.startswith(links["issues"]) for h in hrefs):
+                problems.append("no repository or issue link")
+        if problems:
+            bad[doc] = problems
+    assert not bad, bad
+
+
+def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
+    """Every table in a chapter's outputs comes from :func:`tanbias.tables.format_table`: its
+    class, no index column, and no number printed with more significant digits than the
+    helper ever prints (:func:`tanbias.tables.too_precise`)."""
+    from tanbias.tables import MAX_DIGITS, TABLE_CLASS, too_precise
+
+    bad, seen = {}, 0
+    for doc in toc_notebooks():
+        for i, table in enumerate(output_tables(built_book.page(doc).read_text(encoding="utf8"))):
+            seen += 1
+            problems = []
+            if TABLE_CLASS not in table["class"].split():
+                problems.append(f"not made by tanbias.tables.format_table (class {table['class']!r})")
+            if any("row_heading" in h or "index_name" in h for h in table["headings"]):
+                problems.append("an index column")
+            long = [n for cell in table["cells"] for n in too_precise(cell, MAX_DIGITS)]
+            if long:
+                problems.append(f"numbers with more than {MAX_DIGITS} significant digits: {long[:8]}")
+            if problems:
+                bad[f"{doc}, table {i + 1}"] = problems
+    assert seen, "no chapter shows a table: the test reads nothing"
+    assert not bad, bad
+
+
+CITATION_LINK = re.compile(r'<a class="[^"]*\btanbias-citation\b[^"]*" href="([^"#]*)#([^"]+)"([^>]*)>(.*?)</a>', re.S)
+
+
+def test_citations_link_their_entry_in_the_bibliography(built_book):
+    """A citation (a link to a paper of references.bib, tanbias._sphinxext) links its entry in
+    the bibliography, which lists every cited entry, with the entry on hover."""
+    from tanbias._sphinxext import bibliography_entries
+
+    html = built_book.html
+    entries = {}
+    for page in _pages(built_book):
+        for m in re.finditer(r'<div class="citation" id="([^"]+)"[^>]*>(.*?)</div>', page.read_text(encoding="utf8"), re.S):
+            entries[(page.relative_to(html).as_posix(), m[1])] = re.sub(r"<[^>]+>", "", m[2])
+    assert len(entries) == len(bibliography_entries()), "the bibliography does not list every entry"
+    seen = 0
+    for page in _pages(built_book):
+        text = page.read_text(encoding="utf8")
+        for href, anchor, attributes, label in CITATION_LINK.findall(text):
+            seen += 1
+            assert 'title="' in attributes, f"{page.name}: citation {label!r} shows no entry on hover"
+            target = (page.parent / href).resolve().relative_to(html.resolve()).as_posix() if href \
+                else page.relative_to(html).as_posix()
+            assert (target, anchor) in entries, f"{page.name}: citation {label!r} links {href}#{anchor}, no entry"
+            year = re.search(r"\d{4}", label)[0]
+            assert year in entries[(target, anchor)], (label, entries[(target, anchor)][:80])
+    assert seen >= len(bibliography_entries()), f"only {seen} citations in the book"

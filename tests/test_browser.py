@@ -5,18 +5,13 @@ and the chapters in a real JupyterLab (live figures).
 from __future__ import annotations
 
 import json
-import os
-import re
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from bookhelpers import BIN, ROOT, toc_docs
+from bookhelpers import BIN, toc_docs
+from labhelpers import (check_prose, lab_overrides, lab_server, lab_workspace_url, open_page,
+                        raw_markup, run_all_in_lab)
 
 pytestmark = pytest.mark.browser
 
@@ -48,28 +43,6 @@ VISIBLE_TEXT_JS = """() => {
   return root.textContent;
 }"""
 
-#: What must never reach a reader: unrendered math, TeX commands, MyST role or
-#: directive syntax, label targets.
-RAW_MARKUP = {
-    "a dollar sign (unrendered math)": re.compile(r"\$"),
-    "a TeX command": re.compile(r"\\[A-Za-z]{2,}"),
-    "a MyST role or directive": re.compile(
-        r"\{[a-z]+:[a-z-]+\}|\{(?:ref|eval|cite|numref|doc|eq|term|math|mod|func|class)\}|```|:::"),
-    "a label target": re.compile(r"^\([\w-]+\)=", re.MULTILINE),
-}
-
-
-def raw_markup(text: str) -> list[str]:
-    """Every piece of raw markup in ``text``, with its context (unit-tested by
-    ``test_raw_markup_detector``)."""
-    found = []
-    for what, pattern in RAW_MARKUP.items():
-        for m in pattern.finditer(text):
-            ctx = text[max(0, m.start() - 30):m.end() + 30].replace("\n", " ")
-            found.append(f"{what}: '...{ctx}...'")
-    return found
-
-
 @pytest.mark.parametrize("text, kinds", [
     ("a slope of 1.998 and $t^2$", {"a dollar sign (unrendered math)"}),
     ("the ratio \\eta_g falls", {"a TeX command"}),
@@ -79,17 +52,6 @@ def raw_markup(text: str) -> list[str]:
 ])
 def test_raw_markup_detector(text, kinds):
     assert {f.split(":")[0] for f in raw_markup(text)} == kinds
-
-
-def _open(browser, url, viewport=(1200, 1400)):
-    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
-    problems = []
-    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}")
-            if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"requestfailed: {r.url}"))
-    page.goto(url)
-    return page, problems
 
 
 def _real_problems(problems):
@@ -124,7 +86,7 @@ def _changed(page, handle, old: str, what: str) -> str:
 def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screenshot_dir):
     path = built_book.page(doc)
     assert path.exists(), f"{doc} not built"
-    page, problems = _open(browser, path.as_uri())
+    page, problems = open_page(browser, path.as_uri())
     try:
         page.wait_for_load_state("load")
         # MathJax typesets every math node of the page
@@ -184,55 +146,13 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
 
 
 # ---------------------------------------------------------------------- JupyterLab
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def jupyter_lab(tmp_path_factory):
     """A JupyterLab server on 127.0.0.1 serving the repository (as `make lab`)."""
-    overrides = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.json")
-    if not overrides.exists():
-        pytest.fail(f"{overrides} missing: `make lab`/`make test` installs lab-settings/overrides.json")
-    port, token = _free_port(), "tanbias-test"
-    env = {k: v for k, v in os.environ.items() if k not in ("TANBIAS_MODE", "JPY_SESSION_NAME")}
-    env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
-    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("jupyter-runtime"))
-    # fresh user settings and workspace: nothing of a developer's own Lab state leaks in
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path_factory.mktemp("lab-user-settings"))
-    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp_path_factory.mktemp("lab-workspaces"))
-    log = tmp_path_factory.mktemp("lab") / "lab.log"
-    # opening a file makes a checkpoint copy; keep those out of the repository
-    checkpoints = tmp_path_factory.mktemp("checkpoints")
-    proc = subprocess.Popen(
-        [str(BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False",
-         f"--FileCheckpoints.checkpoint_dir={checkpoints}",
-         f"--AsyncFileCheckpoints.checkpoint_dir={checkpoints}"]
-        + (["--allow-root"] if os.geteuid() == 0 else []),
-        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("jupyter lab exited:\n" + log.read_text()[-3000:])
-                time.sleep(0.5)
-        else:
-            pytest.fail("jupyter lab did not start:\n" + log.read_text()[-3000:])
-        yield base, token
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    if not lab_overrides().exists():
+        pytest.fail(f"{lab_overrides()} missing: `make lab`/`make test` installs lab-settings/overrides.json")
+    with lab_server(BIN, tmp_path_factory) as server:
+        yield server
 
 
 def test_lab_settings_make_markdown_open_as_notebook(jupyter_lab):
@@ -258,13 +178,13 @@ def _first_interactive_chapter(built_book) -> str:
 def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book, browser,
                                                         screenshot_dir):
     """Open a chapter in JupyterLab: it is a notebook; run it; its prose renders with its
-    numbers (:func:`_check_prose`); move a live slider; the FigureWidget next to it
+    numbers (:func:`labhelpers.check_prose`); move a live slider; the FigureWidget next to it
     changes (live mode: the kernel recomputes). One run of the chapter for both."""
     base, token = jupyter_lab
     chapter = _first_interactive_chapter(built_book)
-    page, problems = _open(browser, _lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
+    page, problems = open_page(browser, lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
     try:
-        _run_all_in_lab(page, wait_until_done=False)
+        run_all_in_lab(page, wait_until_done=False)
         # an Interactive's live view: a box holding its sliders and its FigureWidget
         view = page.locator(".jp-OutputArea .widget-vbox:has(.widget-slider):has(.js-plotly-plot)").first
         view.wait_for(state="attached", timeout=180_000)
@@ -273,7 +193,7 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
         page.wait_for_function(
             "() => !Array.from(document.querySelectorAll('.jp-InputArea-prompt'))"
             ".some(p => p.textContent.includes('*'))", timeout=300_000)
-        _check_prose(page, chapter, screenshot_dir)
+        check_prose(page, chapter, screenshot_dir)
         view.scroll_into_view_if_needed()
         plot = view.locator(".js-plotly-plot").first.element_handle()
         before = plot.evaluate(DATA_JS)
@@ -307,73 +227,14 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
 #: post-hoc demonstration); the live-figure test reads the first interactive chapter's.
 LAB_PROSE_CHAPTERS = ["chapters/09_pretrained_models.md"]
 
-#: JavaScript: the rendered text of every Markdown cell of the open notebook,
-#: without its (hidden) editor and typeset math. Inline code stays: an {eval}
-#: that was not evaluated shows as code.
-LAB_MARKDOWN_JS = """() => Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-Cell-inputArea'))
-  .map(area => { const c = area.cloneNode(true);
-    c.querySelectorAll('.cm-editor, .jp-InputPrompt, .katex, .MathJax, mjx-container, '
-      + 'pre, script, style').forEach(e => e.remove());
-    return c.textContent; })"""
-
-
-def _run_all_in_lab(page, wait_until_done: bool = True):
-    """The open chapter is a notebook: wait for its kernel, run every cell (and,
-    by default, wait until no cell is running)."""
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
-    assert page.locator(".jp-FileEditor").count() == 0, "the chapter opened as a text file"
-    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
-    page.wait_for_function(
-        "() => { const w = window.jupyterapp.shell.currentWidget;"
-        " const k = w && w.sessionContext && w.sessionContext.session"
-        " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
-        timeout=180_000)
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    if not wait_until_done:
-        return
-    page.wait_for_timeout(2_000)
-    page.wait_for_function(
-        "() => !Array.from(document.querySelectorAll('.jp-InputArea-prompt'))"
-        ".some(p => p.textContent.includes('*'))", timeout=300_000)
-
-
-def _lab_workspace_url(base: str, token: str, chapter: str) -> str:
-    """The chapter in a workspace of its own, reset: only this chapter is open (a restored
-    tab from another test would be the current widget that "run all" runs)."""
-    workspace = Path(chapter).stem.replace("_", "-")
-    return f"{base}/lab/workspaces/{workspace}/tree/{chapter}?token={token}&reset"
-
-
-def _check_prose(page, chapter: str, screenshot_dir) -> None:
-    """After a run in JupyterLab: the chapter's Markdown renders as MyST (jupyterlab-myst),
-    every {eval} shows its number, and no raw role or TeX reaches the reader."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    n_eval = (ROOT / chapter).read_text(encoding="utf8").count("{eval}`")
-    # the Markdown cells' expressions come back from the kernel after the last cell ran
-    try:
-        page.wait_for_function(f"() => !({LAB_MARKDOWN_JS})().join('\\n').includes('glued[')",
-                               timeout=60_000)
-    except PlaywrightTimeout:
-        pass                           # the assertion below says how many are missing
-    text = "\n".join(page.evaluate(LAB_MARKDOWN_JS))
-    page.screenshot(path=str(screenshot_dir / f"lab-prose-{Path(chapter).stem}.png"))
-    assert n_eval > 0, f"{chapter} quotes no number: pick another chapter"
-    shown = text.count("glued[")
-    assert shown == 0, (f"{shown} of {n_eval} {{eval}} expressions were shown instead of their "
-                        "values (jupyterlab-myst evaluates only rendered cells: "
-                        "lab-settings/overrides.json turns notebook windowing off)")
-    raw = raw_markup(text)
-    assert not raw, f"{chapter} in JupyterLab shows raw markup:\n" + "\n".join(raw[:20])
-
 
 @pytest.mark.parametrize("chapter", LAB_PROSE_CHAPTERS)
 def test_lab_renders_prose_with_its_numbers(chapter, jupyter_lab, browser, screenshot_dir):
-    """Run a chapter in JupyterLab and read its prose (:func:`_check_prose`)."""
+    """Run a chapter in JupyterLab and read its prose (:func:`labhelpers.check_prose`)."""
     base, token = jupyter_lab
-    page, problems = _open(browser, _lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
+    page, problems = open_page(browser, lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
     try:
-        _run_all_in_lab(page)
-        _check_prose(page, chapter, screenshot_dir)
+        run_all_in_lab(page)
+        check_prose(page, chapter, screenshot_dir)
     finally:
         page.close()

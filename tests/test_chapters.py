@@ -10,7 +10,13 @@ Static rules over every ``chapters/*.md`` notebook, read with jupytext:
 * numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.prose` (one
   source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
   roles, which JupyterLab cannot render;
-* every check is displayed (``display(check.require())``), never printed.
+* every check is displayed (``display(check.require())``), never printed;
+* every table goes through :func:`tanbias.tables.format_table` (no ``.style``,
+  ``.round(...)``, ``.to_string()`` of its own);
+* what JupyterLab cannot resolve is written so that it reads there too: a
+  citation is a link to the paper with its author and year (no ``{cite}``
+  role), another chapter's section a Markdown link to that chapter (no
+  ``{ref}`` across chapters).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+#: every page of prose that a reader may open in JupyterLab
+PAGES = CHAPTERS + [ROOT / "intro.md"]
 MAX_LINES = 15
 HIDDEN = {"hide-input", "remove-input", "hide-cell", "remove-cell"}
 
@@ -92,6 +100,18 @@ def test_checks_are_displayed_not_printed(path):
     assert not bad, f"{path.name}: checks printed in cells {bad}; use display(check.require())"
 
 
+#: what formats a table outside tanbias.tables
+TABLE_BYPASS = re.compile(r"\.style\b|\.to_(string|markdown|html)\(|\.round\(|\bpd\.(set_option|options)\b")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_tables_go_through_the_one_formatter(path):
+    bad = [(i, m.group(0)) for i, (cell, _) in enumerate(_cells(path)) if cell.cell_type == "code"
+           for m in TABLE_BYPASS.finditer(cell.source)]
+    assert not bad, (f"{path.name}: tables formatted by hand (cell, call): {bad}. Show a table with "
+                     "tanbias.tables.format_table(frame), which rounds, drops the index and joins intervals.")
+
+
 def test_book_evaluates_the_same_expressions_as_the_package_allows():
     """One pattern: _config.yml's nb_eval_name_regex is tanbias.prose.EVAL_PATTERN."""
     import yaml
@@ -101,3 +121,60 @@ def test_book_evaluates_the_same_expressions_as_the_package_allows():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "inline", "{eval} needs inline execution"
     assert config["sphinx"]["config"]["nb_eval_name_regex"] == EVAL_PATTERN
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_citations_are_author_year_links_to_the_paper(path):
+    """JupyterLab (jupyterlab-myst 2.7) resolves no {cite} role: a citation is a link to the
+    paper, ``[Bernas et al. (2026)](https://arxiv.org/abs/2604.08764)``, that the book turns
+    into a citation of its references.bib entry (tanbias._sphinxext)."""
+    from tanbias._sphinxext import bibliography_entries, citation_text_problem, markdown_citations
+
+    text = path.read_text(encoding="utf8")
+    roles = re.findall(r"\{cite(?::\w+)?\}`[^`]*`", text)
+    assert not roles, f"{path.name}: {{cite}} roles, which JupyterLab shows as bare keys: {roles}"
+    entries = bibliography_entries()
+    bad = [problem for link_text, _, key in markdown_citations(text)
+           if (problem := citation_text_problem(link_text, entries[key]))]
+    assert not bad, f"{path.name}: citations whose text is not their entry's authors and year: {bad}"
+
+
+def test_every_bibliography_entry_is_cited():
+    from tanbias._sphinxext import bibliography_entries, markdown_citations
+
+    cited = {key for path in PAGES for _, _, key in markdown_citations(path.read_text(encoding="utf8"))}
+    assert set(bibliography_entries()) <= cited, set(bibliography_entries()) - cited
+
+
+def _labels(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf8")
+    return set(re.findall(r"^\(([\w-]+)\)=", text, re.MULTILINE)) | set(re.findall(r":label:\s*([\w-]+)", text))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_references_to_other_chapters_are_links_to_them(path):
+    """A {ref} (or {prf:ref}, {numref}) names a label of its own page, which JupyterLab resolves;
+    another chapter's section is ``[text](NN_slug.md#label)``, which JupyterLab opens as that
+    chapter and the book as the section (tanbias._sphinxext), with a text of its own and a
+    label that the linked chapter defines."""
+    from tanbias._sphinxext import MARKDOWN_LINK
+
+    text = path.read_text(encoding="utf8")
+    own = _labels(path)
+    roles = re.findall(r"\{(?:ref|prf:ref|numref)\}`(?:[^`<]*<)?([\w-]+)>?`", text)
+    elsewhere = [label for label in roles if label not in own]
+    assert not elsewhere, (f"{path.name}: {{ref}} to labels of other pages, which JupyterLab shows as "
+                           f"bare keys: {elsewhere}. Link the chapter: [text](NN_slug.md#label).")
+    bad = []
+    for link_text, target in MARKDOWN_LINK.findall(text):
+        file, _, label = target.partition("#")
+        if not file.endswith(".md") or "://" in file:
+            continue
+        linked = (path.parent / file)
+        if not linked.exists():
+            bad.append(f"{target}: no such file")
+        elif label and label not in _labels(linked):
+            bad.append(f"{target}: {file} has no label {label}")
+        if not link_text.strip():
+            bad.append(f"{target}: no text (JupyterLab would show the address)")
+    assert not bad, f"{path.name}: {bad}"

@@ -68,7 +68,7 @@ LAB = [
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]
-PRESENTATION = [["tanbias.interactive", "tanbias.renderer"], ["tanbias.figures"],
+PRESENTATION = [["tanbias.interactive", "tanbias.renderer", "tanbias.tables"], ["tanbias.figures"],
                 ["tanbias.figures.*"]]
 BOOK = ["tanbias.exercises", "tanbias.bench", "tanbias._sphinxext", "tanbias.bookbuild"]
 LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
@@ -250,7 +250,8 @@ def test_figures_import_skips_the_grammar_compiling_optional_dependency():
 
 
 #: import name -> distribution name, where they differ
-DIST = {"yaml": "pyyaml", "IPython": "ipython", "huggingface_hub": "huggingface-hub"}
+DIST = {"yaml": "pyyaml", "IPython": "ipython", "huggingface_hub": "huggingface-hub",
+        "sphinxcontrib": "sphinxcontrib-bibtex"}
 
 
 def test_every_runtime_import_is_declared():
@@ -271,7 +272,7 @@ def test_every_runtime_import_is_declared():
 
 
 #: test files named for a topic rather than a module (DESIGN.md, "Tests")
-TEST_TOPICS = {"book", "browser", "chapters", "checks", "figure_contract", "layers", "precision", "reports"}
+TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision", "reports"}
 
 
 def test_test_files_mirror_the_package():

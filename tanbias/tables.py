@@ -1,0 +1,273 @@
+"""The one way a table is shown: integers as integers, other numbers to a few significant digits.
+
+Every table a chapter displays goes through :func:`format_table`, in the book and in JupyterLab
+alike. The functions that compute a table (``tanbias.lab.analysis.*_report``, ``dose``,
+``causal`` ...) keep returning numbers, so that checks and tests read full precision; this module
+decides only how they print:
+
+* a column whose numbers are all whole is shown as integers (``3``, ``24,384``);
+* any other number with at most :data:`DEFAULT_DIGITS` significant digits (``301``,
+  ``0.00332``, ``0.000525``, ``0.97``; ``2.1e-05`` below 0.0001), never more than
+  :data:`MAX_DIGITS`, and no trailing zero (a number rounded upstream, 0.06, does not become
+  0.0600);
+* an interval, a ``(lo, hi)`` pair or two columns named in ``intervals=``, as ``[lo, hi]``;
+* no index that means nothing: row numbers (an unnamed integer index) are dropped, a named
+  index becomes columns, and a header of two levels becomes one (``"loss, mean"``);
+* missing values as ``–``; text as it is (escaped).
+
+Units belong in the column names the chapter gives (``"held-out loss [nats]"``).
+:func:`too_precise` is the converse check: the numbers in a printed text that carry more
+significant digits than this module ever prints (the book test reads every rendered table with it).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+
+from ._checks import check_instance, check_int
+from .errors import ParameterError
+
+__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "format_number", "format_cell",
+           "table_text", "format_table", "too_precise"]
+
+#: significant digits of a number that is not whole, unless a table asks for fewer
+DEFAULT_DIGITS = 3
+#: the most significant digits a table shows (two or three say it all for a ratio or a correlation)
+MAX_DIGITS = 3
+#: CSS class of every table made here (the book test finds the tables that bypassed it); beside
+#: pandas' own ``dataframe``, which the book's theme colours (light and dark)
+TABLE_CLASS = "tanbias-table"
+#: what a missing value shows
+NA = "–"
+
+
+def _digits(digits) -> int:
+    return check_int("digits", digits, 1, MAX_DIGITS,
+                     hint="Tables show two or three significant digits.")
+
+
+def format_number(x, digits: int = DEFAULT_DIGITS, integer: bool = False) -> str:
+    """``x`` with ``digits`` significant digits, or as an integer.
+
+    Numbers with ``digits`` or more digits before the point print as whole numbers (1519, not
+    1520); those below 0.0001 in scientific notation; zero as ``0``; no trailing zero after
+    the point (``1`` for 1.0, ``0.06`` for 0.06: a number rounded upstream does not look more
+    precise than it is).
+
+    Parameters
+    ----------
+    x : real number
+    digits : int
+        Significant digits, 1 to :data:`MAX_DIGITS`.
+    integer : bool
+        Print ``x`` rounded to an integer (thousands grouped from 10,000 on).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ParameterError
+        If ``digits`` is outside 1 to :data:`MAX_DIGITS`.
+
+    Example
+    -------
+    >>> [format_number(v) for v in (301.442, 1.0, 0.0033166, 0.9612, -0.0624, 2.1e-5, 0.06)]
+    ['301', '1', '0.00332', '0.961', '-0.0624', '2.1e-05', '0.06']
+    >>> format_number(24384.0, integer=True), format_number(0.12345, digits=2)
+    ('24,384', '0.12')
+    """
+    digits = _digits(digits)
+    x = float(x)
+    if math.isnan(x):
+        return NA
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if integer:
+        n = int(round(x))
+        return f"{n:,}" if abs(n) >= 10_000 else str(n)
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** (digits - 1):               # as many digits before the point: a whole number
+        return format_number(x, integer=True)
+    rounded = float(f"{x:.{digits - 1}e}")        # rounding may carry: 9.996 -> 10.0
+    exponent = math.floor(math.log10(abs(rounded)))
+    if exponent >= digits - 1:
+        return format_number(rounded, integer=True)
+    if exponent < -4:
+        mantissa, _, power = f"{rounded:.{digits - 1}e}".partition("e")
+        return f"{_trim(mantissa)}e{power}"
+    return _trim(f"{rounded:.{digits - 1 - exponent}f}")
+
+
+def _trim(text: str) -> str:
+    """No trailing zero after the point: a number rounded upstream (0.06) is not shown as
+    more precise than it is (0.0600)."""
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _missing(v) -> bool:
+    """None, NaN, pandas' NA and NaT."""
+    return (v is None or (isinstance(v, float) and math.isnan(v))
+            or type(v).__name__ in ("NAType", "NaTType"))
+
+
+def format_cell(value, digits: int = DEFAULT_DIGITS, integer: bool = False, na: str = NA) -> str:
+    """One cell: a number (:func:`format_number`), an interval ``(lo, hi)`` as ``[lo, hi]``,
+    a missing value as ``na``, anything else as its text.
+
+    Example
+    -------
+    >>> format_cell((0.96612, 1.0357)), format_cell(float("nan")), format_cell("as predicted")
+    ('[0.966, 1.04]', '–', 'as predicted')
+    >>> format_cell(True), format_cell(3, integer=True)
+    ('True', '3')
+    """
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            _is_number(v) or _missing(v) for v in value):
+        return "[" + ", ".join(format_cell(v, digits, integer, na) for v in value) + "]"
+    if _missing(value):
+        return na
+    if _is_number(value):
+        return format_number(value, digits, integer=integer)
+    return str(value)
+
+
+def _whole_column(values) -> bool:
+    """Whether every number of a column is whole (so it prints as integers)."""
+    nums = [v for v in values if _is_number(v) and not _missing(v)]
+    return bool(nums) and all(math.isfinite(v) and float(v).is_integer() for v in nums)
+
+
+def _flat(label) -> str:
+    if isinstance(label, tuple):
+        return ", ".join(str(p) for p in label if str(p) != "")
+    return str(label)
+
+
+def table_text(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = None, na: str = NA,
+               na_columns: dict | None = None):
+    """The text of every cell of ``frame`` as the book shows it (module docstring).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The numbers, unrounded.
+    digits : int
+        Significant digits of the numbers that are not whole, 1 to :data:`MAX_DIGITS`.
+    intervals : dict, optional
+        ``{new column: (low column, high column)}``: each pair of columns becomes one column
+        ``[lo, hi]``, where the first of the two was.
+    na : str
+        What a missing value shows.
+    na_columns : dict, optional
+        ``{column: text}``: what a missing value shows in those columns instead.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Strings, one column per column shown (a named index first), index ``0 .. n-1``.
+
+    Raises
+    ------
+    ParameterError
+        If ``frame`` is not a DataFrame, ``digits`` is outside 1 to :data:`MAX_DIGITS`, or an
+        interval does not name two columns of the table.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"runs": [3.0, 6.0], "ratio": [1.0, 0.40213],
+    ...                   "lo": [0.9, 0.3512], "hi": [1.1, 0.45]})
+    >>> table_text(t, intervals={"95 % interval": ("lo", "hi")}).to_dict("records")[1]
+    {'runs': '6', 'ratio': '0.402', '95 % interval': '[0.351, 0.45]'}
+    """
+    import pandas as pd
+
+    check_instance("frame", frame, pd.DataFrame)
+    digits = _digits(digits)
+    df = frame.copy()
+    # an unnamed integer index numbers the rows (0 .. n-1, or what a filter left of it): dropped
+    row_numbers = (df.index.nlevels == 1 and df.index.name is None
+                   and pd.api.types.is_integer_dtype(df.index.dtype))
+    if not row_numbers:
+        if df.index.nlevels == 1 and df.index.name is None:
+            # e.g. a transposed table: its columns' name says what the rows are
+            df.index.name = _flat(df.columns.name) if df.columns.name is not None else ""
+        df = df.reset_index()
+    df.columns = [_flat(c) for c in df.columns]
+    for name, pair in (intervals or {}).items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(c in df.columns for c in pair)):
+            raise ParameterError(f"intervals={{{name!r}: {pair!r}}} is not allowed: valid range is two "
+                                 f"of the columns {list(df.columns)}. Name the low and the high column.")
+        lo, hi = pair
+        at = min(df.columns.get_loc(lo), df.columns.get_loc(hi))
+        joined = pd.Series(list(zip(df[lo], df[hi])), index=df.index, dtype=object)
+        df = df.drop(columns=[lo, hi])
+        df.insert(at, name, joined)
+    out = {}
+    for column in df.columns:
+        values = list(df[column])
+        whole = _whole_column(values)
+        text = (na_columns or {}).get(column, na)
+        out[column] = [format_cell(v, digits, integer=whole, na=text) for v in values]
+    return pd.DataFrame(out, columns=list(df.columns))
+
+
+def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = None, na: str = NA,
+                 na_columns: dict | None = None):
+    """``frame`` as the book shows a table: :func:`table_text`, as HTML without index.
+
+    Parameters and errors are :func:`table_text`'s.
+
+    Returns
+    -------
+    pandas.io.formats.style.Styler
+        What a chapter displays; its HTML (``to_html()``) is a ``<table>`` of class
+        :data:`TABLE_CLASS`, in the book and in JupyterLab.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> html = format_table(pd.DataFrame({"effective types": [301.442], "kept": [1.0]})).to_html()
+    >>> 'class="dataframe tanbias-table"' in html, ">301<" in html, "row_heading" in html
+    (True, True, False)
+    """
+    text = table_text(frame, digits=digits, intervals=intervals, na=na, na_columns=na_columns)
+    return (text.style.format(escape="html").hide(axis="index")
+            .set_table_attributes(f'class="dataframe {TABLE_CLASS}"'))
+
+
+#: a number printed with a point or an exponent, not inside a word or a version string
+_PRINTED = re.compile(r"(?<![\w.])[-+−]?(\d*\.\d+|\d+\.)(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def too_precise(text: str, digits: int = MAX_DIGITS) -> list[str]:
+    """The numbers in ``text`` printed with a point and more than ``digits`` significant digits.
+
+    Whole numbers (no point) may be long; leading zeros do not count, trailing ones do; a zero
+    counts its decimals.
+
+    Example
+    -------
+    >>> too_precise("effective types 301.4420, kept 1.0000, ratio 1.04 [0.966, 1.12], n = 24384")
+    ['301.4420', '1.0000']
+    >>> too_precise("p = 2.10e-05, 0.000, steps 0..95, v1.0.4")
+    []
+    """
+    digits = check_int("digits", digits, 1, None)
+    found = []
+    for m in _PRINTED.finditer(text):
+        mantissa = re.split(r"[eE]", m.group(0))[0].lstrip("+-−")
+        figures = mantissa.replace(".", "").lstrip("0")
+        count = len(figures) if figures else len(mantissa.partition(".")[2])
+        if count > digits:
+            found.append(m.group(0))
+    return found
