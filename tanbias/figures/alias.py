@@ -21,7 +21,7 @@ from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
 from tanbias.lab.config import KINDS
 
-__all__ = ["chain_figure", "learning_figure", "convergence_interactive"]
+__all__ = ["PANELS", "chain_figure", "learning_figure", "convergence_interactive"]
 
 SYMBOL = {"encoder": "circle", "decoder": "diamond"}
 #: the chain's panels: run-table column -> panel title
