@@ -9,6 +9,7 @@ import pytest
 from tanbias.lab.analysis import causal, causal_report
 from tanbias.lab.experiments import causal_arms
 from tanbias.lab.probe import probe_steps
+from tanbias.tables import format_table, too_precise
 
 STEPS = 320
 
@@ -147,13 +148,17 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
     assert set(v.loc[v["architecture"] == "encoder", "verdict"]) <= {"too few seeds", "not assessable"}
     words = causal_report.closing_words(ca)
     assert words["gradient side"] == "incomplete" and words["gradient side, decoder"] == "supported"
-    assert list(causal_report.contrast_table(ca).columns)[:3] == ["architecture", "contrast",
-                                                                  "mean cosine ratio [95 % CI]"]
+    ct = causal_report.contrast_table(ca)
+    assert list(ct.columns)[:4] == ["architecture", "contrast", "mean cosine ratio", "ratio's 95 % CI"]
+    dec = ct[ct["architecture"] == "decoder"]
+    assert all(lo < r < hi < 1 for r, (lo, hi) in zip(dec["mean cosine ratio"], dec["ratio's 95 % CI"]))
     d = causal_report.descriptive_table(ca)
     assert len(d) == 5 * 6 + 1 * 5 and set(d["arm"]) == set(causal_arms("decoder")) - {"control"}
     sec = causal_report.secondary_table(ca)
     assert set(sec["outcome"]) == set(causal.OUTCOMES.values()) - {causal.OUTCOMES[causal.PRIMARY]}
-    assert (sec.loc[sec["architecture"] == "encoder", "difference [95 % CI]"] == "—").all()
+    assert sec.loc[sec["architecture"] == "encoder", "its 95 % CI"].isna().all()   # one seed: no interval
+    for table in (ct, causal_report.verdict_table(ca), d, sec):       # numbers, printed by the one formatter
+        assert not too_precise(format_table(table).to_html())
 
 
 def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_words():

@@ -105,8 +105,12 @@ def _convergence_layout():
     fig = go.Figure()
     for y, dash in ((0.5, "dot"), (1.0, "dash")):
         fig.add_hline(y=y, line=dict(color=GREY, width=1, dash=dash))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    # fixed ranges: the reference lines need an axis range before a run is in, and the sliders keep
+    # one scale (steps 1 .. 320 + 1; ratios 0.05 .. 20, log10)
+    from tanbias.lab.experiments import RUN_STEPS
+
+    fig.update_xaxes(type="log", range=[0, float(np.log10(RUN_STEPS + 1))])
+    fig.update_yaxes(type="log", range=[float(np.log10(0.05)), float(np.log10(20))])
     return labelled(fig, " ", "training step + 1 [log]",
                     "spread of the aliases' centroids / type radius [log]")
 
@@ -137,7 +141,9 @@ def convergence_interactive(conv) -> Interactive:
         return out
 
     def figure(data, kind, layer):
-        traces = [dict(type="scatter", x=s_.tolist(), y=y.tolist(), mode="lines+markers", name=level,
+        # a level with no run yet is one missing point (an empty trace on log axes draws NaN paths)
+        traces = [dict(type="scatter", x=s_.tolist() or [None], y=y.tolist() or [None], mode="lines+markers",
+                       name=level,
                        line=dict(color=_level_color(positions()[level]), width=2), marker=dict(size=5))
                   for level, s_, y in data]
         layout = _convergence_layout()

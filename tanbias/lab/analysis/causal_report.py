@@ -90,12 +90,11 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     return out
 
 
-def _interval(x, lo, hi, fmt: str = "{:.2f}") -> str:
-    if not np.isfinite(x):
-        return "—"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return fmt.format(x)
-    return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+def _pair(lo, hi):
+    """A 95 % interval as the ``(lo, hi)`` pair :func:`tanbias.tables.format_table` prints as ``[lo, hi]``
+    (NaN where it cannot be computed). The tables return numbers; how many digits they show is the
+    presentation layer's decision."""
+    return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else np.nan
 
 
 def contrast_table(ca: CausalAnalysis) -> "object":
@@ -105,11 +104,11 @@ def contrast_table(ca: CausalAnalysis) -> "object":
 
     rows = []
     for _, r in ca.causal.iterrows():
-        rows.append({"architecture": r["kind"], "contrast": r["contrast"],
-                     "mean cosine ratio [95 % CI]": _interval(*np.exp([r["estimate"], r["lo"], r["hi"]])),
-                     "p (Holm)": "—" if not np.isfinite(r["p_holm"]) else f"{r['p_holm']:.2g}",
-                     "held-out loss difference [nats, 95 % CI]": _interval(r["loss_estimate"], r["loss_lo"],
-                                                                            r["loss_hi"], "{:+.3f}"),
+        ratio, lo, hi = np.exp([r["estimate"], r["lo"], r["hi"]])
+        rows.append({"architecture": r["kind"], "contrast": r["contrast"], "mean cosine ratio": ratio,
+                     "ratio's 95 % CI": _pair(lo, hi), "p (Holm)": r["p_holm"],
+                     "held-out loss difference [nats]": r["loss_estimate"],
+                     "difference's 95 % CI": _pair(r["loss_lo"], r["loss_hi"]),
                      "learning differs": "yes" if r["learning_differs"] else "no",
                      "seeds": int(r["n_seeds"])})
     return pd.DataFrame(rows)
@@ -126,23 +125,23 @@ def verdict_table(ca: CausalAnalysis) -> "object":
         c = ca.causal[(ca.causal["kind"] == kind) & (ca.causal["contrast"] == "proxy - control")].iloc[0]
         rows.append({"prediction": "1. causal: proxy lowers anisotropy, more than random and uniform",
                      "architecture": kind, "quantity": "mean cosine ratio, proxy / control",
-                     "estimate [interval]": _interval(*np.exp([c["estimate"], c["lo"], c["hi"]])),
+                     "estimate": float(np.exp(c["estimate"])), "95 % interval": _pair(*np.exp([c["lo"], c["hi"]])),
                      "verdict": ca.words[kind], "seeds": tag})
         e = ca.early[kind]
         rows.append({"prediction": "2. imprinted early: proxy-early achieves most of it (≥ 0.5)",
                      "architecture": kind, "quantity": "share of proxy's effect",
-                     "estimate [interval]": _interval(e["share"], e["lo"], e["hi"]), "verdict": e["word"],
+                     "estimate": e["share"], "95 % interval": _pair(e["lo"], e["hi"]), "verdict": e["word"],
                      "seeds": tag})
         g = ca.reinforcing[kind]
         rows.append({"prediction": "3. self-reinforcing: the gap grows after the window",
                      "architecture": kind, "quantity": "gap's change, last step / window end (ratio)",
-                     "estimate [interval]": _interval(*np.exp([g.get("d", np.nan), g.get("d_lo", np.nan),
-                                                               g.get("d_hi", np.nan)])),
+                     "estimate": float(np.exp(g.get("d", np.nan))),
+                     "95 % interval": _pair(*np.exp([g.get("d_lo", np.nan), g.get("d_hi", np.nan)])),
                      "verdict": g["word"], "seeds": tag})
         k = ca.cost[ca.cost["kind"] == kind].iloc[0]
         rows.append({"prediction": "5. cost (measured): held-out loss, proxy − control",
                      "architecture": kind, "quantity": "nats per scored token",
-                     "estimate [interval]": _interval(k["estimate"], k["lo"], k["hi"], "{:+.3f}"),
+                     "estimate": k["estimate"], "95 % interval": _pair(k["lo"], k["hi"]),
                      "verdict": k["word"] if n >= 2 else "too few seeds", "seeds": tag})
     return pd.DataFrame(rows)
 
@@ -191,8 +190,8 @@ def secondary_table(ca: CausalAnalysis) -> "object":
     frames = [ca.secondary(o).assign(outcome=OUTCOMES[o]) for o in OUTCOMES if o != PRIMARY]
     c = pd.concat(frames, ignore_index=True)
     return pd.DataFrame({"outcome": c["outcome"], "architecture": c["kind"], "contrast": c["contrast"],
-                         "difference [95 % CI]": [_interval(e, lo, hi, "{:+.3f}")
-                                                  for e, lo, hi in zip(c["estimate"], c["lo"], c["hi"])],
+                         "difference": c["estimate"],
+                         "its 95 % CI": [_pair(lo, hi) for lo, hi in zip(c["lo"], c["hi"])],
                          "seeds": c["n_seeds"].astype(int)})
 
 
@@ -212,8 +211,8 @@ def descriptive_table(ca: CausalAnalysis) -> "object":
         c = ctrl.iloc[0]
         for _, r in g[g["arm"] != "control"].iterrows():
             rows.append({"architecture": kind, "seed": int(seed), "arm": r["arm"],
-                         "mean cosine / control's": f"{np.exp(r['log_mean_cosine'] - c['log_mean_cosine']):.2f}",
-                         "held-out loss − control's [nats]": f"{r['heldout_loss'] - c['heldout_loss']:+.3f}",
-                         "update energy in P": "—" if not np.isfinite(r["share"]) else f"{r['share']:.0%}"})
+                         "mean cosine / control's": float(np.exp(r["log_mean_cosine"] - c["log_mean_cosine"])),
+                         "held-out loss − control's [nats]": float(r["heldout_loss"] - c["heldout_loss"]),
+                         "update energy in P [share]": float(r["share"])})
     return pd.DataFrame(rows, columns=["architecture", "seed", "arm", "mean cosine / control's",
-                                       "held-out loss − control's [nats]", "update energy in P"])
+                                       "held-out loss − control's [nats]", "update energy in P [share]"])
