@@ -153,6 +153,7 @@ def pretrained_table(pretrained: dict) -> dict:
                 mid = L // 2
                 out[f"{kl}_spread_mid"] = float(an.loc[mid, "spread"])
                 out[f"{kl}_spread_mid_with_sink"] = float(an.loc[mid, "spread_with_sink"])
+                out[f"{kl}_spread_mid_layer"] = int(mid)
             top = body["mean_cosine"].idxmax()
             out[f"{kl}_cos_max"], out[f"{kl}_cos_max_layer"] = float(body.loc[top, "mean_cosine"]), int(top)
             out[f"{kl}_cos_max_with_sink"] = float(body.loc[top, "mean_cosine_with_sink"])
@@ -210,6 +211,7 @@ PRETRAINED_QUOTED: dict = {
         "en_dist_corpus_min", "en_dist_corpus_rho", "en_dist_plain_rho", "en_dist_web_max",
         "en_dist_web_min", "en_iso_max", "en_outlier_share", "en_outliers", "en_self_web_rho",
         "en_sink_ratio_layer", "en_sink_ratio_max", "en_spread_mid", "en_spread_mid_with_sink",
+        "en_spread_mid_layer",
         "en_t_corpus_band_pos_layers", "en_t_corpus_hi", "en_t_corpus_lo", "en_t_corpus_rho",
         "en_t_plain_hi", "en_t_plain_lo", "en_t_plain_rho", "en_t_robust_max", "en_t_robust_min",
         "en_tokens", "en_top1_max", "en_top1_with_sink_max", "enrich_layers", "enrich_null_below",
