@@ -70,6 +70,11 @@ def test_residual_probe_and_capture_on_each_architecture(tiny, arch):
     full = ph.capture_checkpoint(model, batches, kind)
     assert full["acts"].shape == (L + 1, 256, D)
     assert full["grads"].dtype == np.float16 and full["input_ids"].dtype == np.int32
+    # activations only (the text a proxy is fitted on): the same activations, no gradient
+    acts = ph.capture_checkpoint(model, batches, kind, gradients=False)
+    assert np.array_equal(acts["acts"], full["acts"]) and np.array_equal(acts["act_scale"], full["act_scale"])
+    assert not acts["grads"].any() and np.array_equal(acts["token_ids"], full["token_ids"])
+    assert all(p.grad is None for p in model.parameters())
 
 
 def test_checkpoints_command_writes_the_three_tables(tiny, tmp_path, capsys, monkeypatch):

@@ -59,7 +59,7 @@ def committed():
         "design": {"ch10_" + k: v for k, v in dose_design.design_numbers(expected, power).items()},
         "dose": {"ch10_" + k: v for k, v in dose_report.dose_numbers(da).items()},
         "causal_design": {"ch11_" + k: v for k, v in
-                          causal_design.design_numbers(causal_design.power_analysis(loaded=dose_runs)).items()},
+                          causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)).items()},
         "causal": {"ch11_" + k: v for k, v in causal_report.causal_numbers(causal.analyse_causal()).items()},
         "alias_design": {"ch10_" + k: v for k, v in alias_design.design_numbers(
             alias_design.expected_concentration(), alias_design.power_analysis(da_alone.responses)).items()},

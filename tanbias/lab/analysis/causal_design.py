@@ -42,13 +42,16 @@ def registration() -> dict:
     return load_registration("causal", REGISTRATION_SHA256)
 
 
-def primary_sd(kind: str, loaded=None) -> dict:
+def primary_sd(kind: str, loaded=None, table=None) -> dict:
     """Seed-to-seed noise of the primary outcome in chapter 10's committed dose runs, paired by seed.
 
     The primary outcome is the ln of the layer mean (layers 1..L) of the activations' mean
     cosine at the last probe step. In the dose runs (three seeds, seven levels) its residual
     standard deviation under the additive model ``seed + level`` is the noise that a
     seed-paired comparison of two arms sees: one arm's value is ``seed + arm + e``.
+
+    ``table`` is chapter 10's run table (:func:`tanbias.lab.analysis.dose.run_table`) when
+    the caller has it; else it is computed from ``loaded`` (the committed runs by default).
 
     Returns
     -------
@@ -59,8 +62,9 @@ def primary_sd(kind: str, loaded=None) -> dict:
 
     check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0, hint=f"kind must be one of {KINDS}.")
     # the committed runs' table comes from the memoised analysis of chapter 10
-    t = dose.analyse_dose().table if loaded is None else dose.run_table(loaded)
-    t = t[t["kind"] == kind]
+    if table is None:
+        table = dose.analyse_dose().table if loaded is None else dose.run_table(loaded)
+    t = table[table["kind"] == kind]
     return seed_blocked_sd(np.log(t.pivot_table(index="seed", columns="level", values="mean_cosine_late")
                                   .to_numpy(float)))
 
@@ -95,21 +99,24 @@ def seeds_needed(sd: float, n_arms: int, ratio: float = TARGET_RATIO, power: flo
     raise ValueError(f"sd={sd} needs more than 200 seeds for power {power}: valid range is a smaller sd.")
 
 
-def power_analysis(seeds=range(3, 16), loaded=None) -> "object":
+def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> "object":
     """The design's power per architecture and number of seeds (the numbers chapter 11 quotes).
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``arms``, ``seeds``,
     ``power`` (×1.25 at α = 0.05 / 6), ``needed`` (:func:`seeds_needed`) and ``chosen``
-    (the design's :data:`~tanbias.lab.experiments.CAUSAL_SEEDS`).
+    (the design's :data:`~tanbias.lab.experiments.CAUSAL_SEEDS`). ``loaded`` and ``table`` as
+    in :func:`primary_sd`.
     """
     import pandas as pd
 
     from tanbias.lab.analysis import dose
 
-    loaded = dose.analyse_dose().runs if loaded is None else loaded    # the memoised load
+    # one run table for both architectures: the memoised analysis', or one computed from ``loaded``
+    if table is None:
+        table = dose.analyse_dose().table if loaded is None else dose.run_table(loaded)
     rows = []
     for kind in KINDS:
-        s = primary_sd(kind, loaded)
+        s = primary_sd(kind, table=table)
         arms = len(causal_arms(kind))
         need = seeds_needed(s["sd"], arms)
         for n in seeds:

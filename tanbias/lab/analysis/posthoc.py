@@ -86,7 +86,7 @@ def _scored(kind: str, labels):
     return labels[:, 1:] if kind == "decoder" else labels
 
 
-def capture_checkpoint(model, batch_or_batches, kind: str) -> dict:
+def capture_checkpoint(model, batch_or_batches, kind: str, gradients: bool = True) -> dict:
     """One forward + backward of the LM loss with the probe armed: a capture of every position.
 
     The loss is the mean cross-entropy over the scored tokens of all the
@@ -106,6 +106,12 @@ def capture_checkpoint(model, batch_or_batches, kind: str) -> dict:
     batch_or_batches : dict or list of dict
         ``{"input_ids", "labels"}`` (:func:`tanbias.lab.data.heldout_batches`).
     kind : {"encoder", "decoder"}
+    gradients : bool
+        With ``False``, the activations only: the blocks' forward pass without the
+        language-model head, no loss and no backward (the ``grads`` are zeros). The
+        activations are the same numbers as with ``True`` (the same modules run in the
+        same autograd mode); the text a proxy is fitted on needs nothing else, and the
+        head of a 262k-type vocabulary and the backward are most of the cost.
 
     Returns
     -------
@@ -145,6 +151,10 @@ def capture_checkpoint(model, batch_or_batches, kind: str) -> dict:
                 probe.arm()
                 extra = {"use_cache": False} if kind == "decoder" else {}
                 dev = next(model.parameters()).device
+                if not gradients:
+                    model.base_model(input_ids=b["input_ids"].to(dev), **extra)
+                    parts.append(probe.collect_raw(b))
+                    continue
                 logits = model(input_ids=b["input_ids"].to(dev), **extra).logits
                 labels = b["labels"].to(dev)
                 if kind == "decoder":
@@ -381,7 +391,8 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
     nets = [("trained", model)] + ([("random-init", random_copy(model, seed))] if null else [])
     rows = []
     for label, net in nets:
-        fit, test = (capture_checkpoint(net, t, kind) for t in texts)
+        # the fit half's proxy reads activations only: no head, no backward for it
+        fit, test = (capture_checkpoint(net, t, kind, gradients=g) for t, g in zip(texts, (False, True)))
         keep_fit, keep_test = (_kept_positions(c, seq_len, special) for c in (fit, test))
         layers = range(fit["acts"].shape[0]) if pc.layers is None else pc.layers
         with single_thread_blas():
