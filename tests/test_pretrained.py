@@ -16,7 +16,7 @@ import pytest
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.analysis import pretrained as pt
 
-SMOKE = dict(n_tokens=512, frequency_docs=100, n_boot=20, draws=4, m=2, robust_m=(2, 3), probe_tokens=128,
+SMOKE = dict(n_tokens=512, seq_len=64, frequency_docs=100, n_boot=20, draws=4, m=2, robust_m=(2, 3), probe_tokens=128,
              probe={"layers": [0, 15, 30], "n_controls": 4}, languages=("en",))
 
 
