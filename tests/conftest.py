@@ -178,11 +178,20 @@ class _GroupsPlugin:
 
 @pytest.hookimpl(trylast=True)          # after -m / -k deselection: `make unit` starts no build
 def pytest_collection_modifyitems(session, config, items):
-    """Test files that read the built book go last; the build starts now, in the background."""
+    """Long tests first, test files that read the built book last; the build starts now, in the background.
+
+    xdist hands out work in collection order (a group whole), so the long units go first:
+    the modules that share a fixture or the zoo's cache, and the tests that start other
+    processes. The many short tests then fill both workers up to the book's tests, and no
+    worker is left alone with one long test at the end.
+    """
     files = {item.path for item in items if "built_book" in getattr(item, "fixturenames", ())}
+    rest = [i for i in items if i.path not in files]
+    long = [i for i in rest if i.get_closest_marker("xdist_group") or i.get_closest_marker("slow")]
+    rest = long + [i for i in rest if not (i.get_closest_marker("xdist_group") or i.get_closest_marker("slow"))]
+    items[:] = rest + [i for i in items if i.path in files]
     if not files:
         return
-    items[:] = [i for i in items if i.path not in files] + [i for i in items if i.path in files]
     if (not config.option.collectonly and not os.environ.get("TANBIAS_BOOK_DIR")
             and (ROOT / "_assets_build" / "plotly.min.js").exists()):
         _BookBuild.claim(_shared())
