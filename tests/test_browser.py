@@ -102,6 +102,10 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
         # the reader sees no raw TeX and no MyST syntax
         raw = raw_markup(page.evaluate(VISIBLE_TEXT_JS))
         assert not raw, f"{doc}: raw markup in the rendered page:\n" + "\n".join(raw[:20])
+        # a number glued into a heading stays on the heading's line in the page's contents
+        blocks = page.evaluate("""() => [...document.querySelectorAll('a.nav-link .docutils.container')]
+                                  .filter(e => getComputedStyle(e).display !== 'inline').length""")
+        assert blocks == 0, f"{doc}: {blocks} glued numbers break the contents' lines"
         # every plotly figure is drawn
         plots = page.locator(".js-plotly-plot")
         for i in range(page.locator(".plotly-graph-div").count()):
