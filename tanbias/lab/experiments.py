@@ -56,17 +56,22 @@ SWEEP_NAME_RE = re.compile(rf"^({'|'.join(KINDS)})-({'|'.join(REGIMES)})-s(\d+)$
 CONTROL_RUNS = ("encoder-natural-s0-constant-lr", "decoder-natural-s0-constant-lr")
 
 
+def _parse_name(pattern, name: str, what: str, form: str, valid=lambda kind, level: True) -> tuple[str, str, int]:
+    """``(kind, level or arm, seed)`` of a run name matched by ``pattern``, whose three groups are
+    those; else a :class:`ParameterError` naming ``what`` run it is not and the ``form`` of one."""
+    m = pattern.match(name)
+    if m is None or not valid(m.group(1), m.group(2)):
+        raise ParameterError(f"run={name!r} is not {what}: valid range is names {form}.")
+    return m.group(1), m.group(2), int(m.group(3))
+
+
 def parse_sweep_name(name: str) -> tuple[str, str, int]:
     """``(kind, regime, seed)`` of a sweep run's name ``<kind>-<regime>-s<seed>``.
 
     >>> parse_sweep_name("decoder-balanced-s2")
     ('decoder', 'balanced', 2)
     """
-    m = SWEEP_NAME_RE.match(name)
-    if m is None:
-        raise ParameterError(f"run={name!r} is not a sweep run: valid range is names "
-                             "'<encoder|decoder>-<natural|balanced>-s<seed>'.")
-    return m.group(1), m.group(2), int(m.group(3))
+    return _parse_name(SWEEP_NAME_RE, name, "a sweep run", "'<encoder|decoder>-<natural|balanced>-s<seed>'")
 
 
 def sweep_config(kind: str, regime: str, seed: int) -> RunConfig:
@@ -132,11 +137,8 @@ def parse_dose_name(name: str) -> tuple[str, str, int]:
     >>> parse_dose_name("dose-decoder-b37-s2")
     ('decoder', 'b37', 2)
     """
-    m = DOSE_NAME_RE.match(name)
-    if m is None:
-        raise ParameterError(f"run={name!r} is not a dose run: valid range is names "
-                             f"'dose-<encoder|decoder>-<{'|'.join(DOSE_LEVELS)}>-s<seed>'.")
-    return m.group(1), m.group(2), int(m.group(3))
+    return _parse_name(DOSE_NAME_RE, name, "a dose run",
+                       f"'dose-<encoder|decoder>-<{'|'.join(DOSE_LEVELS)}>-s<seed>'")
 
 
 def dose_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
@@ -218,11 +220,9 @@ def parse_causal_name(name: str) -> tuple[str, str, int]:
     >>> parse_causal_name("causal-decoder-proxy-early-s3")
     ('decoder', 'proxy-early', 3)
     """
-    m = CAUSAL_NAME_RE.match(name)
-    if m is None or m.group(2) not in causal_arms(m.group(1)):
-        raise ParameterError(f"run={name!r} is not a causal run: valid range is names "
-                             f"'causal-<encoder|decoder>-<{'|'.join(CAUSAL_ARMS)}>-s<seed>' (tied: decoder only).")
-    return m.group(1), m.group(2), int(m.group(3))
+    return _parse_name(CAUSAL_NAME_RE, name, "a causal run",
+                       f"'causal-<encoder|decoder>-<{'|'.join(CAUSAL_ARMS)}>-s<seed>' (tied: decoder only)",
+                       valid=lambda kind, arm: arm in causal_arms(kind))
 
 
 def causal_config(kind: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
@@ -288,11 +288,8 @@ def parse_alias_name(name: str) -> tuple[str, str, int]:
     >>> parse_alias_name("alias-encoder-k2-s7")
     ('encoder', 'k2', 7)
     """
-    m = ALIAS_NAME_RE.match(name)
-    if m is None:
-        raise ParameterError(f"run={name!r} is not an aliasing run: valid range is names "
-                             f"'alias-<encoder|decoder>-<{'|'.join(ALIAS_LEVELS)}>-s<seed>'.")
-    return m.group(1), m.group(2), int(m.group(3))
+    return _parse_name(ALIAS_NAME_RE, name, "an aliasing run",
+                       f"'alias-<encoder|decoder>-<{'|'.join(ALIAS_LEVELS)}>-s<seed>'")
 
 
 def alias_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
