@@ -202,6 +202,84 @@ def test_the_run_tables_of_real_smoke_runs(tmp_path):
     assert (t.loc[t["arm"] == "proxy", "share"] > 0.25).all()     # above r / D = 8 / 32: the inputs' top directions
     traj = causal.trajectory_table(loaded)
     assert set(traj["layer"]) == {1, 2, "mean"} and set(traj["step"]) == set(probe_steps(8, 8))
+    assert traj["heldout_loss"].notna().all()            # the held-out loss of every probe step, for progress
+    last = traj[traj["step"] == traj["step"].max()].groupby("run")["heldout_loss"].first()
+    assert (last < traj[traj["step"] == 0].groupby("run")["heldout_loss"].first()).all()
     assert causal.complete_seeds(t, "decoder") == []
     with pytest.raises(ValueError, match="make causal"):
         causal.run_table({})
+
+
+def _progress_trajectory(table, slow_arm="proxy", lag=0.2, offset=0.0, seeds_noise=0.02, rng=0):
+    """Trajectories along one curve ``ln cos = loss - 7 + offset`` (anisotropy falls as the loss falls):
+    every arm's held-out loss goes from 9 down to 6, ``slow_arm``'s only to 6 + ``lag``, and
+    ``slow_arm`` sits ``offset`` above the curve at every loss."""
+    g = np.random.default_rng(rng)
+    steps = probe_steps(STEPS, 14)
+    rows = []
+    for _, r in table.iterrows():
+        end = 6.0 + (lag if r["arm"] == slow_arm else 0.0) + g.normal(0, 0.01)
+        shift = (offset if r["arm"] == slow_arm else 0.0) + g.normal(0, seeds_noise)
+        for i, step in enumerate(steps):
+            loss = 9.0 - (9.0 - end) * i / (len(steps) - 1)
+            rows.append({"run": r["run"], "kind": r["kind"], "arm": r["arm"], "seed": r["seed"], "step": step,
+                         "layer": "mean", "log_mean_cosine": loss - 7 + shift, "heldout_loss": loss})
+    return pd.DataFrame(rows)
+
+
+def test_a_run_is_read_at_a_held_out_loss_by_interpolation_or_at_its_end():
+    steps, loss, out = [0, 10, 20, 30], [9.0, 7.0, 6.5, 6.0], [0.0, 1.0, 2.0, 4.0]
+    assert causal.value_at_progress(steps, loss, out, 6.75) == pytest.approx(1.5)
+    assert causal.value_at_progress(steps, loss, out, 9.5) == 0.0                 # already below at step 0
+    assert causal.value_at_progress(steps[::-1], loss[::-1], out[::-1], 6.75) == pytest.approx(1.5)   # any order
+    assert causal.value_at_progress(steps, loss, out, 5.0, last=True) == 4.0
+    assert causal.value_at_progress(steps, [9.0, 6.0, 7.0, 5.0], out, 6.5) == pytest.approx(5 / 6)   # first crossing
+    with pytest.raises(ValueError, match="level=5.0.*never reaches"):
+        causal.value_at_progress(steps, loss, out, 5.0)
+
+
+@pytest.mark.parametrize("offset,word", [
+    (0.0, "not told apart from progress"),     # the slow arm's excess anisotropy is its lag on one curve
+    (0.15, "survives"),                        # above the curve as well: the excess stays at matched loss
+    (-0.15, "reverses"),
+])
+def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_progress(offset, word):
+    """The proxy arm learns less (ends 0.2 nats higher) on the same loss-anisotropy curve: its
+    registered contrast is +0.2 (against), and at matched held-out loss it is ``offset``."""
+    t = _table(seeds=range(6))
+    traj = _progress_trajectory(t, lag=0.2, offset=offset)
+    last = traj[traj["step"] == traj["step"].max()].set_index("run")
+    t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
+    rows = causal.causal_rows(t)
+    assert causal.causal_word(rows, "encoder") == "against"          # registered: 0.2 + offset > 0
+    m = causal.matched_progress(traj, t, rows).set_index(["kind", "contrast"])
+    r = m.loc[("encoder", "proxy - control")]
+    assert r["lo"] < offset < r["hi"] and r["n_seeds"] == 6 and r["loss_gap"] == pytest.approx(0.2, abs=0.02)
+    assert r["word"] == word and r["registered"] == pytest.approx(0.2 + offset, abs=0.03)
+    assert ("decoder", "tied - control") in m.index and ("encoder", "tied - control") not in m.index
+    assert m.loc[("decoder", "tied - control"), "word"] == "n/a"        # a rival: no registered verdict
+
+
+def test_the_report_shows_the_matched_reading_beside_the_registered_one():
+    t = _table(seeds=range(4))
+    traj = _progress_trajectory(t, lag=0.2, offset=0.0)
+    last = traj[traj["step"] == traj["step"].max()].set_index("run")
+    t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
+    rows = causal.causal_rows(t)
+    words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
+    ca = causal.CausalAnalysis(
+        status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
+        table=t, trajectory=traj, causal=rows, words=words,
+        early={k: causal.early_share(t, k, words[k]) for k in words},
+        reinforcing={k: causal.reinforcing(traj, t, k) for k in words},
+        rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
+        seeds={k: causal.complete_seeds(t, k) for k in words}, interim=False,
+        progress=causal.matched_progress(traj, t, rows))
+    n = causal_report.causal_numbers(ca)
+    assert n["encoder_matched_lo"] < 1 < n["encoder_matched_hi"] < n["encoder_proxy_control"]
+    assert n["encoder_loss_gap"] == pytest.approx(0.2, abs=0.02)
+    assert causal_report.progress_words(ca)[("encoder", "proxy - control")] == "not told apart from progress"
+    p = causal_report.progress_table(ca)
+    assert list(p.columns) == ["architecture", "contrast", "held-out loss gap at the end [nats]", "registered ratio",
+                               "ratio at matched loss", "its 95 % CI", "reading", "seeds"]
+    assert len(p) == 3 + 4 and not too_precise(format_table(p).to_html())

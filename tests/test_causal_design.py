@@ -13,6 +13,8 @@ from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms, causal_config, ca
 
 #: the sha256 of data/preregistration/causal.toml, committed before the first causal run
 CAUSAL_REGISTRATION_SHA256 = "2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c"
+#: the sha256 of data/preregistration/causal-posthoc.toml, the reading added after 86 runs were seen
+CAUSAL_POSTHOC_SHA256 = "a57806285d45b86a2ffbb7244a5f041e1e0b17e4d5007b38dcc5bf7ae23b1d43"
 
 
 def test_the_registration_is_the_committed_one_and_holds_every_rule():
@@ -22,6 +24,15 @@ def test_the_registration_is_the_committed_one_and_holds_every_rule():
     reg = cd.registration()
     assert {"causal", "early", "reinforcing", "rivals", "cost"} <= set(reg["rule"])
     assert reg["rule"]["early"]["threshold"] == 0.5 and reg["rule"]["alpha"] == cd.ALPHA
+
+
+def test_the_post_hoc_reading_is_pinned_dated_and_names_what_it_was_written_after():
+    raw = (REGISTRATION_DIR / "causal-posthoc.toml").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == CAUSAL_POSTHOC_SHA256 == cd.POSTHOC_SHA256
+    ph = cd.posthoc()
+    assert ph["meta"]["date"] == "2026-12-03" and "86 committed causal runs" in ph["meta"]["written_after"]
+    assert {"progress", "level", "value", "interval", "words"} <= set(ph["matched_progress"])
+    assert "NOT pre-registered" in raw.decode()
 
 
 def test_an_altered_registration_is_refused(tmp_path):

@@ -14,7 +14,7 @@ from tanbias.interactive import Interactive, Param
 from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import CAUSAL_ARMS, causal_arms
 
-__all__ = ["ARM_COLORS", "operator_interactive", "trajectory_interactive", "forest_figure"]
+__all__ = ["ARM_COLORS", "operator_interactive", "trajectory_interactive", "progress_interactive", "forest_figure"]
 
 #: one colour per arm, from the palette (the early arms dashed in the trajectories)
 ARM_COLORS = {"control": COLORS[7], "proxy": COLORS[1], "random": COLORS[2], "uniform": COLORS[4],
@@ -72,50 +72,96 @@ def _trajectory_layout(early_x: float):
     return labelled(fig, " ", "training step + 1 [log]", "ln mean cosine of the activations", legend="arm")
 
 
-def trajectory_interactive(traj, seeds: dict, steps: int) -> Interactive:
-    """Interactive: the primary outcome during training, one line per arm (mean over ``seeds[kind]``,
-    the seeds shown, with a ±1 standard-error band). Sliders: architecture, layer (``mean``: ln of
-    the layer mean)."""
-    L = int(max(x for x in traj["layer"] if x != "mean"))
-    n_arms = len(CAUSAL_ARMS)
+@frozen_layout
+def _progress_layout():
+    fig = go.Figure()
+    fig.update_xaxes(autorange="reversed")          # training runs left to right, as the loss falls
+    return labelled(fig, " ", "held-out loss on the common text [nats per token] (training progresses →)",
+                    "ln mean cosine of the activations", legend="arm")
 
+
+def _arm_curves(traj, seeds: dict, against: str):
+    """``compute`` of the two views: per arm, the mean over the seeds shown of the outcome at every probe
+    step, ±1 standard error, against the step + 1 or the arm's mean held-out loss at that step."""
     def compute(kind, layer):
         t = traj[(traj["kind"] == kind) & (traj["layer"].astype(str) == str(layer))
                  & traj["seed"].isin(seeds.get(kind, []))]
         out = []
         for arm in causal_arms(kind):
-            g = t[t["arm"] == arm].groupby("step")["log_mean_cosine"]
-            m, se = g.mean(), g.std(ddof=1) / np.sqrt(g.count())
-            out.append((arm, m.index.to_numpy() + 1, m.to_numpy(), np.nan_to_num(se.to_numpy())))
-        return out + [("", np.empty(0), np.empty(0), np.empty(0))] * (n_arms - len(out))
+            g = t[t["arm"] == arm].groupby("step")
+            m = g["log_mean_cosine"].mean()
+            se = g["log_mean_cosine"].std(ddof=1) / np.sqrt(g["log_mean_cosine"].count())
+            x = m.index.to_numpy() + 1 if against == "step" else g["heldout_loss"].mean().to_numpy(float)
+            out.append((arm, x, m.to_numpy(), np.nan_to_num(se.to_numpy())))
+        return out + [("", np.empty(0), np.empty(0), np.empty(0))] * (len(CAUSAL_ARMS) - len(out))
+    return compute
 
-    def figure(data, kind, layer):
-        traces = []
-        for arm, x, m, se in data:
-            color = ARM_COLORS.get(arm, GREY)
-            dash = "dash" if arm.endswith("-early") else "solid"
+
+def _arm_traces(data, band: bool = True) -> list:
+    traces = []
+    for arm, x, m, se in data:
+        color = ARM_COLORS.get(arm, GREY)
+        dash = "dash" if arm.endswith("-early") else "solid"
+        if band:
             traces.append(dict(type="scatter", x=np.concatenate([x, x[::-1]]).tolist(),
                                y=np.concatenate([m + se, (m - se)[::-1]]).tolist(), fill="toself",
                                fillcolor=color, opacity=0.15, line=dict(width=0), hoverinfo="skip",
                                showlegend=False, name=arm or " "))
-            traces.append(dict(type="scatter", x=x.tolist(), y=m.tolist(), mode="lines+markers", name=arm or " ",
-                               showlegend=bool(arm), line=dict(color=color, width=2, dash=dash),
-                               marker=dict(size=4)))
+        traces.append(dict(type="scatter", x=x.tolist(), y=m.tolist(), mode="lines+markers", name=arm or " ",
+                           showlegend=bool(arm), line=dict(color=color, width=2, dash=dash), marker=dict(size=4)))
+    return traces
+
+
+def _params(traj) -> list:
+    L = int(max(x for x in traj["layer"] if x != "mean"))
+    return [Param("kind", "architecture", options=KINDS, default="decoder"),
+            Param("layer", "layer", options=("mean", *range(1, L + 1)), default="mean")]
+
+
+def _layer_name(layer) -> str:
+    return "mean over layers 1–L" if layer == "mean" else f"layer {layer}"
+
+
+def trajectory_interactive(traj, seeds: dict, steps: int) -> Interactive:
+    """Interactive: the primary outcome during training, one line per arm (mean over ``seeds[kind]``,
+    the seeds shown, with a ±1 standard-error band). Sliders: architecture, layer (``mean``: ln of
+    the layer mean)."""
+    def figure(data, kind, layer):
         layout = _trajectory_layout(EARLY_FRAC * steps + 1)
-        lname = "mean over layers 1–L" if layer == "mean" else f"layer {layer}"
         n = len(seeds.get(kind, []))
-        layout["title"]["text"] = f"Anisotropy during training, {kind}, {lname} (seeds shown: {n})"
-        return {"data": traces, "layout": layout}
+        layout["title"]["text"] = f"Anisotropy during training, {kind}, {_layer_name(layer)} (seeds shown: {n})"
+        return {"data": _arm_traces(data), "layout": layout}
 
     return Interactive(
-        params=[Param("kind", "architecture", options=KINDS, default="decoder"),
-                Param("layer", "layer", options=("mean", *range(1, L + 1)), default="mean")],
-        compute=compute, figure=figure, title="Anisotropy during training, by arm",
+        params=_params(traj), compute=_arm_curves(traj, seeds, "step"), figure=figure,
+        title="Anisotropy during training, by arm",
         caption="The ln of the mean cosine between the activations of the probe's captured positions (special "
                 "tokens and the first position left out), at every probe step; lines: the mean over the seeds "
                 "whose run of that arm is committed, bands: ±1 standard error across them. Dashed: the early arms, whose surgery stops at "
                 "the dotted line (30 % of training). Lower is more isotropic.",
         name="ch11-trajectories", height=480)
+
+
+def progress_interactive(traj, seeds: dict) -> Interactive:
+    """Interactive: the primary outcome against training progress, one line per arm: at every probe
+    step the mean over ``seeds[kind]`` of the ln mean cosine (±1 standard error) against the arm's mean
+    held-out loss on the common text at that step. An arm that only learns more slowly follows the
+    control's curve and stops short of its end. Sliders: architecture, layer."""
+    def figure(data, kind, layer):
+        layout = _progress_layout()
+        n = len(seeds.get(kind, []))
+        layout["title"]["text"] = f"Anisotropy against progress, {kind}, {_layer_name(layer)} (seeds: {n})"
+        return {"data": _arm_traces(data), "layout": layout}
+
+    return Interactive(
+        params=_params(traj), compute=_arm_curves(traj, seeds, "loss"), figure=figure,
+        title="Anisotropy against training progress, by arm",
+        caption="The same outcome as the trajectories above, plotted against how far each arm has learned: "
+                "at every probe step, the arm's mean held-out loss on the common text (x, falling to the right) "
+                "and its mean ln mean cosine (y, ±1 standard error across the seeds). An arm that only learns "
+                "more slowly runs along the control's curve and ends short of the control's end; an arm with "
+                "its own effect on anisotropy runs above or below it at the same loss.",
+        name="ch11-progress", height=480)
 
 
 def forest_figure(causal_rows, rival_rows) -> go.Figure:

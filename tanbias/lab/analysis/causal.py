@@ -33,7 +33,8 @@ from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms, causal_names, par
 
 __all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_status", "load_causal",
            "run_table", "trajectory_table", "complete_seeds", "fit_contrasts", "causal_rows", "causal_word",
-           "early_share", "reinforcing", "rival_rows", "cost_rows", "CausalAnalysis", "analyse_causal"]
+           "early_share", "reinforcing", "rival_rows", "cost_rows", "value_at_progress", "matched_progress",
+           "CausalAnalysis", "analyse_causal"]
 
 #: the outcomes of one run (columns of :func:`run_table`) and what they are
 OUTCOMES = {
@@ -47,6 +48,8 @@ OUTCOMES = {
     "premise_rho": "count-matched premise, Spearman ρ (last layer)",
 }
 PRIMARY = "log_mean_cosine"
+#: the columns of :func:`trajectory_table`
+TRAJECTORY_COLUMNS = ["run", "kind", "arm", "seed", "step", "layer", "log_mean_cosine", "heldout_loss"]
 ALPHA = 0.05
 #: the threshold of "most" (rule.early)
 EARLY_THRESHOLD = 0.5
@@ -127,7 +130,8 @@ def run_table(loaded: dict) -> "object":
 def trajectory_table(loaded: dict) -> "object":
     """The primary outcome during training: one row per (run, probe step, layer), ``layer`` an int
     (1..L) or ``"mean"`` (ln of the layer mean), columns ``run, kind, arm, seed, step, layer,
-    log_mean_cosine``."""
+    log_mean_cosine, heldout_loss`` (the held-out loss on the common text at that probe step, from
+    the same weights; NaN where the run logged none)."""
     import pandas as pd
 
     frames = []
@@ -139,9 +143,13 @@ def trajectory_table(loaded: dict) -> "object":
         mean = an.groupby("step", as_index=False)["mean_cosine"].mean()
         mean = pd.DataFrame({"step": mean["step"], "layer": "mean", "log_mean_cosine": np.log(mean["mean_cosine"])})
         f = pd.concat([per.astype({"layer": object}), mean], ignore_index=True)
+        pe = r.probe_evals
+        loss = (pe.drop_duplicates("step", keep="last").set_index("step")["loss"] if pe is not None
+                else pd.Series(dtype=float))
+        f["heldout_loss"] = f["step"].map(loss).astype(float)
         frames.append(f.assign(run=name, kind=kind, arm=arm, seed=seed))
     out = pd.concat(frames, ignore_index=True)
-    return out[["run", "kind", "arm", "seed", "step", "layer", "log_mean_cosine"]]
+    return out[TRAJECTORY_COLUMNS]
 
 
 def complete_seeds(table, kind: str) -> list[int]:
@@ -347,6 +355,91 @@ def cost_rows(table) -> "object":
     return c
 
 
+def value_at_progress(steps, loss, outcome, level: float, last: bool = False) -> float:
+    """The outcome of one run at the held-out loss ``level`` (causal-posthoc.toml [matched_progress]).
+
+    ``steps``, ``loss`` and ``outcome`` are the run's probe steps and the held-out loss and outcome
+    at each. With ``last`` (the run that learned less: ``level`` is its own final loss) the outcome
+    at the last probe step; otherwise the outcome at the first probe step whose loss is at most
+    ``level``, linearly interpolated in loss from the step before it.
+
+    >>> value_at_progress([0, 10, 20], [9.0, 7.0, 6.0], [0.0, 1.0, 3.0], 6.5)
+    2.0
+    >>> value_at_progress([0, 10, 20], [9.0, 7.0, 6.0], [0.0, 1.0, 3.0], 6.0, last=True)
+    3.0
+    """
+    order = np.argsort(np.asarray(steps))
+    loss, outcome = np.asarray(loss, float)[order], np.asarray(outcome, float)[order]
+    if not len(loss) or not np.isfinite(loss).all():
+        return np.nan
+    if last:
+        return float(outcome[-1])
+    below = np.flatnonzero(loss <= level)
+    if not len(below):
+        raise ValueError(f"level={level!r}: the run's held-out loss never reaches it (its lowest is "
+                         f"{loss.min():.4g}); pass last=True for the run that learned less")
+    i = int(below[0])
+    if i == 0:
+        return float(outcome[0])
+    w = (loss[i - 1] - level) / (loss[i - 1] - loss[i])
+    return float(outcome[i - 1] + w * (outcome[i] - outcome[i - 1]))
+
+
+def matched_progress(traj, table, rows) -> "object":
+    """The contrasts of the primary outcome at matched training progress (post hoc:
+    ``data/preregistration/causal-posthoc.toml``, written after 86 runs were seen; it changes no
+    registered word).
+
+    Per architecture, seed and pair (rule.causal's three contrasts; the decoder's ``tied − control``
+    too): ``L*`` is the larger of the two runs' final held-out losses, each run's ln layer-mean
+    cosine is read at ``L*`` (:func:`value_at_progress`), and the per-seed differences get a 95 %
+    seed t interval. ``rows`` is :func:`causal_rows` (the registered contrasts, whose estimate and
+    Holm significance the word reads).
+
+    Returns a DataFrame, one row per architecture and pair: ``kind, contrast, estimate, lo, hi``
+    (ln units), ``n_seeds``, ``loss_gap`` (mean over seeds of the first arm's final held-out loss
+    minus the second's), ``registered`` (the registered estimate) and ``word``: ``survives``,
+    ``reverses``, ``not told apart from progress`` or ``n/a`` (the registered contrast not
+    Holm-significant or not estimable).
+    """
+    import pandas as pd
+
+    out = []
+    reg = rows.set_index(["kind", "contrast"]) if len(rows) else None
+    for kind in KINDS:
+        seeds = complete_seeds(table, kind)
+        t = traj[(traj["kind"] == kind) & (traj["layer"] == "mean") & traj["seed"].isin(seeds)]
+        pairs = (*CAUSAL_CONTRASTS, ("tied", "control")) if kind == "decoder" else CAUSAL_CONTRASTS
+        for a, b in pairs:
+            diffs, gaps = [], []
+            for seed in seeds:
+                ra = t[(t["arm"] == a) & (t["seed"] == seed)].sort_values("step")
+                rb = t[(t["arm"] == b) & (t["seed"] == seed)].sort_values("step")
+                la, lb = float(ra["heldout_loss"].iloc[-1]), float(rb["heldout_loss"].iloc[-1])
+                level = max(la, lb)
+                va = value_at_progress(ra["step"], ra["heldout_loss"], ra["log_mean_cosine"], level, last=la >= lb)
+                vb = value_at_progress(rb["step"], rb["heldout_loss"], rb["log_mean_cosine"], level, last=lb > la)
+                diffs.append(va - vb)
+                gaps.append(la - lb)
+            est, lo, hi = _t_interval(diffs, 1 - ALPHA)
+            contrast = f"{a} - {b}"
+            word, registered = "n/a", np.nan
+            key = (kind, contrast)
+            if reg is not None and key in reg.index:
+                r = reg.loc[key]
+                registered = float(r["estimate"])
+                if bool(r["significant"]) and np.isfinite(lo):
+                    side = np.sign(registered)
+                    lo_s, hi_s = sorted((side * lo, side * hi))
+                    word = "survives" if lo_s > 0 else "reverses" if hi_s < 0 else "not told apart from progress"
+            elif kind == "decoder" and contrast == "tied - control":
+                registered = float("nan")          # a rival: rule.rivals reports it with no verdict
+            out.append({"kind": kind, "contrast": contrast, "estimate": est, "lo": lo, "hi": hi,
+                        "n_seeds": len(seeds), "loss_gap": float(np.mean(gaps)) if gaps else np.nan,
+                        "registered": registered, "word": word})
+    return pd.DataFrame(out)
+
+
 @dataclass
 class CausalAnalysis:
     """Everything chapter 11 shows: the status, the run table, the trajectories and each rule's rows."""
@@ -361,6 +454,8 @@ class CausalAnalysis:
     cost: "object"
     seeds: dict
     interim: bool
+    #: the contrasts at matched training progress (post hoc, :func:`matched_progress`)
+    progress: "object" = None
 
     def secondary(self, outcome: str) -> "object":
         """The causal contrasts on a secondary outcome (95 % intervals, no multiplicity correction)."""
@@ -390,7 +485,7 @@ def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
     else:                          # nothing committed yet: every rule reads "too few seeds"
         table = pd.DataFrame(columns=["run", "kind", "arm", "seed", "steps", *OUTCOMES, "share", "removed",
                                       "diverged"])
-        traj = pd.DataFrame(columns=["run", "kind", "arm", "seed", "step", "layer", "log_mean_cosine"])
+        traj = pd.DataFrame(columns=TRAJECTORY_COLUMNS)
     rows = causal_rows(table)
     words = {k: causal_word(rows, k) for k in KINDS}
     seeds = {k: complete_seeds(table, k) for k in KINDS}
@@ -399,4 +494,5 @@ def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
         early={k: early_share(table, k, words[k]) for k in KINDS},
         reinforcing={k: reinforcing(traj, table, k) for k in KINDS},
         rivals=rival_rows(table), cost=cost_rows(table), seeds=seeds,
-        interim=any(len(seeds[k]) < len(CAUSAL_SEEDS[k]) for k in KINDS))
+        interim=any(len(seeds[k]) < len(CAUSAL_SEEDS[k]) for k in KINDS),
+        progress=matched_progress(traj, table, rows))

@@ -6,7 +6,9 @@ Chapter 11 intervenes on the gradient side's chain with the surgery of
 *before* the first run:
 
 * the registration, ``data/preregistration/causal.toml`` (predictions, primary
-  outcome, decision rules; :func:`registration`, pinned by :data:`REGISTRATION_SHA256`);
+  outcome, decision rules; :func:`registration`, pinned by :data:`REGISTRATION_SHA256`),
+  and, apart from it, ``data/preregistration/causal-posthoc.toml``, a reading written after
+  86 runs were seen (:func:`posthoc`, pinned by :data:`POSTHOC_SHA256`);
 * :func:`primary_sd`, the realised seed-to-seed noise of the primary outcome in
   chapter 10's committed runs, and :func:`power_analysis`, the number of seeds
   that detects a ×1.25 change of it with 80 % power after Holm across the primary
@@ -23,11 +25,15 @@ from tanbias.lab.analysis.dose_design import load_registration, seed_blocked_sd,
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms
 
-__all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA",
+__all__ = ["REGISTRATION_SHA256", "registration", "POSTHOC_SHA256", "posthoc", "TARGET_RATIO", "TARGET_POWER",
+           "FAMILY", "ALPHA",
            "primary_sd", "contrast_power", "seeds_needed", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/causal.toml``: the code refuses a registration that changed
 REGISTRATION_SHA256 = "2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c"
+#: the sha256 of ``data/preregistration/causal-posthoc.toml`` (the matched-progress reading, written
+#: after the data on 2026-12-03; never a registered rule)
+POSTHOC_SHA256 = "a57806285d45b86a2ffbb7244a5f041e1e0b17e4d5007b38dcc5bf7ae23b1d43"
 #: the change of the primary outcome the design is powered for, and the power
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
@@ -40,6 +46,13 @@ def registration() -> dict:
     """``data/preregistration/causal.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
     (:func:`~tanbias.lab.analysis.dose_design.load_registration`)."""
     return load_registration("causal", REGISTRATION_SHA256)
+
+
+def posthoc() -> dict:
+    """``data/preregistration/causal-posthoc.toml``, parsed, its sha256 checked against
+    :data:`POSTHOC_SHA256`: the matched-training-progress reading that chapter 11 shows beside the
+    registered words (written after the data; it changes none of them)."""
+    return load_registration("causal-posthoc", POSTHOC_SHA256)
 
 
 def primary_sd(kind: str, loaded=None, table=None) -> dict:

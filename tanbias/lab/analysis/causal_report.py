@@ -17,7 +17,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS
 
 __all__ = ["analysed_kinds", "causal_numbers", "interim_words", "verdict_table", "closing_words", "contrast_table",
-           "secondary_table", "descriptive_table"]
+           "progress_words", "progress_table", "secondary_table", "descriptive_table"]
 
 
 def analysed_kinds(ca: CausalAnalysis) -> list[str]:
@@ -43,7 +43,12 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     the maps' update energy in P); ``<kind>_early_share`` with ``_lo``, ``_hi``;
     ``<kind>_gap_end``, ``<kind>_gap_d`` with their intervals (as ratios); ``<kind>_cost`` with
     ``_lo``, ``_hi`` (nats); ``<kind>_minutes`` (mean training minutes of a run); for the decoder
-    ``decoder_tied_control`` with ``_lo``, ``_hi``.
+    ``decoder_tied_control`` with ``_lo``, ``_hi``. The post-hoc reading at matched training
+    progress (:func:`~tanbias.lab.analysis.causal.matched_progress`), for proxy − control:
+    ``<kind>_matched`` (ratio) with ``_lo``, ``_hi``, and ``<kind>_loss_gap`` (nats of held-out loss
+    at the end, proxy − control: how much less the proxy arm learned); its words are
+    :func:`progress_words`. From the control arm's trajectory (mean over the complete seeds of the
+    layer-mean cosine): ``<kind>_peak_cosine``, ``<kind>_peak_step`` and ``<kind>_end_cosine``.
     """
     st = ca.status
     out = {"n_runs": int(len(st)), "runs_done": int(st["committed"].sum())}
@@ -83,6 +88,18 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
         out[f"{kind}_cost"], out[f"{kind}_cost_lo"], out[f"{kind}_cost_hi"] = (
             float(c[x]) for x in ("estimate", "lo", "hi"))
         out[f"{kind}_minutes"] = float(ca.status.loc[ca.status["kind"] == kind, "minutes"].mean())
+        # the control arm's mean cosine rises, peaks and falls: its peak, where, and its end
+        t = ca.trajectory
+        t = t[(t["kind"] == kind) & (t["arm"] == "control") & (t["layer"] == "mean") & t["seed"].isin(ca.seeds[kind])]
+        if len(t):
+            curve = np.exp(t["log_mean_cosine"].astype(float)).groupby(t["step"]).mean()
+            out[f"{kind}_peak_cosine"], out[f"{kind}_peak_step"] = float(curve.max()), int(curve.idxmax())
+            out[f"{kind}_end_cosine"] = float(curve.iloc[-1])
+        if ca.progress is not None:          # the post-hoc reading of proxy - control (the table has the rest)
+            r = ca.progress.set_index(["kind", "contrast"]).loc[(kind, "proxy - control")]
+            out[f"{kind}_matched"], out[f"{kind}_matched_lo"], out[f"{kind}_matched_hi"] = (
+                float(np.exp(r[c])) for c in ("estimate", "lo", "hi"))
+            out[f"{kind}_loss_gap"] = float(r["loss_gap"])
     if "decoder" in analysed_kinds(ca):
         r = ca.rivals.set_index("contrast").loc["tied - control"]
         out["decoder_tied_control"], out["decoder_tied_control_lo"], out["decoder_tied_control_hi"] = (
@@ -112,6 +129,34 @@ def contrast_table(ca: CausalAnalysis) -> "object":
                      "learning differs": "yes" if r["learning_differs"] else "no",
                      "seeds": int(r["n_seeds"])})
     return pd.DataFrame(rows)
+
+
+def progress_words(ca: CausalAnalysis) -> dict:
+    """``{(kind, contrast): word}`` of the post-hoc reading at matched training progress, for the
+    architectures of :func:`analysed_kinds` (``survives``, ``reverses``, ``not told apart from
+    progress`` or ``n/a``)."""
+    if ca.progress is None:
+        return {}
+    p = ca.progress[ca.progress["kind"].isin(analysed_kinds(ca))]
+    return {(k, c): w for k, c, w in zip(p["kind"], p["contrast"], p["word"])}
+
+
+def progress_table(ca: CausalAnalysis) -> "object":
+    """The contrasts at matched training progress (post hoc, causal-posthoc.toml) beside the registered
+    ones, as a reader's table: architecture, contrast, how much less the first arm learned (nats of
+    held-out loss at the end), the registered ratio, the ratio at matched held-out loss with its 95 %
+    interval, the word, seeds. Empty before an architecture has two complete seeds."""
+    import pandas as pd
+
+    if ca.progress is None:
+        return pd.DataFrame()
+    p = ca.progress[ca.progress["kind"].isin(analysed_kinds(ca))]
+    return pd.DataFrame({"architecture": p["kind"], "contrast": p["contrast"],
+                         "held-out loss gap at the end [nats]": p["loss_gap"],
+                         "registered ratio": np.exp(p["registered"]),
+                         "ratio at matched loss": np.exp(p["estimate"]),
+                         "its 95 % CI": [_pair(*np.exp([lo, hi])) for lo, hi in zip(p["lo"], p["hi"])],
+                         "reading": p["word"], "seeds": p["n_seeds"].astype(int)}).reset_index(drop=True)
 
 
 def verdict_table(ca: CausalAnalysis) -> "object":
