@@ -35,6 +35,7 @@ def test_the_progress_view_plots_each_arm_against_its_held_out_loss():
     it = causal_figures.progress_interactive(traj, seeds)
     fig = static_ok(it, n_frames=2 * 3)                        # two architectures x (mean, layer 1, layer 2)
     assert fig["layout"]["xaxis"]["autorange"] == "reversed"   # training progresses to the right
+    assert "encoder" in fig["layout"]["title"]["text"]          # the default view: the arm that learns less
     assert "held-out loss" in fig["layout"]["xaxis"]["title"]["text"]
     data = it.compute("encoder", "mean")
     curves = {arm: (x, m) for arm, x, m, _ in data if arm}

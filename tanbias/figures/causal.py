@@ -112,9 +112,9 @@ def _arm_traces(data, band: bool = True) -> list:
     return traces
 
 
-def _params(traj) -> list:
+def _params(traj, kind: str = "decoder") -> list:
     L = int(max(x for x in traj["layer"] if x != "mean"))
-    return [Param("kind", "architecture", options=KINDS, default="decoder"),
+    return [Param("kind", "architecture", options=KINDS, default=kind),
             Param("layer", "layer", options=("mean", *range(1, L + 1)), default="mean")]
 
 
@@ -146,7 +146,8 @@ def progress_interactive(traj, seeds: dict) -> Interactive:
     """Interactive: the primary outcome against training progress, one line per arm: at every probe
     step the mean over ``seeds[kind]`` of the ln mean cosine (±1 standard error) against the arm's mean
     held-out loss on the common text at that step. An arm that only learns more slowly follows the
-    control's curve and stops short of its end. Sliders: architecture, layer."""
+    control's curve and stops short of its end. Sliders: architecture (the encoder first: its proxy arm
+    is the one that learns less), layer."""
     def figure(data, kind, layer):
         layout = _progress_layout()
         n = len(seeds.get(kind, []))
@@ -154,7 +155,7 @@ def progress_interactive(traj, seeds: dict) -> Interactive:
         return {"data": _arm_traces(data), "layout": layout}
 
     return Interactive(
-        params=_params(traj), compute=_arm_curves(traj, seeds, "loss"), figure=figure,
+        params=_params(traj, "encoder"), compute=_arm_curves(traj, seeds, "loss"), figure=figure,
         title="Anisotropy against training progress, by arm",
         caption="The same outcome as the trajectories above, plotted against how far each arm has learned: "
                 "at every probe step, the arm's mean held-out loss on the common text (x, falling to the right) "
