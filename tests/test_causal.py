@@ -177,10 +177,6 @@ def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_wor
               seeds={k: causal.complete_seeds(t, k) for k in words})
     assert causal_report.closing_words(causal.CausalAnalysis(**kw, interim=True))["gradient side"] == "incomplete"
     assert causal_report.closing_words(causal.CausalAnalysis(**kw, interim=False))["gradient side"] == "supported"
-    w = causal_report.interim_words(causal.CausalAnalysis(**kw, interim=True), "encoder")
-    assert w == {"word_encoder": "supported", "early_word_encoder": kw["early"]["encoder"]["word"],
-                 "reinforcing_word_encoder": kw["reinforcing"]["encoder"]["word"], "cost_word_encoder":
-                 kw["cost"].set_index("kind").loc["encoder", "word"]}
 
 
 def test_the_run_tables_of_real_smoke_runs(tmp_path):

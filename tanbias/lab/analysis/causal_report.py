@@ -16,7 +16,7 @@ from tanbias.lab.analysis.causal import CausalAnalysis
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS
 
-__all__ = ["analysed_kinds", "causal_numbers", "interim_words", "verdict_table", "closing_words", "contrast_table",
+__all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
            "progress_words", "progress_table", "secondary_table", "descriptive_table"]
 
 
@@ -189,19 +189,6 @@ def verdict_table(ca: CausalAnalysis) -> "object":
                      "estimate": k["estimate"], "95 % interval": _pair(k["lo"], k["hi"]),
                      "verdict": k["word"] if n >= 2 else "too few seeds", "seeds": tag})
     return pd.DataFrame(rows)
-
-
-def interim_words(ca: CausalAnalysis, kind: str) -> dict:
-    """The registered rules' words for one architecture as they read on its complete seeds so far
-    (chapter 11 quotes them, labelled interim, while the architecture's seeds are incomplete):
-    ``word_<kind>`` (rule.causal), ``early_word_<kind>``, ``reinforcing_word_<kind>`` and
-    ``cost_word_<kind>`` (the cost interval's word)."""
-    from tanbias._checks import check_choice
-
-    check_choice("kind", kind, KINDS)
-    return {f"word_{kind}": ca.words[kind], f"early_word_{kind}": ca.early[kind]["word"],
-            f"reinforcing_word_{kind}": ca.reinforcing[kind]["word"],
-            f"cost_word_{kind}": str(ca.cost.set_index("kind").loc[kind, "word"])}
 
 
 def closing_words(ca: CausalAnalysis) -> dict:
