@@ -276,6 +276,6 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
     assert n["encoder_loss_gap"] == pytest.approx(0.2, abs=0.02)
     assert causal_report.progress_words(ca)[("encoder", "proxy - control")] == "not told apart from progress"
     p = causal_report.progress_table(ca)
-    assert list(p.columns) == ["architecture", "contrast", "held-out loss gap at the end [nats]", "registered ratio",
-                               "ratio at matched loss", "its 95 % CI", "reading", "seeds"]
+    assert list(p.columns) == ["architecture", "contrast", "loss gap at end [nats]", "ratio, last step",
+                               "ratio, matched loss", "its 95 % CI", "reading", "seeds"]
     assert len(p) == 3 + 4 and not too_precise(format_table(p).to_html())

@@ -145,16 +145,17 @@ def progress_table(ca: CausalAnalysis) -> "object":
     """The contrasts at matched training progress (post hoc, causal-posthoc.toml) beside the registered
     ones, as a reader's table: architecture, contrast, how much less the first arm learned (nats of
     held-out loss at the end), the registered ratio, the ratio at matched held-out loss with its 95 %
-    interval, the word, seeds. Empty before an architecture has two complete seeds."""
+    interval, the word, seeds (the registered ratio is the one at the last step). Empty before an
+    architecture has two complete seeds."""
     import pandas as pd
 
     if ca.progress is None:
         return pd.DataFrame()
     p = ca.progress[ca.progress["kind"].isin(analysed_kinds(ca))]
     return pd.DataFrame({"architecture": p["kind"], "contrast": p["contrast"],
-                         "held-out loss gap at the end [nats]": p["loss_gap"],
-                         "registered ratio": np.exp(p["registered"]),
-                         "ratio at matched loss": np.exp(p["estimate"]),
+                         "loss gap at end [nats]": p["loss_gap"],
+                         "ratio, last step": np.exp(p["registered"]),
+                         "ratio, matched loss": np.exp(p["estimate"]),
                          "its 95 % CI": [_pair(*np.exp([lo, hi])) for lo, hi in zip(p["lo"], p["hi"])],
                          "reading": p["word"], "seeds": p["n_seeds"].astype(int)}).reset_index(drop=True)
 
