@@ -279,3 +279,25 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
     assert list(p.columns) == ["architecture", "contrast", "loss gap at end [nats]", "ratio, last step",
                                "ratio, matched loss", "its 95 % CI", "reading", "seeds"]
     assert len(p) == 3 + 4 and not too_precise(format_table(p).to_html())
+
+
+def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
+    t = _table({"proxy": +0.3}, seeds=range(3))
+    traj = _progress_trajectory(t)
+    rows = causal.causal_rows(t)
+    words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
+    ca = causal.CausalAnalysis(
+        status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
+        table=t, trajectory=traj, causal=rows, words=words,
+        early={k: causal.early_share(t, k, words[k]) for k in words},
+        reinforcing={k: causal.reinforcing(traj, t, k) for k in words},
+        rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
+        seeds={k: causal.complete_seeds(t, k) for k in words}, interim=False,
+        progress=causal.matched_progress(traj, t, rows))
+    w = causal_report.words_of(ca)
+    assert w["causal, encoder"] == "against" and w["gradient side"] == "contradicted"
+    assert w["every seed complete"] == "yes" and w["learning differs, decoder, proxy - control"] == "no"
+    checks = causal_report.word_checks(ca, {"causal, encoder": "against", "causal, decoder": "supported"})
+    assert [c.passed for c in checks] == [True, False]
+    with pytest.raises(KeyError, match="causal, nowhere"):
+        causal_report.word_checks(ca, {"causal, nowhere": "against"})

@@ -17,7 +17,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL_SEEDS
 
 __all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
-           "progress_words", "progress_table", "secondary_table", "descriptive_table"]
+           "progress_words", "progress_table", "words_of", "word_checks", "secondary_table", "descriptive_table"]
 
 
 def analysed_kinds(ca: CausalAnalysis) -> list[str]:
@@ -210,6 +210,48 @@ def closing_words(ca: CausalAnalysis) -> dict:
             **{f"gradient side, {k}": w[k] for k in KINDS},
             **{f"imprinted early, {k}": ca.early[k]["word"] for k in KINDS},
             **{f"self-reinforcing, {k}": ca.reinforcing[k]["word"] for k in KINDS}}
+
+
+def words_of(ca: CausalAnalysis) -> dict:
+    """Every word chapter 11 and the closing page state about the runs, by name, for
+    :func:`word_checks`: :func:`closing_words`; per architecture of :func:`analysed_kinds`
+    ``causal, <kind>``, ``early, <kind>``, ``reinforcing, <kind>``, ``cost, <kind>``, ``matched,
+    <kind>, <contrast>`` (:func:`progress_words`), ``learning differs, <kind>, <contrast>`` (``yes`` or
+    ``no``), ``secondary, <kind>, <outcome>`` (the interval word of proxy − control on a secondary
+    outcome), ``loss, <kind>, <contrast>`` (the interval word of a contrast of held-out loss, the
+    early arm's included) and ``every seed complete`` (``yes`` or ``no``)."""
+    from tanbias.lab.analysis.causal import OUTCOMES, PRIMARY, fit_contrasts
+    from tanbias.stats import interval_word
+
+    out = {**closing_words(ca), "every seed complete": "no" if ca.interim else "yes"}
+    out.update({f"matched, {k}, {c}": w for (k, c), w in progress_words(ca).items()})
+    for kind in analysed_kinds(ca):
+        out[f"causal, {kind}"] = ca.words[kind]
+        out[f"early, {kind}"] = ca.early[kind]["word"]
+        out[f"reinforcing, {kind}"] = ca.reinforcing[kind]["word"]
+        out[f"cost, {kind}"] = str(ca.cost.set_index("kind").loc[kind, "word"])
+        for _, r in ca.causal[ca.causal["kind"] == kind].iterrows():
+            out[f"learning differs, {kind}, {r['contrast']}"] = "yes" if r["learning_differs"] else "no"
+        for o in OUTCOMES:
+            if o not in (PRIMARY, "heldout_loss"):
+                r = ca.secondary(o).set_index(["kind", "contrast"]).loc[(kind, "proxy - control")]
+                out[f"secondary, {kind}, {o}"] = interval_word(r["lo"], r["hi"])
+        pairs = (("proxy", "control"), ("proxy-early", "control"))
+        for _, r in fit_contrasts(ca.table, "heldout_loss", kind, pairs).iterrows():
+            out[f"loss, {kind}, {r['contrast']}"] = interval_word(r["lo"], r["hi"])
+    return out
+
+
+def word_checks(ca: CausalAnalysis, expected: dict) -> list:
+    """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
+    :func:`words_of` (a name it does not know raises ``KeyError`` naming the known ones)."""
+    from tanbias.stats import check_word
+
+    words = words_of(ca)
+    unknown = sorted(set(expected) - set(words))
+    if unknown:
+        raise KeyError(f"expected={unknown!r}: no such word; the known names are {sorted(words)}")
+    return [check_word(name, words[name], word) for name, word in expected.items()]
 
 
 def secondary_table(ca: CausalAnalysis) -> "object":
