@@ -256,14 +256,12 @@ def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_pr
     assert m.loc[("decoder", "tied - control"), "word"] == "n/a"        # a rival: no registered verdict
 
 
-def test_the_report_shows_the_matched_reading_beside_the_registered_one():
-    t = _table(seeds=range(4))
-    traj = _progress_trajectory(t, lag=0.2, offset=0.0)
-    last = traj[traj["step"] == traj["step"].max()].set_index("run")
-    t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
+def _complete_analysis(t, traj):
+    """Every registered rule and the matched reading applied to a planted table and its trajectories, as
+    :func:`causal.analyse_causal` applies them to committed runs (every seed complete)."""
     rows = causal.causal_rows(t)
     words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
-    ca = causal.CausalAnalysis(
+    return causal.CausalAnalysis(
         status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
         table=t, trajectory=traj, causal=rows, words=words,
         early={k: causal.early_share(t, k, words[k]) for k in words},
@@ -271,6 +269,14 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
         rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
         seeds={k: causal.complete_seeds(t, k) for k in words}, interim=False,
         progress=causal.matched_progress(traj, t, rows))
+
+
+def test_the_report_shows_the_matched_reading_beside_the_registered_one():
+    t = _table(seeds=range(4))
+    traj = _progress_trajectory(t, lag=0.2, offset=0.0)
+    last = traj[traj["step"] == traj["step"].max()].set_index("run")
+    t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
+    ca = _complete_analysis(t, traj)
     n = causal_report.causal_numbers(ca)
     assert n["encoder_matched_lo"] < 1 < n["encoder_matched_hi"] < n["encoder_proxy_control"]
     assert n["encoder_loss_gap"] == pytest.approx(0.2, abs=0.02)
@@ -284,16 +290,7 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
 def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
     t = _table({"proxy": +0.3}, seeds=range(3))
     traj = _progress_trajectory(t)
-    rows = causal.causal_rows(t)
-    words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
-    ca = causal.CausalAnalysis(
-        status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
-        table=t, trajectory=traj, causal=rows, words=words,
-        early={k: causal.early_share(t, k, words[k]) for k in words},
-        reinforcing={k: causal.reinforcing(traj, t, k) for k in words},
-        rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
-        seeds={k: causal.complete_seeds(t, k) for k in words}, interim=False,
-        progress=causal.matched_progress(traj, t, rows))
+    ca = _complete_analysis(t, traj)
     w = causal_report.words_of(ca)
     assert w["causal, encoder"] == "against" and w["gradient side"] == "contradicted"
     assert w["every seed complete"] == "yes" and w["learning differs, decoder, proxy - control"] == "no"
