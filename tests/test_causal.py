@@ -34,17 +34,19 @@ def _table(effects=None, loss=None, seeds=range(5), noise=0.02, rng=0):
 
 def _trajectory(table, gap_end=-0.3, gap_last=-0.3, noise=0.01, rng=0):
     """Trajectories whose proxy-early - control gap is ``gap_end`` at the window's end and ``gap_last``
-    at the last step (0 elsewhere in the other arms)."""
+    at the last step (0 elsewhere in the other arms); every run's held-out loss falls from 9 to 6."""
     g = np.random.default_rng(rng)
     end = causal.window_end(STEPS)
+    steps = probe_steps(STEPS, 14)
     rows = []
     for _, r in table.iterrows():
-        for step in probe_steps(STEPS, 14):
+        for i, step in enumerate(steps):
             gap = 0.0
             if r["arm"] == "proxy-early":
                 gap = gap_end if step <= end else gap_end + (gap_last - gap_end) * (step - end) / (STEPS - 1 - end)
             rows.append({"run": r["run"], "kind": r["kind"], "arm": r["arm"], "seed": r["seed"], "step": step,
-                         "layer": "mean", "log_mean_cosine": -1 + gap + g.normal(0, noise)})
+                         "layer": "mean", "log_mean_cosine": -1 + gap + g.normal(0, noise),
+                         "heldout_loss": 9.0 - 3.0 * i / (len(steps) - 1)})
     return pd.DataFrame(rows)
 
 
@@ -132,14 +134,8 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
     t = _table({"proxy": -0.3})
     two = t[(t["kind"] == "decoder") | (t["seed"] == 0)]
     traj = _trajectory(two)
-    ca = causal.CausalAnalysis(
-        status=pd.DataFrame({"run": two["run"], "kind": two["kind"], "committed": True, "minutes": 10.0}),
-        table=two, trajectory=traj, causal=causal.causal_rows(two),
-        words={k: causal.causal_word(causal.causal_rows(two), k) for k in ("encoder", "decoder")},
-        early={k: causal.early_share(two, k, "supported") for k in ("encoder", "decoder")},
-        reinforcing={k: causal.reinforcing(traj, two, k) for k in ("encoder", "decoder")},
-        rivals=causal.rival_rows(two), cost=causal.cost_rows(two),
-        seeds={k: causal.complete_seeds(two, k) for k in ("encoder", "decoder")}, interim=True)
+    ca = causal.from_tables(two, traj, _status(two))
+    assert ca.interim
     n = causal_report.causal_numbers(ca)
     assert n["complete_decoder"] == 5 and n["complete_encoder"] == 1
     assert "decoder_proxy_control" in n and not any(k.startswith("encoder_") for k in n)
@@ -166,17 +162,11 @@ def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_wor
     closing page's gradient-side verdict stays 'incomplete' (every verdict before that is interim)."""
     t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05}, seeds=range(3))
     traj = _trajectory(t)
-    rows = causal.causal_rows(t)
-    words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
-    assert words == {"encoder": "supported", "decoder": "supported"}
-    kw = dict(status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
-              table=t, trajectory=traj, causal=rows, words=words,
-              early={k: causal.early_share(t, k, words[k]) for k in words},
-              reinforcing={k: causal.reinforcing(traj, t, k) for k in words},
-              rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
-              seeds={k: causal.complete_seeds(t, k) for k in words})
-    assert causal_report.closing_words(causal.CausalAnalysis(**kw, interim=True))["gradient side"] == "incomplete"
-    assert causal_report.closing_words(causal.CausalAnalysis(**kw, interim=False))["gradient side"] == "supported"
+    interim = causal.from_tables(t, traj, _status(t))
+    assert interim.interim and interim.words == {"encoder": "supported", "decoder": "supported"}
+    assert causal_report.closing_words(interim)["gradient side"] == "incomplete"
+    assert causal_report.closing_words(causal.from_tables(t, traj, _status(t), interim=False))["gradient side"] \
+        == "supported"
 
 
 def test_the_run_tables_of_real_smoke_runs(tmp_path):
@@ -256,19 +246,15 @@ def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_pr
     assert m.loc[("decoder", "tied - control"), "word"] == "n/a"        # a rival: no registered verdict
 
 
+def _status(t):
+    """The status table of planted runs: every run committed, ten minutes each."""
+    return pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0})
+
+
 def _complete_analysis(t, traj):
     """Every registered rule and the matched reading applied to a planted table and its trajectories, as
     :func:`causal.analyse_causal` applies them to committed runs (every seed complete)."""
-    rows = causal.causal_rows(t)
-    words = {k: causal.causal_word(rows, k) for k in ("encoder", "decoder")}
-    return causal.CausalAnalysis(
-        status=pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0}),
-        table=t, trajectory=traj, causal=rows, words=words,
-        early={k: causal.early_share(t, k, words[k]) for k in words},
-        reinforcing={k: causal.reinforcing(traj, t, k) for k in words},
-        rivals=causal.rival_rows(t), cost=causal.cost_rows(t),
-        seeds={k: causal.complete_seeds(t, k) for k in words}, interim=False,
-        progress=causal.matched_progress(traj, t, rows))
+    return causal.from_tables(t, traj, _status(t), interim=False)
 
 
 def test_the_report_shows_the_matched_reading_beside_the_registered_one():

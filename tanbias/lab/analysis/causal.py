@@ -486,13 +486,25 @@ def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
         table = pd.DataFrame(columns=["run", "kind", "arm", "seed", "steps", *OUTCOMES, "share", "removed",
                                       "diverged"])
         traj = pd.DataFrame(columns=TRAJECTORY_COLUMNS)
+    return from_tables(table, traj, run_status(runs_dir))
+
+
+def from_tables(table, trajectory, status, *, interim: bool | None = None) -> CausalAnalysis:
+    """Every registered rule of the causal test, and the matched-progress reading, applied to a run
+    table (:func:`run_table`) and its trajectories (:func:`trajectory_table`).
+
+    ``interim`` defaults to the registered one: true while an architecture has fewer complete seeds
+    than ``CAUSAL_SEEDS`` registers. :func:`analyse_causal` reads the committed runs through this;
+    a test passes planted tables.
+    """
     rows = causal_rows(table)
     words = {k: causal_word(rows, k) for k in KINDS}
     seeds = {k: complete_seeds(table, k) for k in KINDS}
+    if interim is None:
+        interim = any(len(seeds[k]) < len(CAUSAL_SEEDS[k]) for k in KINDS)
     return CausalAnalysis(
-        status=run_status(runs_dir), table=table, trajectory=traj, causal=rows, words=words,
+        status=status, table=table, trajectory=trajectory, causal=rows, words=words,
         early={k: early_share(table, k, words[k]) for k in KINDS},
-        reinforcing={k: reinforcing(traj, table, k) for k in KINDS},
-        rivals=rival_rows(table), cost=cost_rows(table), seeds=seeds,
-        interim=any(len(seeds[k]) < len(CAUSAL_SEEDS[k]) for k in KINDS),
-        progress=matched_progress(traj, table, rows))
+        reinforcing={k: reinforcing(trajectory, table, k) for k in KINDS},
+        rivals=rival_rows(table), cost=cost_rows(table), seeds=seeds, interim=bool(interim),
+        progress=matched_progress(trajectory, table, rows))
