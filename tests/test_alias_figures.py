@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -29,12 +30,22 @@ def test_chain_figure_draws_every_panel_for_both_architectures():
     assert len(fig.data) == 2 * 2 * len(alias_figures.PANELS)          # runs + level means, per kind and panel
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.autorange == "reversed"
     assert fig.layout.title.text and [a.text for a in fig.layout.annotations][:2] == list(alias_figures.PANELS.values())[:2]
+    _one_x_title(fig, "collision probability of the shown stream [log]")
+
+
+def _one_x_title(fig, text):
+    """The grid's x quantity is named once, under it, and by no panel's own axis (a long title centred
+    under each narrow panel runs into its neighbour's)."""
+    assert [a.text for a in fig.layout.annotations if a.name == "x title"] == [text]
+    fig.for_each_xaxis(lambda ax: not ax.title.text or pytest.fail(f"a panel's own x title: {ax.title.text}"))
 
 
 def test_learning_figure_sets_both_knobs_side_by_side():
     fig = alias_figures.learning_figure(_table(), _table("token", ["skewed", "b16", "b37", "b100"]))
     names = {t.name for t in fig.data}
     assert names == {"aliasing knob (text kept)", "direct knob (words removed)"} and len(fig.data) == 8
+    _one_x_title(fig, "collision probability of the training stream [log]")
+    assert fig.layout.yaxis.title.text == "gain over unigram [nats]"
     assert alias_figures.learning_figure(_table().iloc[:0], _table("token")).data    # no aliasing run yet
 
 

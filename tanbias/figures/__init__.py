@@ -13,7 +13,8 @@ This ``__init__`` holds what every figure shares, one definition each:
 * the colours, every one named once in :mod:`tanbias.palette`
   (:data:`~tanbias.palette.COLORS`, Okabe-Ito; :data:`~tanbias.palette.KIND_COLORS`;
   the greys): figure modules import them from here, never as literals;
-* :func:`labelled` and :func:`new_figure` (title and axis titles);
+* :func:`labelled` and :func:`new_figure` (title and axis titles), and
+  :func:`shared_x_title` (one x title under a grid of panels);
 * :func:`frozen_layout`, the cache of figure layouts that keeps live updates
   under 50 ms.
 
@@ -48,7 +49,7 @@ from ..palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa:
                        REFERENCE_GREY)
 
 # COLORS and KIND_COLORS are documented in their home, tanbias.palette
-__all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "new_figure",
+__all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "shared_x_title", "new_figure",
            "frozen_layout"]
 
 TEMPLATE_NAME = "tanbias"
@@ -125,6 +126,27 @@ def labelled(fig: go.Figure, title: str, x: str, y: str, *, legend: str | None =
     fig.update_layout(title=dict(text=title), xaxis_title=x, yaxis_title=y)
     if legend is not None:
         fig.update_layout(legend_title_text=legend)
+    return fig
+
+
+def shared_x_title(fig: go.Figure, text: str) -> go.Figure:
+    """One x-axis title, centred under a grid of panels that share their x quantity; return ``fig``.
+
+    Each panel's own x title would be centred under that panel alone, and a title longer than
+    the panel runs into its neighbour's; so every axis title is cleared and ``text`` is written
+    once below the bottom row, as a paper-anchored annotation (the bottom margin grows to hold it).
+
+    Example
+    -------
+    >>> from plotly.subplots import make_subplots
+    >>> fig = shared_x_title(make_subplots(rows=1, cols=2), "collision probability [log]")
+    >>> fig.layout.xaxis.title.text, fig.layout.xaxis2.title.text, fig.layout.annotations[-1].text
+    (None, None, 'collision probability [log]')
+    """
+    fig.for_each_xaxis(lambda ax: ax.update(title_text=None))
+    fig.add_annotation(text=text, xref="paper", yref="paper", x=0.5, y=0.0, xanchor="center",
+                       yanchor="top", yshift=-40, showarrow=False, font=dict(size=14), name="x title")
+    fig.update_layout(margin=dict(b=100))
     return fig
 
 

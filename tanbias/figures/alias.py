@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled
+from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
 from tanbias.lab.config import KINDS
@@ -25,8 +25,8 @@ __all__ = ["PANELS", "chain_figure", "learning_figure", "convergence_interactive
 
 SYMBOL = {"encoder": "circle", "decoder": "diamond"}
 #: the chain's panels: run-table column -> panel title
-PANELS = {"log_eta_q1": "ln η<sub>g</sub>, frequent types, per input id",
-          "log_eta_q1_type": "ln η<sub>g</sub>, frequent types, per merged type",
+PANELS = {"log_eta_q1": "ln η<sub>g</sub>, per input id",
+          "log_eta_q1_type": "ln η<sub>g</sub>, per merged type",
           "log_enrichment_late": "ln late enrichment", "mean_cosine_late": "mean cosine",
           "isoscore_late": "IsoScore*", "gain": "gain over unigram [nats]"}
 
@@ -62,10 +62,10 @@ def chain_figure(table) -> go.Figure:
                                      legendgroup=kind, showlegend=i == 0,
                                      line=dict(color=KIND_COLORS[kind], width=2)), row=row + 1, col=c + 1)
     fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power")
-    fig.update_xaxes(title_text="collision probability of the shown stream [log]", row=3)
     fig.update_layout(height=900)
-    return labelled(fig, "The chain along the aliasing knob", "collision probability of the shown stream [log]",
-                    "", legend="architecture")
+    labelled(fig, "The chain along the aliasing knob (η<sub>g</sub>: the frequent types)", "", "",
+             legend="architecture")
+    return shared_x_title(fig, "collision probability of the shown stream [log]")
 
 
 def learning_figure(alias_table, dose_table) -> go.Figure:
@@ -93,11 +93,10 @@ def learning_figure(alias_table, dose_table) -> go.Figure:
                                      legendgroup=knob, showlegend=col == 1,
                                      line=dict(color=KIND_COLORS[kind] if fill else GREY, width=2, dash=dash)),
                           row=1, col=col)
-    fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power",
-                     title_text="collision probability of the training stream [log]")
-    return labelled(fig, "How much the models learn: aliasing against removing words",
-                    "collision probability of the training stream [log]", "gain over unigram [nats]",
-                    legend="knob")
+    fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power")
+    labelled(fig, "How much the models learn: aliasing against removing words", "", "gain over unigram [nats]",
+             legend="knob")
+    return shared_x_title(fig, "collision probability of the training stream [log]")
 
 
 @frozen_layout

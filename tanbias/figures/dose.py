@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled
+from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
@@ -190,10 +190,9 @@ def adaptive_figure(frame, early_frac: float = EARLY_FRAC) -> go.Figure:
                           row=1, col=col)
         fig.add_hline(y=0.0, line=dict(color=GREY, width=1), row=1, col=col)
         fig.add_vline(x=0.0, line=dict(color=GREY, width=1), row=1, col=col)
-    fig.update_xaxes(title_text="participation ratio − its cell mean [within-cell SDs]")
-    return labelled(fig, "Within a level and a step: effective dimension against held-out loss (exploratory split)",
-                    "participation ratio − its cell mean [within-cell SDs]", "held-out loss − its cell mean [nats]",
-                    legend="architecture")
+    labelled(fig, "Within a level and a step: effective dimension against held-out loss (exploratory split)",
+             "", "held-out loss − its cell mean [nats]", legend="architecture")
+    return shared_x_title(fig, "participation ratio − its cell mean [within-cell SDs]")
 
 
 def progress_figure(table) -> go.Figure:

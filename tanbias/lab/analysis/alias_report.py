@@ -106,8 +106,10 @@ def learning_table(aa: AliasAnalysis) -> "object":
 def convergence_summary(aa: AliasAnalysis) -> "object":
     """``[rule.convergence]``'s table: per architecture and aliased level, the aliases' centroid spread
     over the type's radius after training (ratio and 95 % interval over seeds), at initialisation, and
-    the word."""
-    return aa.clouds
+    the word; the word next to the level, where a narrow page still shows it."""
+    c = aa.clouds
+    first = ["kind", "level", "word"]
+    return c[first + [col for col in c.columns if col not in first]]
 
 
 def status_table(aa: AliasAnalysis) -> "object":
