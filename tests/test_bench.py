@@ -88,6 +88,8 @@ REPORT = {
                    "all_s": 100.0, "targets": {"m": 120.0, "all": 1500.0}},
     "causal": {"runs_finished": 3, "sittings": 1, "wall_seconds": 3600.0, "budget_seconds": 7200.0,
                "run_seconds": 7000.0},
+    "alias": {"runs_finished": 2, "sittings": 2, "wall_seconds": 1800.0, "budget_seconds": 14400.0,
+              "run_seconds": 3400.0},
 }
 
 
@@ -100,12 +102,17 @@ def test_a_committed_record_over_its_target_is_named_in_the_summary():
     r = copy.deepcopy(REPORT)
     r["pretrained"]["models"]["m"]["measure_s"] = 130.0
     r["causal"]["wall_seconds"] = 9000.0
+    r["alias"]["wall_seconds"] = 15000.0
     r["lab"]["speedup"] = 0.1
-    assert over_targets(r) == ["bf16 / fp32 speed-up", "m measurements", "causal wall time"]
-    last = format_report(r).splitlines()[-1]
+    assert over_targets(r) == ["bf16 / fp32 speed-up", "m measurements", "causal wall time", "alias wall time"]
+    text = format_report(r)
+    assert "aliasing knob (committed, data/runs/alias.json): 2 runs finished in 2 sitting(s)" in text
+    assert "4.17 h wall time so far, OVER its 4 h budget" in text
+    assert "1.00 h wall time so far, within its 2 h budget" in format_report(REPORT)
+    last = text.splitlines()[-1]
     assert "all targets met" not in last
     assert last.startswith("this run's measured targets met: yes; over their target: bf16 / fp32 speed-up, "
-                           "m measurements, causal wall time")
+                           "m measurements, causal wall time, alias wall time")
 
 
 def test_a_matmul_rate_that_rounds_to_zero_is_not_divided_by():
