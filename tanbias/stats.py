@@ -32,7 +32,8 @@ from .errors import ParameterError
 from .palette import FAIL_COLOR, PASS_COLOR
 
 __all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval", "check_greater",
-           "check_less", "SIGN_WORDS", "interval_word", "BAND_WORDS", "band_word", "check_sign", "check_word"]
+           "check_less", "SIGN_WORDS", "interval_word", "BAND_WORDS", "band_word", "check_sign", "check_word",
+           "check_words"]
 
 
 @dataclass(frozen=True)
@@ -407,3 +408,23 @@ def check_word(label: str, measured: str, expected: str) -> Check:
     """
     return Check(str(label), float("nan"), float("nan"), 0.0, str(measured) == str(expected),
                  words=(str(measured), str(expected)))
+
+
+def check_words(words: dict, expected: dict) -> list:
+    """One :func:`check_word` per ``name: word`` of ``expected``, against the measured ``words``
+    (a chapter states its words by name; the analysis computes them once, by name).
+
+    Raises
+    ------
+    KeyError
+        For a name ``words`` does not have, naming it and the known ones.
+
+    Example
+    -------
+    >>> [c.passed for c in check_words({"early": "supported", "late": "against"}, {"late": "against"})]
+    [True]
+    """
+    unknown = sorted(set(expected) - set(words))
+    if unknown:
+        raise KeyError(f"expected={unknown!r}: no such word; the known names are {sorted(words)}")
+    return [check_word(name, words[name], word) for name, word in expected.items()]

@@ -135,3 +135,31 @@ def test_the_report_quotes_every_reading_and_reads_interim(smoke_cells):
     assert aa.interim and alias_report.closing_verdict(aa) == "undecided (interim)"
     assert len(alias_report.verdict_rows(aa)) == len(READINGS) * 2
     assert len(da.responses) == 24 and da.responses["p_holm"].notna().all()
+
+
+def _planted_analysis(interim, **slopes):
+    t = _table(slopes)
+    dose_t = _table({}, gain={"encoder": -0.8, "decoder": -0.8}).assign(on_token=True)
+    dose_t["level"] = dose_t["level"].map(dict(zip(ALIAS_LEVELS, ("skewed", "b16", "b37", "b100"))))
+    return alias.AliasAnalysis(status=pd.DataFrame({"run": t["run"], "committed": True}), table=t,
+                               responses=alias.responses(t), learning=alias.learning_contrast(t, dose_t),
+                               convergence=pd.DataFrame(), clouds=alias.convergence_words(t),
+                               seeds={k: alias.complete_seeds(t, k) for k in ("encoder", "decoder")}, interim=interim)
+
+
+def test_the_words_the_chapter_states_are_computed_once_by_name():
+    aa = _planted_analysis(False, log_enrichment_late=-0.5, mean_cosine_late=0.3)
+    w = alias_report.words_of(aa)
+    assert w["every seed complete"] == "yes" and w["closing"] == alias_report.closing_verdict(aa)
+    assert w["verdict, encoder, log_enrichment_late"] == "as predicted"
+    assert w["verdict, decoder, mean_cosine_late"] == "against the prediction"
+    assert w["verdict, decoder, log_eta_q1"] == "not detected" and w["progress, decoder, log_eta_q1"] == "n/a"
+    assert w["learning, encoder"] == "less" and w["clouds, decoder, k3"] == "one cloud"
+    assert {f"balancing, {k} {p}" for k in ("encoder", "decoder") for p in ("alignment", "anisotropy")} <= set(w)
+    checks = alias_report.word_checks(aa, {"learning, decoder": "less", "clouds, encoder, k1": "separate clouds"})
+    assert [c.passed for c in checks] == [True, False]
+    with pytest.raises(KeyError, match="no such word.*known names"):
+        alias_report.word_checks(aa, {"learning, nobody": "less"})
+    interim = alias_report.words_of(_planted_analysis(True, log_enrichment_late=-0.5))
+    assert interim["every seed complete"] == "no" and interim["closing"] == "undecided (interim)"
+    assert {interim[f"balancing, {k} alignment"] for k in ("encoder", "decoder")} == {"undecided"}

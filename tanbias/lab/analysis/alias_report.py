@@ -7,7 +7,8 @@ end-to-end change along the knob with its interval and raw and Holm-adjusted p
 design), the learning comparison with the direct knob, and the convergence of the
 aliases. :func:`verdict_rows` is the aliasing rows of the verdict table;
 :func:`balancing_words` and :func:`closing_verdict` the closing page's "weaker
-under balancing" by the registration's ``[rule.balancing]``. No torch; the
+under balancing" by the registration's ``[rule.balancing]``; :func:`words_of` every
+word the chapter states, by name, for its checks (:func:`word_checks`). No torch; the
 statistics are :mod:`tanbias.lab.analysis.alias`.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tanbias.lab.analysis.alias_design import READINGS
 from tanbias.lab.config import KINDS
 
 __all__ = ["SHORT", "alias_numbers", "verdict_rows", "learning_table", "convergence_summary", "status_table",
-           "balancing_words", "closing_verdict", "knob_properties"]
+           "balancing_words", "closing_verdict", "knob_properties", "words_of", "word_checks"]
 
 #: the short names of the readings in the glued keys (``alias_<short>_<kind>``)
 SHORT = {"log_collision": "col", "log_eta_q1": "eta", "log_eta_q1_type": "etatype",
@@ -147,3 +148,37 @@ def knob_properties(aa: AliasAnalysis, da) -> dict:
     return {"alias": closing_verdict(aa),
             **{knob: balancing_property(balancing_components(da.responses, knob=knob))
                for knob in ("token", "language")}}
+
+
+def words_of(aa: AliasAnalysis) -> dict:
+    """Every word chapter 10's aliasing section and the closing page state about the runs, by name,
+    for :func:`word_checks`:
+
+    * ``every seed complete`` (``yes`` or ``no``) and ``closing`` (:func:`closing_verdict`);
+    * ``balancing, <kind> alignment`` and ``balancing, <kind> anisotropy`` (:func:`balancing_words`);
+    * per architecture and reading (a ``metric`` of :data:`SHORT`): ``verdict, <kind>, <metric>`` (the
+      row's word at the joint Holm family) and ``progress, <kind>, <metric>`` (``survives``, ``does not
+      survive`` or ``n/a``: whether the row's observed sign survives matched training progress);
+    * ``learning, <kind>`` (``less``, ``more``, ``not told apart`` or ``undecided``);
+    * ``clouds, <kind>, <level>`` (``[rule.convergence]``'s word, levels k1..k3).
+    """
+    out = {"every seed complete": "no" if aa.interim else "yes", "closing": closing_verdict(aa)}
+    out.update({f"balancing, {k}": w for k, w in balancing_words(aa).items()})
+    for _, r in aa.responses.iterrows():
+        out[f"verdict, {r['kind']}, {r['metric']}"] = str(r["verdict"])
+        survives = r.get("progress_survives")
+        out[f"progress, {r['kind']}, {r['metric']}"] = ("n/a" if survives is None or survives != survives
+                                                      else "survives" if survives else "does not survive")
+    for _, r in aa.learning.iterrows():
+        out[f"learning, {r['kind']}"] = str(r["word"])
+    for _, r in aa.clouds.iterrows():
+        out[f"clouds, {r['kind']}, {r['level']}"] = str(r["word"])
+    return out
+
+
+def word_checks(aa: AliasAnalysis, expected: dict) -> list:
+    """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
+    :func:`words_of` (a name it does not know raises ``KeyError`` naming the known ones)."""
+    from tanbias.stats import check_words
+
+    return check_words(words_of(aa), expected)

@@ -244,14 +244,11 @@ def words_of(ca: CausalAnalysis) -> dict:
 
 def word_checks(ca: CausalAnalysis, expected: dict) -> list:
     """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
-    :func:`words_of` (a name it does not know raises ``KeyError`` naming the known ones)."""
-    from tanbias.stats import check_word
+    :func:`words_of` (:func:`tanbias.stats.check_words`: a name it does not know raises ``KeyError``
+    naming the known ones)."""
+    from tanbias.stats import check_words
 
-    words = words_of(ca)
-    unknown = sorted(set(expected) - set(words))
-    if unknown:
-        raise KeyError(f"expected={unknown!r}: no such word; the known names are {sorted(words)}")
-    return [check_word(name, words[name], word) for name, word in expected.items()]
+    return check_words(words_of(ca), expected)
 
 
 def secondary_table(ca: CausalAnalysis) -> "object":
