@@ -2,6 +2,8 @@
 tables with planted effects, and the run table of real smoke runs."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -71,6 +73,7 @@ def test_convergence_words_follow_the_registered_thresholds():
     c = alias.convergence_words(_table()).set_index(["kind", "level"])
     assert set(c["word"]) == {"one cloud"}                              # planted 0.3 < 0.5
     assert c.loc[("decoder", "k3"), "init"] == pytest.approx(2.0, rel=0.1)
+    assert set(c["init_word"]) == {"separate clouds"}                   # planted 2.0 > 1 at step 0
     far = _table().assign(log_convergence=np.log(3.0))
     assert set(alias.convergence_words(far)["word"]) == {"separate clouds"}
     assert set(alias.convergence_words(_table(seeds=[0]))["word"]) == {"undecided"}
@@ -155,6 +158,7 @@ def test_the_words_the_chapter_states_are_computed_once_by_name():
     assert w["verdict, decoder, mean_cosine_late"] == "against the prediction"
     assert w["verdict, decoder, log_eta_q1"] == "not detected" and w["progress, decoder, log_eta_q1"] == "n/a"
     assert w["learning, encoder"] == "less" and w["clouds, decoder, k3"] == "one cloud"
+    assert w["clouds at initialisation, decoder, k3"] == "separate clouds"
     assert {f"balancing, {k} {p}" for k in ("encoder", "decoder") for p in ("alignment", "anisotropy")} <= set(w)
     checks = alias_report.word_checks(aa, {"learning, decoder": "less", "clouds, encoder, k1": "separate clouds"})
     assert [c.passed for c in checks] == [True, False]
@@ -163,3 +167,17 @@ def test_the_words_the_chapter_states_are_computed_once_by_name():
     interim = alias_report.words_of(_planted_analysis(True, log_enrichment_late=-0.5))
     assert interim["every seed complete"] == "no" and interim["closing"] == "undecided (interim)"
     assert {interim[f"balancing, {k} alignment"] for k in ("encoder", "decoder")} == {"undecided"}
+
+
+def test_the_matched_progress_change_is_quoted_beside_each_row():
+    # a reading planted along the knob alone, the gain unrelated to the knob: the change at matched
+    # gain is the planted one; with the gain tied to the knob, the correlation says so
+    aa = _planted_analysis(False, log_enrichment_late=-0.5)
+    n = alias_report.alias_numbers(dataclasses.replace(aa, responses=aa.responses.assign(p_holm=aa.responses["p"])))
+    assert n["alias_enr_encoder_progress"] == pytest.approx(np.exp(-0.5), rel=0.1)
+    assert n["alias_enr_encoder_progress_lo"] < n["alias_enr_encoder_progress"] < n["alias_enr_encoder_progress_hi"]
+    assert abs(n["alias_xgain_encoder"]) < 0.5
+    assert "alias_col_decoder_progress" not in n and "alias_iso_decoder_progress" in n   # the balancing readings
+    t = _table({"log_enrichment_late": -0.5}, gain={"encoder": -0.8, "decoder": -0.8})
+    assert alias.responses(t).set_index(["metric", "kind"]).loc[("log_enrichment_late", "encoder"),
+                                                                "x_gain_corr"] > 0.9

@@ -21,7 +21,7 @@ from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
 from tanbias.lab.config import KINDS
 
-__all__ = ["PANELS", "chain_figure", "learning_figure", "convergence_interactive"]
+__all__ = ["PANELS", "KNOB_LABELS", "chain_figure", "learning_figure", "convergence_interactive"]
 
 SYMBOL = {"encoder": "circle", "decoder": "diamond"}
 #: the chain's panels: run-table column -> panel title
@@ -29,6 +29,9 @@ PANELS = {"log_eta_q1": "ln η<sub>g</sub>, per input id",
           "log_eta_q1_type": "ln η<sub>g</sub>, per merged type",
           "log_enrichment_late": "ln late enrichment", "mean_cosine_late": "mean cosine",
           "isoscore_late": "IsoScore*", "gain": "gain over unigram [nats]"}
+#: chapter 10's three knobs as its figures and tables name them
+KNOB_LABELS = {"alias": "aliasing knob (text kept)", "token": "direct knob (words removed)",
+               "language": "language knob (mixture temperature)"}
 
 
 def _level_color(x: float) -> str:
@@ -76,8 +79,8 @@ def learning_figure(alias_table, dose_table) -> go.Figure:
 
     fig = make_subplots(rows=1, cols=len(KINDS), horizontal_spacing=0.1, subplot_titles=list(KINDS))
     for col, kind in enumerate(KINDS, start=1):
-        for knob, label, dash, fill in (("alias", "aliasing knob (text kept)", "solid", True),
-                                        ("token", "direct knob (words removed)", "dash", False)):
+        for knob, dash, fill in (("alias", "solid", True), ("token", "dash", False)):
+            label = KNOB_LABELS[knob]
             t = alias_table if knob == "alias" else dose_table
             g = knob_runs(t, knob, kind) if len(t) else t
             if not len(g):

@@ -305,11 +305,22 @@ def convergence_table(loaded: dict) -> "object":
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
 
+def cloud_word(n: int, lo: float, hi: float) -> str:
+    """``[rule.convergence] words`` of a 95 % interval ``[lo, hi]`` of the ln ratio over ``n`` seeds.
+
+    >>> cloud_word(8, np.log(0.1), np.log(0.3)), cloud_word(8, np.log(0.6), np.log(0.9)), cloud_word(1, 0, 1)
+    ('one cloud', 'in between', 'undecided')
+    """
+    return ("undecided" if n < 2 else "one cloud" if hi < np.log(0.5) else
+            "separate clouds" if lo > 0 else "in between")
+
+
 def convergence_words(table) -> "object":
     """``[rule.convergence]``: per architecture and aliased level, the t interval (95 %) over the complete
     seeds of the per-run ln ratio after the last step (``log_convergence``), as ratios, and the word:
     ``one cloud`` (upper end below 0.5), ``separate clouds`` (lower end above 1), ``in between``, or
-    ``undecided`` (fewer than two seeds). The same at step 0 beside it (``init``)."""
+    ``undecided`` (fewer than two seeds) (:func:`cloud_word`). The same at step 0 beside it (``init``,
+    ``init_word``: by the same rule, a reading the registration shows but does not name)."""
     import pandas as pd
 
     from tanbias.lab.analysis.sweep import t_interval
@@ -321,11 +332,9 @@ def convergence_words(table) -> "object":
             x = t.loc[t["level"] == level]
             m, lo, hi, n = t_interval(x["log_convergence"])
             mi, loi, hii, _ = t_interval(x["log_convergence_init"])
-            word = ("undecided" if n < 2 else "one cloud" if hi < np.log(0.5) else
-                    "separate clouds" if lo > 0 else "in between")
             rows.append({"kind": kind, "level": level, "n_seeds": n, "ratio": np.exp(m), "lo": np.exp(lo),
                          "hi": np.exp(hi), "init": np.exp(mi), "init_lo": np.exp(loi), "init_hi": np.exp(hii),
-                         "word": word})
+                         "word": cloud_word(n, lo, hi), "init_word": cloud_word(n, loi, hii)})
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from tanbias.lab.analysis.alias import AliasAnalysis
 from tanbias.lab.analysis.alias_design import READINGS
+from tanbias.lab.analysis.dose import POSTHOC
 from tanbias.lab.config import KINDS
 
 __all__ = ["SHORT", "alias_numbers", "verdict_rows", "learning_table", "convergence_summary", "status_table",
@@ -28,6 +29,8 @@ SHORT = {"log_collision": "col", "log_eta_q1": "eta", "log_eta_q1_type": "etatyp
          "isoscore_late": "iso"}
 #: readings quoted as ratios (ln readings: exp of the change), the others as differences
 _RATIO = {"log_collision", "log_eta_q1", "log_eta_q1_type", "log_enrichment_late", "log_enrichment_early"}
+#: the readings the balancing words read (dose-posthoc.toml [balancing]): quoted at matched progress too
+_BALANCING = {*POSTHOC["balancing"]["alignment"], *POSTHOC["balancing"]["anisotropy"]}
 
 
 def alias_numbers(aa: AliasAnalysis) -> dict:
@@ -36,7 +39,11 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
     ``alias_done`` (committed cells), ``alias_complete_<kind>`` (complete seeds). For each reading
     and architecture (``alias_<short>_<kind>``, :data:`SHORT`): the end-to-end change from k0 to k3
     (a ratio for ln readings, a difference otherwise) with ``_lo``, ``_hi`` (95 %), ``_p`` and
-    ``_p_holm`` (the joint family of chapter 10's 38 rows). ``alias_typecol_<kind>`` (with ``_lo``,
+    ``_p_holm`` (the joint family of chapter 10's 38 rows), and the same change at matched training
+    progress, ``_progress`` with ``_progress_lo``, ``_progress_hi``, for the readings the balancing
+    words read (late enrichment, mean cosine, IsoScore\*);
+    ``alias_xgain_<kind>``: the correlation of the knob with the gain over unigram across the runs
+    (how much the matched reading has to separate). ``alias_typecol_<kind>`` (with ``_lo``,
     ``_hi``): the change of the text's own collision probability, a ratio (1 by design).
     ``alias_gain_<kind>`` and ``alias_tokengain_<kind>``: the end-to-end change of the gain over
     unigram along this knob and the direct one; ``alias_gaindiff_<kind>`` with ``_lo``, ``_hi``,
@@ -57,8 +64,12 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
             out[k], out[f"{k}_lo"], out[f"{k}_hi"] = (float(f(row[c])) for c in
                                                       ("end_to_end", "end_to_end_lo", "end_to_end_hi"))
             out[f"{k}_p"], out[f"{k}_p_holm"] = float(row["p"]), float(row["p_holm"])
+            if metric in _BALANCING:
+                out[f"{k}_progress"], out[f"{k}_progress_lo"], out[f"{k}_progress_hi"] = (
+                    float(f(row[c])) for c in ("progress_end_to_end", "progress_lo", "progress_hi"))
     t = aa.table
     for kind in KINDS:
+        out[f"alias_xgain_{kind}"] = float(r.loc[("log_enrichment_late", kind), "x_gain_corr"])
         g = t[(t["kind"] == kind) & t["seed"].isin(aa.seeds[kind])] if len(t) else t
         typecol = np.nan, np.nan, np.nan
         if len(g) and {"k0", "k3"} <= set(g["level"]) and len(aa.seeds[kind]) >= 2:
@@ -160,7 +171,8 @@ def words_of(aa: AliasAnalysis) -> dict:
       row's word at the joint Holm family) and ``progress, <kind>, <metric>`` (``survives``, ``does not
       survive`` or ``n/a``: whether the row's observed sign survives matched training progress);
     * ``learning, <kind>`` (``less``, ``more``, ``not told apart`` or ``undecided``);
-    * ``clouds, <kind>, <level>`` (``[rule.convergence]``'s word, levels k1..k3).
+    * ``clouds, <kind>, <level>`` (``[rule.convergence]``'s word, levels k1..k3) and ``clouds at
+      initialisation, <kind>, <level>`` (the same rule at step 0).
     """
     out = {"every seed complete": "no" if aa.interim else "yes", "closing": closing_verdict(aa)}
     out.update({f"balancing, {k}": w for k, w in balancing_words(aa).items()})
@@ -173,6 +185,7 @@ def words_of(aa: AliasAnalysis) -> dict:
         out[f"learning, {r['kind']}"] = str(r["word"])
     for _, r in aa.clouds.iterrows():
         out[f"clouds, {r['kind']}, {r['level']}"] = str(r["word"])
+        out[f"clouds at initialisation, {r['kind']}, {r['level']}"] = str(r["init_word"])
     return out
 
 
