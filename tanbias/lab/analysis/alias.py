@@ -35,7 +35,7 @@ from tanbias.lab.experiments import ALIAS_LEVELS, ALIAS_SEEDS, alias_runs
 
 __all__ = ["cell_status", "load_alias", "frequent_bucket", "run_table", "predicted", "responses",
            "joint_multiplicity", "learning_change", "learning_contrast", "convergence_table", "convergence_words",
-           "complete_seeds", "AliasAnalysis", "analyse_alias", "chapter10_analyses"]
+           "cloud_word", "complete_seeds", "AliasAnalysis", "analyse_alias", "chapter10_analyses"]
 
 ALPHA = 0.05
 

@@ -41,7 +41,7 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
     (a ratio for ln readings, a difference otherwise) with ``_lo``, ``_hi`` (95 %), ``_p`` and
     ``_p_holm`` (the joint family of chapter 10's 38 rows), and the same change at matched training
     progress, ``_progress`` with ``_progress_lo``, ``_progress_hi``, for the readings the balancing
-    words read (late enrichment, mean cosine, IsoScore\*);
+    words read (late enrichment, mean cosine, IsoScore*);
     ``alias_xgain_<kind>``: the correlation of the knob with the gain over unigram across the runs
     (how much the matched reading has to separate). ``alias_typecol_<kind>`` (with ``_lo``,
     ``_hi``): the change of the text's own collision probability, a ratio (1 by design).
