@@ -17,6 +17,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
+from tanbias.figures import dose as dose_figures
 from tanbias.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
 from tanbias.lab.config import KINDS
@@ -29,9 +30,10 @@ PANELS = {"log_eta_q1": "ln η<sub>g</sub>, per input id",
           "log_eta_q1_type": "ln η<sub>g</sub>, per merged type",
           "log_enrichment_late": "ln late enrichment", "mean_cosine_late": "mean cosine",
           "isoscore_late": "IsoScore*", "gain": "gain over unigram [nats]"}
-#: chapter 10's three knobs as its figures and tables name them
+#: chapter 10's three knobs as its figures and tables name them: the direct knob by what sets it apart from
+#: aliasing, the language knob as the dose figures name it (:data:`tanbias.figures.dose.KNOBS`)
 KNOB_LABELS = {"alias": "aliasing knob (text kept)", "token": "direct knob (words removed)",
-               "language": "language knob (mixture temperature)"}
+               "language": dose_figures.KNOBS["language"]}
 
 
 def _level_color(x: float) -> str:
