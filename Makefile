@@ -133,13 +133,13 @@ chromium:
 	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 # ---------------------------------------------------------------- targets
-# tanbias.bookbuild = jupyter-book build . --all -W -n --keep-going, with Sphinx's parallel
+# tanbias.book.bookbuild = jupyter-book build . --all -W -n --keep-going, with Sphinx's parallel
 # read on every core (reading a chapter executes it). A fresh environment every time, so
 # every chapter is read and executed.
 book: $(STAMP) $(ASSETS_STAMP)
 	mkdir -p $(BUILD)
 	export PATH="$(BIN):$$PATH" TANBIAS_MODE=static; \
-	  $(PY) -m tanbias.bookbuild . 2>&1 | tee $(BUILD)/build.log \
+	  $(PY) -m tanbias.book.bookbuild . 2>&1 | tee $(BUILD)/build.log \
 	  || { echo "BOOK BUILD FAILED (strict: any warning or execution error fails it)."; \
 	       echo "Log: $(BUILD)/build.log"; exit 1; }
 	@echo "The book is at file://$(CURDIR)/$(BUILD)/html/index.html"
@@ -192,7 +192,7 @@ pretrained: zoo
 	  $(PY) -m tanbias.lab pretrained $$m $(PRETRAINED_ARGS) || exit 1; done
 
 bench: $(STAMP) $(ASSETS_STAMP)
-	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.bench $(BENCH_ARGS)
+	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.book.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASSETS) $(ASSETS_TMP)

@@ -5,7 +5,7 @@ scipy only. Plotting is set up by :mod:`tanbias.figures` when a figure module
 is imported: the book's plotly template becomes the default and, when the book
 is being built (``TANBIAS_MODE=static``, or a kernel that no Jupyter server
 started, i.e. myst-nb / nbclient), plotly's renderer becomes
-:class:`tanbias.renderer.BookRenderer` (``text/html``, no plotly.js, no CDN
+:class:`tanbias.figures.renderer.BookRenderer` (``text/html``, no plotly.js, no CDN
 MathJax). In a live JupyterLab kernel plotly's own rendering is kept.
 
 See ``DESIGN.md`` for the map of modules and their layers.

@@ -3,7 +3,7 @@
 The figures take their colours from here through :mod:`tanbias.figures`
 (``COLORS``, ``KIND_COLORS`` and the book's plotly template); code below the
 presentation layer (the PASS/FAIL lines of :class:`tanbias.stats.Check`, the
-error box of :class:`tanbias.interactive.Interactive`) imports this module
+error box of :class:`tanbias.figures.interactive.Interactive`) imports this module
 directly. ``tests/test_figure_contract.py`` rejects a colour literal anywhere
 else in the package. The values are the strings plotly and the browser
 receive, unchanged.

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
-from ._checks import check_array, check_real
-from .errors import ParameterError
-from .palette import FAIL_COLOR, PASS_COLOR
+from tanbias._checks import check_array, check_real
+from tanbias.errors import ParameterError
+from tanbias.palette import FAIL_COLOR, PASS_COLOR
 
 __all__ = ["SlopeFit", "loglog_slope", "Check", "check_close", "check_in_interval", "check_greater",
            "check_less", "SIGN_WORDS", "interval_word", "BAND_WORDS", "band_word", "check_sign", "check_word",

@@ -14,14 +14,14 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 def toc_docs() -> list[str]:
     """Docnames of _toc.yml, in reading order."""
-    from tanbias.bench import toc_documents
+    from tanbias.book.bench import toc_documents
 
     return toc_documents(ROOT)
 
 
 def toc_notebooks() -> list[str]:
     """Docnames in _toc.yml whose source is an executable notebook."""
-    from tanbias.bench import is_notebook
+    from tanbias.book.bench import is_notebook
 
     out = []
     for doc in toc_docs():

@@ -53,7 +53,7 @@ class BuiltBook:
 
 
 class _BookBuild:
-    """``python -m tanbias.bookbuild`` (strict, static mode) in a background process, in ``out``.
+    """``python -m tanbias.book.bookbuild`` (strict, static mode) in a background process, in ``out``.
 
     The process writes its exit status to ``out/returncode`` when it ends, so any
     process of the test run (not only its parent) can wait for it; its pid is in
@@ -81,7 +81,7 @@ class _BookBuild:
                   'open(os.environ["_RC"] + ".tmp", "w").write(str(rc))\n'
                   'os.replace(os.environ["_RC"] + ".tmp", os.environ["_RC"])\n')
         proc = subprocess.Popen(
-            [sys.executable, "-c", script, str(BIN / "python"), "-m", "tanbias.bookbuild", str(ROOT),
+            [sys.executable, "-c", script, str(BIN / "python"), "-m", "tanbias.book.bookbuild", str(ROOT),
              "--path-output", str(out)],
             env={**env, "_LOG": str(build.log_path), "_RC": str(build.rc_path)},
             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

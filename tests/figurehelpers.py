@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tanbias.interactive import Interactive
+from tanbias.figures.interactive import Interactive
 
 
 def static_ok(inter, n_frames, max_bytes=1_000_000) -> dict:

@@ -158,7 +158,7 @@ def check_prose(page, chapter: str, screenshot_dir) -> None:
     year, a link to the paper (screenshot ``lab-citation-<chapter>.png``)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    from tanbias._sphinxext import markdown_citations
+    from tanbias.book._sphinxext import markdown_citations
 
     n_eval = (ROOT / chapter).read_text(encoding="utf8").count("{eval}`")
     # the Markdown cells' expressions come back from the kernel after the last cell ran

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 import tanbias.figures.alias as alias_figures
-from tanbias.interactive import Interactive
+from tanbias.figures.interactive import Interactive
 from tanbias.lab.analysis.alias_design import positions
 
 

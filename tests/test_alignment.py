@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tanbias import alignment as al
+from tanbias.theory import alignment as al
 from tanbias.errors import ParameterError
 
 

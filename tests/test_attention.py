@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from tanbias.attention import (KEY_TERMS, ORDERS, TERMS, attention_weights, fit_term_slopes,
+from tanbias.theory.attention import (KEY_TERMS, ORDERS, TERMS, attention_weights, fit_term_slopes,
                                key_centred_rms, removal_effect, removal_over_heads,
                                removal_scaling, score_decomposition, score_term_scaling,
                                sensitivity_over_heads, simulated_attention_stack,
                                softmax_sensitivity, softmax_terms, term_slopes_over_heads)
 from tanbias.errors import ParameterError
-from tanbias.residual import default_loop_manifold
+from tanbias.theory.residual import default_loop_manifold
 from tanbias.stats import loglog_slope
 
 TS = np.geomspace(0.02, 0.2, 8)

@@ -4,10 +4,10 @@ import plotly.graph_objects as go
 import pytest
 
 from figurehelpers import static_ok
-from tanbias.attention import (TERMS, removal_scaling, score_term_scaling,
+from tanbias.theory.attention import (TERMS, removal_scaling, score_term_scaling,
                                simulated_attention_stack)
 from tanbias.figures.attention import removal_figure, softmax_terms_interactive, term_scaling_figure
-from tanbias.residual import default_loop_manifold
+from tanbias.theory.residual import default_loop_manifold
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The lab's benchmarks (tanbias.lab.bench), each at the smallest size and number of steps that reaches
 every line. No test asserts a timing, a share of a peak or the sign of a timing difference: timings are
 `make bench`'s, and a test must pass on a busy machine. Also the report `make bench` prints
-(tanbias.bench.format_report), from a report written by hand.
+(tanbias.book.bench.format_report), from a report written by hand.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from tanbias.bench import format_report, over_targets
+from tanbias.book.bench import format_report, over_targets
 from tanbias.lab.bench import bench_ddp, bench_lab, gpu_check, measure_sizes
 from tanbias.lab.probe import probe_steps
 
@@ -69,7 +69,7 @@ def test_bench_surgery_reports_a_plain_and_a_surgical_step():
 
 
 # ---------------------------------------------------------------------------
-# tanbias.bench's report: its summary line and what counts as over a target (no timing is run)
+# tanbias.book.bench's report: its summary line and what counts as over a target (no timing is run)
 # ---------------------------------------------------------------------------
 REPORT = {
     "book_build_s": 80.0, "book_build_ok": True, "ok": True, "path": "bench.json",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bookhelpers import ROOT, output_tables, project_links, toc_docs, toc_notebooks
-from tanbias.bench import TARGETS, exec_times, page_weight
+from tanbias.book.bench import TARGETS, exec_times, page_weight
 
 pytestmark = pytest.mark.book
 
@@ -119,7 +119,7 @@ def test_pages_weigh_at_most_2_mb(built_book):
 
 
 def test_api_page_documents_every_public_module(built_book):
-    from tanbias._sphinxext import public_modules
+    from tanbias.book._sphinxext import public_modules
 
     text = "".join(built_book.page(doc).read_text(encoding="utf8")
                    for doc in ("chapters/api", "chapters/api_lab", "chapters/api_figures"))
@@ -127,7 +127,7 @@ def test_api_page_documents_every_public_module(built_book):
     twice = [m for m in public_modules() if text.count(f'id="module-{m}"') > 1]
     assert not twice, f"modules documented on two reference pages: {twice}"
     assert not missing, missing
-    assert 'id="tanbias.interactive.Interactive"' in text
+    assert 'id="tanbias.figures.interactive.Interactive"' in text
 
 
 def test_status_page_lists_every_chapter(built_book):
@@ -218,10 +218,10 @@ def test_launch_repository_and_issue_links_derive_from_the_repository_setting(bu
 
 
 def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
-    """Every table in a chapter's outputs comes from :func:`tanbias.tables.format_table`: its
+    """Every table in a chapter's outputs comes from :func:`tanbias.book.tables.format_table`: its
     class, no index column, and no number printed with more significant digits than the
-    helper ever prints (:func:`tanbias.tables.too_precise`)."""
-    from tanbias.tables import MAX_DIGITS, TABLE_CLASS, too_precise
+    helper ever prints (:func:`tanbias.book.tables.too_precise`)."""
+    from tanbias.book.tables import MAX_DIGITS, TABLE_CLASS, too_precise
 
     bad, seen = {}, 0
     for doc in toc_notebooks():
@@ -229,7 +229,7 @@ def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
             seen += 1
             problems = []
             if TABLE_CLASS not in table["class"].split():
-                problems.append(f"not made by tanbias.tables.format_table (class {table['class']!r})")
+                problems.append(f"not made by tanbias.book.tables.format_table (class {table['class']!r})")
             if any("row_heading" in h or "index_name" in h for h in table["headings"]):
                 problems.append("an index column")
             long = [n for cell in table["cells"] for n in too_precise(cell, MAX_DIGITS)]
@@ -245,9 +245,9 @@ CITATION_LINK = re.compile(r'<a class="[^"]*\btanbias-citation\b[^"]*" href="([^
 
 
 def test_citations_link_their_entry_in_the_bibliography(built_book):
-    """A citation (a link to a paper of references.bib, tanbias._sphinxext) links its entry in
+    """A citation (a link to a paper of references.bib, tanbias.book._sphinxext) links its entry in
     the bibliography, which lists every cited entry, with the entry on hover."""
-    from tanbias._sphinxext import bibliography_entries
+    from tanbias.book._sphinxext import bibliography_entries
 
     html = built_book.html
     entries = {}

@@ -176,7 +176,7 @@ def _first_interactive_chapter(built_book) -> str:
         page = built_book.page(doc)
         if page.exists() and 'class="tanbias-interactive"' in page.read_text(encoding="utf8"):
             return f"{doc}.md"
-    pytest.fail("no chapter shows a tanbias.interactive.Interactive")
+    pytest.fail("no chapter shows a tanbias.figures.interactive.Interactive")
 
 
 def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book, browser,

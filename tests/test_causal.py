@@ -9,7 +9,7 @@ import pytest
 from tanbias.lab.analysis import causal, causal_report
 from tanbias.lab.experiments import causal_arms
 from tanbias.lab.probe import probe_steps
-from tanbias.tables import format_table, too_precise
+from tanbias.book.tables import format_table, too_precise
 
 STEPS = 320
 

@@ -7,11 +7,11 @@ Static rules over every ``chapters/*.md`` notebook, read with jupytext:
   solutions;
 * a hidden cell defines no function and no class: analysis lives in the
   package, where it is unit-tested;
-* numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.prose` (one
+* numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.book.prose` (one
   source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
   roles, which JupyterLab cannot render;
 * every check is displayed (``display(check.require())``), never printed;
-* every table goes through :func:`tanbias.tables.format_table` (no ``.style``,
+* every table goes through :func:`tanbias.book.tables.format_table` (no ``.style``,
   ``.round(...)``, ``.to_string()`` of its own);
 * what JupyterLab cannot resolve is written so that it reads there too: a
   citation is a link to the paper with its author and year (no ``{cite}``
@@ -83,8 +83,8 @@ def test_prose_numbers_use_eval(path):
     text = path.read_text(encoding="utf8")
     assert "{glue:" not in text and "{glue}" not in text, (
         f"{path.name}: a {{glue:...}} role; quote numbers with {{eval}}`glued[\"key:spec\"]`")
-    assert "from myst_nb import glue" not in text, f"{path.name}: use tanbias.prose.glue"
-    from tanbias.prose import EVAL_PATTERN
+    assert "from myst_nb import glue" not in text, f"{path.name}: use tanbias.book.prose.glue"
+    from tanbias.book.prose import EVAL_PATTERN
 
     pattern = re.compile(EVAL_PATTERN)
     bad = [e for e in re.findall(r"\{eval\}`([^`]*)`", text) if not pattern.match(e)]
@@ -100,7 +100,7 @@ def test_checks_are_displayed_not_printed(path):
     assert not bad, f"{path.name}: checks printed in cells {bad}; use display(check.require())"
 
 
-#: what formats a table outside tanbias.tables
+#: what formats a table outside tanbias.book.tables
 TABLE_BYPASS = re.compile(r"\.style\b|\.to_(string|markdown|html)\(|\.round\(|\bpd\.(set_option|options)\b")
 
 
@@ -109,14 +109,14 @@ def test_tables_go_through_the_one_formatter(path):
     bad = [(i, m.group(0)) for i, (cell, _) in enumerate(_cells(path)) if cell.cell_type == "code"
            for m in TABLE_BYPASS.finditer(cell.source)]
     assert not bad, (f"{path.name}: tables formatted by hand (cell, call): {bad}. Show a table with "
-                     "tanbias.tables.format_table(frame), which rounds, drops the index and joins intervals.")
+                     "tanbias.book.tables.format_table(frame), which rounds, drops the index and joins intervals.")
 
 
 def test_book_evaluates_the_same_expressions_as_the_package_allows():
-    """One pattern: _config.yml's nb_eval_name_regex is tanbias.prose.EVAL_PATTERN."""
+    """One pattern: _config.yml's nb_eval_name_regex is tanbias.book.prose.EVAL_PATTERN."""
     import yaml
 
-    from tanbias.prose import EVAL_PATTERN
+    from tanbias.book.prose import EVAL_PATTERN
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "inline", "{eval} needs inline execution"
@@ -127,8 +127,8 @@ def test_book_evaluates_the_same_expressions_as_the_package_allows():
 def test_citations_are_author_year_links_to_the_paper(path):
     """JupyterLab (jupyterlab-myst 2.7) resolves no {cite} role: a citation is a link to the
     paper, ``[Bernas et al. (2026)](https://arxiv.org/abs/2604.08764)``, that the book turns
-    into a citation of its references.bib entry (tanbias._sphinxext)."""
-    from tanbias._sphinxext import bibliography_entries, citation_text_problem, markdown_citations
+    into a citation of its references.bib entry (tanbias.book._sphinxext)."""
+    from tanbias.book._sphinxext import bibliography_entries, citation_text_problem, markdown_citations
 
     text = path.read_text(encoding="utf8")
     roles = re.findall(r"\{cite(?::\w+)?\}`[^`]*`", text)
@@ -140,7 +140,7 @@ def test_citations_are_author_year_links_to_the_paper(path):
 
 
 def test_every_bibliography_entry_is_cited():
-    from tanbias._sphinxext import bibliography_entries, markdown_citations
+    from tanbias.book._sphinxext import bibliography_entries, markdown_citations
 
     cited = {key for path in PAGES for _, _, key in markdown_citations(path.read_text(encoding="utf8"))}
     assert set(bibliography_entries()) <= cited, set(bibliography_entries()) - cited
@@ -155,9 +155,9 @@ def _labels(path: Path) -> set[str]:
 def test_references_to_other_chapters_are_links_to_them(path):
     """A {ref} (or {prf:ref}, {numref}) names a label of its own page, which JupyterLab resolves;
     another chapter's section is ``[text](NN_slug.md#label)``, which JupyterLab opens as that
-    chapter and the book as the section (tanbias._sphinxext), with a text of its own and a
+    chapter and the book as the section (tanbias.book._sphinxext), with a text of its own and a
     label that the linked chapter defines."""
-    from tanbias._sphinxext import MARKDOWN_LINK
+    from tanbias.book._sphinxext import MARKDOWN_LINK
 
     text = path.read_text(encoding="utf8")
     own = _labels(path)

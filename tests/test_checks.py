@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tanbias._checks import (check_array, check_int, check_real, check_rng, check_tangent,
                              format_interval)
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.residual import default_loop_manifold
+from tanbias.theory.residual import default_loop_manifold
 
 
 def test_message_matches_the_house_style_exactly():

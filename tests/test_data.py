@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tanbias.errors import ParameterError
-from tanbias.frequency import concentration
+from tanbias.theory.frequency import concentration
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.corpus import split
 from tanbias.lab.data import (common_batches, heldout_batches, heldout_text, keep_probabilities, lm_batches,

@@ -1,17 +1,17 @@
-"""tanbias.direction_samples: chapter 3's Monte Carlo directions (banks reweighted live), their
+"""tanbias.theory.direction_samples: chapter 3's Monte Carlo directions (banks reweighted live), their
 checks and verdicts, and the Monte Carlo bias amplitudes."""
 
 import numpy as np
 import pytest
 
-from tanbias.direction_samples import (DirectionSamples, direction_checks, direction_density_data,
+from tanbias.theory.direction_samples import (DirectionSamples, direction_checks, direction_density_data,
                                        direction_verdicts, mc_bias_amplitudes,
                                        surface_direction_checks)
-from tanbias.direction_statistics import exact_histogram
-from tanbias.directional_density import exact_directional_density
+from tanbias.theory.direction_statistics import exact_histogram
+from tanbias.theory.directional_density import exact_directional_density
 from tanbias.errors import ParameterError
-from tanbias.manifolds import Cylinder, GeneralizedCylinder, Sphere
-from tanbias.radial import Epanechnikov, Gaussian
+from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Sphere
+from tanbias.theory.radial import Epanechnikov, Gaussian
 
 S2R = GeneralizedCylinder(k=2, d=3, R=1.0, D=4, seed=0)
 

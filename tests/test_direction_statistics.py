@@ -1,4 +1,4 @@
-"""tanbias.direction_statistics: direction statistics and histograms (weighted or not), and
+"""tanbias.theory.direction_statistics: direction statistics and histograms (weighted or not), and
 their comparison with the first-order and exact laws."""
 
 import math
@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from tanbias.direction_statistics import (angle_statistic, compare_histogram, direction_histogram,
+from tanbias.theory.direction_statistics import (angle_statistic, compare_histogram, direction_histogram,
                                           exact_histogram, first_order_histogram,
                                           sphere_share_statistic)
-from tanbias.directional_density import bias_amplitude, exact_bias_amplitude, uniform_bias_moments
+from tanbias.theory.directional_density import bias_amplitude, exact_bias_amplitude, uniform_bias_moments
 from tanbias.errors import ParameterError
-from tanbias.manifolds import Cylinder, GeneralizedCylinder, Saddle, uniform_directions
-from tanbias.radial import Gaussian
+from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Saddle, uniform_directions
+from tanbias.theory.radial import Gaussian
 
 RNG = np.random.default_rng
 

@@ -1,4 +1,4 @@
-"""tanbias.directional_density: b(u) and its exact uniform moments, the first-order and the
+"""tanbias.theory.directional_density: b(u) and its exact uniform moments, the first-order and the
 exact directional density, bias amplitudes, where the first order stops being enough."""
 
 import math
@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanbias.directional_density import (amplitude_crossing, amplitude_scan, bias_function,
+from tanbias.theory.directional_density import (amplitude_crossing, amplitude_scan, bias_function,
                                          exact_bias_amplitude, exact_directional_density,
                                          exact_expectation, first_order_density,
                                          predicted_bias_amplitude, sphere_quadrature,
                                          uniform_bias_moments)
 from tanbias.errors import ParameterError
-from tanbias.manifolds import (Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere,
+from tanbias.theory.manifolds import (Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere,
                                uniform_directions)
-from tanbias.radial import Gaussian
+from tanbias.theory.radial import Gaussian
 from tanbias.stats import loglog_slope
 
 RNG = np.random.default_rng

@@ -1,20 +1,20 @@
 """tanbias.figures.directional: chapter 3's figures and interactives, drawn from the data of
-tanbias.direction_samples, tanbias.directional_density and tanbias.ricci_sign."""
+tanbias.theory.direction_samples, tanbias.theory.directional_density and tanbias.theory.ricci_sign."""
 
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from tanbias.direction_samples import DirectionSamples, direction_density_data
-from tanbias.directional_density import amplitude_scan
+from tanbias.theory.direction_samples import DirectionSamples, direction_density_data
+from tanbias.theory.directional_density import amplitude_scan
 from tanbias.errors import ParameterError
 from tanbias.figures.directional import (amplitude_figure, direction_density_figure,
                                          directions_interactive, ricci_sign_figure, ring_figure,
                                          ring_interactive)
-from tanbias.manifolds import Cylinder, GeneralizedCylinder, Sphere
-from tanbias.radial import Epanechnikov, Gaussian
-from tanbias.ricci_sign import ring_data
+from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Sphere
+from tanbias.theory.radial import Epanechnikov, Gaussian
+from tanbias.theory.ricci_sign import ring_data
 
 S2R = GeneralizedCylinder(k=2, d=3, R=1.0, D=4, seed=0)
 

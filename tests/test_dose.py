@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from tanbias.alignment import frequency_buckets
+from tanbias.theory.alignment import frequency_buckets
 from tanbias.lab.analysis import dose, dose_design
 from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.data import stream_frequencies

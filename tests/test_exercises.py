@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.exercises import (check_exercise_1, check_exercise_2, check_exercise_3,
+from tanbias.book.exercises import (check_exercise_1, check_exercise_2, check_exercise_3,
                                reference_gradient_ratio, reference_loop_gains,
                                reference_more_suppressed, reference_relative_suppression)
-from tanbias.gradients import gradient_ratio
+from tanbias.theory.gradients import gradient_ratio
 from tanbias.lab.analysis import sweep
 from tanbias.lab.config import KINDS
 
@@ -121,7 +121,7 @@ def test_ex3_wrong_prediction():
 
 
 def test_exercise_4_checker_on_smoke_sweep(loaded):
-    from tanbias.exercises import check_exercise_4, reference_balancing_effect
+    from tanbias.book.exercises import check_exercise_4, reference_balancing_effect
 
     m = sweep.run_metrics(loaded)
     check_exercise_4(reference_balancing_effect, metrics=m)
@@ -134,7 +134,7 @@ def test_exercise_4_checker_on_smoke_sweep(loaded):
 
 
 def test_exercise_4_checker_against_the_committed_sweep(capsys):
-    from tanbias.exercises import check_exercise_4, reference_balancing_effect
+    from tanbias.book.exercises import check_exercise_4, reference_balancing_effect
 
     try:
         loaded = sweep.load_sweep()
@@ -198,7 +198,7 @@ def _dose_analysis(flat_lo):
 
 def test_exercise_4_dose_never_reads_absent(capsys):
     """A flattest level whose interval reaches 0 is not shown present, not absent (issue 18)."""
-    from tanbias.exercises import check_exercise_4_dose, reference_dose_change
+    from tanbias.book.exercises import check_exercise_4_dose, reference_dose_change
 
     absent = {kind: {"sign": -1, "shape": "absent"} for kind in KINDS}
     attenuated = {kind: {"sign": -1, "shape": "attenuated"} for kind in KINDS}

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.expansion import expansion_scaling, local_expansion, mean_square_ii, side_view_data
+from tanbias.theory.expansion import expansion_scaling, local_expansion, mean_square_ii, side_view_data
 from tanbias.figures.expansion import expansion_interactive, side_view_figure
-from tanbias.manifolds import Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere, uniform_directions
+from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere, uniform_directions
 
 
 @pytest.mark.parametrize("M, expected", [
@@ -84,7 +84,7 @@ def test_interactive_grid_and_weight():
 
 
 def test_normal_ratio_and_scaling_checks():
-    from tanbias.expansion import normal_ratio, scaling_checks
+    from tanbias.theory.expansion import normal_ratio, scaling_checks
     S = Sphere(2, R=1.0, D=3)
     t = 0.2
     assert normal_ratio(S, t, n=20) == pytest.approx((1 - np.cos(t)) / (t ** 2 / 2), rel=1e-12)

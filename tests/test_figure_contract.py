@@ -8,7 +8,7 @@
 * The figure modules (``tanbias.figures.<topic>``) take their colours from
   :mod:`tanbias.figures`, never from the palette directly.
 * Every public function of a figure module is annotated to return a
-  :class:`plotly.graph_objects.Figure` or a :class:`tanbias.interactive.Interactive`,
+  :class:`plotly.graph_objects.Figure` or a :class:`tanbias.figures.interactive.Interactive`,
   unless it is listed below as a data helper.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from tanbias.interactive import Interactive
+from tanbias.figures.interactive import Interactive
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "tanbias"
@@ -36,8 +36,10 @@ COLOUR = re.compile(r"(?<![\w&])#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3}
 #: CSS colour names that, as a whole string, can only mean a colour
 NAMED = {"black", "white", "grey", "gray", "red", "green", "blue", "darkgrey", "lightgrey"}
 
+#: the figure topics: every module of tanbias/figures/ but the machinery that draws them
+#: (the interactive and the book's renderer)
 FIGURE_MODULES = sorted(f"tanbias.figures.{p.stem}" for p in (PKG / "figures").glob("*.py")
-                        if p.stem != "__init__")
+                        if p.stem not in ("__init__", "interactive", "renderer"))
 #: Public functions of figure modules that return data, not a figure (module -> names).
 #: Each is a candidate to become private or to move to the lab module that owns its data;
 #: both modules belong to the lab's figures.

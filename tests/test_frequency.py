@@ -5,9 +5,9 @@ import pytest
 from scipy import stats
 
 from tanbias.errors import ParameterError
-from tanbias.frequency import ZipfVocabulary, bucket
-from tanbias.manifolds import Cylinder, Sphere
-from tanbias.radial import Gaussian, Laplace
+from tanbias.theory.frequency import ZipfVocabulary, bucket
+from tanbias.theory.manifolds import Cylinder, Sphere
+from tanbias.theory.radial import Gaussian, Laplace
 
 
 def test_frequencies_and_radii():
@@ -77,7 +77,7 @@ def test_bad_inputs():
 
 
 def test_bucket_second_moments_follow_eta_g():
-    from tanbias.frequency import bucket_second_moments
+    from tanbias.theory.frequency import bucket_second_moments
     V = ZipfVocabulary(200, s=1.0, t_max=0.2, alpha=0.5)
     occ = V.sample_occurrences(20_000, Sphere(2, R=1.0, D=3), np.random.default_rng(2))
     b = bucket_second_moments(V, occ, 2, 4, predict=lambda eta: eta * (1 + eta / 6))

@@ -1,4 +1,4 @@
-"""Chapter-2 additions to tanbias.frequency: flat occurrence radii and the Zipf figures."""
+"""Chapter-2 additions to tanbias.theory.frequency: flat occurrence radii and the Zipf figures."""
 
 import numpy as np
 import plotly.io as pio
@@ -6,8 +6,8 @@ import pytest
 
 from tanbias.errors import ParameterError
 from tanbias.figures.frequency import zipf_figure, zipf_interactive
-from tanbias.frequency import ZipfVocabulary, occurrence_radii, zipf_data
-from tanbias.radial import Laplace
+from tanbias.theory.frequency import ZipfVocabulary, occurrence_radii, zipf_data
+from tanbias.theory.radial import Laplace
 
 
 @pytest.mark.parametrize("law", [None, Laplace(2.0)], ids=["gaussian", "laplace"])

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.gradients import (affine_signal_scaling, centre, counterexample_batch_scaling,
+from tanbias.theory.gradients import (affine_signal_scaling, centre, counterexample_batch_scaling,
                                eta_scaling, fit_ratio_slope, fit_rms_constant, gradient_cloud,
                                gradient_ratio, ii_moments, parabola_counterexample,
                                predicted_rms_constant, predicted_rms_from_eta,
                                radial_shape_constant, ratio_scaling, split_gradient,
                                two_token_types)
-from tanbias.manifolds import Cylinder, GeneralizedCylinder, Sphere
-from tanbias.radial import Epanechnikov, Gaussian, Laplace
-from tanbias.residual import default_loop_manifold
+from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Sphere
+from tanbias.theory.radial import Epanechnikov, Gaussian, Laplace
+from tanbias.theory.residual import default_loop_manifold
 from tanbias.stats import loglog_slope
 
 TS = np.geomspace(0.02, 0.2, 8)

@@ -7,9 +7,9 @@ from figurehelpers import static_ok
 from tanbias.figures.gradients import (eta_histogram_interactive, gradient_cloud_figure,
                                        gradient_cloud_interactive, ratio_figure,
                                        two_types_figure)
-from tanbias.gradients import gradient_cloud, ratio_scaling
-from tanbias.manifolds import GeneralizedCylinder
-from tanbias.radial import Gaussian
+from tanbias.theory.gradients import gradient_cloud, ratio_scaling
+from tanbias.theory.manifolds import GeneralizedCylinder
+from tanbias.theory.radial import Gaussian
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from tanbias import interactive as I
+from tanbias.figures import interactive as I
 from tanbias.errors import ParameterError
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 
 
 def _arc(t, R):
@@ -258,7 +258,7 @@ def test_registry_collects_interactives():
 
 # ------------------------------------------------------------------ renderer
 def test_book_renderer_emits_html_only_without_cdn():
-    from tanbias import renderer
+    from tanbias.figures import renderer
 
     bundle = renderer.BookRenderer().to_mimebundle(go.Figure(go.Scatter(y=[1, 2])).to_dict())
     assert list(bundle) == ["text/html"]
@@ -269,7 +269,7 @@ def test_book_renderer_emits_html_only_without_cdn():
 
 
 def test_renderer_install_rules():
-    from tanbias import renderer
+    from tanbias.figures import renderer
 
     assert renderer.should_install({"TANBIAS_MODE": "static"})
     assert renderer.should_install({"TANBIAS_MODE": "bench"})
@@ -285,7 +285,7 @@ def test_kernels_started_like_the_book_build_are_not_live(tmp_path):
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import os, plotly.io as pio, tanbias.figures  # importing the figures sets up plotting\n"
-        "from tanbias.interactive import resolve_mode\n"
+        "from tanbias.figures.interactive import resolve_mode\n"
         "print(os.environ.get('JPY_SESSION_NAME'), resolve_mode(), pio.renderers.default)")])
     env_mode = __import__("os").environ.pop("TANBIAS_MODE", None)
     try:

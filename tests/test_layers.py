@@ -8,7 +8,7 @@ table below, which is the one in DESIGN.md:
 * no edge from a lower layer to a higher one (within the lab, no edge up its
   chain from config to the command line);
 * no ``_private`` name imported from another module;
-* the maths modules never import plotly, ``tanbias.interactive`` or
+* the maths modules never import plotly, ``tanbias.figures.interactive`` or
   ``tanbias.figures``, and import the package's maths without pulling plotly;
 * every third-party distribution the package imports is declared in
   ``pyproject.toml``.
@@ -27,14 +27,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "tanbias"
 
-#: (layer, rank within the layer) of each module; a module may import modules of
-#: a lower layer, or of its own layer at the same or a lower rank.
-CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1,
-        "tanbias.stats": 2, "tanbias.prose": 0}
-MATHS = ["tanbias.radial", "tanbias.manifolds", "tanbias.expansion", "tanbias.volume_growth",
-         "tanbias.directional_density", "tanbias.direction_statistics", "tanbias.ricci_sign",
-         "tanbias.direction_samples", "tanbias.frequency", "tanbias.gradients",
-         "tanbias.attention", "tanbias.residual", "tanbias.alignment", "tanbias.token_clouds"]
+#: The layer of a module is its folder: ``tanbias/`` holds the core and the package face,
+#: ``tanbias/theory/`` the maths, ``tanbias/lab/`` the lab, ``tanbias/figures/`` the
+#: presentation and ``tanbias/book/`` the book machinery. Within a layer a module may
+#: import modules of the same or a lower rank.
+LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
+FOLDERS = {"theory": 1, "lab": 2, "figures": 3, "book": 4}
+#: the core's rank order (the package itself carries the version only)
+CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1, "tanbias.stats": 2}
 #: The lab's chain, bottom to top; a module of one step may import the steps below it.
 LAB = [
     ["tanbias.lab"],
@@ -68,33 +68,25 @@ LAB = [
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]
-PRESENTATION = [["tanbias.interactive", "tanbias.renderer", "tanbias.tables"], ["tanbias.figures"],
-                ["tanbias.figures.*"]]
-BOOK = ["tanbias.exercises", "tanbias.bench", "tanbias._sphinxext", "tanbias.bookbuild"]
-LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
-
-
-def _match(name: str, pattern: str) -> bool:
-    if pattern.endswith(".*"):
-        return name.startswith(pattern[:-1]) and name != pattern[:-2]
-    return name == pattern
+#: the presentation's rank order: the interactive and the renderer, the figures package, its topics
+PRESENTATION = {"tanbias.figures.interactive": 0, "tanbias.figures.renderer": 0, "tanbias.figures": 1}
 
 
 def layer_of(module: str) -> tuple[int, int]:
-    """(layer index in LAYER_NAMES, rank) of ``module``; KeyError when unassigned."""
-    if module in CORE:
+    """(layer index in LAYER_NAMES, rank) of ``module``, read from its folder; KeyError when
+    the folder is not a layer or (core, lab) the module has no rank yet."""
+    parts = module.split(".")
+    if len(parts) <= 2 and module not in ("tanbias.theory", "tanbias.lab", "tanbias.figures", "tanbias.book"):
         return 0, CORE[module]
-    if module in MATHS:
-        return 1, 0
-    for rank, group in enumerate(LAB):
-        if any(_match(module, p) for p in group):
-            return 2, rank
-    for rank, group in enumerate(PRESENTATION):
-        if any(_match(module, p) for p in group):
-            return 3, rank
-    if module in BOOK:
-        return 4, 0
-    raise KeyError(module)
+    layer = FOLDERS[parts[1]]
+    if layer == 2:
+        for rank, group in enumerate(LAB):
+            if module in group:
+                return layer, rank
+        raise KeyError(module)
+    if layer == 3:
+        return layer, PRESENTATION.get(module, 2)
+    return layer, 0
 
 
 def package_modules() -> dict[str, Path]:
@@ -108,6 +100,8 @@ def package_modules() -> dict[str, Path]:
 
 
 MODULES = package_modules()
+#: the maths modules: every module of tanbias/theory/
+MATHS = sorted(m for m in MODULES if m.startswith("tanbias.theory."))
 
 
 def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
@@ -210,7 +204,7 @@ def test_no_private_name_crosses_modules():
 def test_maths_modules_import_no_figures(module):
     bad = [f"line {line}: {target}" for target, _, line, _ in imports_of(module)
            if target.split(".")[0] == "plotly"
-           or target in ("tanbias.interactive", "tanbias.renderer")
+           or target in ("tanbias.figures.interactive", "tanbias.figures.renderer")
            or target == "tanbias.figures" or target.startswith("tanbias.figures.")]
     assert not bad, f"{module} imports figure code: {bad}"
     top_pandas = [line for target, _, line, top in imports_of(module)
@@ -220,7 +214,7 @@ def test_maths_modules_import_no_figures(module):
 
 def test_maths_import_without_plotly():
     code = ("import sys\n" + "".join(f"import {m}\n" for m in MATHS)
-            + "import tanbias.stats, tanbias.prose\n"
+            + "import tanbias.stats\n"
             + "heavy = [m for m in ('plotly', 'ipywidgets', 'pandas', 'torch') if m in sys.modules]\n"
             + "assert not heavy, heavy\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -241,7 +235,7 @@ def test_chapters_reading_committed_results_import_no_torch():
 
 def test_figures_import_skips_the_grammar_compiling_optional_dependency():
     """Importing the figures (every chapter does) must not load rfc3987_syntax (3 s of CPU)."""
-    code = ("import sys\nimport tanbias.figures, tanbias.interactive, tanbias.renderer\n"
+    code = ("import sys\nimport tanbias.figures, tanbias.figures.interactive, tanbias.figures.renderer\n"
             "import plotly.io as pio, jsonschema\n"
             "assert sys.modules.get('rfc3987_syntax') is None\n"
             "assert 'rfc3987_syntax.syntax_helpers' not in sys.modules\n")

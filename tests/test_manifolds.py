@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from tanbias.errors import ParameterError
-from tanbias.manifolds import (Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere,
+from tanbias.theory.manifolds import (Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere,
                                StratifiedSet, uniform_directions)
-from tanbias.radial import Epanechnikov, Gaussian, Laplace
+from tanbias.theory.radial import Epanechnikov, Gaussian, Laplace
 from tanbias.stats import loglog_slope
 
 RNG = np.random.default_rng

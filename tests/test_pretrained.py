@@ -1,6 +1,6 @@
 """Real pretrained models on real text (chapter 9): the measurement pipeline at smoke size.
 
-The measurements themselves (``tanbias.token_clouds``) are tested on synthetic
+The measurements themselves (``tanbias.theory.token_clouds``) are tested on synthetic
 clouds in ``test_token_clouds.py``; here SmolLM2 is loaded from its pinned
 package (``make zoo``) and measured on a few hundred held-out tokens, and the
 committed tables are checked and drawn.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from tanbias import alignment as al
+from tanbias.theory import alignment as al
 from tanbias.lab.analysis.tables import analyse_captures
 from tanbias.lab.config import ProbeSettings
 from tanbias.lab.models import loss_and_correct, make_model

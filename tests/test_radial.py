@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from tanbias.errors import ParameterError
-from tanbias.radial import Custom, Epanechnikov, Gaussian, Laplace, PowerLaw, RadialLaw
+from tanbias.theory.radial import Custom, Epanechnikov, Gaussian, Laplace, PowerLaw, RadialLaw
 
 def reference_cdf(law, d, top):
     """Independent CDF of g(r) r^(d-1): trapezoid on a dense grid, normalised by quadrature."""
@@ -162,7 +162,7 @@ def test_sample_radius_rejects_bad_n(n):
 
 
 def test_quadrature_moment_matches_the_closed_forms():
-    from tanbias.radial import quadrature_moment
+    from tanbias.theory.radial import quadrature_moment
     for law in (Gaussian(0.3), Laplace(0.2), PowerLaw(1.0, a=6.0), Epanechnikov(0.5)):
         for k in (0, 1, 3):
             assert quadrature_moment(law, k) == pytest.approx(law.moment(k), rel=1e-9)
@@ -173,7 +173,7 @@ def test_quadrature_moment_matches_the_closed_forms():
 
 
 def test_nearly_flat_is_a_decreasing_custom_law_on_its_ball():
-    from tanbias.radial import nearly_flat
+    from tanbias.theory.radial import nearly_flat
     law = nearly_flat(1.5)
     assert isinstance(law, Custom) and law.name == "flat" and law.support == 1.5
     assert float(law.g(2.0)) == 0.0 and float(law.g(0.0)) == 1.0

@@ -1,4 +1,4 @@
-"""Chapter-2 additions to tanbias.radial: the radius density and its figures."""
+"""Chapter-2 additions to tanbias.theory.radial: the radius density and its figures."""
 
 import numpy as np
 import plotly.io as pio
@@ -6,7 +6,7 @@ import pytest
 
 from tanbias.errors import ParameterError
 from tanbias.figures.radial import radial_laws_figure, radial_laws_interactive
-from tanbias.radial import Epanechnikov, Gaussian, Laplace, PowerLaw, radius_density
+from tanbias.theory.radial import Epanechnikov, Gaussian, Laplace, PowerLaw, radius_density
 
 LAWS = [Gaussian(0.7), Laplace(0.3), PowerLaw(0.5, a=6.0), Epanechnikov(1.3)]
 

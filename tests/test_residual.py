@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.manifolds import Sphere
-from tanbias.residual import (alignment_at_loss, default_loop_manifold, depth_cloud, depth_report,
+from tanbias.theory.manifolds import Sphere
+from tanbias.theory.residual import (alignment_at_loss, default_loop_manifold, depth_cloud, depth_report,
                               feedback_loop, loop_report, loop_summary, propagate,
                               residual_depth_profile, residual_profile_from_manifold,
                               run_feedback_loop, tangent_alignment, tangent_writing_blocks,

@@ -8,7 +8,7 @@ from figurehelpers import static_ok
 from tanbias.errors import ParameterError
 from tanbias.figures.residual import (depth_cloud_figure, depth_figure, depth_interactive,
                                       learning_figure, loop_figure, loop_interactive)
-from tanbias.residual import (default_loop_manifold, depth_cloud, feedback_loop,
+from tanbias.theory.residual import (default_loop_manifold, depth_cloud, feedback_loop,
                               residual_depth_profile, run_feedback_loop)
 
 

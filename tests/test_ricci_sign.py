@@ -1,13 +1,13 @@
-"""tanbias.ricci_sign: ring laws (chord and volume factors) and the Ricci sign test on S^k x R^(d-k)."""
+"""tanbias.theory.ricci_sign: ring laws (chord and volume factors) and the Ricci sign test on S^k x R^(d-k)."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from tanbias.errors import ParameterError
-from tanbias.manifolds import Cylinder, GeneralizedCylinder, Sphere
-from tanbias.radial import Epanechnikov, Gaussian
-from tanbias.ricci_sign import (RicciSignTest, exact_ricci_coefficient, ricci_sign_data,
+from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Sphere
+from tanbias.theory.radial import Epanechnikov, Gaussian
+from tanbias.theory.ricci_sign import (RicciSignTest, exact_ricci_coefficient, ricci_sign_data,
                                 ricci_sign_test, ring_data, ring_factors, ring_first_order)
 
 S2R = GeneralizedCylinder(k=2, d=3, R=1.0, D=4, seed=0)

@@ -1,4 +1,4 @@
-"""tanbias.tables: the one formatter of the book's tables (the built tables: test_book.py)."""
+"""tanbias.book.tables: the one formatter of the book's tables (the built tables: test_book.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tanbias.errors import ParameterError
-from tanbias.tables import (MAX_DIGITS, TABLE_CLASS, format_cell, format_number, format_table,
+from tanbias.book.tables import (MAX_DIGITS, TABLE_CLASS, format_cell, format_number, format_table,
                             table_text, too_precise)
 
 finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12)

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from tanbias import alignment as al
-from tanbias import token_clouds as tc
+from tanbias.theory import alignment as al
+from tanbias.theory import token_clouds as tc
 from tanbias.errors import ParameterError
-from tanbias.manifolds import Cylinder, Sphere
-from tanbias.radial import Gaussian
+from tanbias.theory.manifolds import Cylinder, Sphere
+from tanbias.theory.radial import Gaussian
 
 
 def _typed_cloud(rng, n_types=12, D=6, lo=2, hi=9):
@@ -284,7 +284,7 @@ def test_bad_input_raises_parameter_error_naming_the_parameter(name, call):
 def test_import_pulls_neither_pandas_nor_plotly():
     import subprocess
     import sys
-    code = ("import sys, tanbias.token_clouds; "
+    code = ("import sys, tanbias.theory.token_clouds; "
             "print(any(m.split('.')[0] in ('pandas', 'plotly', 'torch') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

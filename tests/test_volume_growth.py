@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.manifolds import Sphere, StratifiedSet
-from tanbias.radial import Gaussian
-from tanbias.volume_growth import local_dimension_slopes, volume_growth
+from tanbias.theory.manifolds import Sphere, StratifiedSet
+from tanbias.theory.radial import Gaussian
+from tanbias.theory.volume_growth import local_dimension_slopes, volume_growth
 
 
 def within(fit, value, k=3.0):

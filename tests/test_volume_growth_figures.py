@@ -1,4 +1,4 @@
-"""Chapter-1 additions to tanbias.volume_growth: two-sheet counts, local slopes, figures."""
+"""Chapter-1 additions to tanbias.theory.volume_growth: two-sheet counts, local slopes, figures."""
 
 import numpy as np
 import plotly.io as pio
@@ -6,9 +6,9 @@ import pytest
 
 from tanbias.errors import ParameterError
 from tanbias.figures.volume_growth import growth_figure, stratified_growth_interactive
-from tanbias.manifolds import Sphere, StratifiedSet
-from tanbias.radial import Custom
-from tanbias.volume_growth import growth_profile, two_sheet_count, two_sheet_slope
+from tanbias.theory.manifolds import Sphere, StratifiedSet
+from tanbias.theory.radial import Custom
+from tanbias.theory.volume_growth import growth_profile, two_sheet_count, two_sheet_slope
 
 FLAT = Custom(lambda t: 1.0 - 1e-6 * t, support=1.5, name="flat")
 
@@ -79,7 +79,7 @@ def test_two_sheet_slope_is_the_log_derivative_of_the_count():
 
 def test_window_checks_against_two_sheet_prediction():
     from tanbias.stats import SlopeFit
-    from tanbias.volume_growth import (local_dimension_slopes, slope_stderr,
+    from tanbias.theory.volume_growth import (local_dimension_slopes, slope_stderr,
                                        two_sheet_window_slope, window_checks)
     assert slope_stderr(SlopeFit(2.0, 0.0, 1.9, 2.1, 0.99)) == pytest.approx(0.1 / 1.96)
     r = np.geomspace(0.35, 0.9, 12)

@@ -2,7 +2,7 @@
 
 Each chapter topic has a module here (``tanbias.figures.<topic>``) that turns
 the public data functions of a maths or lab module into plotly figures and
-:class:`tanbias.interactive.Interactive` definitions. The maths modules never
+:class:`tanbias.figures.interactive.Interactive` definitions. The maths modules never
 import plotly nor this package (``tests/test_layers.py`` keeps it so).
 
 This ``__init__`` holds what every figure shares, one definition each:
@@ -19,10 +19,10 @@ This ``__init__`` holds what every figure shares, one definition each:
   under 50 ms.
 
 Importing this package also installs the book's plotly renderer
-(:mod:`tanbias.renderer`) when a chapter is executed for the built book.
+(:mod:`tanbias.figures.renderer`) when a chapter is executed for the built book.
 
 Figure builders *return* a :class:`plotly.graph_objects.Figure` (or a
-:class:`tanbias.interactive.Interactive`), say so in their annotation, and never
+:class:`tanbias.figures.interactive.Interactive`), say so in their annotation, and never
 call ``.show()`` (``tests/test_figure_contract.py`` keeps it so).
 """
 
@@ -44,7 +44,7 @@ import plotly.graph_objects as go  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
 # every colour of the figures, from the one palette; the figure modules import them from here
-from ..palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
+from tanbias.palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
                        KIND_COLORS, LEGEND_BACKGROUND, LEVEL_COLORSCALE, LIGHT_GREY,
                        REFERENCE_GREY)
 
@@ -197,7 +197,7 @@ def frozen_layout(build):
 
 def _setup_plotting() -> None:
     """Make the book's template plotly's default and, when building, its renderer."""
-    from .. import renderer
+    from tanbias.figures import renderer
 
     register_template(make_default=True)
     renderer.install()

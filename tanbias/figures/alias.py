@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
 from tanbias.figures import dose as dose_figures
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
 from tanbias.lab.config import KINDS
 

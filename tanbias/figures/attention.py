@@ -1,7 +1,7 @@
 """Figures and interactives of chapter 5 (attention's bilinear expansion).
 
-Every function here turns the data of :mod:`tanbias.attention` into a plotly
-figure or a :class:`tanbias.interactive.Interactive`; the mathematics and the
+Every function here turns the data of :mod:`tanbias.theory.attention` into a plotly
+figure or a :class:`tanbias.figures.interactive.Interactive`; the mathematics and the
 numbers the figures show live there.
 """
 
@@ -12,9 +12,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from tanbias._checks import check_int
-from tanbias.attention import KEY_TERMS, NORMAL_TERMS, ORDERS, softmax_terms
+from tanbias.theory.attention import KEY_TERMS, NORMAL_TERMS, ORDERS, softmax_terms
 from tanbias.figures import COLORS, frozen_layout, labelled
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 
 __all__ = [
     "term_scaling_figure",
@@ -30,7 +30,7 @@ _TITLE_SLOT = "\x00title\x00"
 
 
 def term_scaling_figure(df, title="Attention score terms against the radius t") -> go.Figure:
-    """Log-log RMS of every score term against ``t`` (output of :func:`tanbias.attention.score_term_scaling`).
+    """Log-log RMS of every score term against ``t`` (output of :func:`tanbias.theory.attention.score_term_scaling`).
 
     Parameters
     ----------
@@ -59,7 +59,7 @@ def removal_figure(df, title="Attention change when a part of every token is rem
     Parameters
     ----------
     df : pandas.DataFrame
-        Output of :func:`tanbias.attention.removal_scaling`.
+        Output of :func:`tanbias.theory.attention.removal_scaling`.
     title : str
 
     Returns
@@ -84,7 +84,7 @@ def softmax_terms_figure(data, title=None) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.attention.softmax_terms`.
+        Output of :func:`tanbias.theory.attention.softmax_terms`.
     title : str, optional
         Default: the layer, the radius and the two attention changes.
 
@@ -135,8 +135,8 @@ def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0) -> I
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
-    stack : tanbias.attention.AttentionStack
+    manifold : tanbias.theory.manifolds.Submanifold
+    stack : tanbias.theory.attention.AttentionStack
         Its heads are the "layers" of the slider (independent random heads).
     ts : sequence of float, optional
         Static grid of radii (default 7 values from 0.02 to 0.4).
@@ -146,7 +146,7 @@ def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0) -> I
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     hi = min(0.4, float(getattr(manifold, "patch_radius", 0.4)))
     ts = tuple(float(v) for v in (np.geomspace(0.02, hi, 7) if ts is None else ts))

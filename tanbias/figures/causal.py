@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from tanbias.figures import COLORS, GREY, KIND_COLORS, LIGHT_GREY, frozen_layout, labelled
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import CAUSAL_ARMS, causal_arms
 

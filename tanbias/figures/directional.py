@@ -1,10 +1,10 @@
 """Figures of chapter 3: sampled directions against the predicted directional law.
 
 The numbers come from the maths modules of chapter 3:
-:class:`~tanbias.direction_samples.DirectionSamples` (:mod:`tanbias.direction_samples`),
-:func:`~tanbias.directional_density.amplitude_scan` (:mod:`tanbias.directional_density`),
-:func:`~tanbias.ricci_sign.ricci_sign_data` and :func:`~tanbias.ricci_sign.ring_data`
-(:mod:`tanbias.ricci_sign`); this module only draws them.
+:class:`~tanbias.theory.direction_samples.DirectionSamples` (:mod:`tanbias.theory.direction_samples`),
+:func:`~tanbias.theory.directional_density.amplitude_scan` (:mod:`tanbias.theory.directional_density`),
+:func:`~tanbias.theory.ricci_sign.ricci_sign_data` and :func:`~tanbias.theory.ricci_sign.ring_data`
+(:mod:`tanbias.theory.ricci_sign`); this module only draws them.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .._checks import check_instance
-from ..direction_samples import DirectionSamples
-from ..interactive import Interactive, Param, resolve_mode
-from ..radial import Gaussian, RadialLaw
-from ..ricci_sign import ricci_sign_data, ring_data
-from . import COLORS, INK, REFERENCE_GREY, frozen_layout
+from tanbias._checks import check_instance
+from tanbias.theory.direction_samples import DirectionSamples
+from tanbias.figures.interactive import Interactive, Param, resolve_mode
+from tanbias.theory.radial import Gaussian, RadialLaw
+from tanbias.theory.ricci_sign import ricci_sign_data, ring_data
+from tanbias.figures import COLORS, INK, REFERENCE_GREY, frozen_layout
 
 __all__ = ["direction_density_figure", "directions_interactive", "amplitude_figure",
            "ricci_sign_figure", "ring_figure", "ring_interactive"]
@@ -36,8 +36,8 @@ def direction_density_figure(data, title=None) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.direction_samples.direction_density_data`
-        (or of :meth:`~tanbias.direction_samples.DirectionSamples.live`).
+        Output of :func:`tanbias.theory.direction_samples.direction_density_data`
+        (or of :meth:`~tanbias.theory.direction_samples.DirectionSamples.live`).
     title : str, optional
 
     Returns
@@ -90,20 +90,20 @@ def directions_interactive(samples) -> Interactive:
 
     Parameters
     ----------
-    samples : tanbias.direction_samples.DirectionSamples
+    samples : tanbias.theory.direction_samples.DirectionSamples
         The sample bank: its surfaces, ``eta_g`` grid (the default view is the
         largest), law, sizes and seed. In the built book each frame shows fresh
-        exact samples (:meth:`~tanbias.direction_samples.DirectionSamples.data`); live
-        sliders reweight the banks (:meth:`~tanbias.direction_samples.DirectionSamples.live`;
+        exact samples (:meth:`~tanbias.theory.direction_samples.DirectionSamples.data`); live
+        sliders reweight the banks (:meth:`~tanbias.theory.direction_samples.DirectionSamples.live`;
         the legend reports the effective sample size).
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
         With ``samples``, and its ``data`` and ``live`` methods, as attributes.
     """
     samples = check_instance("samples", samples, DirectionSamples,
-                             hint="Pass tanbias.direction_samples.DirectionSamples(surfaces, etas).")
+                             hint="Pass tanbias.theory.direction_samples.DirectionSamples(surfaces, etas).")
     etas = samples.etas
 
     def compute(surface, eta_g):
@@ -133,7 +133,7 @@ def amplitude_figure(scans, mc=None, title=None) -> go.Figure:
     Parameters
     ----------
     scans : dict[str, dict]
-        Name -> output of :func:`tanbias.directional_density.amplitude_scan`.
+        Name -> output of :func:`tanbias.theory.directional_density.amplitude_scan`.
     mc : dict[str, dict], optional
         Name -> ``{"eta_g", "amplitude", "se"}`` arrays of Monte Carlo estimates.
     title : str, optional
@@ -230,7 +230,7 @@ def ring_figure(data) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.ricci_sign.ring_data`.
+        Output of :func:`tanbias.theory.ricci_sign.ring_data`.
 
     Returns
     -------
@@ -274,10 +274,10 @@ def ring_interactive(manifold, law=None, etas=(0.003, 0.01, 0.03, 0.1),
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     base = Gaussian(1.0) if law is None else check_instance(
-        "law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(1.0).")
+        "law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(1.0).")
     etas, taus = tuple(map(float, etas)), tuple(map(float, taus))
     return Interactive(
         params=[Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[-1], log=True,

@@ -10,7 +10,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
 

@@ -1,7 +1,7 @@
 """Figures of chapter 1: the local expansion seen side-on, and the scaling of its parts.
 
-The numbers come from :mod:`tanbias.expansion` (:func:`~tanbias.expansion.side_view_data`,
-:func:`~tanbias.expansion.expansion_scaling`); this module only draws them.
+The numbers come from :mod:`tanbias.theory.expansion` (:func:`~tanbias.theory.expansion.side_view_data`,
+:func:`~tanbias.theory.expansion.expansion_scaling`); this module only draws them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .._checks import check_int
-from ..expansion import expansion_scaling, side_view_data
-from ..interactive import Interactive, Param
-from . import COLORS, REFERENCE_GREY, frozen_layout
+from tanbias._checks import check_int
+from tanbias.theory.expansion import expansion_scaling, side_view_data
+from tanbias.figures.interactive import Interactive, Param
+from tanbias.figures import COLORS, REFERENCE_GREY, frozen_layout
 
 __all__ = ["side_view_figure", "expansion_interactive"]
 
@@ -68,8 +68,8 @@ def _side_view_dict(view, scaling, name) -> dict:
 
 
 def side_view_figure(view, scaling, name="manifold") -> go.Figure:
-    """Two panels: the side view of :func:`~tanbias.expansion.side_view_data` and the RMS parts of
-    :func:`~tanbias.expansion.expansion_scaling` on log-log axes, the current ``t`` marked.
+    """Two panels: the side view of :func:`~tanbias.theory.expansion.side_view_data` and the RMS parts of
+    :func:`~tanbias.theory.expansion.expansion_scaling` on log-log axes, the current ``t`` marked.
 
     Returns
     -------
@@ -96,7 +96,7 @@ def expansion_interactive(manifolds, ts, n=300, seed=0, scaling_ts=None) -> Inte
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     manifolds = dict(manifolds)
     ts = tuple(float(t) for t in ts)

@@ -1,6 +1,6 @@
 """Figures of chapter 2: from token frequency to concentration (a Zipf vocabulary).
 
-The numbers come from :mod:`tanbias.frequency` (:func:`~tanbias.frequency.zipf_data`);
+The numbers come from :mod:`tanbias.theory.frequency` (:func:`~tanbias.theory.frequency.zipf_data`);
 this module only draws them.
 """
 
@@ -10,10 +10,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .._checks import check_int
-from ..frequency import ZipfVocabulary, zipf_data
-from ..interactive import Interactive, Param
-from . import COLORS, frozen_layout
+from tanbias._checks import check_int
+from tanbias.theory.frequency import ZipfVocabulary, zipf_data
+from tanbias.figures.interactive import Interactive, Param
+from tanbias.figures import COLORS, frozen_layout
 
 __all__ = ["zipf_figure", "zipf_interactive"]
 
@@ -57,7 +57,7 @@ def _zipf_layout() -> go.Figure:
 def zipf_figure(data) -> go.Figure:
     """Two panels: ``eta_g`` per token against frequency, and sampled distances to the
     centroid against frequency. ``data`` is the output of
-    :func:`tanbias.frequency.zipf_data`.
+    :func:`tanbias.theory.frequency.zipf_data`.
 
     Returns
     -------
@@ -72,7 +72,7 @@ def zipf_interactive(n_tokens=500, s=1.0, alphas=(0.0, 0.25, 0.5, 0.75, 1.0),
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     alphas, t_maxes = tuple(map(float, alphas)), tuple(map(float, t_maxes))
     seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")

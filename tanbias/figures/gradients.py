@@ -1,7 +1,7 @@
 """Figures and interactives of chapter 4 (the gradient ratio).
 
-Every function here turns the data of :mod:`tanbias.gradients` into a plotly
-figure or a :class:`tanbias.interactive.Interactive`; the mathematics and the
+Every function here turns the data of :mod:`tanbias.theory.gradients` into a plotly
+figure or a :class:`tanbias.figures.interactive.Interactive`; the mathematics and the
 numbers the figures show live there.
 """
 
@@ -14,8 +14,8 @@ from plotly.subplots import make_subplots
 
 from tanbias._checks import check_int, check_radius, max_radius
 from tanbias.figures import BLACK, COLORS, frozen_layout, labelled
-from tanbias.gradients import eta_histogram, gradient_cloud
-from tanbias.interactive import Interactive, Param
+from tanbias.theory.gradients import eta_histogram, gradient_cloud
+from tanbias.figures.interactive import Interactive, Param
 
 __all__ = [
     "ratio_figure",
@@ -33,7 +33,7 @@ def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer")
     Parameters
     ----------
     df : pandas.DataFrame or dict of lists
-        Output of :func:`tanbias.gradients.ratio_scaling` (or its ``to_dict("list")``, as an
+        Output of :func:`tanbias.theory.gradients.ratio_scaling` (or its ``to_dict("list")``, as an
         interactive ``compute`` returns it).
     title : str
 
@@ -59,12 +59,12 @@ def ratio_figure(df, title="Normal-to-tangent gradient ratio of a linear layer")
 
 
 def gradient_cloud_figure(data, title=None) -> go.Figure:
-    """Scatter of per-sample gradients (output of :func:`tanbias.gradients.gradient_cloud`) and their batch mean.
+    """Scatter of per-sample gradients (output of :func:`tanbias.theory.gradients.gradient_cloud`) and their batch mean.
 
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.gradients.gradient_cloud`.
+        Output of :func:`tanbias.theory.gradients.gradient_cloud`.
     title : str, optional
         Default: the radius and the three ratios.
 
@@ -93,11 +93,11 @@ def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0) -> Interactiv
     """The chapter-4 interactive: per-sample gradients at radius ``t``, two kinds of signal.
 
     Sliders: ``t`` (log scale) and the back-propagated signal (Gaussian or
-    constant). Each frame recomputes :func:`tanbias.gradients.gradient_cloud` with a fixed seed.
+    constant). Each frame recomputes :func:`tanbias.theory.gradients.gradient_cloud` with a fixed seed.
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     ts : sequence of float, optional
         Static grid of radii (default 7 values from 0.02 to 0.4, inside the patch).
     n : int
@@ -106,7 +106,7 @@ def gradient_cloud_interactive(manifold, ts=None, n=20_000, rng=0) -> Interactiv
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     hi = min(0.4, max_radius(manifold) or 0.4)
     ts = tuple(float(v) for v in (np.geomspace(0.02, hi, 7) if ts is None else ts))
@@ -168,8 +168,8 @@ def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0) -> Intera
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
-    law : tanbias.radial.RadialLaw
+    manifold : tanbias.theory.manifolds.Submanifold
+    law : tanbias.theory.radial.RadialLaw
     etas : sequence of float, optional
         Static grid (default 7 values from 1e-4 to 3e-2).
     n : int
@@ -178,7 +178,7 @@ def eta_histogram_interactive(manifold, law, etas=None, n=4000, rng=0) -> Intera
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     etas = tuple(float(v) for v in (np.geomspace(1e-4, 3e-2, 7) if etas is None else etas))
     seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
@@ -203,7 +203,7 @@ def two_types_figure(manifold, t1, t2, n=2000, rng=0, delta="constant") -> go.Fi
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     t1, t2 : float
         Radii of the two types.
     n : int

@@ -24,7 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from tanbias.figures import BLACK, COLORS, GREY, frozen_layout, labelled
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, PAPER_RHO, premise_rows
 
 __all__ = ["READING_LABELS", "DEPTHS", "premise_interactive", "types_interactive",

@@ -1,6 +1,6 @@
 """Figures of chapter 2: radius laws at equal moment ratio ``eta_g``.
 
-The numbers come from :mod:`tanbias.radial` (:func:`~tanbias.radial.radius_density`);
+The numbers come from :mod:`tanbias.theory.radial` (:func:`~tanbias.theory.radial.radius_density`);
 this module only draws them.
 """
 
@@ -11,10 +11,10 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .._checks import check_int, check_real
-from ..interactive import Interactive, Param
-from ..radial import radius_density
-from . import COLORS, INK, frozen_layout
+from tanbias._checks import check_int, check_real
+from tanbias.figures.interactive import Interactive, Param
+from tanbias.theory.radial import radius_density
+from tanbias.figures import COLORS, INK, frozen_layout
 
 __all__ = ["radial_laws_figure", "radial_laws_interactive"]
 
@@ -61,7 +61,7 @@ def radial_laws_figure(families, eta_g, d) -> go.Figure:
     Parameters
     ----------
     families : dict[str, RadialLaw]
-        Name -> law (any scale; each is rescaled with :meth:`~tanbias.radial.RadialLaw.with_eta`).
+        Name -> law (any scale; each is rescaled with :meth:`~tanbias.theory.radial.RadialLaw.with_eta`).
     eta_g : float > 0
     d : int >= 1
 
@@ -71,7 +71,7 @@ def radial_laws_figure(families, eta_g, d) -> go.Figure:
 
     Example
     -------
-    >>> from tanbias.radial import Gaussian, Laplace
+    >>> from tanbias.theory.radial import Gaussian, Laplace
     >>> fig = radial_laws_figure({"Gaussian": Gaussian(1.0), "Laplace": Laplace(1.0)}, 0.01, 2)
     >>> [t.name for t in fig.data]
     ['Gaussian', 'Laplace', 'RMS radius √η<sub>g</sub>']
@@ -95,7 +95,7 @@ def radial_laws_interactive(families, etas, ds) -> Interactive:
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     etas = tuple(float(e) for e in etas)
     ds = tuple(int(d) for d in ds)

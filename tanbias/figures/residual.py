@@ -1,7 +1,7 @@
 """Figures and interactives of chapter 6 (residual propagation and the feedback loop).
 
-Every function here turns the data of :mod:`tanbias.residual` into a plotly
-figure or a :class:`tanbias.interactive.Interactive`; the mathematics, the
+Every function here turns the data of :mod:`tanbias.theory.residual` into a plotly
+figure or a :class:`tanbias.figures.interactive.Interactive`; the mathematics, the
 training runs and the numbers the figures show live there.
 """
 
@@ -15,8 +15,8 @@ from plotly.subplots import make_subplots
 from tanbias._checks import check_choice
 from tanbias.errors import ParameterError
 from tanbias.figures import BLACK, COLORS, FAINT_GREY, REFERENCE_GREY, frozen_layout, labelled
-from tanbias.interactive import Interactive, Param
-from tanbias.residual import default_loop_manifold, depth_cloud, tangent_alignment, unit_energies
+from tanbias.figures.interactive import Interactive, Param
+from tanbias.theory.residual import default_loop_manifold, depth_cloud, tangent_alignment, unit_energies
 
 __all__ = [
     "depth_figure",
@@ -34,7 +34,7 @@ def depth_figure(df, title="Residual stream: tangent and normal parts against de
     Parameters
     ----------
     df : pandas.DataFrame or dict of lists
-        Output of :func:`tanbias.residual.residual_depth_profile`.
+        Output of :func:`tanbias.theory.residual.residual_depth_profile`.
     title : str
 
     Returns
@@ -60,7 +60,7 @@ def loop_figure(df, metric="alignment", title=None) -> go.Figure:
     Parameters
     ----------
     df : pandas.DataFrame or dict of lists
-        Output of :func:`tanbias.residual.feedback_loop`.
+        Output of :func:`tanbias.theory.residual.feedback_loop`.
     metric : {"alignment", "share", "loss", "update_alignment"}
 
     Returns
@@ -90,7 +90,7 @@ def learning_figure(history, title="What each run learns, and what its activatio
     Parameters
     ----------
     history : pandas.DataFrame
-        ``tanbias.residual.LoopRun.history`` (needs ``fit_tangent``, ``fit_normal``, ``share``).
+        ``tanbias.theory.residual.LoopRun.history`` (needs ``fit_tangent``, ``fit_normal``, ``share``).
     title : str
 
     Returns
@@ -187,7 +187,7 @@ def depth_cloud_figure(data, title=None) -> go.Figure:
     Parameters
     ----------
     data : dict
-        Output of :func:`tanbias.residual.depth_cloud` (with a ``layer``).
+        Output of :func:`tanbias.theory.residual.depth_cloud` (with a ``layer``).
     title : str, optional
 
     Returns
@@ -203,20 +203,20 @@ def depth_interactive(manifold=None, ts=(0.05, 0.1, 0.2, 0.4), layers=None, n_la
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold, optional
-        Default :func:`tanbias.residual.default_loop_manifold`.
+    manifold : tanbias.theory.manifolds.Submanifold, optional
+        Default :func:`tanbias.theory.residual.default_loop_manifold`.
     ts : sequence of float
         Radii of the static grid.
     layers : sequence of int, optional
         Layers of the static grid (default every 4th, 0..n_layers).
     n_layers, gain, n, seed
-        See :func:`tanbias.residual.depth_cloud`.
+        See :func:`tanbias.theory.residual.depth_cloud`.
     isos : sequence of float
         Values of the isotropic strength (a categorical slider).
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     manifold = default_loop_manifold() if manifold is None else manifold
     layers = tuple(range(0, n_layers + 1, 4)) if layers is None else tuple(layers)
@@ -264,14 +264,14 @@ def loop_interactive(runs, manifold=None) -> Interactive:
     Parameters
     ----------
     runs : dict
-        ``{init_scale: tanbias.residual.LoopRun}``; every run must hold snapshots at the same
+        ``{init_scale: tanbias.theory.residual.LoopRun}``; every run must hold snapshots at the same
         steps (the slider's values; step 0 is skipped for the log axis).
-    manifold : tanbias.manifolds.Submanifold, optional
-        The manifold of the runs (default :func:`tanbias.residual.default_loop_manifold`).
+    manifold : tanbias.theory.manifolds.Submanifold, optional
+        The manifold of the runs (default :func:`tanbias.theory.residual.default_loop_manifold`).
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     manifold = default_loop_manifold() if manifold is None else manifold
     T, N = manifold.tangent_basis, manifold.normal_basis

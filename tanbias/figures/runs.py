@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from tanbias.figures.attention import softmax_terms_figure
 from tanbias.figures import BLACK, FAINT_GREY, GREY, KIND_COLORS, labelled
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.views import load_views
 
 __all__ = ["loss_figure", "alignment_interactive", "layer_interactive", "radius_interactive",
@@ -65,7 +65,7 @@ def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")) ->
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     tables = {}
     for name, r in loaded.items():
@@ -192,7 +192,7 @@ def trained_attention_view(run="decoder-natural-s0") -> Interactive:
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     v = load_views(run)
     by_layer = {a["layer"]: a for a in v["attention"]}

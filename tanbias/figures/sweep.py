@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from tanbias.figures import BLACK, COLORS, GREY, KIND_COLORS, LIGHT_GREY, frozen_layout, labelled
-from tanbias.interactive import Interactive, Param
+from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.tables import bucket_label
 from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES

@@ -1,7 +1,7 @@
 """Figures of chapter 1: volume growth on a smooth manifold and on two crossing planes.
 
-The numbers come from :mod:`tanbias.volume_growth` (:func:`~tanbias.volume_growth.growth_profile`,
-:func:`~tanbias.volume_growth.two_sheet_slope`); this module only draws them.
+The numbers come from :mod:`tanbias.theory.volume_growth` (:func:`~tanbias.theory.volume_growth.growth_profile`,
+:func:`~tanbias.theory.volume_growth.two_sheet_slope`); this module only draws them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from scipy.spatial import cKDTree
 
-from ..interactive import Interactive, Param
-from ..volume_growth import growth_profile, two_sheet_slope
-from . import COLORS, INK, frozen_layout
+from tanbias.figures.interactive import Interactive, Param
+from tanbias.theory.volume_growth import growth_profile, two_sheet_slope
+from tanbias.figures import COLORS, INK, frozen_layout
 
 __all__ = ["growth_figure", "stratified_growth_interactive"]
 
@@ -63,7 +63,7 @@ def growth_figure(profiles, predicted=None, delta=None, title=None) -> go.Figure
     Parameters
     ----------
     profiles : dict[str, dict]
-        Name -> output of :func:`~tanbias.volume_growth.growth_profile`.
+        Name -> output of :func:`~tanbias.theory.volume_growth.growth_profile`.
     predicted : dict[str, (array, array)], optional
         Name -> ``(r, slope)``: predicted local slopes (dashed).
     delta : float, optional
@@ -80,7 +80,7 @@ def growth_figure(profiles, predicted=None, delta=None, title=None) -> go.Figure
 def stratified_growth_interactive(stratified, points, smooth_points, smooth_center, deltas,
                                   radii, window=5) -> Interactive:
     """The chapter-1 volume-growth interactive: slider over the distance ``delta`` of the
-    ball centre from the junction of a :class:`~tanbias.manifolds.StratifiedSet`.
+    ball centre from the junction of a :class:`~tanbias.theory.manifolds.StratifiedSet`.
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ def stratified_growth_interactive(stratified, points, smooth_points, smooth_cent
 
     Returns
     -------
-    tanbias.interactive.Interactive
+    tanbias.figures.interactive.Interactive
     """
     tree = cKDTree(np.asarray(points))
     smooth = growth_profile(smooth_points, smooth_center, radii, window)

@@ -1,6 +1,6 @@
 """The lab's benchmarks: training throughput, the probe's overhead, sizes, a GPU check, DDP.
 
-``python -m tanbias.lab bench|sizes|gpucheck`` and ``python -m tanbias.bench``
+``python -m tanbias.lab bench|sizes|gpucheck`` and ``python -m tanbias.book.bench``
 (``make bench``) call these; the tests run each at the smallest size and number of
 steps that reaches every line, and assert no timing (timings belong here, not in
 a test: tests must pass on a busy machine).

@@ -65,7 +65,7 @@ def load_alias(runs_dir=None, cells=None) -> dict:
 def frequent_bucket(loaded: dict) -> np.ndarray:
     """The frequency bucket of every type: three fixed buckets of the summed training type counts of
     the k0 cells (bucket 0 the most frequent), as ``[rule] link1`` says; the special tokens left out."""
-    from tanbias.alignment import frequency_buckets
+    from tanbias.theory.alignment import frequency_buckets
 
     start = [np.asarray(r.token_counts, float) for (k, lv, s), r in loaded.items() if lv == "k0"]
     if not start:
@@ -74,7 +74,7 @@ def frequent_bucket(loaded: dict) -> np.ndarray:
 
 
 def _unbiased(df):
-    from tanbias.token_clouds import unbiased_radius
+    from tanbias.theory.token_clouds import unbiased_radius
 
     return unbiased_radius(df["t"].to_numpy(float), df["count_text"].to_numpy(float))
 
@@ -118,7 +118,7 @@ def run_table(loaded: dict) -> "object":
     """
     import pandas as pd
 
-    from tanbias.frequency import concentration
+    from tanbias.theory.frequency import concentration
     from tanbias.lab.analysis import sweep
     from tanbias.lab.data import alias_map_of
     from tanbias.lab.tokenizer import load_tokenizer

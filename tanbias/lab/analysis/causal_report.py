@@ -108,7 +108,7 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
 
 
 def _pair(lo, hi):
-    """A 95 % interval as the ``(lo, hi)`` pair :func:`tanbias.tables.format_table` prints as ``[lo, hi]``
+    """A 95 % interval as the ``(lo, hi)`` pair :func:`tanbias.book.tables.format_table` prints as ``[lo, hi]``
     (NaN where it cannot be computed). The tables return numbers; how many digits they show is the
     presentation layer's decision."""
     return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else np.nan

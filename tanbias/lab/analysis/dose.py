@@ -82,7 +82,7 @@ def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     Fixed across levels, so link 1 follows the same types as the knob makes them
     rarer: bucket 0 = the types that are frequent before any flattening.
     """
-    from tanbias.alignment import frequency_buckets
+    from tanbias.theory.alignment import frequency_buckets
     from tanbias.lab.config import N_SPECIAL
     from tanbias.lab.data import stream_frequencies
     from tanbias.lab.experiments import dose_config
@@ -112,8 +112,8 @@ def run_table(loaded: dict, buckets=None) -> "object":
     """
     import pandas as pd
 
-    from tanbias.alignment import frequency_buckets
-    from tanbias.frequency import concentration
+    from tanbias.theory.alignment import frequency_buckets
+    from tanbias.theory.frequency import concentration
     from tanbias.lab.analysis import sweep
     from tanbias.lab.config import N_SPECIAL
     from tanbias.lab.experiments import parse_dose_name

@@ -136,14 +136,14 @@ def expected_concentration(kind: str = "decoder") -> "object":
     """Each level's expected frequency concentration, from the corpus alone (before any run).
 
     The training stream's expected type frequencies (:func:`tanbias.lab.data.stream_frequencies`)
-    times the token knob's keep probabilities, then :func:`tanbias.frequency.concentration`.
+    times the token knob's keep probabilities, then :func:`tanbias.theory.frequency.concentration`.
     One row per level: ``level, knobs, x_token, x_language, collision, effective_types,
     top_share, kept`` (the share of occurrences the token knob keeps) and
     ``ratio`` (collision of the skewed start over the level's).
     """
     import pandas as pd
 
-    from tanbias.frequency import concentration
+    from tanbias.theory.frequency import concentration
     from tanbias.lab.config import N_SPECIAL
     from tanbias.lab.data import keep_probabilities, stream_frequencies
     from tanbias.lab.experiments import dose_config

@@ -352,7 +352,7 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
     For each layer, the proxy (the top-``rank`` principal directions of the
     activations) is fitted on the even-numbered held-out documents of ``language``
     and the gradients ``∂L/∂h`` of the odd-numbered ones are tested against it
-    (:func:`tanbias.alignment.alignment_test`: the energy share in the proxy against
+    (:func:`tanbias.theory.alignment.alignment_test`: the energy share in the proxy against
     ``n_controls`` random subspaces): no token is both fitted and tested. The first
     position of every row (the attention sink) and special tokens are left out of
     both. With ``null``, the same test runs on a randomly initialised copy of the
@@ -372,12 +372,12 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
     -------
     pandas.DataFrame
         One row per network (``model``: ``"trained"``, ``"random-init"``) and layer: ``layer``,
-        ``n_fit``, ``n_test`` and the columns of :func:`tanbias.alignment.alignment_test`
+        ``n_fit``, ``n_test`` and the columns of :func:`tanbias.theory.alignment.alignment_test`
         (``enrichment``, ``p_energy``, ``energy_proxy``, ...).
     """
     import pandas as pd
 
-    from tanbias import alignment as al
+    from tanbias.theory import alignment as al
     from tanbias.lab.analysis.tables import single_thread_blas
     from tanbias.lab.probe import layer_activations
 

@@ -15,14 +15,14 @@ does is measured apart.
     in the text, its frequency in the language's training split under the model's
     own tokenizer, its web-scale Zipf frequency (``wordfreq``, whole words only),
     the three readings of "distance to the centroid" computed on ``m``
-    occurrences drawn many times (:func:`tanbias.token_clouds.matched_statistics`:
+    occurrences drawn many times (:func:`tanbias.theory.token_clouds.matched_statistics`:
     the estimates no longer depend on how often a type occurs) and, for the
     record, the plain ones on all occurrences (``*_plain``), and the local normal share.
 ``premise.csv``
     Spearman correlation of each reading with log frequency, per language, layer
     and frequency source: ``estimator == "matched"``, with a 95 % interval over
     documents (resampled, the per-type readings recomputed inside each resample,
-    :func:`tanbias.token_clouds.premise_bootstrap`); ``"plain"``, the count-biased
+    :func:`tanbias.theory.token_clouds.premise_bootstrap`); ``"plain"``, the count-biased
     estimate with the interval over types of the first edition; and the matched
     estimate at other ``m`` (robustness, first, middle and last layer).
 ``anisotropy.csv``
@@ -53,7 +53,7 @@ import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.runs import atomic_write_text, sha256
-from tanbias.token_clouds import READINGS  # the order of premise_bootstrap's columns
+from tanbias.theory.token_clouds import READINGS  # the order of premise_bootstrap's columns
 
 __all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES",
            "corpus_frequencies", "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables",
@@ -221,11 +221,11 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
     Returns
     -------
     (types, anisotropy, matched) : a pandas frame, a dict, and the
-    :func:`tanbias.token_clouds.matched_statistics` result (the premise's point estimate).
+    :func:`tanbias.theory.token_clouds.matched_statistics` result (the premise's point estimate).
     """
     import pandas as pd
 
-    from tanbias import token_clouds as tc
+    from tanbias.theory import token_clouds as tc
 
     Y, ids = X[~sink], type_ids[~sink]
     spread = tc.layer_spread(Y)
@@ -261,7 +261,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
       the types table) with log frequency; ``lo``/``hi``, each layer's 95 % interval over
       documents, ``band_lo``/``band_hi`` the band that holds for all layers at once, ``shift``
       how far the resamples' (shorter) texts move ρ
-      (:func:`tanbias.token_clouds.premise_bootstrap`; both sources on the same resamples);
+      (:func:`tanbias.theory.token_clouds.premise_bootstrap`; both sources on the same resamples);
     * ``"plain"``: ρ of the plain readings (all occurrences, the first edition's estimator),
       with an interval over types (the first edition's, too narrow: it holds each type's
       reading fixed);
@@ -269,7 +269,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
     """
     import pandas as pd
 
-    from tanbias import token_clouds as tc
+    from tanbias.theory import token_clouds as tc
 
     keep = ~sink
     Hk, ids, docs = H[:, keep], type_ids[keep], doc_ids[keep]
@@ -315,7 +315,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
 
 def curvature_rows(types) -> list[dict]:
     """Per layer: the log-log slope of the types' local normal share against their matched radius."""
-    from tanbias import token_clouds as tc
+    from tanbias.theory import token_clouds as tc
 
     curv = []
     for layer, g in types.groupby("layer"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tanbias import alignment as al
+from tanbias.theory import alignment as al
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.data import alias_map_of, common_batches
@@ -37,7 +37,7 @@ def premise_rows(X, type_ids, train_counts, m: int = PREMISE_M, draws: int = PRE
     """
     from scipy import stats
 
-    from tanbias.token_clouds import matched_statistics
+    from tanbias.theory.token_clouds import matched_statistics
 
     if np.bincount(np.asarray(type_ids, np.int64)).max(initial=0) < m:      # no type occurs m times
         return {"m": int(m), "draws": int(draws), "n_types": 0, "spearman": float("nan")}
@@ -70,7 +70,7 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     The same activations give the count-matched premise (``premise.csv``, one row per
     layer, :func:`premise_rows`): Spearman's correlation between a type's training count
     and its radius measured on :data:`PREMISE_M` occurrences of every type
-    (:func:`tanbias.token_clouds.matched_statistics`, :data:`PREMISE_DRAWS` draws), with
+    (:func:`tanbias.theory.token_clouds.matched_statistics`, :data:`PREMISE_DRAWS` draws), with
     special tokens and position 0 (the attention sink) left out, so that the
     correlation is not the count's bias.
 

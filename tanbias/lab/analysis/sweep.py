@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.frequency import concentration
+from tanbias.theory.frequency import concentration
 from tanbias.stats import interval_word
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import bucket_label
@@ -511,13 +511,13 @@ def tokens_table(loaded: dict):
     """The runs' per-token radii (``tokens.csv``), one frame, with ``t`` freed of its count bias.
 
     ``t_plain`` is the stored RMS radius over the type's ``count_text`` occurrences;
-    ``t`` is :func:`tanbias.token_clouds.unbiased_radius` of it (``t·sqrt(c/(c−1))``): a
+    ``t`` is :func:`tanbias.theory.token_clouds.unbiased_radius` of it (``t·sqrt(c/(c−1))``): a
     type seen 8 times no longer looks tighter than one seen 800 times for that reason
     alone. Every statistic of the lab's radii reads ``t``.
     """
     import pandas as pd
 
-    from tanbias.token_clouds import unbiased_radius
+    from tanbias.theory.token_clouds import unbiased_radius
 
     frames = []
     for name, r in loaded.items():
@@ -578,7 +578,7 @@ def radius_correlations(loaded: dict):
     """Spearman correlation of log training count with ``t``, per (run, layer), from ``tokens.csv``."""
     import pandas as pd
 
-    from tanbias import alignment as al
+    from tanbias.theory import alignment as al
 
     tok = tokens_table(loaded)
     rows = []

@@ -11,12 +11,12 @@ proxy can be applied to the early steps too:
 * ``refit``: rank-``r`` PCA of that step's own activations (per-checkpoint refit);
 * ``local``: per frequent token, PCA of its own centred activations
   ``x - mu_token`` (rank ``local_rank``), metrics on that token's gradients
-  (:func:`tanbias.alignment.local_alignment`).
+  (:func:`tanbias.theory.alignment.local_alignment`).
 
 Each with 20 random orthogonal controls: energy share, enrichment, p-value,
-ΔIsoScore* (:func:`tanbias.alignment.alignment_test`), for all tokens and per
+ΔIsoScore* (:func:`tanbias.theory.alignment.alignment_test`), for all tokens and per
 frequency bucket (equal shares of the run's token occurrences,
-:func:`tanbias.alignment.frequency_buckets`). Plus each token's concentration
+:func:`tanbias.theory.alignment.frequency_buckets`). Plus each token's concentration
 radius and the correlation of log-frequency with it. Per-token analyses key a
 position by its *input* token, so an encoder's ``<mask>`` positions (a special
 id) are left out of buckets, local proxies and radii (they stay in ``all``).
@@ -27,8 +27,8 @@ import contextlib
 
 import numpy as np
 
-from tanbias import alignment as al
-from tanbias import token_clouds
+from tanbias.theory import alignment as al
+from tanbias.theory import token_clouds
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL, ProbeSettings, RunConfig
@@ -200,7 +200,7 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     """Anisotropy of every probed layer at every probe step (chapter 10's activations link).
 
     One row per (step, layer, positions): ``mean_cosine``, ``isoscore_star``, ``top1_share``
-    (:func:`tanbias.token_clouds.anisotropy`, on the captured activations) and the
+    (:func:`tanbias.theory.token_clouds.anisotropy`, on the captured activations) and the
     participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
     (an effective dimension between 1 and D). ``positions`` says which captured
     positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 11 have

@@ -3,7 +3,7 @@
 A chapter defines a figure once, as *parameters* + a pure ``compute`` function
 + a ``figure`` function, and shows it with one line::
 
-    from tanbias.interactive import Param, Interactive
+    from tanbias.figures.interactive import Param, Interactive
     demo = Interactive(
         params=[Param("t", "radius t", 0.01, 0.5, default=0.1, log=True, steps=9),
                 Param("eta_g", "η_g", 1e-3, 1e-1, default=1e-2, log=True, steps=7)],
@@ -27,7 +27,7 @@ How it renders depends on where the notebook runs (:func:`resolve_mode`):
     combines the sliders' positions to pick the frame named by the index tuple.
     Axis ranges are the union over the grid, so moving a slider never rescales.
 ``bench``
-    Nothing is displayed; :mod:`tanbias.bench` times live updates.
+    Nothing is displayed; :mod:`tanbias.book.bench` times live updates.
 
 Every :class:`Interactive` created is appended to :data:`REGISTRY`, which is how
 the benchmark finds the interactives of a chapter.
@@ -49,9 +49,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._checks import check_choice, check_int, check_real
-from .errors import ParameterError
-from .palette import ERROR_COLOR
+from tanbias._checks import check_choice, check_int, check_real
+from tanbias.errors import ParameterError
+from tanbias.palette import ERROR_COLOR
 
 __all__ = [
     "MODES", "REGISTRY", "Param", "Interactive", "LiveView", "FigureBudgetWarning",
@@ -952,7 +952,7 @@ class Interactive:
         Warns :class:`FigureBudgetWarning` above ``budget_bytes``; raises ValueError
         above 2 MB of figure JSON.
         """
-        from .renderer import figure_html
+        from tanbias.figures.renderer import figure_html
 
         fig = self.static_dict()
         import plotly.io as pio

@@ -11,7 +11,7 @@ bundle) allows, the manifold hypothesis fails at that point. Here:
 * :func:`local_dimension_slopes` fits the slope in a small-radius and a
   large-radius window, with confidence intervals.
 
-On a :class:`~tanbias.manifolds.StratifiedSet` (two planes crossing along a
+On a :class:`~tanbias.theory.manifolds.StratifiedSet` (two planes crossing along a
 line) the slope is 2 in both windows at the junction, but at a point of one
 sheet at distance ``delta`` from the other it is 2 below ``delta`` and larger
 above it: the second sheet enters the balls.
@@ -25,9 +25,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.stats import norm as _norm
 
-from ._checks import check_array, check_int, check_real
-from .errors import ParameterError
-from .stats import Check, SlopeFit, check_close, loglog_slope
+from tanbias._checks import check_array, check_int, check_real
+from tanbias.errors import ParameterError
+from tanbias.stats import Check, SlopeFit, check_close, loglog_slope
 
 __all__ = ["volume_growth", "LocalDimension", "local_dimension_slopes", "two_sheet_count",
            "two_sheet_slope", "two_sheet_window_slope", "slope_stderr", "window_checks",

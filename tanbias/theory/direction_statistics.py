@@ -10,10 +10,10 @@ sphere share ``s = |u_S|^2`` on a ``GeneralizedCylinder``
 directions (optionally importance-weighted) into a density relative to
 uniform with standard errors; :func:`first_order_histogram` and
 :func:`exact_histogram` average the predicted densities of
-:mod:`tanbias.directional_density` over the same bins, and
+:mod:`tanbias.theory.directional_density` over the same bins, and
 :func:`compare_histogram` puts the three side by side with chi-square tests.
-Chapter 3 uses them through :mod:`tanbias.direction_samples` and
-:mod:`tanbias.ricci_sign`.
+Chapter 3 uses them through :mod:`tanbias.theory.direction_samples` and
+:mod:`tanbias.theory.ricci_sign`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Callable
 import numpy as np
 from scipy import stats as _st
 
-from ._checks import check_array, check_instance, check_int, check_real
-from .directional_density import ETA_HINT, exact_directional_density, first_order_density
-from .errors import ParameterError
-from .manifolds import GeneralizedCylinder, check_manifold
-from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
+from tanbias._checks import check_array, check_instance, check_int, check_real
+from tanbias.theory.directional_density import ETA_HINT, exact_directional_density, first_order_density
+from tanbias.errors import ParameterError
+from tanbias.theory.manifolds import GeneralizedCylinder, check_manifold
+from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 
 __all__ = [
     "DirectionStatistic", "angle_statistic", "sphere_share_statistic", "axis_statistic",
@@ -100,7 +100,7 @@ def sphere_share_statistic(manifold) -> DirectionStatistic:
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> st = sphere_share_statistic(GeneralizedCylinder(k=2, d=3, R=1.0, D=4))
     >>> st.name, float(st.fn(np.array([[1.0, 0.0, 0.0]]))[0]), float(st.ref_cdf(1.0))
     ('s = |u_S|^2', 1.0, 1.0)
@@ -246,7 +246,7 @@ def direction_histogram(u, bins=12, statistic=None, weights=None) -> DirectionHi
 
     Example
     -------
-    >>> from tanbias.manifolds import uniform_directions
+    >>> from tanbias.theory.manifolds import uniform_directions
     >>> h = direction_histogram(uniform_directions(40_000, 2, np.random.default_rng(1)), bins=4)
     >>> bool(np.all(np.abs(h.density - 1) < 5 * h.stderr))
     True
@@ -320,7 +320,7 @@ def _bin_average(manifold, stat: DirectionStatistic, edges, h: Callable, order: 
 
 def first_order_histogram(manifold, eta_g, edges, statistic=None) -> np.ndarray:
     """Bin densities (relative to uniform) predicted by the first-order law
-    (:func:`~tanbias.directional_density.first_order_density`).
+    (:func:`~tanbias.theory.directional_density.first_order_density`).
 
     Parameters
     ----------
@@ -338,7 +338,7 @@ def first_order_histogram(manifold, eta_g, edges, statistic=None) -> np.ndarray:
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> bool(np.allclose(first_order_histogram(Sphere(2, R=1.0, D=3), 0.1, [0, 1, 2, np.pi]), 1))
     True
     """
@@ -361,7 +361,7 @@ def exact_histogram(manifold, law, edges, statistic=None, **kw) -> np.ndarray:
     statistic : DirectionStatistic or None
         As :func:`first_order_histogram`.
     **kw
-        ``n_panels``, ``n_dirs`` of :func:`~tanbias.directional_density.exact_directional_density`.
+        ``n_panels``, ``n_dirs`` of :func:`~tanbias.theory.directional_density.exact_directional_density`.
 
     Returns
     -------
@@ -369,7 +369,7 @@ def exact_histogram(manifold, law, edges, statistic=None, **kw) -> np.ndarray:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> h = exact_histogram(Cylinder(R=1.0), Gaussian(0.3), np.linspace(0, np.pi, 5))
     >>> bool(h[0] > 1 > h[1])                    # theta near 0 (the curved direction) favoured
     True
@@ -422,7 +422,7 @@ def compare_histogram(manifold, law, u, bins=12, statistic=None) -> HistogramCom
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> C, law = Cylinder(R=1.0), Gaussian(0.3)
     >>> s = C.sample(20_000, law, np.random.default_rng(0))
     >>> cmp = compare_histogram(C, law, s.u, bins=6)
@@ -430,7 +430,7 @@ def compare_histogram(manifold, law, u, bins=12, statistic=None) -> HistogramCom
     True
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.1).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     hist = direction_histogram(u, bins, statistic if statistic is not None
                                else default_statistic(manifold.d, None))
     stat = default_statistic(manifold.d, statistic)

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (check_array, check_instance, check_int, check_real, check_rng,
+from tanbias._checks import (check_array, check_instance, check_int, check_real, check_rng,
                       check_tangent)
-from .errors import ParameterError
-from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
+from tanbias.errors import ParameterError
+from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 
 __all__ = [
     "Samples", "StratifiedSamples", "Submanifold", "GeneralizedCylinder", "Sphere",
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 _N_HINT = "Pass a whole number of samples n >= 1."
-_LAW_HINT = "Pass e.g. tanbias.radial.Gaussian(0.1)."
+_LAW_HINT = "Pass e.g. tanbias.theory.radial.Gaussian(0.1)."
 _MAX_ROUNDS = 200
 
 
@@ -1068,7 +1068,7 @@ class StratifiedSet:
         raise NotImplementedError(
             f"{what} is undefined for a StratifiedSet: at the junction line two sheets meet, "
             f"so there is no single tangent space (it is not a manifold). Use volume growth "
-            f"(tanbias.volume_growth) to detect the junction, or a smooth manifold class.")
+            f"(tanbias.theory.volume_growth) to detect the junction, or a smooth manifold class.")
 
     def second_fundamental_form(self, u, v=None):
         self._no_geometry("The second fundamental form")
@@ -1158,4 +1158,4 @@ def check_manifold(manifold) -> Submanifold:
     tanbias.errors.ParameterError: manifold='cylinder' ...
     """
     return check_instance("manifold", manifold, Submanifold,
-                          hint="Pass e.g. tanbias.manifolds.Cylinder(R=1.0).")
+                          hint="Pass e.g. tanbias.theory.manifolds.Cylinder(R=1.0).")

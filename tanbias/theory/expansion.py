@@ -7,7 +7,7 @@ A point at geodesic distance ``t`` from ``mu`` in the unit direction ``u`` is
 so its displacement ``y - mu`` has a tangent part ``v = t u + O(t^3)`` and a
 normal part ``n = (t^2 / 2) II(u, u) + O(t^3)``: seen at scale ``t`` the
 manifold is its tangent space, up to a relative error of order ``t``. This
-module measures both parts on exact samples (:meth:`~tanbias.manifolds.Submanifold.sample_at_radius`),
+module measures both parts on exact samples (:meth:`~tanbias.theory.manifolds.Submanifold.sample_at_radius`),
 fits their scaling with ``t`` and gives the numbers of chapter 1's side view
 (drawn by :mod:`tanbias.figures.expansion`).
 """
@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
-from ._checks import check_array, check_int, check_real, check_rng
-from .errors import ParameterError
-from .manifolds import check_manifold
-from .stats import Check, check_close, check_in_interval, loglog_slope
+from tanbias._checks import check_array, check_int, check_real, check_rng
+from tanbias.errors import ParameterError
+from tanbias.theory.manifolds import check_manifold
+from tanbias.stats import Check, check_close, check_in_interval, loglog_slope
 
 __all__ = ["mean_square_ii", "local_expansion", "expansion_scaling", "side_view_data",
            "normal_ratio", "scaling_checks"]
@@ -35,7 +35,7 @@ def mean_square_ii(manifold) -> float:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> round(mean_square_ii(Cylinder(R=1.0)), 12)      # E cos^4 = 3/8
     0.375
     """
@@ -72,7 +72,7 @@ def local_expansion(manifold, t, n, rng) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> e = local_expansion(Sphere(2, R=1.0, D=3), 0.1, 5, 0)
     >>> bool(np.allclose(np.linalg.norm(e["normal"], axis=1), 1 - np.cos(0.1)))
     True
@@ -110,7 +110,7 @@ def expansion_scaling(manifold, ts, n=2000, rng=0) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> sc = expansion_scaling(Cylinder(R=1.0), np.geomspace(0.01, 0.1, 4), n=200)
     >>> round(sc["slope_normal"].slope, 2), round(sc["slope_tangent"].slope, 2)
     (2.0, 1.0)
@@ -145,7 +145,7 @@ def side_view_data(manifold, t, n=300, rng=0, n_curve=121) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> v = side_view_data(Sphere(2, R=1.0, D=3), 0.2, n=10)
     >>> bool(np.allclose(v["y"], (1 - np.cos(0.2)) / 0.2))
     True
@@ -182,7 +182,7 @@ def normal_ratio(manifold, t, n=2000, rng=0) -> float:
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> round(normal_ratio(Sphere(2, R=1.0, D=3), 0.01, n=10), 6)        # (1 - cos t) / (t^2 / 2)
     1.0
     """
@@ -208,7 +208,7 @@ def scaling_checks(name, scaling) -> list[Check]:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> sc = expansion_scaling(Cylinder(R=1.0), np.geomspace(0.01, 0.2, 6), n=200)
     >>> [c.passed for c in scaling_checks("cylinder", sc)]
     [True, True, True]

@@ -27,7 +27,7 @@ runs start from the same weights and see the same minibatches:
 share of the layer-2 inputs that the gradients see, and the loss, per step,
 for both runs.
 
-Used by chapter 6 (and :mod:`tanbias.exercises`, exercise 3); its figures and
+Used by chapter 6 (and :mod:`tanbias.book.exercises`, exercise 3); its figures and
 interactives are in :mod:`tanbias.figures.residual`.
 """
 
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (check_array, check_bases, check_choice, check_int, check_radius,
+from tanbias._checks import (check_array, check_bases, check_choice, check_int, check_radius,
                       check_real, check_rng, check_rows, to_numpy)
-from .errors import ParameterError
+from tanbias.errors import ParameterError
 
 __all__ = [
     "tangent_writing_blocks",
@@ -210,7 +210,7 @@ def residual_profile_from_manifold(manifold, t, n=256, n_layers=24, gain=0.1, is
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     t : float
         Geodesic radius of the input tokens.
     n : int
@@ -240,7 +240,7 @@ def depth_report(manifold, t, n=256, n_layers=24, gain=0.1, iso=0.05, draws=20) 
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     t : float
         Geodesic radius of the input tokens.
     n : int >= 1
@@ -260,7 +260,7 @@ def depth_report(manifold, t, n=256, n_layers=24, gain=0.1, iso=0.05, draws=20) 
         relative to the largest normal coordinate: 0 up to rounding),
         ``share0``, ``shareL`` (normal share at layer 0 and at the last layer),
         ``share0_predicted`` (``(c t)^2``, ``c`` from
-        :func:`tanbias.gradients.predicted_rms_constant`), ``growth`` (tangent
+        :func:`tanbias.theory.gradients.predicted_rms_constant`), ``growth`` (tangent
         norm, last layer over layer 0), ``log_growth`` (mean over the draws of
         the log-growth per layer; compare ``log(1 + gain)``), ``rate``
         (``exp(log_growth)``), ``shareL_iso`` (normal share at the last layer
@@ -272,7 +272,7 @@ def depth_report(manifold, t, n=256, n_layers=24, gain=0.1, iso=0.05, draws=20) 
     >>> r["normal_change"] < 1e-12, r["shareL_iso"] > r["shareL"]
     (True, True)
     """
-    from .gradients import predicted_rms_constant
+    from tanbias.theory.gradients import predicted_rms_constant
 
     t = check_radius(t, manifold)
     draws = check_int("draws", draws, lo=1, hint="Pass a positive number of block draws.")
@@ -301,7 +301,7 @@ def depth_cloud(manifold, t, layer, iso=0.0, n=128, n_layers=24, gain=0.1, seed=
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     t : float
         Geodesic radius of the input tokens.
     layer : int in [0, n_layers], or None
@@ -419,7 +419,7 @@ def default_loop_manifold(seed=0):
     >>> M.d, M.D, M.patch_radius
     (2, 8, 0.5)
     """
-    from .manifolds import Quadric     # deferred: keeps residual importable on its own
+    from tanbias.theory.manifolds import Quadric     # deferred: keeps residual importable on its own
 
     seed = check_int("seed", seed, lo=0, hint="Pass a non-negative seed.")
     rng = np.random.default_rng(seed)
@@ -475,7 +475,7 @@ def feedback_loop(manifold=None, t=0.2, steps=2000, lr=0.05, width=32, init_scal
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold, optional
+    manifold : tanbias.theory.manifolds.Submanifold, optional
         Default :func:`default_loop_manifold` (a quadric, d = 2, D = 8).
     t : float
         Geodesic radius of the training points, ``(0, patch]``.

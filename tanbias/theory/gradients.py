@@ -30,7 +30,7 @@ drops from ``1/2 sqrt(E||II(u,u)||^2)`` to ``1/2 sqrt(tr Cov II(u,u))`` (see
 :func:`predicted_rms_constant`), and vanishes for a round sphere sampled at a
 fixed radius.
 
-Used by chapter 4 (and by :mod:`tanbias.exercises`, exercises 1 and 2). Its
+Used by chapter 4 (and by :mod:`tanbias.book.exercises`, exercises 1 and 2). Its
 figures and interactives are in :mod:`tanbias.figures.gradients`; this module
 is the mathematics and the data they show.
 """
@@ -42,10 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (check_array, check_bases, check_choice, check_int, check_radii,
+from tanbias._checks import (check_array, check_bases, check_choice, check_int, check_radii,
                       check_radius, check_real, check_rng, check_rows, to_numpy)
-from .errors import ParameterError
-from .stats import SlopeFit, loglog_slope
+from tanbias.errors import ParameterError
+from tanbias.stats import SlopeFit, loglog_slope
 
 __all__ = [
     "GradientSplit",
@@ -295,7 +295,7 @@ def ii_moments(manifold):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
         Anything with ``d`` and ``second_fundamental_form(u, v)``.
 
     Returns
@@ -338,7 +338,7 @@ def predicted_rms_constant(manifold, centring="mu") -> float:
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     centring : {"mu", "batch"}
 
     Returns
@@ -382,7 +382,7 @@ def ratio_scaling(manifold, ts, n=2000, rng=0, delta="gaussian", centring="mu", 
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     ts : array_like, shape (n_t,)
         Radii in ``(0, patch]``.
     n : int
@@ -410,7 +410,7 @@ def ratio_scaling(manifold, ts, n=2000, rng=0, delta="gaussian", centring="mu", 
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> df = ratio_scaling(Sphere(d=2, R=1.0, D=5, seed=0), [0.05, 0.1, 0.2], n=500)
     >>> fit_ratio_slope(df, "rms").slope > 0.95
     True
@@ -502,7 +502,7 @@ def radial_shape_constant(law, d) -> float:
 
     Parameters
     ----------
-    law : tanbias.radial.RadialLaw
+    law : tanbias.theory.radial.RadialLaw
     d : int >= 1
         Intrinsic dimension.
 
@@ -517,7 +517,7 @@ def radial_shape_constant(law, d) -> float:
 
     Example
     -------
-    >>> from tanbias.radial import Gaussian
+    >>> from tanbias.theory.radial import Gaussian
     >>> round(radial_shape_constant(Gaussian(0.3), 2), 12)
     2.0
     """
@@ -542,8 +542,8 @@ def predicted_rms_from_eta(manifold, law, eta_g) -> float:
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
-    law : tanbias.radial.RadialLaw
+    manifold : tanbias.theory.manifolds.Submanifold
+    law : tanbias.theory.radial.RadialLaw
         Only its family matters (``kappa_g`` is scale-free).
     eta_g : float > 0
 
@@ -553,8 +553,8 @@ def predicted_rms_from_eta(manifold, law, eta_g) -> float:
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
-    >>> from tanbias.radial import Gaussian
+    >>> from tanbias.theory.manifolds import Sphere
+    >>> from tanbias.theory.radial import Gaussian
     >>> S = Sphere(2, R=1.0, D=4, seed=0)                  # c = 1/2
     >>> round(predicted_rms_from_eta(S, Gaussian(1.0), 0.01), 12)   # 1/2 sqrt(2 * 0.01)
     0.070710678119
@@ -578,8 +578,8 @@ def eta_scaling(manifold, law, etas, n=4000, rng=0, m=4):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
-    law : tanbias.radial.RadialLaw
+    manifold : tanbias.theory.manifolds.Submanifold
+    law : tanbias.theory.radial.RadialLaw
     etas : array_like, shape (n_eta,)
         Positive moment ratios, small enough for the patch.
     n : int >= 2
@@ -600,8 +600,8 @@ def eta_scaling(manifold, law, etas, n=4000, rng=0, m=4):
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
-    >>> from tanbias.radial import Gaussian
+    >>> from tanbias.theory.manifolds import Sphere
+    >>> from tanbias.theory.radial import Gaussian
     >>> df = eta_scaling(Sphere(2, R=1.0, D=4, seed=0), Gaussian(1.0), [1e-3, 1e-2], n=2000)
     >>> bool(np.allclose(df["rms"] / df["predicted_rms"], 1, atol=0.1))
     True
@@ -626,8 +626,8 @@ def eta_histogram(manifold, law, eta_g, n=4000, rng=0, bins=None):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
-    law : tanbias.radial.RadialLaw
+    manifold : tanbias.theory.manifolds.Submanifold
+    law : tanbias.theory.radial.RadialLaw
     eta_g : float > 0
     n : int >= 2
     rng : numpy.random.Generator or int
@@ -670,7 +670,7 @@ def two_token_types(manifold, t1, t2, n=4000, rng=0, m=4):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     t1, t2 : float
         Radii of type 1 (frequent) and type 2 (rare).
     n : int
@@ -692,7 +692,7 @@ def two_token_types(manifold, t1, t2, n=4000, rng=0, m=4):
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> df = two_token_types(Sphere(d=2, R=1.0, D=5, seed=0), 0.02, 0.2, n=500)
     >>> bool(df["rms"].iloc[0] < df["rms"].iloc[1])     # the frequent type is more suppressed
     True
@@ -874,7 +874,7 @@ def affine_signal_scaling(manifold, ts, n=20_000, rng=0, m=4):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     ts : array_like, shape (n_t,)
         Radii (keep ``n >> 1 / t^2`` so that sampling noise in the tangent mean,
         about ``t / sqrt(n)``, stays below its ``t^2`` value).
@@ -890,7 +890,7 @@ def affine_signal_scaling(manifold, ts, n=20_000, rng=0, m=4):
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> df = affine_signal_scaling(Cylinder(R=1.0, D=3, seed=0), [0.05, 0.2], n=20_000)
     >>> bool(np.allclose(df["mean"], df["predicted_mean"], rtol=0.2))
     True
@@ -945,7 +945,7 @@ def gradient_cloud(manifold, t, n=2000, delta="gaussian", rng=0, n_show=300):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     t : float
         Geodesic radius of the samples.
     n : int >= 2
@@ -971,7 +971,7 @@ def gradient_cloud(manifold, t, n=2000, delta="gaussian", rng=0, n_show=300):
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> c = gradient_cloud(Cylinder(R=1.0, D=3, seed=0), 0.1, n=1000, delta="constant")
     >>> round(c["rms"] / c["predicted"], 1), bool(c["mean_ratio"] > 10 * c["rms"])
     (1.0, True)

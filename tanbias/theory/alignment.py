@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_array, check_int, check_real, check_rng
-from .errors import ParameterError
+from tanbias._checks import check_array, check_int, check_real, check_rng
+from tanbias.errors import ParameterError
 
 __all__ = [
     "N_CONTROLS", "energy_share", "orthonormal", "pca_basis", "random_subspace",
@@ -70,7 +70,7 @@ def _check_basis(Q, D=None, name="Q"):
                              f"1 <= r <= D-1. Pass a proper subspace.")
     if not np.allclose(Q.T @ Q, np.eye(r), atol=1e-6):
         raise ParameterError(f"{name} has columns that are not orthonormal: valid range is Q^T Q = I. "
-                             "Orthonormalise it first with tanbias.alignment.orthonormal(Q).")
+                             "Orthonormalise it first with tanbias.theory.alignment.orthonormal(Q).")
     return Q
 
 

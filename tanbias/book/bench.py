@@ -1,4 +1,4 @@
-"""``python -m tanbias.bench [--quick]``: how fast and how heavy the book is (``make bench``).
+"""``python -m tanbias.book.bench [--quick]``: how fast and how heavy the book is (``make bench``).
 
 Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 
@@ -8,8 +8,8 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 * each interactive figure's live-update latency (split into compute, figure
   building and widget update when over budget): the chapter's code cells run
   in-process with ``TANBIAS_MODE=bench`` (nothing displayed), every
-  :class:`~tanbias.interactive.Interactive` they create lands in
-  :data:`~tanbias.interactive.REGISTRY`, and 50 random slider moves are timed
+  :class:`~tanbias.figures.interactive.Interactive` they create lands in
+  :data:`~tanbias.figures.interactive.REGISTRY`, and 50 random slider moves are timed
   (compute + FigureWidget ``batch_update``) - target p95 <= 50 ms;
 * each built page's weight: its HTML plus the images only it uses, without the
   assets every page shares (``_static/``) - target <= 2 MB.
@@ -133,7 +133,7 @@ def exec_times(build_dir: str | os.PathLike) -> dict[str, dict]:
 def _bench_env(cwd: Path):
     import plotly.io as pio
 
-    from . import renderer
+    from tanbias.figures import renderer
 
     old_mode, old_cwd = os.environ.get("TANBIAS_MODE"), os.getcwd()
     old_renderer = pio.renderers.default
@@ -158,12 +158,12 @@ def chapter_latencies(path: str | os.PathLike, n: int = 50) -> list[dict]:
 
     Cells run in an IPython shell (magics work, nothing is displayed); a cell
     tagged ``raises-exception`` may raise. Returns one
-    :meth:`~tanbias.interactive.Interactive.update_latency` dict per figure.
+    :meth:`~tanbias.figures.interactive.Interactive.update_latency` dict per figure.
     """
     import jupytext
     from IPython.core.interactiveshell import InteractiveShell
 
-    from . import interactive
+    from tanbias.figures import interactive
 
     path = Path(path).resolve()
     nb = jupytext.read(path)
@@ -185,10 +185,10 @@ def chapter_latencies(path: str | os.PathLike, n: int = 50) -> list[dict]:
 
 
 def build_book(root: Path, out: Path) -> tuple[float, bool, str]:
-    """Clean strict build into ``out`` (:mod:`tanbias.bookbuild`, both cores); (seconds, ok, log tail)."""
+    """Clean strict build into ``out`` (:mod:`tanbias.book.bookbuild`, both cores); (seconds, ok, log tail)."""
     env = dict(os.environ, TANBIAS_MODE="static")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    cmd = [sys.executable, "-m", "tanbias.bookbuild", str(root), "--path-output", str(out)]
+    cmd = [sys.executable, "-m", "tanbias.book.bookbuild", str(root), "--path-output", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -477,7 +477,7 @@ def format_report(report: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tanbias.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tanbias.book.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="no clean build (reuse _build); 10 updates per figure")
     parser.add_argument("--n", type=int, default=None, help="updates timed per figure")

@@ -24,7 +24,7 @@ import numbers
 
 import numpy as np
 
-from .gradients import gradient_ratio, split_gradient
+from tanbias.theory.gradients import gradient_ratio, split_gradient
 
 __all__ = [
     "reference_gradient_ratio",
@@ -110,7 +110,7 @@ def reference_gradient_ratio(x, mu, delta, tangent_basis, normal_basis) -> float
 
 def _exercise_1_cases():
     """(label, (x, mu, delta, T, N)) cases: hand-made, manifold, single sample, zero signals."""
-    from .manifolds import GeneralizedCylinder
+    from tanbias.theory.manifolds import GeneralizedCylinder
 
     cases = []
     T2, N2 = np.eye(2)[:, :1], np.eye(2)[:, 1:]
@@ -230,8 +230,8 @@ def reference_relative_suppression(t1, t2) -> float:
 @functools.lru_cache(maxsize=None)
 def _simulated_relative(t1, t2):
     """Measured RMS-ratio quotient of two token types on a cylinder (cached)."""
-    from .gradients import two_token_types
-    from .manifolds import GeneralizedCylinder
+    from tanbias.theory.gradients import two_token_types
+    from tanbias.theory.manifolds import GeneralizedCylinder
 
     df = two_token_types(GeneralizedCylinder(1, 2, R=1.0, D=5, seed=0), t1, t2, n=4000, rng=0)
     return float(df["relative_to_type2"].iloc[0])
@@ -313,12 +313,12 @@ def reference_loop_gains(df, step) -> dict:
     """Reference solution of exercise 3: alignment gain of each run up to ``step``.
 
     ``gain = alignment(step) / alignment(0)`` for the closed and the cut run of
-    :func:`tanbias.residual.feedback_loop`.
+    :func:`tanbias.theory.residual.feedback_loop`.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        Output of :func:`tanbias.residual.feedback_loop`.
+        Output of :func:`tanbias.theory.residual.feedback_loop`.
     step : int
         A logged step.
 
@@ -337,7 +337,7 @@ def reference_loop_gains(df, step) -> dict:
 @functools.lru_cache(maxsize=None)
 def _loop_runs():
     """The default (feature-learning) run and a lazy control, 600 steps each (cached)."""
-    from .residual import feedback_loop
+    from tanbias.theory.residual import feedback_loop
 
     rich = feedback_loop(steps=600, log_every=20)
     lazy = feedback_loop(steps=600, log_every=20, init_scale=1.0)
@@ -372,7 +372,7 @@ def _exercise_3_mistakes(df, step, ref):
 def check_exercise_3(fn, compounds=None) -> None:
     """Check the reader's ``loop_gains(df, step) -> {"closed": gain, "cut": gain}``.
 
-    The checker runs :func:`tanbias.residual.feedback_loop` twice (600 steps): in
+    The checker runs :func:`tanbias.theory.residual.feedback_loop` twice (600 steps): in
     the default feature-learning regime (``init_scale=0.1``) and in a lazy
     control (``init_scale=1``), and compares the reader's gains at step 500
     with the reference.

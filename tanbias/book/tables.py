@@ -26,8 +26,8 @@ import math
 import numbers
 import re
 
-from ._checks import check_instance, check_int
-from .errors import ParameterError
+from tanbias._checks import check_instance, check_int
+from tanbias.errors import ParameterError
 
 __all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "format_number", "format_cell",
            "table_text", "format_table", "too_precise"]

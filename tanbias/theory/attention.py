@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (check_array, check_bases, check_choice, check_int, check_radii, check_real,
+from tanbias._checks import (check_array, check_bases, check_choice, check_int, check_radii, check_real,
                       check_rng, to_numpy)
-from .errors import ParameterError
-from .stats import loglog_slope
+from tanbias.errors import ParameterError
+from tanbias.stats import loglog_slope
 
 __all__ = [
     "TERMS",
@@ -216,7 +216,7 @@ def score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     ts : array_like, shape (n_t,)
         Radii in ``(0, patch]``.
     W_Q, W_K : array_like, shape (d_head, D)
@@ -275,7 +275,7 @@ def term_slopes_over_heads(manifold, stack, ts, n_tokens=96, confidence=0.95):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     stack : AttentionStack
     ts : array_like, shape (n_t,)
         Radii in ``(0, patch]`` (at least 3).
@@ -290,7 +290,7 @@ def term_slopes_over_heads(manifold, stack, ts, n_tokens=96, confidence=0.95):
 
     Example
     -------
-    >>> from tanbias.residual import default_loop_manifold
+    >>> from tanbias.theory.residual import default_loop_manifold
     >>> M = default_loop_manifold()
     >>> df = term_slopes_over_heads(M, simulated_attention_stack(1, M.D), [0.01, 0.02, 0.04])
     >>> bool(np.allclose(df["slope"], df["order"], atol=0.1))
@@ -423,7 +423,7 @@ def removal_over_heads(manifold, stack, ts, n_tokens=64, scale=None):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     stack : AttentionStack
     ts : array_like, shape (n_t,)
         Radii in ``(0, patch]``.
@@ -438,7 +438,7 @@ def removal_over_heads(manifold, stack, ts, n_tokens=64, scale=None):
 
     Example
     -------
-    >>> from tanbias.residual import default_loop_manifold
+    >>> from tanbias.theory.residual import default_loop_manifold
     >>> M = default_loop_manifold()
     >>> df = removal_over_heads(M, simulated_attention_stack(2, M.D), [0.05, 0.1], n_tokens=8)
     >>> len(df), sorted(set(df["layer"]))
@@ -603,7 +603,7 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) ->
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     stack : AttentionStack
     t : float
         Geodesic radius of the tokens (all around the same centroid).
@@ -637,7 +637,7 @@ def sensitivity_over_heads(manifold, stack, t, n_tokens=64, rng=0, side="keys"):
 
     Parameters
     ----------
-    manifold : tanbias.manifolds.Submanifold
+    manifold : tanbias.theory.manifolds.Submanifold
     stack : AttentionStack
     t : float
     n_tokens : int

@@ -1,6 +1,6 @@
 """The strict book build, with the chapters read (and so executed) on several cores.
 
-``python -m tanbias.bookbuild ROOT [--path-output DIR] [--jobs N]`` is
+``python -m tanbias.book.bookbuild ROOT [--path-output DIR] [--jobs N]`` is
 ``jupyter-book build ROOT --all -W -n --keep-going`` with Sphinx's parallel
 read: jupyter-book's command line has no ``--jobs``, so this asks it for the
 configuration it would use (its own ``get_config_only``) and calls its
@@ -81,7 +81,7 @@ def build(root=".", path_output=None, jobs: int | None = None) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tanbias.bookbuild", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tanbias.book.bookbuild", description=__doc__.split("\n")[0])
     parser.add_argument("root", nargs="?", default=".")
     parser.add_argument("--path-output", default=None, help="folder that receives _build/ (default ROOT)")
     parser.add_argument("--jobs", type=int, default=None, help="parallel read processes (default: the cores)")

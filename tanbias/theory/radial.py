@@ -32,8 +32,8 @@ import numpy as np
 from scipy import integrate, special
 from scipy import stats as _st
 
-from ._checks import check_callable, check_int, check_real, check_rng
-from .errors import ParameterError
+from tanbias._checks import check_callable, check_int, check_real, check_rng
+from tanbias.errors import ParameterError
 
 __all__ = ["RadialLaw", "Gaussian", "Laplace", "PowerLaw", "Epanechnikov", "Custom",
            "radius_density", "quadrature_moment", "nearly_flat"]
@@ -672,7 +672,7 @@ def radius_density(law, r, d) -> np.ndarray:
     """
     if not isinstance(law, RadialLaw):
         raise ParameterError(f"law={law!r:.60} is not allowed: valid range is RadialLaw "
-                             f"instances. Pass e.g. tanbias.radial.Gaussian(0.1).")
+                             f"instances. Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     d = check_int("d", d, lo=1, hint=_D_HINT)
     r = np.asarray(r, dtype=np.float64)
     return law.g(r) * r ** (d - 1) / law.moment(d - 1)
@@ -699,7 +699,7 @@ def quadrature_moment(law, k) -> float:
     """
     if not isinstance(law, RadialLaw):
         raise ParameterError(f"law={law!r:.60} is not allowed: valid range is RadialLaw "
-                             f"instances. Pass e.g. tanbias.radial.Gaussian(0.1).")
+                             f"instances. Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     k = _check_k(k)
     top = law.support if np.isfinite(law.support) else np.inf
     f = lambda t: float(law.g(t)) * t ** k          # noqa: E731

@@ -16,9 +16,9 @@ density by quadrature (:func:`exact_directional_density`, with the quadrature
 rules it is built from), and where the first-order formula stops being
 enough (:func:`amplitude_scan`, :func:`amplitude_crossing`). Chapter 3 uses
 it directly and through the modules built on it:
-:mod:`tanbias.direction_statistics` (histograms of sampled directions),
-:mod:`tanbias.ricci_sign` (ring laws, the sign of the Ricci term) and
-:mod:`tanbias.direction_samples` (the chapter's Monte Carlo banks and checks).
+:mod:`tanbias.theory.direction_statistics` (histograms of sampled directions),
+:mod:`tanbias.theory.ricci_sign` (ring laws, the sign of the Ricci term) and
+:mod:`tanbias.theory.direction_samples` (the chapter's Monte Carlo banks and checks).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Callable
 import numpy as np
 from scipy import special
 
-from ._checks import (check_array, check_callable, check_instance, check_int, check_real,
+from tanbias._checks import (check_array, check_callable, check_instance, check_int, check_real,
                       check_tangent)
-from .errors import ParameterError
-from .manifolds import GeneralizedCylinder, Quadric, check_manifold
-from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
+from tanbias.errors import ParameterError
+from tanbias.theory.manifolds import GeneralizedCylinder, Quadric, check_manifold
+from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 
 __all__ = [
     "bias_function", "uniform_bias_moments", "first_order_density",
@@ -43,7 +43,7 @@ __all__ = [
     "exact_bias_amplitude", "amplitude_scan", "amplitude_crossing", "ETA_HINT",
 ]
 
-#: The hint of every error about ``eta_g`` (here and in :mod:`tanbias.direction_statistics`).
+#: The hint of every error about ``eta_g`` (here and in :mod:`tanbias.theory.direction_statistics`).
 ETA_HINT = "eta_g is a mean squared radius; pass a positive number (e.g. law.eta_g(d))."
 
 
@@ -68,7 +68,7 @@ def bias_function(manifold, u) -> np.ndarray:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> C = Cylinder(R=1.0)
     >>> round(float(bias_function(C, [1.0, 0.0])), 6)   # cos^4(0) / 6
     0.166667
@@ -144,7 +144,7 @@ def uniform_bias_moments(manifold) -> tuple[float, float]:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> m, v = uniform_bias_moments(Cylinder(R=1.0))
     >>> round(m * 6, 12), round(v * 36, 12)       # E cos^4 = 3/8, Var cos^4 = 17/128
     (0.375, 0.1328125)
@@ -184,7 +184,7 @@ def first_order_density(manifold, eta_g, u) -> np.ndarray:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> p = first_order_density(Cylinder(R=1.0), 0.02, [[1.0, 0.0], [0.0, 1.0]])
     >>> bool(p[0] > 1 > p[1])        # the curved direction is favoured
     True
@@ -214,7 +214,7 @@ def predicted_bias_amplitude(manifold, eta_g) -> float:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> round(predicted_bias_amplitude(Cylinder(R=1.0), 0.02) * 1e5, 6)   # 0.02 * 17/4608
     7.378472
     """
@@ -240,7 +240,7 @@ def bias_amplitude(samples_u, manifold, return_stderr: bool = False):
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder, uniform_directions
+    >>> from tanbias.theory.manifolds import Cylinder, uniform_directions
     >>> u = uniform_directions(10_000, 2, np.random.default_rng(0))
     >>> a, se = bias_amplitude(u, Cylinder(), return_stderr=True)
     >>> bool(abs(a) < 4 * se)       # uniform directions: no bias
@@ -305,7 +305,7 @@ def gauss_legendre_panels(top: float, n_panels: int,
     """Composite Gauss-Legendre rule on ``[0, top]``: ``n_panels`` equal panels of ``order`` nodes.
 
     The radial rule of :func:`exact_directional_density` and of the exact
-    density of :class:`tanbias.direction_samples.DirectionBank`.
+    density of :class:`tanbias.theory.direction_samples.DirectionBank`.
 
     Parameters
     ----------
@@ -357,7 +357,7 @@ def polar_data(manifold, r, u) -> tuple[np.ndarray, np.ndarray]:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> chord, vol = polar_data(Cylinder(R=1.0), np.array([0.5]), np.array([[0.0, 1.0]]))
     >>> float(chord[0, 0]), float(vol[0, 0])     # the flat direction: chord r, V = r^(d-1)
     (0.5, 0.5)
@@ -411,7 +411,7 @@ def uniform_direction_rule(manifold, n_dirs) -> tuple[np.ndarray, np.ndarray]:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> u, w = uniform_direction_rule(Cylinder(R=1.0), 8)
     >>> u.shape, round(float(w @ u[:, 0] ** 2), 12)    # E cos^2 = 1/2
     ((8, 2), 0.5)
@@ -442,7 +442,7 @@ def exact_directional_density(manifold, law, u, n_panels: int = 12, n_dirs: int 
     element in geodesic polar coordinates (closed form on a
     ``GeneralizedCylinder``; complex-step derivatives of the RK4 exponential map
     on a ``Quadric``), truncated to the sampling patch ``rho`` exactly like
-    :meth:`~tanbias.manifolds.Submanifold.sample`, and normalised to mean 1 under the uniform law.
+    :meth:`~tanbias.theory.manifolds.Submanifold.sample`, and normalised to mean 1 under the uniform law.
     ``r`` is integrated by composite 16-point Gauss-Legendre (``n_panels``
     panels); the normalisation by :func:`sphere_quadrature` (or a 1-D rule in
     ``s = |u_S|^2`` on a ``GeneralizedCylinder``).
@@ -467,13 +467,13 @@ def exact_directional_density(manifold, law, u, n_panels: int = 12, n_dirs: int 
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> p = exact_directional_density(Cylinder(R=1.0), Gaussian(0.1), [[1.0, 0.0], [0.0, 1.0]])
     >>> bool(p[0] > 1 > p[1])
     True
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.1).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     u = check_tangent("u", u, manifold.d)
     n_panels = check_int("n_panels", n_panels, lo=1, hint="Pass a positive number of panels.")
     n_dirs = check_int("n_dirs", n_dirs, lo=4, hint="Pass at least 4 directions.")
@@ -508,13 +508,13 @@ def exact_expectation(manifold, law, f: Callable, n_panels: int = 12, n_dirs: in
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> e = exact_expectation(Cylinder(R=1.0), Gaussian(0.1), lambda u: u[:, 0] ** 4)
     >>> bool(e > 3 / 8)
     True
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.1).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     f = check_callable("f", f, hint="Pass a function of directions (N, d) -> (N,).")
     nodes, weights = uniform_direction_rule(manifold, n_dirs)
     p = _radial_integral(manifold, law, nodes, n_panels)
@@ -538,7 +538,7 @@ def exact_bias_amplitude(manifold, law, **kw) -> float:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> a = exact_bias_amplitude(Cylinder(R=1.0), Gaussian(0.01))   # eta_g = 2e-4: first order
     >>> round(a / predicted_bias_amplitude(Cylinder(R=1.0), 2e-4), 3)
     1.0
@@ -555,7 +555,7 @@ def amplitude_scan(manifold, law, etas, n_panels: int = 12) -> dict:
     ----------
     manifold : GeneralizedCylinder or Quadric
     law : RadialLaw
-        Family, rescaled to each ``eta_g`` with :meth:`~tanbias.radial.RadialLaw.with_eta`.
+        Family, rescaled to each ``eta_g`` with :meth:`~tanbias.theory.radial.RadialLaw.with_eta`.
     etas : array_like, shape (m,)
 
     Returns
@@ -566,13 +566,13 @@ def amplitude_scan(manifold, law, etas, n_panels: int = 12) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> sc = amplitude_scan(Cylinder(R=1.0), Gaussian(1.0), [1e-3, 1e-2])
     >>> bool(np.all(np.abs(sc["relative_error"]) < 0.01))
     True
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(1.0).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(1.0).")
     etas = check_array("etas", etas, shape=(None,))
     exact = np.array([exact_bias_amplitude(manifold, law.with_eta(e, manifold.d), n_panels=n_panels)
                       for e in etas])

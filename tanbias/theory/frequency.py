@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_choice, check_instance, check_int, check_real, check_rng
-from .errors import ParameterError
-from .manifolds import Samples, Submanifold
-from .radial import Gaussian, RadialLaw
+from tanbias._checks import check_choice, check_instance, check_int, check_real, check_rng
+from tanbias.errors import ParameterError
+from tanbias.theory.manifolds import Samples, Submanifold
+from tanbias.theory.radial import Gaussian, RadialLaw
 
 __all__ = ["ZipfVocabulary", "Occurrences", "bucket", "occurrence_radii", "zipf_data",
            "bucket_second_moments", "concentration"]
@@ -84,7 +84,7 @@ class ZipfVocabulary:
         self.alpha = check_real("alpha", alpha, lo=0, lo_open=False,
                                 hint="Pass a non-negative exponent.")
         self.base_law = Gaussian(1.0) if law is None else check_instance(
-            "law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Laplace(1.0).")
+            "law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Laplace(1.0).")
         rank = np.arange(1, self.n_tokens + 1, dtype=np.float64)
         f = rank ** (-self.s)
         self.frequencies = f / f.sum()
@@ -131,7 +131,7 @@ class ZipfVocabulary:
 
         Example
         -------
-        >>> from tanbias.manifolds import Sphere
+        >>> from tanbias.theory.manifolds import Sphere
         >>> V = ZipfVocabulary(20, t_max=0.3, alpha=0.5)
         >>> occ = V.sample_occurrences(500, Sphere(2, D=3), np.random.default_rng(0))
         >>> len(occ), occ.samples.y.shape
@@ -291,7 +291,7 @@ def bucket_second_moments(vocab, occ, d, n_buckets=4, by="occurrences", predict=
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> V = ZipfVocabulary(100, t_max=0.2, alpha=0.5)
     >>> occ = V.sample_occurrences(5000, Sphere(2, R=1.0, D=3), 0)
     >>> b = bucket_second_moments(V, occ, 2, predict=lambda eta: eta * (1 + eta / 6))

@@ -39,7 +39,7 @@ from sphinx.util.nodes import nested_parse_with_titles
 logger = logging.getLogger(__name__)
 
 #: the book's bibliography (``bibtex_bibfiles`` in _config.yml)
-BIBFILE = Path(__file__).resolve().parents[1] / "references.bib"
+BIBFILE = Path(__file__).resolve().parents[2] / "references.bib"
 
 
 def public_modules(package: str = "tanbias") -> list[str]:
@@ -48,7 +48,7 @@ def public_modules(package: str = "tanbias") -> list[str]:
     Example
     -------
     >>> mods = public_modules()
-    >>> "tanbias.interactive" in mods, any(".\u005f" in m for m in mods)
+    >>> "tanbias.figures.interactive" in mods, any(".\u005f" in m for m in mods)
     (True, False)
     """
     pkg = importlib.import_module(package)
@@ -112,7 +112,7 @@ def api_modules(package: str = "tanbias", exclude=()) -> list[str]:
     Example
     -------
     >>> mods = api_modules("tanbias", exclude=("tanbias.lab", "tanbias.figures"))
-    >>> "tanbias.radial" in mods, any(m.startswith("tanbias.lab") for m in mods)
+    >>> "tanbias.theory.radial" in mods, any(m.startswith("tanbias.lab") for m in mods)
     (True, False)
     """
     return [m for m in public_modules(package)

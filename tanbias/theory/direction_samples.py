@@ -1,7 +1,7 @@
 """Chapter 3's Monte Carlo directions: sample banks, the checks and their verdicts.
 
 Exact samples of a surface (``d = 2``) give directions to hold against the
-predicted law of :mod:`tanbias.directional_density`:
+predicted law of :mod:`tanbias.theory.directional_density`:
 
 * :func:`direction_density_data` and :func:`direction_checks`: one surface at
   one ``eta_g``, the histogram against the first-order and exact densities,
@@ -21,16 +21,16 @@ import math
 
 import numpy as np
 
-from ._checks import check_array, check_choice, check_instance, check_int
-from .direction_statistics import default_statistic, direction_histogram, exact_histogram
-from .directional_density import (bias_amplitude, exact_bias_amplitude,
+from tanbias._checks import check_array, check_choice, check_instance, check_int
+from tanbias.theory.direction_statistics import default_statistic, direction_histogram, exact_histogram
+from tanbias.theory.directional_density import (bias_amplitude, exact_bias_amplitude,
                                   exact_directional_density, first_order_density,
                                   gauss_legendre_panels, polar_data, predicted_bias_amplitude,
                                   uniform_bias_moments, uniform_direction_rule)
-from .errors import ParameterError
-from .manifolds import check_manifold
-from .radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
-from .stats import Check, check_close, check_in_interval
+from tanbias.errors import ParameterError
+from tanbias.theory.manifolds import check_manifold
+from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
+from tanbias.stats import Check, check_close, check_in_interval
 
 __all__ = [
     "direction_density_data", "direction_checks", "mc_bias_amplitudes", "DirectionBank",
@@ -58,7 +58,7 @@ def direction_density_data(manifold, law, n=50_000, rng=0, bins=12, n_curve=91) 
     dict
         ``theta`` (n_curve,) in radians; ``first_order`` and ``exact`` densities
         relative to uniform on it; ``hist``
-        (:class:`~tanbias.direction_statistics.DirectionHistogram`); ``u`` (n, 2) the sampled
+        (:class:`~tanbias.theory.direction_statistics.DirectionHistogram`); ``u`` (n, 2) the sampled
         directions; ``eta_g``; ``name``.
 
     Raises
@@ -68,7 +68,7 @@ def direction_density_data(manifold, law, n=50_000, rng=0, bins=12, n_curve=91) 
 
     Example
     -------
-    >>> from tanbias.manifolds import Sphere
+    >>> from tanbias.theory.manifolds import Sphere
     >>> data = direction_density_data(Sphere(2, R=1.0, D=3), Gaussian(0.1), n=2000, bins=4)
     >>> bool(np.allclose(data["first_order"], 1.0)), data["hist"].n
     (True, 2000)
@@ -77,7 +77,7 @@ def direction_density_data(manifold, law, n=50_000, rng=0, bins=12, n_curve=91) 
     if manifold.d != 2:
         raise ParameterError(f"manifold.d={manifold.d} is out of range: valid range is [2, 2] "
                              f"(the angle of a direction needs d = 2). Pass a surface.")
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.1).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     s = manifold.sample(n, law, rng)
     th = np.linspace(0.0, math.pi, check_int("n_curve", n_curve, lo=2))
     u = np.stack([np.cos(th), np.sin(th)], axis=1)
@@ -111,14 +111,14 @@ def direction_checks(manifold, law, u, bins=12) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> C, law = Cylinder(R=1.0), Gaussian(0.3)
     >>> c = direction_checks(C, law, C.sample(20_000, law, 0).u)
     >>> bool(abs(c["amplitude"] - c["exact_amplitude"]) < 4 * c["amplitude_se"])
     True
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.1).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     hist = direction_histogram(u, bins, default_statistic(manifold.d, None))
     exact_bins = exact_histogram(manifold, law, hist.edges)
     amp, se = bias_amplitude(u, manifold, return_stderr=True)
@@ -152,13 +152,13 @@ def mc_bias_amplitudes(manifold, law, etas, n=200_000, seed=11) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> mc = mc_bias_amplitudes(Cylinder(R=1.0), Gaussian(1.0), [0.1], n=20_000)
     >>> bool(abs(mc["amplitude"][0] - mc["exact"][0]) < 4 * mc["se"][0])
     True
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(1.0).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(1.0).")
     etas = check_array("etas", etas, shape=(None,))
     out = {"eta_g": etas, "amplitude": [], "se": [], "exact": []}
     for i, eta in enumerate(etas):
@@ -180,7 +180,7 @@ class DirectionBank:
     same family). The exact density uses the same bank: the polar data
     ``(chord, V)`` on a Gauss-Legendre grid over the bank's radial range
     (``n_panels`` panels, finer than the 12 of
-    :func:`~tanbias.directional_density.exact_directional_density` over the narrower
+    :func:`~tanbias.theory.directional_density.exact_directional_density` over the narrower
     target range), integrated against the target's ``g``.
 
     Parameters
@@ -205,7 +205,7 @@ class DirectionBank:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder
+    >>> from tanbias.theory.manifolds import Cylinder
     >>> th = np.linspace(0.0, math.pi, 5)
     >>> C, broad = Cylinder(R=1.0), Gaussian(0.3)
     >>> bank = DirectionBank(C, broad, 4000, 0, np.stack([np.cos(th), np.sin(th)], axis=1))
@@ -276,7 +276,7 @@ class DirectionSamples:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder, Sphere
+    >>> from tanbias.theory.manifolds import Cylinder, Sphere
     >>> ds = DirectionSamples({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
     ...                       (0.01, 0.1), n=2000)
     >>> ds.data(0.1, "cylinder")["u"].shape, ds.data(0.1, "cylinder") is ds.data(0.1, "cylinder")
@@ -287,11 +287,11 @@ class DirectionSamples:
     """
 
     def __init__(self, surfaces, etas, law=None, n=None, seed=0, bins=12) -> None:
-        from .radial import Epanechnikov
+        from tanbias.theory.radial import Epanechnikov
 
         self.surfaces = dict(surfaces)
         self.law = Epanechnikov(1.0) if law is None else check_instance(
-            "law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Epanechnikov(1.0).")
+            "law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Epanechnikov(1.0).")
         self.etas = tuple(float(e) for e in etas)
         self.sizes = n if isinstance(n, dict) else {
             k: (50_000 if n is None else int(n)) for k in self.surfaces}
@@ -375,14 +375,14 @@ def surface_direction_checks(samples, eta_g) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder, Sphere
+    >>> from tanbias.theory.manifolds import Cylinder, Sphere
     >>> ds = DirectionSamples({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
     ...                       (0.01, 0.1), n=3000)
     >>> sorted(surface_direction_checks(ds, 0.1))
     ['cylinder', 'sphere']
     """
     samples = check_instance("samples", samples, DirectionSamples,
-                             hint="Pass a tanbias.direction_samples.DirectionSamples.")
+                             hint="Pass a tanbias.theory.direction_samples.DirectionSamples.")
     out = {}
     for name, M in samples.surfaces.items():
         u = samples.data(eta_g, name)["u"]
@@ -416,7 +416,7 @@ def direction_verdicts(samples, numbers) -> list[Check]:
 
     Example
     -------
-    >>> from tanbias.manifolds import Cylinder, Sphere
+    >>> from tanbias.theory.manifolds import Cylinder, Sphere
     >>> ds = DirectionSamples({"cylinder": Cylinder(R=1.0), "sphere": Sphere(2, R=1.0, D=3)},
     ...                       (0.01, 0.1), n=3000)
     >>> [c.label for c in direction_verdicts(ds, surface_direction_checks(ds, 0.1))]  # doctest: +NORMALIZE_WHITESPACE

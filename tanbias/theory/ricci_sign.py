@@ -29,14 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
-from ._checks import check_array, check_choice, check_instance, check_int, check_real, check_tangent
-from .direction_statistics import direction_histogram, sphere_share_statistic
-from .directional_density import (exact_directional_density, exact_expectation,
+from tanbias._checks import check_array, check_choice, check_instance, check_int, check_real, check_tangent
+from tanbias.theory.direction_statistics import direction_histogram, sphere_share_statistic
+from tanbias.theory.directional_density import (exact_directional_density, exact_expectation,
                                   first_order_density, polar_data, uniform_direction_rule)
-from .errors import ParameterError
-from .manifolds import GeneralizedCylinder, check_manifold
-from .radial import Gaussian, RadialLaw
-from .stats import Check, check_close
+from tanbias.errors import ParameterError
+from tanbias.theory.manifolds import GeneralizedCylinder, check_manifold
+from tanbias.theory.radial import Gaussian, RadialLaw
+from tanbias.stats import Check, check_close
 
 __all__ = [
     "ring_factors", "ring_first_order", "ring_data", "RicciSignTest", "ricci_sign_test",
@@ -80,14 +80,14 @@ def ring_factors(manifold, law, t, u, n_dirs: int = 64) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
     >>> f = ring_factors(M, Gaussian(0.2), 0.2, [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     >>> bool(f["chord"][0] > f["chord"][1]), bool(f["volume"][0] < f["volume"][1])
     (True, True)
     """
     manifold = check_manifold(manifold)
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.1).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
     t = check_real("t", t, lo=0, hi=manifold.patch_radius, hi_open=False,
                    hint=f"Pass a ring radius no larger than patch_radius={manifold.patch_radius:g}.")
     u = check_tangent("u", u, manifold.d)
@@ -130,7 +130,7 @@ def ring_first_order(manifold, law, t, s) -> np.ndarray:
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
     >>> s = np.linspace(0.0, 1.0, 5)
     >>> u = np.stack([np.sqrt(s), 0 * s, np.sqrt(1 - s)], axis=1)
@@ -140,7 +140,7 @@ def ring_first_order(manifold, law, t, s) -> np.ndarray:
     """
     manifold = check_instance("manifold", manifold, GeneralizedCylinder,
                               hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
-    law = check_instance("law", law, Gaussian, hint="Pass a tanbias.radial.Gaussian.")
+    law = check_instance("law", law, Gaussian, hint="Pass a tanbias.theory.radial.Gaussian.")
     t = check_real("t", t, lo=0, hint="Pass a positive ring radius.")
     s = np.asarray(s, dtype=np.float64)
     E = _share_moments(manifold)
@@ -169,7 +169,7 @@ def ring_data(manifold, law, tau, n_curve=61) -> dict:
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
     >>> r = ring_data(M, Gaussian(0.1), 1.0)
     >>> bool(r["volume"][-1] < 1 < r["chord"][-1])   # along the sphere: less volume, shorter chord
@@ -323,7 +323,7 @@ def ricci_sign_test(manifold, law, n=500_000, rng=0, u=None) -> RicciSignTest:
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
     >>> res = ricci_sign_test(M, Gaussian(0.3), n=200_000, rng=0)
     >>> round(res.beta_ours, 4), abs(res.z("ours")) < 4, res.z("statement") < -4
@@ -336,7 +336,7 @@ def ricci_sign_test(manifold, law, n=500_000, rng=0, u=None) -> RicciSignTest:
             f"k={manifold.k} is out of range for the Ricci sign test: valid range is "
             f"[2, d-1] = [2, {manifold.d - 1}] (k >= 2 for Ricci curvature, k < d for a "
             f"direction dependence). Pass e.g. GeneralizedCylinder(k=2, d=3).")
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.3).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.3).")
     if u is None:
         n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
         u = manifold.sample(n, law, rng).u
@@ -371,14 +371,14 @@ def exact_ricci_coefficient(manifold, law) -> float:
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
     >>> round(exact_ricci_coefficient(M, Gaussian(0.01)), 4)
     -0.1667
     """
     manifold = check_instance("manifold", manifold, GeneralizedCylinder,
                               hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
-    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.radial.Gaussian(0.3).")
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.3).")
     eta = law.eta_g(manifold.d)
     E, cov_s_s2, var_s, alpha, _ = _sign_coefficients(manifold)
     shift = exact_expectation(manifold, law, manifold.sphere_share) - E[1]
@@ -405,11 +405,11 @@ def ricci_sign_data(manifold, law, u, bins=10, n_curve=81) -> dict:
         ``s`` (n_curve,); ``exact`` on it; ``first_order``: dict reading -> curve, for
         ``"statement"`` (Ricci term favoured), ``"extrinsic only"`` and ``"ours"``
         (Ricci term lowers); ``hist``
-        (:class:`~tanbias.direction_statistics.DirectionHistogram` of ``s``); ``eta_g``.
+        (:class:`~tanbias.theory.direction_statistics.DirectionHistogram` of ``s``); ``eta_g``.
 
     Example
     -------
-    >>> from tanbias.manifolds import GeneralizedCylinder
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
     >>> M, law = GeneralizedCylinder(k=2, d=3, R=1.0, D=4), Gaussian(0.3)
     >>> rs = ricci_sign_data(M, law, M.sample(2000, law, 0).u, n_curve=5)
     >>> sorted(rs["first_order"]), rs["hist"].n

@@ -28,7 +28,7 @@ or in chunks of rows).
   a type's own occurrences and the dependence of types drawn from one document.
 * **Anisotropy of the whole cloud** (:func:`anisotropy`): mean cosine of random
   pairs of rows (raw activations, as Ethayarajh), IsoScore* (Rudman & Eickhoff,
-  :func:`tanbias.alignment.isoscore_star`), the variance share of the top
+  :func:`tanbias.theory.alignment.isoscore_star`), the variance share of the top
   principal directions, and the *rogue dimensions* of Timkey & van Schijndel
   (2021): dimension ``i`` contributes ``E[x_i y_i / (||x|| ||y||)]`` to the
   expected cosine of random pairs, and a dimension whose contribution exceeds
@@ -48,10 +48,10 @@ import numpy as np
 from scipy import sparse as _sparse
 from scipy import stats as _st
 
-from ._checks import check_array, check_int, check_real, check_rng, check_rows, to_numpy
-from .alignment import DEFAULT_ZETA, isoscore_star_cov
-from .errors import ParameterError
-from .stats import SlopeFit, loglog_slope
+from tanbias._checks import check_array, check_int, check_real, check_rng, check_rows, to_numpy
+from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_cov
+from tanbias.errors import ParameterError
+from tanbias.stats import SlopeFit, loglog_slope
 
 __all__ = [
     "OUTLIER_THRESHOLD", "READINGS", "layer_spread", "type_statistics", "matched_statistics", "unbiased_radius",
@@ -111,7 +111,7 @@ def _check_spread(spread, X: np.ndarray) -> float:
                 "in units of the layer's spread; pass a layer whose rows differ.")
         return s
     return check_real("spread", spread, lo=0,
-                      hint="Pass the layer's spread, tanbias.token_clouds.layer_spread(X), "
+                      hint="Pass the layer's spread, tanbias.theory.token_clouds.layer_spread(X), "
                            "or None to compute it.")
 
 
@@ -727,7 +727,7 @@ def anisotropy(X, n_pairs: int = 20000, top_k: int = 10, zeta: float = DEFAULT_Z
       the mean over ``D`` dimensions, ``1/D`` each), sorted by decreasing
       contribution; ``outlier_share`` is their summed contribution over
       ``mean_cosine``. When ``mean_cosine <= 0`` there are none and the share is NaN.
-    * ``isoscore_star``: :func:`tanbias.alignment.isoscore_star` of the rows
+    * ``isoscore_star``: :func:`tanbias.theory.alignment.isoscore_star` of the rows
       (computed from the same covariance matrix).
     * ``top1_share``, ``topk_share``: share of the total variance of the centred cloud
       in its top 1 and top ``top_k`` principal directions.

@@ -6,7 +6,7 @@ for the book (inline execution mode), and the ``jupyterlab-myst`` extension
 evaluates it against the running kernel when a reader runs the Markdown cell.
 A chapter records each number once, in a code cell::
 
-    from tanbias.prose import glue, glued
+    from tanbias.book.prose import glue, glued
     glue("ch1_slope", fit.slope)
 
 and its prose reads ``{eval}`glued["ch1_slope:.3f"]```: the key, then
