@@ -30,12 +30,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tanbias.lab.analysis import dose, registered
+from tanbias.lab import runs
+from tanbias.lab.analysis import dose, registered, sweep
 from tanbias.lab.analysis.alias_design import FAMILY_ROWS, READINGS, positions, registration
 from tanbias.lab.analysis.dose_design import level_positions
 from tanbias.lab.analysis.registered import complete_seeds, holm, learning, t_interval
 from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, ALIAS_SEEDS
+from tanbias.theory.alignment import frequency_buckets
+from tanbias.theory.frequency import concentration
+from tanbias.theory.token_clouds import unbiased_radius
 
 __all__ = ["load_alias", "frequent_bucket", "run_table", "predicted", "responses", "joint_multiplicity",
            "learning_change", "learning_contrast", "convergence_table", "convergence_words", "cloud_word",
@@ -56,8 +60,6 @@ def load_alias(runs_dir=None, cells=None) -> dict:
 def frequent_bucket(loaded: dict) -> np.ndarray:
     """The frequency bucket of every type: three fixed buckets of the summed training type counts of
     the k0 cells (bucket 0 the most frequent), as ``[rule] link1`` says; the special tokens left out."""
-    from tanbias.theory.alignment import frequency_buckets
-
     start = [np.asarray(r.token_counts, float) for (k, lv, s), r in loaded.items() if lv == "k0"]
     if not start:
         raise ValueError("no k0 cell is committed: the frequency buckets are the k0 runs' (make causal, make alias).")
@@ -65,8 +67,6 @@ def frequent_bucket(loaded: dict) -> np.ndarray:
 
 
 def _unbiased(df):
-    from tanbias.theory.token_clouds import unbiased_radius
-
     return unbiased_radius(df["t"].to_numpy(float), df["count_text"].to_numpy(float))
 
 
@@ -109,8 +109,6 @@ def run_table(loaded: dict) -> "object":
     """
     import pandas as pd
 
-    from tanbias.theory.frequency import concentration
-    from tanbias.lab.analysis import sweep
     from tanbias.lab.data import alias_map_of
     from tanbias.lab.tokenizer import load_tokenizer
 
@@ -346,8 +344,6 @@ def chapter10_analyses() -> tuple:
     """``(DoseAnalysis, AliasAnalysis)`` of the committed runs, memoised on disk
     (:func:`tanbias.lab.runs.memoised`): chapter 10 and the closing page read the dose analysis with
     the joint Holm family, and the aliasing analysis, from one computation."""
-    from tanbias.lab import runs
-
     def compute():
         aa, da = analyse_alias()
         return da, aa

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis import dose_design, registered
+from tanbias.lab.analysis import dose, dose_design, registered
 from tanbias.lab.analysis.registered import power_at
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import ALIAS, ALIAS_F0, ALIAS_LEVELS, ALIAS_SEEDS, alias_config
@@ -110,8 +110,6 @@ def power_analysis(responses=None, seeds=range(3, 11)) -> "object":
     import pandas as pd
 
     if responses is None:
-        from tanbias.lab.analysis import dose
-
         responses = dose.analyse_dose().responses
     r = responses[responses["knob"] == "token"]
     x = list(positions().values())

@@ -30,11 +30,11 @@ import numpy as np
 
 from tanbias._checks import check_choice
 from tanbias.lab import runs
-from tanbias.lab.analysis import registered
+from tanbias.lab.analysis import registered, sweep
 from tanbias.lab.analysis.causal_design import FAMILY
 from tanbias.lab.analysis.registered import (complete_seeds, holm, learning, progress_word, relative_word, t_interval,
                                              value_at_progress)
-from tanbias.lab.config import KINDS
+from tanbias.lab.config import EARLY_FRAC, KINDS, PROBE_STEPS
 from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
 from tanbias.stats import interval_word
 
@@ -73,8 +73,6 @@ def run_table(loaded: dict) -> "object":
     update energy in P, and of the share removed; NaN without surgery) and ``diverged``
     (a non-finite training loss)."""
     import pandas as pd
-
-    from tanbias.lab.analysis import sweep
 
     if not loaded:
         raise ValueError("no causal run is committed yet: run `make causal` (python -m tanbias.lab causal "
@@ -253,8 +251,7 @@ def window_end(steps: int) -> int:
     >>> window_end(320)
     75
     """
-    from tanbias.lab.config import EARLY_FRAC, PROBE_STEPS
-    from tanbias.lab.probe import probe_steps
+    from tanbias.lab.probe import probe_steps        # here: it imports torch
 
     end = int(round(EARLY_FRAC * steps))
     return max(s for s in probe_steps(steps, min(PROBE_STEPS, steps)) if s < end)

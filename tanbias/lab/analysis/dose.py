@@ -21,13 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanbias.lab.analysis import registered
+from tanbias.lab import runs
+from tanbias.lab.analysis import registered, sweep
 from tanbias.lab.analysis.dose_design import LINKS, REGISTRATION, level_positions, predicted_sign
 from tanbias.lab.analysis.registered import (detectable_ratio, holm, learning, load, power_at, progress_word,
                                              registration, t_interval)
 from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_KNOBS, DOSE_LEVELS, dose_config
 from tanbias.stats import interval_word
+from tanbias.theory.alignment import frequency_buckets
+from tanbias.theory.frequency import concentration
 
 __all__ = ["POSTHOC", "FAMILY", "run_status", "reference_buckets", "run_table", "knob_runs",
            "SIGN_OF_WORD", "verdict_word", "dose_response", "apply_multiplicity", "all_responses",
@@ -60,7 +63,6 @@ def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     Fixed across levels, so link 1 follows the same types as the knob makes them
     rarer: bucket 0 = the types that are frequent before any flattening.
     """
-    from tanbias.theory.alignment import frequency_buckets
     from tanbias.lab.data import stream_frequencies
     from tanbias.lab.tokenizer import load_tokenizer
 
@@ -87,10 +89,6 @@ def run_table(loaded: dict, buckets=None) -> "object":
     ``unigram_accuracy`` (top-1 on the scored positions).
     """
     import pandas as pd
-
-    from tanbias.theory.alignment import frequency_buckets
-    from tanbias.theory.frequency import concentration
-    from tanbias.lab.analysis import sweep
 
     if not loaded:
         raise ValueError("no complete dose run is committed yet: run `make dose` (or python -m tanbias.lab "
@@ -630,8 +628,6 @@ def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
     the closing page and the tests read one computation.
     """
     if loaded is None:
-        from tanbias.lab import runs
-
         return runs.memoised("analyse_dose", lambda: analyse_dose(load(DOSE)))
     table = run_table(loaded)
     frame = adaptive_frame(loaded)

@@ -28,9 +28,11 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias._checks import check_int
+from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import detectable_ratio, power_at, registration, seed_blocked_sd
-from tanbias.lab.config import KINDS
+from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_LEVELS, DOSE_SEEDS, SKEWED_WEIGHTS, dose_config
+from tanbias.theory.frequency import concentration
 
 __all__ = ["REGISTRATION", "PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration",
            "residual_sd", "power_analysis", "predictions_table", "design_numbers"]
@@ -98,8 +100,6 @@ def expected_concentration(kind: str = "decoder") -> "object":
     """
     import pandas as pd
 
-    from tanbias.theory.frequency import concentration
-    from tanbias.lab.config import N_SPECIAL
     from tanbias.lab.data import keep_probabilities, stream_frequencies
     from tanbias.lab.tokenizer import load_tokenizer
 
@@ -132,8 +132,6 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     dict
         ``sd``, ``df`` (its degrees of freedom), ``n_seeds``.
     """
-    from tanbias.lab.analysis import sweep
-
     check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0,
               hint=f"kind must be one of {KINDS}.")
     loaded = sweep.load_sweep() if loaded is None else loaded
@@ -152,8 +150,6 @@ def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "obj
     ``chosen`` (the design's :data:`~tanbias.lab.experiments.DOSE_SEEDS`).
     """
     import pandas as pd
-
-    from tanbias.lab.analysis import sweep
 
     loaded = sweep.load_sweep() if loaded is None else loaded
     x = list(level_positions("token").values())
