@@ -55,7 +55,7 @@ RUN_STEPS = 320
 _RUN_COMMON = {"size": "small", "steps": RUN_STEPS, "checkpoint_every": 40, "threads": 1}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Design:
     """One experiment of the lab as data: its grid of runs, their names and configs, its queue.
 

@@ -224,7 +224,7 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
 
 
 def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
-              report_name: str = "sweep.json", how: str = "", device: str = "auto", sittings: bool = True) -> dict:
+              report_name: str = "queue.json", how: str = "", device: str = "auto", sittings: bool = True) -> dict:
     """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
 
     Each run uses one thread (its config's ``threads``), so ``jobs`` should not
