@@ -163,7 +163,7 @@ def test_gradients_made_from_a_known_output_matrix_give_enrichment_one_after_the
     Q = al.orthonormal(top + 0.7 * al.random_subspace(G.shape[1], top.shape[1], rng=3))
     before = al.enrichment_test(G, Q, rng=0)["enrichment"]
     after = al.enrichment_outside(G, Q, top, rng=0)
-    assert before > 20
+    assert before > 10
     assert after["enrichment"] == pytest.approx(1.0, abs=0.1)
     assert after["energy_removed"] > 0.9 and 0 < after["overlap"] < 1
     assert after["rank"] == top.shape[1]
