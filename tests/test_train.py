@@ -151,3 +151,18 @@ def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
     assert [r["step"] for r in logged] == [0, 1, 2]        # the probe steps, and the trained model
     assert all(r["tokens"] == sum(scored) for r in logged)
     assert scored[0] != scored[1]              # the masks differ: two batches, not one twice
+
+
+def test_a_unigram_head_run_resumed_after_interruption_gives_identical_losses(tmp_path):
+    cfg = {**SMOKE, "name": "smoke-unigram", "kind": "decoder", "output_bias": "unigram", "steps": 8}
+    ref, d = tmp_path / "ref", tmp_path / "resumed"
+    train_only(cfg, out_dir=ref, fresh=True, progress=False)
+    with pytest.raises(Interrupted):
+        train_only(cfg, out_dir=d, fresh=True, progress=False, stop_after=6)
+    summary = train_only(cfg, out_dir=d, progress=False)
+    assert summary["resume_mismatches"] == 0
+    assert _losses(d) == _losses(ref) and len(_losses(ref)) == 8
+    assert json.loads((d / "config.json").read_text())["output_bias"] == "unigram"
+    # the standard head of the same seed starts from a different loss: the bias is in the step
+    train_only({**cfg, "output_bias": "none"}, out_dir=tmp_path / "std", fresh=True, progress=False)
+    assert _losses(tmp_path / "std")[0] != _losses(ref)[0]

@@ -59,8 +59,9 @@ from tanbias.lab.data import (
     original_ids,
     probe_eval_batches,
     training_streams,
+    training_target_counts,
 )
-from tanbias.lab.models import autocast, evaluate, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
+from tanbias.lab.models import autocast, evaluate, log_unigram, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps, residual_modules
 from tanbias.lab.tokenizer import load_tokenizer
 
@@ -98,8 +99,9 @@ def setup_training(cfg: RunConfig, device=None):
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     tok = load_tokenizer()
+    bias = log_unigram(training_target_counts(cfg, tok)) if cfg.output_bias == "unigram" else None
     model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok))
+                       n_inputs=n_inputs_of(cfg, tok), output_bias=bias)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
