@@ -63,7 +63,8 @@ $(UV): | $(PY)
 # scripts/setup_env.sh: the set-up steps that Binder's postBuild runs too (binder/)
 SETUP_ENV = PYTHON=$(PY) PIP_INSTALL="$(UV_PIP)" scripts/setup_env.sh
 
-$(STAMP): requirements.txt pyproject.toml scripts/setup_env.sh | $(UV)
+# tanbias/__init__.py holds the version, which the installed metadata copies: a new version reinstalls
+$(STAMP): requirements.txt pyproject.toml tanbias/__init__.py scripts/setup_env.sh | $(UV)
 	$(SETUP_ENV) requirements package
 	$(PIP_CHECK)
 	touch $@
