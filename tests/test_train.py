@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import analyse_run
@@ -51,7 +52,7 @@ def test_smoke_train_and_probe_end_to_end(smoke_run):
     assert np.isfinite(a["enrichment"]).all()
     assert len(data.radius_corr) == 5 * 3
     m = data.manifest
-    assert m["seed"] == 0 and m["package_version"] and "git" in m
+    assert m["seed"] == 0 and m["package_version"] == tanbias.__version__ and "git" in m
     assert set(m["files"]) >= {"alignment.csv", "metrics.jsonl", "config.json"}
     assert not (d / "work" / "probe").exists() or len(list((d / "work" / "probe").glob("*.npz"))) == 5
 
