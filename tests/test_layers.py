@@ -68,6 +68,7 @@ LAB = [
     ["tanbias.lab.analysis.causal_design"],
     ["tanbias.lab.analysis.causal"],
     ["tanbias.lab.analysis.causal_report"],
+    ["tanbias.lab.analysis.rivals_design"],
     ["tanbias.lab.analysis.rivals"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
