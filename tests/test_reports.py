@@ -152,6 +152,18 @@ def test_run_pair_numbers_of_the_committed_runs():
     assert all(n[f"{k}_learns"] in ("below", "above") for k in ("encoder", "decoder"))
     s = sweep.run_summary(runs).set_index(["kind", "proxy"])
     assert n["decoder_frozen_enrichment_late"] == s.loc[("decoder", "frozen"), "enrichment_late"]
+    # the findings' summaries are read off the per-architecture numbers
+    late = [n["encoder_frozen_enrichment_late"], n["decoder_frozen_enrichment_late"]]
+    assert n["late_min"] == min(late) and n["weaker"] == ("encoder", "decoder")[int(np.argmin(late))]
+    assert n["decoder_over_encoder_late"] == pytest.approx(late[1] / late[0])
+    assert n["decoder_over_encoder_early"] == pytest.approx(
+        n["decoder_frozen_enrichment_early"] / n["encoder_frozen_enrichment_early"])
+    assert n["peak_pct_max"] == max(n["encoder_peak_pct"], n["decoder_peak_pct"])
+    assert n["late_over_peak_max"] == max(n["encoder_late_over_peak"], n["decoder_late_over_peak"])
+    for kind in ("encoder", "decoder"):
+        assert n[f"{kind}_grows_with_depth"] in ("yes", "no")
+        if n[f"{kind}_grows_with_depth"] == "yes":
+            assert n[f"{kind}_last_layer_late"] > n[f"{kind}_first_layer_late"]
 
 
 # --------------------------------------------------------------------------- the checks and verdicts
