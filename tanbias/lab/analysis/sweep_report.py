@@ -294,7 +294,7 @@ SWEEP_QUOTED = (
                "all_small_t_share_hi"),
     *_with_interval("rho_decoder_natural"), "rho_decoder_balanced", "rho_encoder_natural", "rho_encoder_balanced",
     *_with_interval(*(f"{kind}_{regime}_late" for kind in KINDS for regime in REGIMES)),
-    *(f"iso_{kind}_{regime}_late" for kind in KINDS for regime in REGIMES),
+    *(f"iso_{kind}_{regime}_late" for kind in KINDS for regime in REGIMES), "cell_late_min", "cell_late_max",
     *_with_interval("eff_balancing_encoder_late", "eff_balancing_decoder_late", "eff_architecture_natural_late",
                     "eff_architecture_natural_early", "eff_interaction_late"),
     "eff_balancing_encoder_early", "eff_balancing_decoder_early", "eff_architecture_balanced_late",
@@ -313,8 +313,8 @@ def sweep_numbers(sw: SweepAnalysis) -> dict:
 
 def sweep_table(sw: SweepAnalysis) -> dict:
     """Every number of the 2x2 sweep by key: design, losses, frequencies, the mechanism (paired η_g and
-    small-t shares, radius correlations), each cell's enrichment and excess ΔIsoScore*, timing, the
-    constant-rate controls, each seed-paired contrast."""
+    small-t shares, radius correlations), each cell's enrichment and excess ΔIsoScore* (and the lowest
+    and highest cell's late enrichment), timing, the constant-rate controls, each seed-paired contrast."""
     out: dict = {}
     cfg = sw.config
     seeds = sorted({r.config.seed for r in sw.runs.values()})
@@ -365,6 +365,8 @@ def sweep_table(sw: SweepAnalysis) -> dict:
         out[key + "_hi"] = float(row["ratio_hi"])
     for _, row in _cell_rows(sw, "excess_iso").iterrows():
         out[f"iso_{row['kind']}_{row['regime']}_{row['phase']}"] = float(row["mean"])
+    late_cells = [out[f"{kind}_{regime}_late"] for kind in KINDS for regime in REGIMES]
+    out["cell_late_min"], out["cell_late_max"] = min(late_cells), max(late_cells)
 
     tim = sw.timing
     for col in ("peak_frac", "log_late_over_peak"):
