@@ -190,3 +190,20 @@ def test_dose_checks_read_the_intervals_they_name(committed):
     assert dose_report.balancing_verdict(da) in sweep.PROPERTY_WORDS
     assert dose_report.adaptive_verdict(da) in sweep.PROPERTY_WORDS
     assert set(dose_report.balancing_words(da).values()) <= set(sweep.BALANCING_WORDS)
+
+
+def test_premise_verdicts_read_the_premise_table(committed):
+    """The narrow premise table says, per model and language, what the wide one's interval words say."""
+    tables = {name: load_pretrained(name) for name in zoo.ZOO}
+    narrow, wide = pretrained_report.premise_verdicts(tables), pretrained_report.premise_table(tables)
+    assert list(narrow.index) == list(dict.fromkeys((m, lang) for m, lang, _ in wide.index))
+    t = wide.xs("radius_t", level="reading")
+    d = wide.xs("centroid_distance", level="reading")
+    for key, row in narrow.iterrows():
+        assert row["premise, last layer"] == pretrained_report.PREMISE_WORDS[t.loc[key, "last layer"]]
+        assert row["premise over the blocks"] == pretrained_report.PREMISE_WORDS[t.loc[key, "band over the blocks"]]
+        assert row["ρ(log frequency, t) [95 %]"] == t.loc[key, "ρ, last layer"]
+        assert row["centroid distance, last layer"] == d.loc[key, "last layer"]
+    # the premise predicts a negative correlation: "holds" is negative, "reversed" positive
+    assert pretrained_report.PREMISE_WORDS["negative"] == "holds"
+    assert pretrained_report.PREMISE_WORDS["positive"] == "reversed"
