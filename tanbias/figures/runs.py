@@ -132,8 +132,12 @@ def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")) ->
         fig.update_xaxes(title_text="training step + 1 [log]", row=2, col=1)
         fig.update_yaxes(type="log", range=enrichment_range, title_text="enrichment [log]", row=1, col=1)
         fig.update_yaxes(range=excess_range, title_text="excess ΔIsoScore*", row=2, col=1)
+        # the legend above the panels, in two rows: at the side it would take a third of the width
         fig.update_layout(title=dict(text=f"Gradient energy in the proxy during training, layer {layer}, "
-                                          f"tokens: {bucket}"), legend_title_text="model, proxy")
+                                          f"tokens: {bucket}", y=0.985, yref="container", yanchor="top"),
+                          legend_title_text="model, proxy",
+                          legend=dict(orientation="h", x=0.0, y=1.02, xanchor="left", yanchor="bottom"),
+                          margin=dict(t=170))
         return fig
 
     return Interactive(
