@@ -10,7 +10,7 @@ from scipy import stats
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.analysis import registered as rg
-from tanbias.lab.experiments import ALIAS, CAUSAL, DOSE, EXPERIMENTS, SWEEP
+from tanbias.lab.experiments import ALIAS, CAUSAL, DOSE, EXPERIMENTS, RIVALS, SWEEP
 
 
 # --------------------------------------------------------------------------- the runs
@@ -42,6 +42,11 @@ def test_complete_seeds_need_every_level_of_the_architecture_and_no_divergence()
     assert rg.complete_seeds(CAUSAL, t, "encoder") == [0, 2]
     sweep = pd.DataFrame({"kind": "decoder", "regime": ["natural", "balanced", "natural"], "seed": [0, 0, 1]})
     assert rg.complete_seeds(SWEEP, sweep, "decoder") == [0]           # no ``diverged`` column: none diverged
+    # seeds registered for some cells only: a seed is complete with the cells registered for it
+    cells = [c for c in RIVALS.levels["encoder"] if c.endswith(("-control", "-proxy"))]
+    six = pd.DataFrame({"kind": "encoder", "cell": cells, "seed": 6})
+    assert rg.complete_seeds(RIVALS, six, "encoder") == [6]
+    assert rg.complete_seeds(RIVALS, six.assign(seed=3), "encoder") == []      # seed 3 has every cell
     with pytest.raises(ParameterError, match="kind"):
         rg.complete_seeds(CAUSAL, t, "bert")
 

@@ -75,8 +75,10 @@ def _chapter(number: int) -> str:
 
 
 #: each registered experiment's reports: ``<name>_design`` (glued by its chapter) and ``<name>`` (by its
-#: chapter and the closing page), under its chapter's prefix; read from the registry
-_REGISTERED_REPORTS = {f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.registration for part in ("_design", "")}
+#: chapter and the closing page), under its chapter's prefix; read from the registry (an experiment no
+#: chapter reads yet, ``chapter=None``, has none)
+_REGISTERED_REPORTS = {f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.registration and d.chapter
+                       for part in ("_design", "")}
 #: report -> the chapters that glue it, with the prefix
 GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "sweep": [("08_eurobert_vs_decoder", "ch8_")],
             "claims": [("conclusions", "end_")],
@@ -159,6 +161,18 @@ def test_run_pair_numbers_of_the_committed_runs():
     assert all(n[f"{k}_learns"] in ("below", "above") for k in ("encoder", "decoder"))
     s = sweep.run_summary(runs).set_index(["kind", "proxy"])
     assert n["decoder_frozen_enrichment_late"] == s.loc[("decoder", "frozen"), "enrichment_late"]
+    # the findings' summaries are read off the per-architecture numbers
+    late = [n["encoder_frozen_enrichment_late"], n["decoder_frozen_enrichment_late"]]
+    assert n["late_min"] == min(late) and n["weaker"] == ("encoder", "decoder")[int(np.argmin(late))]
+    assert n["decoder_over_encoder_late"] == pytest.approx(late[1] / late[0])
+    assert n["decoder_over_encoder_early"] == pytest.approx(
+        n["decoder_frozen_enrichment_early"] / n["encoder_frozen_enrichment_early"])
+    assert n["peak_pct_max"] == max(n["encoder_peak_pct"], n["decoder_peak_pct"])
+    assert n["late_over_peak_max"] == max(n["encoder_late_over_peak"], n["decoder_late_over_peak"])
+    for kind in ("encoder", "decoder"):
+        assert n[f"{kind}_grows_with_depth"] in ("yes", "no")
+        if n[f"{kind}_grows_with_depth"] == "yes":
+            assert n[f"{kind}_last_layer_late"] > n[f"{kind}_first_layer_late"]
 
 
 # --------------------------------------------------------------------------- the checks and verdicts
@@ -185,3 +199,20 @@ def test_dose_checks_read_the_intervals_they_name(committed):
     assert dose_report.balancing_verdict(da) in sweep.PROPERTY_WORDS
     assert dose_report.adaptive_verdict(da) in sweep.PROPERTY_WORDS
     assert set(dose_report.balancing_words(da).values()) <= set(sweep.BALANCING_WORDS)
+
+
+def test_premise_verdicts_read_the_premise_table(committed):
+    """The narrow premise table says, per model and language, what the wide one's interval words say."""
+    tables = {name: load_pretrained(name) for name in zoo.ZOO}
+    narrow, wide = pretrained_report.premise_verdicts(tables), pretrained_report.premise_table(tables)
+    assert list(narrow.index) == list(dict.fromkeys((m, lang) for m, lang, _ in wide.index))
+    t = wide.xs("radius_t", level="reading")
+    d = wide.xs("centroid_distance", level="reading")
+    for key, row in narrow.iterrows():
+        assert row["premise, last layer"] == pretrained_report.PREMISE_WORDS[t.loc[key, "last layer"]]
+        assert row["premise over the blocks"] == pretrained_report.PREMISE_WORDS[t.loc[key, "band over the blocks"]]
+        assert row["ρ(log frequency, t) [95 %]"] == t.loc[key, "ρ, last layer"]
+        assert row["centroid distance, last layer"] == d.loc[key, "last layer"]
+    # the premise predicts a negative correlation: "holds" is negative, "reversed" positive
+    assert pretrained_report.PREMISE_WORDS["negative"] == "holds"
+    assert pretrained_report.PREMISE_WORDS["positive"] == "reversed"

@@ -183,8 +183,7 @@ def parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per function above, one per experiment of the registry."""
     from tanbias.lab.zoo import ZOO
 
-    listing = "\n".join(f"    {d.name:<8} {d.title} (chapter {d.chapter}), seeds {d.describe_seeds()}"
-                        for d in EXPERIMENTS.values())
+    listing = "\n".join(f"    {d.name:<8} {d.where}, seeds {d.describe_seeds()}" for d in EXPERIMENTS.values())
     p = argparse.ArgumentParser(prog="python -m tanbias.lab", description=f"{__doc__}\nEXPERIMENT:\n{listing}\n",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -220,8 +219,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--precision", default="bf16", help=PRECISION_HELP)
     c.add_argument("--device", default="cuda", help=DEVICE_HELP)
     for design in EXPERIMENTS.values():            # every experiment's queue takes the same options
-        c = sub.add_parser(design.name, help=f"train the runs of {design.title} (chapter {design.chapter}); "
-                                             "skips complete ones, resumes an interrupted one")
+        c = sub.add_parser(design.name, help=f"train the runs of {design.where}; skips complete ones, "
+                                             "resumes an interrupted one")
         c.set_defaults(handler=experiment)
         c.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
         c.add_argument("--commit", action="store_true", help="git-commit each run as soon as it finishes")

@@ -21,7 +21,12 @@ from it. :data:`EXPERIMENTS` registers them, in the order they were designed:
   is the causal test's control run where that run exists (the design borrows it);
 * :data:`CAUSAL`, **the causal test** of chapter 11: gradient surgery against matched
   controls on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
-  :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>`` (:func:`causal_config`).
+  :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>`` (:func:`causal_config`);
+* :data:`RIVALS`, **the rival accounts** of the rivals chapter: the standard output head against
+  the unigram head (:data:`RIVALS_HEADS`), crossed with the causal test's control, proxy and
+  random arms and the aliasing knob's top level (:data:`RIVALS_ARMS`), :data:`RIVALS_SEEDS` per
+  cell, and long control runs; its factor is the cell ``<head>-<arm>``, runs
+  ``rivals-<kind>-<head>-<arm>-s<seed>`` (:func:`rivals_config`).
 
 Chapter 7 reads two runs of the sweep. Every config function returns a full, checked
 :class:`~tanbias.lab.config.RunConfig`; the committed files under ``data/runs/configs/`` are
@@ -45,8 +50,9 @@ from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, RunConfig, check_kind
 __all__ = ["Design", "RUN_STEPS", "SWEEP_SEEDS", "CONTROL_RUNS", "sweep_config", "control_config", "SWEEP",
            "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS", "DOSE_SEEDS", "dose_config", "DOSE",
            "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "causal_arms", "causal_config",
-           "CAUSAL", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS", "alias_config", "ALIAS", "EXPERIMENTS",
-           "design_of", "design_config"]
+           "CAUSAL", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS", "alias_config", "ALIAS", "RIVALS_HEADS",
+           "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS", "RIVALS_LONG_PROBE_STEPS",
+           "rivals_config", "RIVALS", "EXPERIMENTS", "design_of", "design_config"]
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -66,14 +72,15 @@ class Design:
         target and its queue's record ``data/runs/<name>.json``.
     title : str
         What it is, in words (``"the dose experiment"``).
-    chapter : int
-        The chapter that reads it.
+    chapter : int or None
+        The chapter that reads it (None while no chapter does).
     factor : str
         The name of its one factor, the column of its run tables (``"level"``, ``"arm"``).
     levels : dict
         ``{kind: (level, ...)}``: the factor's levels per architecture, in the design's order.
     seeds : dict
-        ``{kind: (seed, ...)}``: the registered seeds per architecture.
+        ``{kind: (seed, ...)}``: the registered seeds per architecture, or ``{kind: {level: (seed,
+        ...)}}`` where they differ from level to level (:meth:`seeds_of`).
     prefix : str
         Run names are ``<prefix><kind>-<level>-s<seed>``.
     build : callable
@@ -103,7 +110,7 @@ class Design:
     """
     name: str
     title: str
-    chapter: int
+    chapter: int | None
     factor: str
     levels: dict
     seeds: dict
@@ -121,6 +128,11 @@ class Design:
         every = sorted({lv for levels in self.levels.values() for lv in levels}, key=len, reverse=True)
         object.__setattr__(self, "pattern", re.compile(
             rf"^{re.escape(self.prefix)}({'|'.join(KINDS)})-({'|'.join(map(re.escape, every))})-s(\d+)$"))
+
+    @property
+    def where(self) -> str:
+        """Its title and chapter, for help texts: ``'the dose experiment (chapter 10)'``."""
+        return self.title + ("" if self.chapter is None else f" (chapter {self.chapter})")
 
     @property
     def form(self) -> str:
@@ -146,6 +158,15 @@ class Design:
         own = self.run_name(kind, level, seed)
         borrowed = self.borrow(kind, level, int(seed)) if self.borrow is not None else None
         return borrowed or own
+
+    def seeds_of(self, kind: str, level: str) -> tuple[int, ...]:
+        """The registered seeds of the cells ``(kind, level, ·)``.
+
+        >>> RIVALS.seeds_of("encoder", "unigram-proxy"), RIVALS.seeds_of("encoder", "standard-long")
+        ((0, 1, 2, 3, 4, 5, 6, 7), (0, 1))
+        """
+        seeds = self.seeds[check_kind(kind)]
+        return tuple(seeds[self.check_level(kind, level)] if isinstance(seeds, dict) else seeds)
 
     def matches(self, name: str) -> bool:
         """Whether ``name`` is a run name of this design."""
@@ -177,11 +198,11 @@ class Design:
 
     def cells(self, seeds=None, kinds=KINDS) -> list[tuple[str, str, int, str]]:
         """Every cell ``(kind, level, seed, run folder)`` in queue order, borrowed ones included.
-        ``seeds`` (one tuple for every architecture) replaces the registered :attr:`seeds`."""
+        ``seeds`` (one tuple for every architecture and level) replaces the registered :attr:`seeds`."""
         keyed = []
         for kind in kinds:
-            for seed in (self.seeds[check_kind(kind)] if seeds is None else tuple(seeds)):
-                for level in self.levels[kind]:
+            for level in self.levels[check_kind(kind)]:
+                for seed in (self.seeds_of(kind, level) if seeds is None else tuple(seeds)):
                     key = (self.order(kind, level, int(seed)) if self.order is not None
                            else (int(seed), kind != "decoder", self.levels[kind].index(level)))
                     keyed.append((key, self.run_name(kind, level, seed),
@@ -193,16 +214,23 @@ class Design:
         return [run for kind, level, seed, run in self.cells(seeds, kinds) if run == self.run_name(kind, level, seed)]
 
     def describe_seeds(self) -> str:
-        """The registered seeds in words: ``'0-2'``, or per architecture.
+        """The registered seeds in words: ``'0-2'``, or per architecture, or per level.
 
-        >>> CAUSAL.describe_seeds()
-        'encoder 0-11, decoder 0-4'
+        >>> CAUSAL.describe_seeds(), RIVALS.describe_seeds()
+        ('encoder 0-11, decoder 0-4', 'encoder 0-7, 0-4 or 0-1 by cell, decoder 0-4 or 0-1 by cell')
         """
         def span(s):
             consecutive = len(s) > 1 and tuple(s) == tuple(range(s[0], s[-1] + 1))
             return f"{s[0]}-{s[-1]}" if consecutive else " ".join(map(str, s))
 
-        spans = {k: span(self.seeds[k]) for k in KINDS}
+        def of(kind):
+            seeds = self.seeds[kind]
+            if not isinstance(seeds, dict):
+                return span(seeds)
+            every = list(dict.fromkeys(span(s) for s in sorted(seeds.values(), key=len, reverse=True)))
+            return (", ".join(every[:-1]) + " or " + every[-1] if len(every) > 1 else every[0]) + " by cell"
+
+        spans = {k: of(k) for k in KINDS}
         return spans[KINDS[0]] if len(set(spans.values())) == 1 else ", ".join(f"{k} {s}" for k, s in spans.items())
 
 
@@ -419,10 +447,88 @@ ALIAS = Design(name="alias", title="the aliasing knob", chapter=10, factor="leve
                borrow=_causal_control)
 
 
+# ---------------------------------------------------------------- the rival accounts (the rivals chapter)
+#: the output heads: the lab's standard head (no output bias) and the unigram head (a learnable
+#: output bias initialised to the log of the add-one-smoothed unigram of the run's own targets)
+RIVALS_HEADS = {"standard": "none", "unigram": "unigram"}
+#: the arms crossed with the heads: chapter 11's control, proxy and random arms and chapter 10's
+#: top aliasing level
+RIVALS_ARMS = ("control", "proxy", "random", "k3")
+#: seeds per architecture and arm, from the power analysis on the causal runs' realised noise
+#: (data/preregistration/rivals.toml): the encoder needs 8 seeds in the primary family's cells
+#: (control and proxy), 5 elsewhere; the decoder 5 everywhere (the minimum binds)
+RIVALS_SEEDS = {"decoder": {arm: tuple(range(5)) for arm in RIVALS_ARMS},
+                "encoder": {"control": tuple(range(8)), "proxy": tuple(range(8)),
+                            "random": tuple(range(5)), "k3": tuple(range(5))}}
+#: the long runs: the control arm of both heads and architectures, 4 x the steps, more probe steps
+RIVALS_LONG_SEEDS = (0, 1)
+RIVALS_LONG_STEPS = 4 * RUN_STEPS
+RIVALS_LONG_PROBE_STEPS = 20
+
+
+def rivals_config(kind: str, head: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+                  languages=None, **overrides) -> RunConfig:
+    """The config of one rivals run: the causal test's base with ``head``'s output bias and
+    ``arm``'s surgery or aliasing; ``arm="long"`` is the control arm at
+    :data:`RIVALS_LONG_STEPS` with :data:`RIVALS_LONG_PROBE_STEPS` probe steps.
+
+    A standard-head control, proxy or random run has exactly the config of the causal run of
+    that arm and seed but for its name; a standard-head ``k3`` run that of the aliasing run.
+
+    >>> c = rivals_config("decoder", "unigram", "proxy", 2)
+    >>> c.name, c.output_bias, c.surgery.arm, c.precision
+    ('rivals-decoder-unigram-proxy-s2', 'unigram', 'proxy', 'fp32')
+    >>> rivals_config("encoder", "standard", "random", 3).to_dict() == causal_config("encoder", "random", 3).replace(
+    ...     name="rivals-encoder-standard-random-s3").to_dict()
+    True
+    >>> rivals_config("encoder", "standard", "long", 0).steps
+    1280
+    """
+    check_kind(kind)
+    check_choice("head", head, tuple(RIVALS_HEADS))
+    check_choice("arm", arm, (*RIVALS_ARMS, "long"))
+    if arm == "k3":
+        cfg = alias_config(kind, "k3", seed, steps=steps, size=size, languages=languages, **overrides)
+    elif arm == "long":
+        cfg = causal_config(kind, "control", seed, steps=RIVALS_LONG_STEPS if steps == RUN_STEPS else steps,
+                            size=size, languages=languages, **overrides)
+        cfg = cfg.replace(probe={"n_steps": RIVALS_LONG_PROBE_STEPS})
+    else:
+        cfg = causal_config(kind, arm, seed, steps=steps, size=size, languages=languages, **overrides)
+    return cfg.replace(name=f"rivals-{kind}-{head}-{arm}-s{int(seed)}", output_bias=RIVALS_HEADS[head])
+
+
+def _rivals_cell(kind: str, cell: str, seed: int, **overrides) -> RunConfig:
+    """:func:`rivals_config` of a cell ``<head>-<arm>`` (the rivals design's one factor)."""
+    head, arm = cell.split("-", 1)
+    return rivals_config(kind, head, arm, seed, **overrides)
+
+
+def _rivals_order(kind: str, cell: str, seed: int) -> tuple:
+    """Seeds 0..4 of every cell first, a seed at a time (decoders first, heads, then arms in
+    :data:`RIVALS_ARMS` order), then the encoder's further seeds of the primary cells, then the
+    long runs (seed by seed, decoders first, heads in order)."""
+    head, arm = cell.split("-", 1)
+    long = arm == "long"
+    return (long, not long and seed >= 5, seed, kind != "decoder", list(RIVALS_HEADS).index(head),
+            0 if long else RIVALS_ARMS.index(arm))
+
+
+#: the rival accounts: the two output heads crossed with the four arms, and the long control runs;
+#: its one factor is the cell ``<head>-<arm>`` (``arm`` ``long`` for a long run), runs
+#: ``rivals-<kind>-<head>-<arm>-s<seed>``, the seeds per cell
+RIVALS = Design(name="rivals", title="the rival accounts", chapter=None, factor="cell",
+                levels={k: tuple(f"{h}-{a}" for a in (*RIVALS_ARMS, "long") for h in RIVALS_HEADS) for k in KINDS},
+                seeds={k: {**{f"{h}-{a}": RIVALS_SEEDS[k][a] for a in RIVALS_ARMS for h in RIVALS_HEADS},
+                           **{f"{h}-long": RIVALS_LONG_SEEDS for h in RIVALS_HEADS}} for k in KINDS},
+                prefix="rivals-", build=_rivals_cell, order=_rivals_order, registration="rivals",
+                registration_sha256="f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c")
+
+
 # ---------------------------------------------------------------- the registry
 #: every experiment of the lab, by name, in the order they were designed: an experiment's analysis
 #: may read the experiments registered before it (the layer test's chain follows this order)
-EXPERIMENTS: dict[str, Design] = {d.name: d for d in (SWEEP, DOSE, ALIAS, CAUSAL)}
+EXPERIMENTS: dict[str, Design] = {d.name: d for d in (SWEEP, DOSE, ALIAS, CAUSAL, RIVALS)}
 
 
 def design_of(name: str) -> Design:
