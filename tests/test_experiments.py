@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("design", EXPERIMENTS.values(), ids=list(EXPERIMENTS))
 def test_every_cell_has_a_name_that_parses_back_to_it(design):
     cells = design.cells()
-    assert len(cells) == sum(len(design.seeds_of(k, lv)) for k in KINDS for lv in design.levels[k])
+    assert len(cells) == sum(len(design.levels_of(k, s)) for k in KINDS for s in design.seeds[k])
     for kind, level, seed, run in cells:
         name = design.run_name(kind, level, seed)
         assert design.parse(name) == (kind, level, seed) and design_of(name) is design

@@ -42,7 +42,7 @@ def test_complete_seeds_need_every_level_of_the_architecture_and_no_divergence()
     assert rg.complete_seeds(CAUSAL, t, "encoder") == [0, 2]
     sweep = pd.DataFrame({"kind": "decoder", "regime": ["natural", "balanced", "natural"], "seed": [0, 0, 1]})
     assert rg.complete_seeds(SWEEP, sweep, "decoder") == [0]           # no ``diverged`` column: none diverged
-    # seeds registered for some cells only: a seed is complete with the cells registered for it
+    # a design whose levels have different seeds: a seed is complete with the levels its grid has
     cells = [c for c in RIVALS.levels["encoder"] if c.endswith(("-control", "-proxy"))]
     six = pd.DataFrame({"kind": "encoder", "cell": cells, "seed": 6})
     assert rg.complete_seeds(RIVALS, six, "encoder") == [6]

@@ -22,11 +22,11 @@ from it. :data:`EXPERIMENTS` registers them, in the order they were designed:
 * :data:`CAUSAL`, **the causal test** of chapter 11: gradient surgery against matched
   controls on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
   :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>`` (:func:`causal_config`);
-* :data:`RIVALS`, **the rival accounts** of the rivals chapter: the standard output head against
-  the unigram head (:data:`RIVALS_HEADS`), crossed with the causal test's control, proxy and
-  random arms and the aliasing knob's top level (:data:`RIVALS_ARMS`), :data:`RIVALS_SEEDS` per
-  cell, and long control runs; its factor is the cell ``<head>-<arm>``, runs
-  ``rivals-<kind>-<head>-<arm>-s<seed>`` (:func:`rivals_config`).
+* :data:`RIVALS`, **the rival accounts**: the standard output head against the unigram head
+  (:data:`RIVALS_HEADS`), crossed with the causal test's control, proxy and random arms and the
+  aliasing knob's top level (:data:`RIVALS_ARMS`), :data:`RIVALS_SEEDS` per cell, and long
+  control runs; its factor is the cell ``<head>-<arm>``, runs ``rivals-<kind>-<head>-<arm>-s<seed>``
+  (:func:`rivals_config`).
 
 Chapter 7 reads two runs of the sweep. Every config function returns a full, checked
 :class:`~tanbias.lab.config.RunConfig`; the committed files under ``data/runs/configs/`` are
@@ -79,8 +79,7 @@ class Design:
     levels : dict
         ``{kind: (level, ...)}``: the factor's levels per architecture, in the design's order.
     seeds : dict
-        ``{kind: (seed, ...)}``: the registered seeds per architecture, or ``{kind: {level: (seed,
-        ...)}}`` where they differ from level to level (:meth:`seeds_of`).
+        ``{kind: (seed, ...)}``: the registered seeds per architecture.
     prefix : str
         Run names are ``<prefix><kind>-<level>-s<seed>``.
     build : callable
@@ -100,6 +99,9 @@ class Design:
         config), or None: such a cell is loaded from that run and never trained again.
     sittings : bool
         Its record ``data/runs/<name>.json`` keeps every sitting of the queue (False: the last one).
+    keep : callable, optional
+        ``keep(kind, level, seed)``: whether the grid has that cell (a design whose levels have
+        different seeds); default every level at every seed of :attr:`seeds`.
 
     Example
     -------
@@ -122,6 +124,7 @@ class Design:
     posthoc_sha256: str | None = None
     borrow: Callable[[str, str, int], str | None] | None = None
     sittings: bool = True
+    keep: Callable[[str, str, int], bool] | None = None
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -159,15 +162,6 @@ class Design:
         borrowed = self.borrow(kind, level, int(seed)) if self.borrow is not None else None
         return borrowed or own
 
-    def seeds_of(self, kind: str, level: str) -> tuple[int, ...]:
-        """The registered seeds of the cells ``(kind, level, ·)``.
-
-        >>> RIVALS.seeds_of("encoder", "unigram-proxy"), RIVALS.seeds_of("encoder", "standard-long")
-        ((0, 1, 2, 3, 4, 5, 6, 7), (0, 1))
-        """
-        seeds = self.seeds[check_kind(kind)]
-        return tuple(seeds[self.check_level(kind, level)] if isinstance(seeds, dict) else seeds)
-
     def matches(self, name: str) -> bool:
         """Whether ``name`` is a run name of this design."""
         m = self.pattern.match(name)
@@ -198,39 +192,41 @@ class Design:
 
     def cells(self, seeds=None, kinds=KINDS) -> list[tuple[str, str, int, str]]:
         """Every cell ``(kind, level, seed, run folder)`` in queue order, borrowed ones included.
-        ``seeds`` (one tuple for every architecture and level) replaces the registered :attr:`seeds`."""
+        ``seeds`` (one tuple for every architecture) replaces the registered :attr:`seeds`."""
         keyed = []
         for kind in kinds:
-            for level in self.levels[check_kind(kind)]:
-                for seed in (self.seeds_of(kind, level) if seeds is None else tuple(seeds)):
+            for seed in (self.seeds[check_kind(kind)] if seeds is None else tuple(seeds)):
+                for level in self.levels_of(kind, seed):
                     key = (self.order(kind, level, int(seed)) if self.order is not None
                            else (int(seed), kind != "decoder", self.levels[kind].index(level)))
                     keyed.append((key, self.run_name(kind, level, seed),
                                   (kind, level, int(seed), self.run(kind, level, seed))))
         return [cell for _, _, cell in sorted(keyed, key=lambda k: k[:2])]
 
+    def levels_of(self, kind: str, seed: int) -> tuple[str, ...]:
+        """The levels the grid has at ``(kind, seed)``: every level of ``kind`` that :attr:`keep` keeps.
+
+        >>> RIVALS.levels_of("encoder", 6)
+        ('standard-control', 'standard-proxy', 'unigram-control', 'unigram-proxy')
+        """
+        return tuple(lv for lv in self.levels[check_kind(kind)]
+                     if self.keep is None or self.keep(kind, lv, int(seed)))
+
     def names(self, seeds=None, kinds=KINDS) -> list[str]:
         """The runs its queue trains, in order: :meth:`cells` less the borrowed ones."""
         return [run for kind, level, seed, run in self.cells(seeds, kinds) if run == self.run_name(kind, level, seed)]
 
     def describe_seeds(self) -> str:
-        """The registered seeds in words: ``'0-2'``, or per architecture, or per level.
+        """The registered seeds in words: ``'0-2'``, or per architecture.
 
-        >>> CAUSAL.describe_seeds(), RIVALS.describe_seeds()
-        ('encoder 0-11, decoder 0-4', 'encoder 0-7, 0-4 or 0-1 by cell, decoder 0-4 or 0-1 by cell')
+        >>> CAUSAL.describe_seeds()
+        'encoder 0-11, decoder 0-4'
         """
         def span(s):
             consecutive = len(s) > 1 and tuple(s) == tuple(range(s[0], s[-1] + 1))
             return f"{s[0]}-{s[-1]}" if consecutive else " ".join(map(str, s))
 
-        def of(kind):
-            seeds = self.seeds[kind]
-            if not isinstance(seeds, dict):
-                return span(seeds)
-            every = list(dict.fromkeys(span(s) for s in sorted(seeds.values(), key=len, reverse=True)))
-            return (", ".join(every[:-1]) + " or " + every[-1] if len(every) > 1 else every[0]) + " by cell"
-
-        spans = {k: of(k) for k in KINDS}
+        spans = {k: span(self.seeds[k]) for k in KINDS}
         return spans[KINDS[0]] if len(set(spans.values())) == 1 else ", ".join(f"{k} {s}" for k, s in spans.items())
 
 
@@ -447,12 +443,12 @@ ALIAS = Design(name="alias", title="the aliasing knob", chapter=10, factor="leve
                borrow=_causal_control)
 
 
-# ---------------------------------------------------------------- the rival accounts (the rivals chapter)
+# ---------------------------------------------------------------- the rival accounts
 #: the output heads: the lab's standard head (no output bias) and the unigram head (a learnable
 #: output bias initialised to the log of the add-one-smoothed unigram of the run's own targets)
 RIVALS_HEADS = {"standard": "none", "unigram": "unigram"}
-#: the arms crossed with the heads: chapter 11's control, proxy and random arms and chapter 10's
-#: top aliasing level
+#: the arms crossed with the heads: the causal test's control, proxy and random arms and the
+#: aliasing knob's top level; "long" is the control arm at four times the steps
 RIVALS_ARMS = ("control", "proxy", "random", "k3")
 #: seeds per architecture and arm, from the power analysis on the causal runs' realised noise
 #: (data/preregistration/rivals.toml): the encoder needs 8 seeds in the primary family's cells
@@ -466,25 +462,29 @@ RIVALS_LONG_STEPS = 4 * RUN_STEPS
 RIVALS_LONG_PROBE_STEPS = 20
 
 
-def rivals_config(kind: str, head: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+def rivals_config(kind: str, cell: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
                   languages=None, **overrides) -> RunConfig:
-    """The config of one rivals run: the causal test's base with ``head``'s output bias and
-    ``arm``'s surgery or aliasing; ``arm="long"`` is the control arm at
+    """The config of one rivals run, cell ``"<head>-<arm>"``: the causal test's base with the head's
+    output bias and the arm's surgery or aliasing; arm ``long`` is the control arm at
     :data:`RIVALS_LONG_STEPS` with :data:`RIVALS_LONG_PROBE_STEPS` probe steps.
 
     A standard-head control, proxy or random run has exactly the config of the causal run of
     that arm and seed but for its name; a standard-head ``k3`` run that of the aliasing run.
 
-    >>> c = rivals_config("decoder", "unigram", "proxy", 2)
+    >>> c = rivals_config("decoder", "unigram-proxy", 2)
     >>> c.name, c.output_bias, c.surgery.arm, c.precision
     ('rivals-decoder-unigram-proxy-s2', 'unigram', 'proxy', 'fp32')
-    >>> rivals_config("encoder", "standard", "random", 3).to_dict() == causal_config("encoder", "random", 3).replace(
-    ...     name="rivals-encoder-standard-random-s3").to_dict()
+    >>> rivals_config("encoder", "standard-random", 3) == causal_config("encoder", "random", 3).replace(
+    ...     name="rivals-encoder-standard-random-s3")
     True
-    >>> rivals_config("encoder", "standard", "long", 0).steps
+    >>> rivals_config("encoder", "standard-k3", 1) == alias_config("encoder", "k3", 1).replace(
+    ...     name="rivals-encoder-standard-k3-s1")
+    True
+    >>> rivals_config("encoder", "standard-long", 0).steps
     1280
     """
     check_kind(kind)
+    head, _, arm = cell.partition("-")
     check_choice("head", head, tuple(RIVALS_HEADS))
     check_choice("arm", arm, (*RIVALS_ARMS, "long"))
     if arm == "k3":
@@ -495,33 +495,30 @@ def rivals_config(kind: str, head: str, arm: str, seed: int, steps: int = RUN_ST
         cfg = cfg.replace(probe={"n_steps": RIVALS_LONG_PROBE_STEPS})
     else:
         cfg = causal_config(kind, arm, seed, steps=steps, size=size, languages=languages, **overrides)
-    return cfg.replace(name=f"rivals-{kind}-{head}-{arm}-s{int(seed)}", output_bias=RIVALS_HEADS[head])
+    return cfg.replace(name=f"rivals-{kind}-{cell}-s{int(seed)}", output_bias=RIVALS_HEADS[head])
 
 
-def _rivals_cell(kind: str, cell: str, seed: int, **overrides) -> RunConfig:
-    """:func:`rivals_config` of a cell ``<head>-<arm>`` (the rivals design's one factor)."""
-    head, arm = cell.split("-", 1)
-    return rivals_config(kind, head, arm, seed, **overrides)
+def _rivals_has(kind: str, cell: str, seed: int) -> bool:
+    """Whether the rivals grid has the cell: an arm at its registered seeds, a long run at seeds 0 and 1."""
+    arm = cell.partition("-")[2]
+    return seed in (RIVALS_LONG_SEEDS if arm == "long" else RIVALS_SEEDS[kind][arm])
 
 
 def _rivals_order(kind: str, cell: str, seed: int) -> tuple:
-    """Seeds 0..4 of every cell first, a seed at a time (decoders first, heads, then arms in
-    :data:`RIVALS_ARMS` order), then the encoder's further seeds of the primary cells, then the
-    long runs (seed by seed, decoders first, heads in order)."""
-    head, arm = cell.split("-", 1)
+    """The queue: seeds 0..4 of every cell first, a seed at a time (decoders first, heads, then arms),
+    then the encoder's further seeds of the primary cells, then the long runs."""
+    head, _, arm = cell.partition("-")
     long = arm == "long"
-    return (long, not long and seed >= 5, seed, kind != "decoder", list(RIVALS_HEADS).index(head),
-            0 if long else RIVALS_ARMS.index(arm))
+    return (long, seed >= 5, seed, kind != "decoder", list(RIVALS_HEADS).index(head),
+            (*RIVALS_ARMS, "long").index(arm))
 
 
-#: the rival accounts: the two output heads crossed with the four arms, and the long control runs;
-#: its one factor is the cell ``<head>-<arm>`` (``arm`` ``long`` for a long run), runs
-#: ``rivals-<kind>-<head>-<arm>-s<seed>``, the seeds per cell
+#: the rival accounts: the standard output head against the unigram head, crossed with the causal
+#: test's control, proxy and random arms and the aliasing knob's top level, and long control runs
 RIVALS = Design(name="rivals", title="the rival accounts", chapter=None, factor="cell",
-                levels={k: tuple(f"{h}-{a}" for a in (*RIVALS_ARMS, "long") for h in RIVALS_HEADS) for k in KINDS},
-                seeds={k: {**{f"{h}-{a}": RIVALS_SEEDS[k][a] for a in RIVALS_ARMS for h in RIVALS_HEADS},
-                           **{f"{h}-long": RIVALS_LONG_SEEDS for h in RIVALS_HEADS}} for k in KINDS},
-                prefix="rivals-", build=_rivals_cell, order=_rivals_order, registration="rivals",
+                levels={k: tuple(f"{h}-{a}" for h in RIVALS_HEADS for a in (*RIVALS_ARMS, "long")) for k in KINDS},
+                seeds={k: tuple(range(8 if k == "encoder" else 5)) for k in KINDS}, prefix="rivals-",
+                build=rivals_config, order=_rivals_order, keep=_rivals_has, registration="rivals",
                 registration_sha256="f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c")
 
 

@@ -158,8 +158,7 @@ def load(design, runs_dir=None, names=None) -> dict:
 
 def complete_seeds(design, table, kind: str) -> list[int]:
     """The seeds of ``kind`` in a run table (columns ``kind``, ``seed``, the design's factor and,
-    where there is one, ``diverged``) whose every level the design registers for that seed is
-    there (every level, for a seed the design does not register) and none diverged.
+    where there is one, ``diverged``) whose every level of the design is there and none diverged.
 
     >>> import pandas as pd
     >>> from tanbias.lab.experiments import ALIAS
@@ -170,8 +169,7 @@ def complete_seeds(design, table, kind: str) -> list[int]:
     check_choice("kind", kind, KINDS)
     out = []
     for seed, g in table[table["kind"] == kind].groupby("seed"):
-        levels = ({lv for lv in design.levels[kind] if int(seed) in design.seeds_of(kind, lv)}
-                  or set(design.levels[kind]))
+        levels = set(design.levels_of(kind, int(seed)))        # the levels the grid has at this seed
         if set(g[design.factor]) >= levels and not ("diverged" in g and g["diverged"].any()):
             out.append(int(seed))
     return sorted(out)

@@ -7,7 +7,7 @@ against the simpler ones on the same runs. This module holds what was fixed
 
 * the registration, ``data/preregistration/rivals.toml`` (the design, what every account
   predicts contrast by contrast, the rules that read its words; :func:`registration`,
-  pinned by :data:`tanbias.lab.experiments.RIVALS`);
+  pinned by :data:`REGISTRATION_SHA256`);
 * :func:`primary_sd`, the realised seed-blocked noise of the primary outcome in chapter 11's
   107 committed runs, and :func:`power_analysis`, the power of the registered seeds to
   detect a ×1.25 change of it at Holm's first threshold over the primary family.
@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias._checks import check_choice
-from tanbias.lab.analysis import causal, registered
-from tanbias.lab.analysis.registered import contrast_power
+from tanbias.lab.analysis import registered
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
-__all__ = ["registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
+__all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
            "CELLS", "primary_sd", "power_analysis", "design_numbers"]
 
+#: the sha256 of ``data/preregistration/rivals.toml`` (the design's pin): the code refuses a
+#: registration that changed
+REGISTRATION_SHA256 = RIVALS.registration_sha256
 #: the change of the primary outcome the design is powered for, and the power
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
@@ -38,8 +39,8 @@ CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
 
 
 def registration() -> dict:
-    """``data/preregistration/rivals.toml``, parsed, its sha256 checked against the pin of
-    :data:`~tanbias.lab.experiments.RIVALS` (:func:`tanbias.lab.analysis.registered.registration`)."""
+    """``data/preregistration/rivals.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
+    (:func:`~tanbias.lab.analysis.registered.registration`)."""
     return registered.registration(RIVALS)
 
 
@@ -63,6 +64,9 @@ def primary_sd(kind: str, table=None) -> dict:
         ``sd``, ``df``, ``n_runs``.
     """
     import statsmodels.formula.api as smf
+
+    from tanbias._checks import check_choice
+    from tanbias.lab.analysis import causal
 
     check_choice("kind", kind, KINDS)
     if table is None:
@@ -88,7 +92,8 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
         chosen = len(RIVALS_SEEDS[kind]["control"])
         for n in seeds:
             rows.append({"kind": kind, "sd": s["sd"], "sd_df": s["df"], "seeds": int(n),
-                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS, ALPHA / PRIMARY_FAMILY),
+                         "power": registered.contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS,
+                                                            ALPHA / PRIMARY_FAMILY),
                          "chosen": int(n) == chosen})
     return pd.DataFrame(rows)
 
