@@ -18,7 +18,7 @@ nothing; ``exponent = 1`` brings every alias of a type above ``f0`` down to abou
 :class:`AliasMap` holds the counts and the layout of the new rows, draws the
 aliases of a batch (:meth:`AliasMap.apply`, seeded) and maps an input id back to its
 type (:meth:`AliasMap.type_of`). Which frequencies a run's map is built from is
-:func:`tanbias.lab.data.alias_map_of` (the run's expected stream frequencies); the
+:attr:`tanbias.lab.data.Stream.aliases` (the run's expected stream frequencies); the
 model's extra input rows are :func:`tanbias.lab.models.make_model`'s ``n_inputs``.
 
 Do a type's aliases become one concentrated cloud, or k diffuse ones?

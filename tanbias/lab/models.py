@@ -87,7 +87,7 @@ from tanbias.lab.config import ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PA
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
-           "n_inputs_of", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
+           "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
 
 
@@ -208,15 +208,6 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
     return model
 
 
-def n_inputs_of(cfg, tok) -> int:
-    """Rows of a run's input embedding: the vocabulary, plus the alias rows of an aliased run
-    (:func:`tanbias.lab.data.alias_map_of`)."""
-    from tanbias.lab.data import alias_map_of
-
-    aliases = alias_map_of(cfg, tok)
-    return len(tok) if aliases is None else aliases.n_inputs
-
-
 def load_trained(run, step: int | None = None):
     """The model of a trained run's last checkpoint (``work/ckpt.pt``), in eval mode.
 
@@ -248,6 +239,9 @@ def load_trained(run, step: int | None = None):
     try:
         state = torch.load(ckpt, map_location="cpu", weights_only=False)
         at = int(state["step"])
+        # the input embedding's rows: the vocabulary, and an aliased run's alias rows
+        # (tanbias.lab.data.Stream.n_inputs) as the run saved them
+        n_inputs = int(state["model"]["model.embed_tokens.weight"].shape[0])
     except FileNotFoundError:
         raise CorruptFileError(ckpt, regen, "checkpoint is missing (work/ is not committed)") from None
     except Exception as exc:
@@ -258,7 +252,7 @@ def load_trained(run, step: int | None = None):
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
     model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok))
+                       n_inputs=n_inputs)
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg

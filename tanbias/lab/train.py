@@ -4,7 +4,7 @@
 
 * trains the encoder (EuroBERT, masked LM) or the decoder (Llama, causal LM) of
   :mod:`tanbias.lab.models` on a language mixture of the corpus' training split
-  (:mod:`tanbias.lab.data`),
+  (:class:`tanbias.lab.data.Stream`, built once from the config),
   with AdamW (linear warm-up, cosine decay to 10 %, clip 1.0), every step through
   :func:`train_step` (one process or one rank of N);
 * shows a tqdm bar with the loss and tokens/s;
@@ -51,18 +51,9 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import distributed, runs
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
 from tanbias.lab.aliasing import alias_convergence
-from tanbias.lab.data import (
-    alias_map_of,
-    batch_targets,
-    check_languages,
-    common_batches,
-    original_ids,
-    probe_eval_batches,
-    training_streams,
-)
-from tanbias.lab.models import autocast, evaluate, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
+from tanbias.lab.data import Stream, batch_targets, check_languages, original_ids
+from tanbias.lab.models import autocast, evaluate, make_model, resolve_device, to_device, unigram_baseline
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps, residual_modules
-from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
            "Interrupted"]
@@ -93,13 +84,18 @@ def as_config(config) -> RunConfig:
     return load_config(config)
 
 
-def setup_training(cfg: RunConfig, device=None):
-    """Tokenizer, model (on ``device``, default the CPU), AdamW and its schedule for a run config."""
+def setup_training(cfg: RunConfig, device=None, stream: Stream | None = None):
+    """Data stream, model (on ``device``, default the CPU), AdamW and its schedule for a run config.
+
+    ``stream`` is the run's :class:`~tanbias.lab.data.Stream` (built from ``cfg`` when not
+    given); the model's input embedding has its rows (an aliased run's alias rows too).
+    Returns ``(stream, model, optimizer, schedule)``; the tokenizer is ``stream.tokenizer``.
+    """
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    tok = load_tokenizer()
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok))
+    stream = Stream.from_config(cfg) if stream is None else stream
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(stream.tokenizer), seed=cfg.seed,
+                       tie_embeddings=cfg.tie_embeddings, n_inputs=stream.n_inputs)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
@@ -113,7 +109,7 @@ def setup_training(cfg: RunConfig, device=None):
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-8)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg.steps, cfg.warmup_steps, cfg.schedule))
-    return tok, model, opt, sched
+    return stream, model, opt, sched
 
 
 @dataclass
@@ -303,7 +299,7 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     """The training loop of :func:`train` (every rank runs it; rank 0 writes)."""
     from tqdm.auto import tqdm
 
-    tok, model, opt, sched = setup_training(cfg, dev)
+    stream, model, opt, sched = setup_training(cfg, dev)
     surgery = None
     if cfg.surgery is not None:
         from tanbias.lab.surgery import Surgery
@@ -315,9 +311,9 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
 
         step_model = DistributedDataParallel(step_model, device_ids=[dev.index] if dev.type == "cuda" else None)
     tokens_per_step = cfg.tokens_per_step
-    vocab = len(tok)
+    vocab = len(stream.tokenizer)
     ckpt = runs.checkpoint_path(d)
-    aliases = alias_map_of(cfg, tok)
+    aliases = stream.aliases
     start, counts, elapsed, probe_seconds = 0, np.zeros(vocab, np.int64), 0.0, 0.0
     # an aliased run also counts the input ids its text is shown as (link 0 of the aliasing knob)
     input_counts = np.zeros(aliases.n_inputs, np.int64) if aliases is not None else None
@@ -342,15 +338,15 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     kill_after = os.environ.get("TANBIAS_KILL_AFTER_STEP")
     kill_rank = os.environ.get("TANBIAS_KILL_RANK")         # under torchrun: kill only this rank
 
-    train_batches, valid_batches = training_streams(cfg, tok)
+    train_batches, valid_batches = stream.training(), stream.validation()
     # held-out batches scored at every probe step: distinct batches of one text that every seed
-    # of the design shares (data.probe_eval_batches)
-    probe_eval = probe_eval_batches(cfg, tok)
+    # of the design shares (data.Stream.probe_eval)
+    probe_eval = stream.probe_eval(cfg.probe_eval_batches)
     probe_evals = {r["step"] for r in records if r.get("type") == "probe_eval"}
     eval_seconds = 0.0
     # an aliased run measures, at every probe step and at the end, whether a type's aliases converge
     # (aliasing.alias_convergence, on the first batch of the common held-out text)
-    conv_batch = common_batches(cfg, tok, 1)[0] if (aliases is not None and ctx.main) else None
+    conv_batch = stream.common(1)[0] if (aliases is not None and ctx.main) else None
     conv_done = {r["step"] for r in records if r.get("type") == "alias"}
     conv_modules = residual_modules(model) if conv_batch is not None else None
 
@@ -509,11 +505,11 @@ def train_revisions(config, root, at=None, device: str = "cpu") -> Path:
     cfg = as_config(config)
     at = sorted({check_int("at", s, lo=0, hi=cfg.steps) for s in ((0, cfg.steps) if at is None else at)})
     dev = resolve_device(device)
-    tok, model, opt, sched = setup_training(cfg, dev)
-    batches, _ = training_streams(cfg, tok)
+    stream, model, opt, sched = setup_training(cfg, dev)
+    batches = stream.training()
     for step in range(at[-1] + 1):
         if step in at:
-            save_revision(model, tok, root, f"step{step}")
+            save_revision(model, stream.tokenizer, root, f"step{step}")
         if step < at[-1]:
             train_step(model, opt, sched, to_device(next(batches), dev), cfg.precision, dev)
     return Path(root)
