@@ -77,7 +77,7 @@ def _one_step(kind, surgery: SurgerySettings | None, steps=10):
     batch = next(stream.training())
     before = copy.deepcopy(model.state_dict())
     sg = Surgery(model, surgery, steps, seed=0) if surgery is not None else None
-    train_step(model, opt, sched, batch, "fp32", "cpu", surgery=sg, step=0)
+    train_step(model, opt, sched, batch, "fp32", "cpu", hooks=() if sg is None else (sg,), step=0)
     return before, model.state_dict(), sg, model
 
 

@@ -310,10 +310,10 @@ def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, dev
     for _ in range(int(reps)):
         pair = [to_device(next(batches), dev) for _ in range(2)]
         row = {}
-        for name, (_, model, opt, sched), sg in (("plain", plain, None), ("surgery", cut, surgery)):
+        for name, (_, model, opt, sched), hooks in (("plain", plain, ()), ("surgery", cut, (surgery,))):
             t0 = time.perf_counter()
             for k, b in enumerate(pair):
-                train_step(model, opt, sched, b, cfg.precision, dev, surgery=sg, step=step + k)
+                train_step(model, opt, sched, b, cfg.precision, dev, hooks=hooks, step=step + k)
             row[name] = (time.perf_counter() - t0) / 2
         step += 2
         rounds.append(row)

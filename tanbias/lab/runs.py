@@ -141,6 +141,13 @@ def atomic_save_npz(path, **arrays) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def atomic_save_npy(path, array) -> None:
+    """Save one array as ``.npy`` atomically (:func:`atomic_write_bytes`)."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array))
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def append_jsonl(path, record: dict) -> None:
     """Append one JSON line and fsync: a record that was logged survives a kill."""
     with open(path, "a", encoding="utf-8") as f:
