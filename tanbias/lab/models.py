@@ -83,7 +83,8 @@ import torch
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
-from tanbias.lab.config import ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, check_kind, model_size
+from tanbias.lab.config import (ARCH_KEYS, BOS_ID, DEVICES, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, PRECISIONS,
+                               check_kind, model_size)
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
@@ -278,8 +279,6 @@ def resolve_device(device: str = "auto") -> "torch.device":
     >>> resolve_device("cpu")
     device(type='cpu')
     """
-    from tanbias.lab.config import DEVICES
-
     if device not in DEVICES:
         raise ParameterError(f"device={device!r} is out of range: valid values are {DEVICES}. "
                              "'auto' uses a CUDA GPU when there is one.")
@@ -298,8 +297,6 @@ def autocast(device, precision: str = "fp32"):
     ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
     torch.bfloat16
     """
-    from tanbias.lab.config import PRECISIONS
-
     if precision not in PRECISIONS:
         raise ParameterError(f"precision={precision!r} is out of range: valid values are {PRECISIONS}.")
     dev = torch.device(device)
@@ -312,8 +309,6 @@ def gemm_peak(n: int = 2048, repeats: int = 3, dtype: str = "fp32", device="cpu"
     The best of ``repeats`` products of two ``n x n`` matrices (after one warm-up);
     the reference for "fraction of the peak" figures, measured beside them.
     """
-    from tanbias.lab.config import PRECISIONS
-
     if dtype not in PRECISIONS:
         raise ParameterError(f"dtype={dtype!r} is out of range: valid values are {PRECISIONS}.")
     dev = torch.device(device)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.config import RunConfig
 
@@ -198,7 +199,6 @@ def git_commit() -> dict:
 
 def write_manifest(run, config: RunConfig, extra: dict | None = None) -> dict:
     """Write ``manifest.json``: config, seed, versions, git commit, checksums of committed files."""
-    import tanbias
     d = run_dir(run)
     try:
         import torch

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from tanbias.theory import alignment as al
+from tanbias.theory.token_clouds import matched_statistics
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.data import Stream
@@ -36,8 +37,6 @@ def premise_rows(X, type_ids, train_counts, m: int = PREMISE_M, draws: int = PRE
     (30, True)
     """
     from scipy import stats
-
-    from tanbias.theory.token_clouds import matched_statistics
 
     if np.bincount(np.asarray(type_ids, np.int64)).max(initial=0) < m:      # no type occurs m times
         return {"m": int(m), "draws": int(draws), "n_types": 0, "spearman": float("nan")}
