@@ -94,6 +94,9 @@ def test_manifest_records_provenance_and_speed(smoke):
     assert 0 < manifest["gemm_fraction"] < 1.5
     assert manifest["tokens_per_s"] > 0 and manifest["flops_per_token"] > 1e8
     assert "commit" in manifest["git"]
+    import tanbias
+
+    assert manifest["package_version"] == tanbias.__version__
 
 
 def test_languages_default_to_the_model_kind():

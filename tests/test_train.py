@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import analyse_run
@@ -51,7 +52,7 @@ def test_smoke_train_and_probe_end_to_end(smoke_run):
     assert np.isfinite(a["enrichment"]).all()
     assert len(data.radius_corr) == 5 * 3
     m = data.manifest
-    assert m["seed"] == 0 and m["package_version"] and "git" in m
+    assert m["seed"] == 0 and m["package_version"] == tanbias.__version__ and "git" in m
     assert set(m["files"]) >= {"alignment.csv", "metrics.jsonl", "config.json"}
     assert not (d / "work" / "probe").exists() or len(list((d / "work" / "probe").glob("*.npz"))) == 5
 
@@ -154,20 +155,37 @@ def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
 
 
 def test_a_run_derives_its_stream_once(tmp_path, monkeypatch):
-    """One Stream per run: an aliased run that scores probe-eval batches builds its stream once and
-    its expected frequencies (the alias map's input) once, though its model, training batches,
-    validation batches, probe-eval text and convergence text all read them."""
+    """One Stream per run: an aliased unigram-head run that scores probe-eval batches builds its
+    stream once and its expected frequencies (the alias map's input) once, though its model (the
+    alias rows, the output bias from its training targets), training batches, validation batches,
+    probe-eval text and convergence text all read them."""
     from tanbias.lab import data
-    from tanbias.lab.experiments import alias_config
+    from tanbias.lab.experiments import rivals_config
 
     built, counted = [], []
     from_config, language_counts = data.Stream.from_config.__func__, data._language_counts
     monkeypatch.setattr(data.Stream, "from_config",
                         classmethod(lambda cls, cfg, tok=None: built.append(cfg.name) or from_config(cls, cfg, tok)))
     monkeypatch.setattr(data, "_language_counts", lambda *a: counted.append(a) or language_counts(*a))
-    cfg = alias_config("decoder", "k3", 0, steps=3, size="smoke", languages=["pt"], checkpoint_every=3,
-                       eval_batches=1, probe={"n_steps": 2, "tokens": 64, "rank": 4, "local_rank": 2, "min_count": 4})
+    cfg = rivals_config("decoder", "unigram", "k3", 0, steps=3, size="smoke", languages=["pt"], checkpoint_every=3,
+                        eval_batches=1, probe={"n_steps": 2, "tokens": 64, "rank": 4, "local_rank": 2, "min_count": 4})
+    assert cfg.alias > 0 and cfg.output_bias == "unigram" and cfg.probe_eval_batches > 0
     train_only(cfg, out_dir=tmp_path / cfg.name, progress=False)
     log = runs.read_jsonl(tmp_path / cfg.name / "metrics.jsonl")
     assert {"probe_eval", "alias", "eval"} <= {r["type"] for r in log}      # every reader ran
     assert built == [cfg.name] and len(counted) == 1
+
+
+def test_a_unigram_head_run_resumed_after_interruption_gives_identical_losses(tmp_path):
+    cfg = {**SMOKE, "name": "smoke-unigram", "kind": "decoder", "output_bias": "unigram", "steps": 8}
+    ref, d = tmp_path / "ref", tmp_path / "resumed"
+    train_only(cfg, out_dir=ref, fresh=True, progress=False)
+    with pytest.raises(Interrupted):
+        train_only(cfg, out_dir=d, fresh=True, progress=False, stop_after=6)
+    summary = train_only(cfg, out_dir=d, progress=False)
+    assert summary["resume_mismatches"] == 0
+    assert _losses(d) == _losses(ref) and len(_losses(ref)) == 8
+    assert json.loads((d / "config.json").read_text())["output_bias"] == "unigram"
+    # the standard head of the same seed starts from a different loss: the bias is in the step
+    train_only({**cfg, "output_bias": "none"}, out_dir=tmp_path / "std", fresh=True, progress=False)
+    assert _losses(tmp_path / "std")[0] != _losses(ref)[0]

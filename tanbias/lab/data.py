@@ -478,8 +478,10 @@ class Stream:
         The targets are the ids the loss is scored on (:func:`batch_targets`: a
         decoder's every position but each row's first, an encoder's masked positions;
         an aliased run's targets are types), read from a fresh copy of the training
-        stream: the unigram of the run's own training targets, from which, for example,
-        an output bias initialised to the log of the add-one-smoothed unigram is built.
+        stream, so the count consumes none of the run's randomness: the unigram of the
+        run's own training targets, of which the unigram output head's initial bias is the
+        log, add-one smoothed (``output_bias="unigram"``: :func:`tanbias.lab.models.log_unigram`
+        of ``target_counts(steps)``).
 
         Returns
         -------

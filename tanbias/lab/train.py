@@ -64,8 +64,8 @@ from tanbias.lab.checkpoints import save_revision
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
 from tanbias.lab.data import Stream, batch_targets, check_languages, original_ids
 from tanbias.lab.hooks import Hook
-from tanbias.lab.models import autocast, evaluate, make_model, resolve_device, to_device, unigram_baseline
-from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, probe_steps, residual_modules
+from tanbias.lab.models import autocast, evaluate, log_unigram, make_model, resolve_device, to_device, unigram_baseline
+from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, output_spectrum, probe_steps, residual_modules
 from tanbias.lab.surgery import Surgery
 
 __all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
@@ -105,14 +105,17 @@ def setup_training(cfg: RunConfig, device=None, stream: Stream | None = None):
     """Data stream, model (on ``device``, default the CPU), AdamW and its schedule for a run config.
 
     ``stream`` is the run's :class:`~tanbias.lab.data.Stream` (built from ``cfg`` when not
-    given); the model's input embedding has its rows (an aliased run's alias rows too).
+    given); the model's input embedding has its rows (an aliased run's alias rows too), and a
+    unigram-head run's output bias starts at the log of the add-one-smoothed unigram of the
+    stream's training targets (:meth:`~tanbias.lab.data.Stream.target_counts`).
     Returns ``(stream, model, optimizer, schedule)``; the tokenizer is ``stream.tokenizer``.
     """
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     stream = Stream.from_config(cfg) if stream is None else stream
+    bias = log_unigram(stream.target_counts(cfg.steps)) if cfg.output_bias == "unigram" else None
     model = make_model(cfg.kind, cfg.size, vocab_size=len(stream.tokenizer), seed=cfg.seed,
-                       tie_embeddings=cfg.tie_embeddings, n_inputs=stream.n_inputs)
+                       tie_embeddings=cfg.tie_embeddings, n_inputs=stream.n_inputs, output_bias=bias)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
@@ -197,7 +200,8 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
                 acts, grads, ids, orig = ([a[:k] for a in got[:L1]], [g[:k] for g in got[L1:2 * L1]],
                                           got[-2][:k], got[-1][:k])
         if ctx.main:
-            capture.writer.submit(capture.path, acts, grads, ids, orig)
+            # the output matrix before this step's update, beside the gradients it shaped
+            capture.writer.submit(capture.path, acts, grads, ids, orig, extra=output_spectrum(model))
         seconds = time.perf_counter() - t
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()

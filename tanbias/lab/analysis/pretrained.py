@@ -38,7 +38,9 @@ does is measured apart.
     ones tested, for the checkpoint and for a randomly initialised copy of its
     architecture (:func:`tanbias.lab.analysis.posthoc.heldout_alignment`).
 ``manifest.json``
-    Package versions, weight checksum, text sample and seed, timings
+    The version of this package that measured (``package_version``: manifests written before
+    it was recorded have none), the versions of torch and transformers, weight checksum, text
+    sample and seed, timings
     (tokens/s and the fraction of the measured matrix-multiply peak), code
     commit, and the checksums of the tables.
 """
@@ -388,6 +390,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     import torch
     import transformers
 
+    import tanbias
     from tanbias.lab import zoo
     from tanbias.lab.analysis.tables import single_thread_blas
 
@@ -480,6 +483,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         "caveats": list(entry.caveats), "install": entry.install,
         "settings": s, "languages": list(languages), "documents": documents,
         "n_tokens": n_total, "tokens_measured": measured, "seq_len": seq_len,
+        "package_version": tanbias.__version__,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "seconds": seconds,
         "tokens_per_s": n_total / max(seconds["forward"], 1e-9), "gemm_flops": peak, "flops_per_token": flops,
