@@ -13,7 +13,7 @@ from scipy import stats
 from tanbias.theory.alignment import frequency_buckets
 from tanbias.lab.analysis import dose, dose_design, registered
 from tanbias.lab.config import KINDS, N_SPECIAL
-from tanbias.lab.data import stream_frequencies
+from tanbias.lab.data import Stream
 from tanbias.lab.experiments import DOSE, DOSE_LEVELS, dose_config
 from tanbias.lab.pipeline import train_and_analyse
 
@@ -34,7 +34,7 @@ def dose_sweep(tmp_path_factory, tokenizer):
     for cfg in cfgs:
         train_and_analyse(cfg, out_dir=root / cfg.name, fresh=True, progress=False)
     loaded = registered.load(DOSE, runs_dir=root, names=[c.name for c in cfgs])
-    f = stream_frequencies(cfgs[0], tokenizer)
+    f = Stream.from_config(cfgs[0], tokenizer).frequencies
     table = dose.run_table(loaded, buckets=frequency_buckets(f * 1e9, 3, n_special=N_SPECIAL))
     return root, loaded, table
 

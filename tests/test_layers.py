@@ -57,6 +57,7 @@ LAB = [
     ["tanbias.lab.config"],
     ["tanbias.lab.experiments"],
     ["tanbias.lab.runs"],
+    ["tanbias.lab.hooks"],
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.aliasing", "tanbias.lab.data"],
     ["tanbias.lab.e5s"],
     ["tanbias.lab.models", "tanbias.lab.zoo", "tanbias.lab.checkpoints"],

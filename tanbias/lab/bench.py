@@ -29,10 +29,12 @@ import torch
 
 from tanbias.errors import CorruptFileError
 from tanbias.lab import distributed, runs
-from tanbias.lab.config import ProbeSettings, RunConfig, model_size
-from tanbias.lab.data import training_streams
+from tanbias.lab.config import ProbeSettings, RunConfig, SurgerySettings, model_size
+from tanbias.lab.data import Stream
+from tanbias.lab.experiments import CAUSAL_SURGERY
 from tanbias.lab.models import autocast, gemm_peak, loss_and_correct, resolve_device, to_device
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
+from tanbias.lab.surgery import Surgery
 from tanbias.lab.train import Capture, setup_training, train, train_step
 
 __all__ = ["bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp"]
@@ -91,11 +93,12 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     k = len(probe_steps(run_steps, n_probe_steps or cfg0.probe.n_steps))
     tokens_per_step = cfg0.tokens_per_step
     setups = {}
+    stream = Stream.from_config(cfg0)
     for prec in precisions:
         cfg = cfg0.replace(precision=prec)
-        tok, model, opt, sched = setup_training(cfg, dev)
+        _, model, opt, sched = setup_training(cfg, dev, stream)
         setups[prec] = (model, opt, sched, ResidualProbe(model, cfg.probe.tokens))
-    batches, _ = training_streams(cfg0, tok)
+    batches = stream.training()
     times = {p: {"plain": [], "inline": [], "posthoc": []} for p in precisions}
     tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     writer = CaptureWriter()
@@ -187,8 +190,8 @@ def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps
     for size in sizes:
         for prec in precisions:
             cfg = RunConfig(name="sizes", kind=kind, size=size, precision=prec)
-            tok, model, opt, sched = setup_training(cfg, dev)
-            batches, _ = training_streams(cfg, tok)
+            stream, model, opt, sched = setup_training(cfg, dev)
+            batches = stream.training()
             times = []
             for i in range(int(steps) + 1):
                 b = to_device(next(batches), dev)
@@ -335,25 +338,21 @@ def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, dev
         ``t_plain``, ``t_surgery`` (seconds per step, medians), ``ratio`` (target <= 1.10),
         ``size``, ``kind``, ``device``.
     """
-    from tanbias.lab.config import SurgerySettings
-    from tanbias.lab.experiments import CAUSAL_SURGERY
-    from tanbias.lab.surgery import Surgery
-
     dev = resolve_device(device)
     cfg = RunConfig(name="bench", kind=kind, size=model_size(size), probe=ProbeSettings(enabled=False))
     plain = setup_training(cfg, dev)
-    cut = setup_training(cfg, dev)
+    cut = setup_training(cfg, dev, plain[0])
     surgery = Surgery(cut[1], SurgerySettings(arm="proxy", **CAUSAL_SURGERY), cfg.steps, cfg.seed)
-    batches, _ = training_streams(cfg, plain[0])
+    batches = plain[0].training()
     rounds = []
     step = 0
     for _ in range(int(reps)):
         pair = [to_device(next(batches), dev) for _ in range(2)]
         row = {}
-        for name, (_, model, opt, sched), sg in (("plain", plain, None), ("surgery", cut, surgery)):
+        for name, (_, model, opt, sched), hooks in (("plain", plain, ()), ("surgery", cut, (surgery,))):
             t0 = time.perf_counter()
             for k, b in enumerate(pair):
-                train_step(model, opt, sched, b, cfg.precision, dev, surgery=sg, step=step + k)
+                train_step(model, opt, sched, b, cfg.precision, dev, hooks=hooks, step=step + k)
             row[name] = (time.perf_counter() - t0) / 2
         step += 2
         rounds.append(row)

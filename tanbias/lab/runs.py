@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.config import RunConfig
 
@@ -142,6 +143,13 @@ def atomic_save_npz(path, **arrays) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def atomic_save_npy(path, array) -> None:
+    """Save one array as ``.npy`` atomically (:func:`atomic_write_bytes`)."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array))
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def append_jsonl(path, record: dict) -> None:
     """Append one JSON line and fsync: a record that was logged survives a kill."""
     with open(path, "a", encoding="utf-8") as f:
@@ -192,7 +200,6 @@ def git_commit() -> dict:
 
 def write_manifest(run, config: RunConfig, extra: dict | None = None) -> dict:
     """Write ``manifest.json``: config, seed, versions, git commit, checksums of committed files."""
-    import tanbias
     d = run_dir(run)
     try:
         import torch

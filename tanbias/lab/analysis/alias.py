@@ -109,7 +109,7 @@ def run_table(loaded: dict) -> "object":
     """
     import pandas as pd
 
-    from tanbias.lab.data import alias_map_of
+    from tanbias.lab.data import Stream
     from tanbias.lab.tokenizer import load_tokenizer
 
     if not loaded:
@@ -123,7 +123,7 @@ def run_table(loaded: dict) -> "object":
     pos = positions()
     rows = []
     for (kind, level, seed), r in loaded.items():
-        amap = alias_map_of(r.config, tok)
+        amap = Stream.from_config(r.config, tok).aliases
         type_of = (lambda ids: ids) if amap is None else amap.type_of
         shown = r.input_counts if r.input_counts is not None else r.token_counts
         c = concentration(np.asarray(shown, float)[N_SPECIAL:])

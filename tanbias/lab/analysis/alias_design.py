@@ -66,7 +66,7 @@ def positions() -> dict[str, float]:
 def expected_concentration(kind: str = "decoder") -> "object":
     """Each aliasing level's expected concentration, from the corpus alone (before any run).
 
-    The skewed start's expected type frequencies (:func:`tanbias.lab.data.stream_frequencies`),
+    The skewed start's expected type frequencies (:attr:`tanbias.lab.data.Stream.frequencies`),
     each level's alias counts (:func:`tanbias.lab.aliasing.alias_counts`) and the input
     stream's collision probability ``Σ p_w² / k_w`` (:func:`tanbias.lab.aliasing.input_collision`).
     One row per level: ``level, exponent, collision, ratio`` (the start's over the level's),
@@ -77,11 +77,11 @@ def expected_concentration(kind: str = "decoder") -> "object":
     import pandas as pd
 
     from tanbias.lab.aliasing import alias_counts, input_collision
-    from tanbias.lab.data import stream_frequencies
+    from tanbias.lab.data import Stream
     from tanbias.lab.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
-    f = stream_frequencies(alias_config(kind, "k0", 0), tok)
+    f = Stream.from_config(alias_config(kind, "k0", 0), tok).frequencies
     c0 = input_collision(f, np.ones(f.size, np.int64))
     token = dose_design.expected_concentration(kind).set_index("level")["ratio"]
     token_levels = list(dose_design.level_positions("token"))

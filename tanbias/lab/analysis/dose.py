@@ -63,10 +63,10 @@ def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     Fixed across levels, so link 1 follows the same types as the knob makes them
     rarer: bucket 0 = the types that are frequent before any flattening.
     """
-    from tanbias.lab.data import stream_frequencies
+    from tanbias.lab.data import Stream
     from tanbias.lab.tokenizer import load_tokenizer
 
-    f = stream_frequencies(dose_config(kind, "skewed", 0), load_tokenizer())
+    f = Stream.from_config(dose_config(kind, "skewed", 0), load_tokenizer()).frequencies
     return frequency_buckets(f * 1e9, n_buckets, n_special=N_SPECIAL)
 
 
@@ -477,7 +477,7 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
     activations (``anisotropy.csv``); ``heldout_loss``: the held-out batches
     scored at that step (``probe_eval`` records, before the step's update; in the
     committed runs one batch of the run's own seed's validation stream, scored
-    twice: :func:`tanbias.lab.data.probe_eval_batches`); ``train_loss``: the mean
+    twice: :meth:`tanbias.lab.data.Stream.probe_eval`); ``train_loss``: the mean
     training loss of the ``window`` steps up to and including it;
     ``gap = heldout_loss - train_loss`` (positive when the model does better on its
     training stream than on held-out text of the same distribution); ``frac``, the

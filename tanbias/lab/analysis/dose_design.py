@@ -92,7 +92,7 @@ def level_positions(knob: str) -> dict[str, float]:
 def expected_concentration(kind: str = "decoder") -> "object":
     """Each level's expected frequency concentration, from the corpus alone (before any run).
 
-    The training stream's expected type frequencies (:func:`tanbias.lab.data.stream_frequencies`)
+    The training stream's expected type frequencies (:attr:`tanbias.lab.data.Stream.frequencies`)
     times the token knob's keep probabilities, then :func:`tanbias.theory.frequency.concentration`.
     One row per level: ``level, knobs, x_token, x_language, collision, effective_types,
     top_share, kept`` (the share of occurrences the token knob keeps) and
@@ -100,15 +100,16 @@ def expected_concentration(kind: str = "decoder") -> "object":
     """
     import pandas as pd
 
-    from tanbias.lab.data import keep_probabilities, stream_frequencies
+    from tanbias.lab.data import Stream, keep_probabilities
     from tanbias.lab.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
     rows = []
     for level, spec in DOSE_LEVELS.items():
         cfg = dose_config(kind, level, 0)
-        f = stream_frequencies(cfg, tok)
-        kept = f * keep_probabilities(f, cfg.flatten, cfg.flatten_f0) if cfg.flatten > 0 else f
+        stream = Stream.from_config(cfg, tok)
+        f = stream.frequencies
+        kept = f * stream.keep if stream.keep is not None else f
         c = concentration(kept[N_SPECIAL:])
         rows.append({"level": level, "knobs": "+".join(spec["knobs"]),
                      "x_token": level_positions("token").get(level, np.nan),

@@ -88,7 +88,7 @@ def initialisation_anisotropy(config: RunConfig) -> "object":
     import pandas as pd
 
     from tanbias._checks import check_choice
-    from tanbias.lab.data import training_streams
+    from tanbias.lab.data import Stream
     from tanbias.lab.models import make_model
     from tanbias.lab.tokenizer import load_tokenizer
     from tanbias.theory.anisotropy import mean_cosine
@@ -97,7 +97,7 @@ def initialisation_anisotropy(config: RunConfig) -> "object":
     from tanbias.lab.data import original_ids
 
     tok = load_tokenizer()
-    batch = next(training_streams(config, tok)[0])
+    batch = next(Stream.from_config(config, tok).training())
     ids = batch["input_ids"]
     flat = ids.reshape(-1).numpy()
     rows = np.repeat(np.arange(ids.shape[0]), ids.shape[1])
