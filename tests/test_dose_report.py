@@ -21,8 +21,8 @@ def row(metric="log_enrichment_late", kind="decoder", verdict="as predicted", su
 
 
 def test_a_flattest_level_not_shown_present_is_not_read_as_removed():
-    """Failing to show presence is not absence (issue 18): the registered rule read 'removed' and so
-    'contradicted'; the corrected rule reads 'undecided'."""
+    """Failing to show presence is not absence (``dose-posthoc.toml`` ``[presence]``): the registered
+    rule read 'removed' and so 'contradicted'; the corrected rule reads 'undecided'."""
     absent = row(flat=(-0.2, 1.5))
     assert dose_report.alignment_word(absent) == "undecided"
     assert dose_report.alignment_word(row()) == "attenuated"

@@ -1,4 +1,4 @@
-"""Figures of chapter 10's aliasing knob (issue 21).
+"""Figures of chapter 10's aliasing knob (input aliasing, ``data/preregistration/alias.toml``).
 
 The numbers come from :mod:`tanbias.lab.analysis.alias`; this module only draws:
 

@@ -13,6 +13,7 @@ from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, 
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
+from tanbias.lab.experiments import DOSE
 
 __all__ = ["KNOBS", "chain_interactive", "trajectory_interactive", "adaptive_figure", "progress_figure"]
 
@@ -126,10 +127,8 @@ def trajectory_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
 
     Sliders: knob, architecture, layer (``mean`` = mean over layers), frequency bucket.
     """
-    from tanbias.lab.experiments import parse_dose_name
-
     a = sweep.alignment_frame(loaded, proxy)
-    a["level"] = [parse_dose_name(r)[1] for r in a["run"]]
+    a["level"] = [DOSE.parse(r)[1] for r in a["run"]]
     L = int(max(x for x in a["layer"] if x != "mean"))
     buckets = tuple(dict.fromkeys(a["bucket"]))
     total = next(iter(loaded.values())).config.steps

@@ -9,7 +9,8 @@ a test: tests must pass on a busy machine).
   measured side by side in one process, every step through
   :func:`tanbias.lab.train.train_step`;
 * :func:`measure_sizes` — seconds per step of each :data:`~tanbias.lab.config.SIZES`
-  entry and precision (``data/runs/sizes.json``, the README's sizing table);
+  entry and precision, and :func:`record_sizes`, which merges them into
+  ``data/runs/sizes.json`` (the README's sizing table);
 * :func:`gpu_check` — a short run on a GPU: tokens/s, share of the matmul peak,
   probe overhead, peak memory (``scripts/gpu_check.sh``);
 * :func:`bench_ddp` — one process against ``torchrun`` with N.
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tanbias.errors import CorruptFileError
 from tanbias.lab import distributed, runs
 from tanbias.lab.config import ProbeSettings, RunConfig, model_size
 from tanbias.lab.data import training_streams
@@ -33,7 +35,7 @@ from tanbias.lab.models import autocast, gemm_peak, loss_and_correct, resolve_de
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
 from tanbias.lab.train import Capture, setup_training, train, train_step
 
-__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "gpu_check", "bench_ddp"]
+__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp"]
 
 
 def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
@@ -177,8 +179,8 @@ def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps
 
     One row per (size, precision): ``parameters`` (outside the embedding),
     ``tokens_per_step``, ``seconds_per_step`` (median of ``steps``), ``tokens_per_s``,
-    ``device``, ``threads``. ``python -m tanbias.lab sizes`` writes them to
-    ``data/runs/sizes.json`` (the sizing table of the README).
+    ``device``, ``threads``. ``python -m tanbias.lab sizes`` merges them into
+    ``data/runs/sizes.json`` (:func:`record_sizes`; the sizing table of the README).
     """
     dev = resolve_device(device)
     rows = []
@@ -206,6 +208,43 @@ def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps
                          "tokens_per_step": tps, "seconds_per_step": sec, "tokens_per_s": tps / sec})
             del model, opt
     return rows
+
+
+def record_sizes(rows, path=None) -> Path:
+    """Merge rows of :func:`measure_sizes` into the sizing table ``path`` (default
+    ``data/runs/sizes.json``): a new row replaces the one of the same size, precision and
+    device, the others stay; written atomically.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows with at least ``size``, ``precision`` and ``device``.
+    path : path-like, optional
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    CorruptFileError
+        The existing file is not a JSON list (names it and the command that rebuilds it).
+    """
+    out = Path(path) if path else runs.RUNS_DIR / "sizes.json"
+    prior = []
+    if out.exists():
+        try:
+            prior = json.loads(out.read_text())
+        except json.JSONDecodeError as err:
+            prior = err
+        if not isinstance(prior, list):
+            raise CorruptFileError(out, "git checkout -- data/runs/sizes.json, or python -m tanbias.lab sizes",
+                                   f"not a JSON list of sizes: {prior}")
+    new = {(r["size"], r["precision"], r["device"]) for r in rows}
+    keep = [r for r in prior if (r["size"], r["precision"], r["device"]) not in new]
+    runs.atomic_write_text(out, json.dumps(keep + list(rows), indent=1) + "\n")
+    return out
 
 
 def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", device: str = "cuda",

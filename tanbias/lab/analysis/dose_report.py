@@ -8,7 +8,7 @@
   breaks when the data stop supporting a sentence;
 * :func:`balancing_components`, :func:`balancing_verdict`, :func:`adaptive_verdict`
   — the closing page's verdicts on "weaker under balancing" and "possibly
-  adaptive" by the rules of issue 18 (``data/preregistration/dose-posthoc.toml``:
+  adaptive" by the rules added after the dose runs (``data/preregistration/dose-posthoc.toml``:
   written after the runs were seen), each one word
   (:data:`tanbias.lab.analysis.sweep.PROPERTY_WORDS`);
   :func:`registered_balancing_verdict` and :func:`registered_adaptive_verdict` —
@@ -22,15 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
-from tanbias.lab.analysis.dose_design import (
-    LINKS,
-    detectable_ratio,
-    level_positions,
-    power_at,
-)
+from tanbias.lab.analysis.dose_design import LINKS, level_positions
+from tanbias.lab.analysis.registered import detectable_ratio, power_at
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import dose_names
+from tanbias.lab.experiments import DOSE
 from tanbias.stats import Check, check_sign, check_word, interval_word
 
 __all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
@@ -86,9 +82,9 @@ def dose_numbers(da: DoseAnalysis) -> dict:
     t = da.table
     r_all = da.responses
     out["runs_done"] = int(len(t))
-    out["n_runs"] = len(dose_names())
+    out["n_runs"] = len(DOSE.names())
     out["seeds_min"] = int(t.groupby(["kind", "level"])["seed"].nunique().min())
-    out["holm_n"] = int(r_all["p"].notna().sum())
+    out["holm_n"] = int(len(r_all))           # the registered family: every row, estimable or not
     for knob, flat in (("token", "b100"), ("language", "uniform")):
         g = t[t["level"].isin(["skewed", flat])].groupby("level")["log_collision"].mean()
         out[f"span_{knob}"] = float(np.exp(g.get("skewed", np.nan) - g.get(flat, np.nan)))
@@ -275,7 +271,7 @@ def anisotropy_word(rows, gate: bool = True) -> str:
 
 def balancing_components(responses, gate: bool = True, knob: str = "token") -> dict:
     """``{"<kind> alignment": word, "<kind> anisotropy": word}`` along a knob (default the direct
-    one), by the issue-18 rule (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted
+    one), by the rule added after the dose runs (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted
     p, each counting only where its sign survives the training-progress ANCOVA (``gate``). The
     aliasing knob's words (``knob="alias"``, its registration's ``[rule.balancing]``) read the same rule."""
     if isinstance(responses, DoseAnalysis):
@@ -291,14 +287,14 @@ def balancing_components(responses, gate: bool = True, knob: str = "token") -> d
 
 
 def balancing_words(da: DoseAnalysis) -> dict:
-    """``{kind: word}``: each architecture's alignment word along the direct knob by the issue-18
-    rule (:func:`alignment_word`; the anisotropy's word is in :func:`balancing_components`)."""
+    """``{kind: word}``: each architecture's alignment word along the direct knob by the rule
+    added after the dose runs (:func:`alignment_word`; the anisotropy's word is in :func:`balancing_components`)."""
     c = balancing_components(da)
     return {kind: c[f"{kind} alignment"] for kind in KINDS}
 
 
 def balancing_verdict(da: DoseAnalysis) -> str:
-    """The closing page's verdict on "weaker under balancing" by the issue-18 rule:
+    """The closing page's verdict on "weaker under balancing" by the rule added after the dose runs:
     :func:`tanbias.lab.analysis.sweep.balancing_property` of the four words of
     :func:`balancing_components` (alignment and anisotropy of each architecture)."""
     return balancing_property(balancing_components(da))
@@ -307,7 +303,7 @@ def balancing_verdict(da: DoseAnalysis) -> str:
 def registered_balancing_words(da) -> dict:
     """``{kind: word}`` by the rule registered before the runs (``dose.toml`` ``[rule.balancing]``):
     link 2 alone, each row at its own unadjusted verdict, no training-progress check; a flattest
-    level not shown present read ``removed`` (the flaw ``[presence]`` of issue 18 corrects).
+    level not shown present read ``removed`` (the flaw that ``dose-posthoc.toml`` ``[presence]`` corrects).
     ``da``: a :class:`~tanbias.lab.analysis.dose.DoseAnalysis` or its ``responses``."""
     r = da.responses if isinstance(da, DoseAnalysis) else da
     out = {}
@@ -353,8 +349,8 @@ def _adaptive_word(lo, hi) -> str:
 
 
 def adaptive_verdict(da: DoseAnalysis) -> str:
-    """The closing page's verdict on "possibly adaptive" by the issue-18 rule (``[adaptive]``):
-    ``supported`` (fewer effective dimensions, lower held-out loss, within a cell), ``contradicted``
+    """The closing page's verdict on "possibly adaptive" by the rule added after the dose runs
+    (``dose-posthoc.toml`` ``[adaptive]``): ``supported`` (fewer effective dimensions, lower held-out loss, within a cell), ``contradicted``
     (the reverse), ``undetected`` (the interval contains 0) or ``undecided`` (too few seeds per
     cell), from the within-cell association with errors clustered by run."""
     res = da.association.get("loss", {})

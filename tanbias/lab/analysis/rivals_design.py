@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis.causal_design import contrast_power
-from tanbias.lab.analysis.dose_design import load_registration
+from tanbias.lab.analysis import registered
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
+from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
            "CELLS", "primary_sd", "power_analysis", "design_numbers"]
 
-#: the sha256 of ``data/preregistration/rivals.toml``: the code refuses a registration that changed
-REGISTRATION_SHA256 = "f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c"
+#: the sha256 of ``data/preregistration/rivals.toml`` (the design's pin): the code refuses a
+#: registration that changed
+REGISTRATION_SHA256 = RIVALS.registration_sha256
 #: the change of the primary outcome the design is powered for, and the power
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
@@ -40,8 +40,8 @@ CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
 
 def registration() -> dict:
     """``data/preregistration/rivals.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
-    (:func:`~tanbias.lab.analysis.dose_design.load_registration`)."""
-    return load_registration("rivals", REGISTRATION_SHA256)
+    (:func:`~tanbias.lab.analysis.registered.registration`)."""
+    return registered.registration(RIVALS)
 
 
 def primary_sd(kind: str, table=None) -> dict:
@@ -80,7 +80,7 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
     """The registered design's power per architecture and number of seeds in a primary cell.
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``seeds``, ``power`` (×1.25 at
-    α = 0.05 / 4, :func:`~tanbias.lab.analysis.causal_design.contrast_power` over :data:`CELLS`
+    α = 0.05 / 4, :func:`~tanbias.lab.analysis.registered.contrast_power` over :data:`CELLS`
     cells), ``chosen`` (the design's seeds in the primary cells,
     :data:`~tanbias.lab.experiments.RIVALS_SEEDS`).
     """
@@ -92,7 +92,8 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
         chosen = len(RIVALS_SEEDS[kind]["control"])
         for n in seeds:
             rows.append({"kind": kind, "sd": s["sd"], "sd_df": s["df"], "seeds": int(n),
-                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS, ALPHA / PRIMARY_FAMILY),
+                         "power": registered.contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS,
+                                                            ALPHA / PRIMARY_FAMILY),
                          "chosen": int(n) == chosen})
     return pd.DataFrame(rows)
 
