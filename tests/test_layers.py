@@ -290,6 +290,7 @@ def test_every_runtime_import_is_declared():
 
 #: test files named for a topic rather than a module (DESIGN.md, "Tests")
 TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision",
+               "release", "reports"}
 
 
 def test_test_files_mirror_the_package():
