@@ -32,6 +32,7 @@ Besides the registered statistics:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -225,16 +226,11 @@ def run_table(loaded: dict) -> "object":
     ``run, kind, cell, head, arm, seed``, every :data:`OUTCOMES` column, ``peak_step``,
     ``sharpness`` (the proxy arms' median sigma_r / sigma_(r+1) over the steps), ``diverged``.
 
-    Raises
-    ------
-    ValueError
-        No rivals run is committed yet (the message names the command that trains them).
+    With no run committed yet the table is empty (with its columns): the chapter then reports the
+    experiment's status alone.
     """
     import pandas as pd
 
-    if not loaded:
-        raise ValueError("no rivals run is committed yet: run `make rivals` (python -m tanbias.lab rivals "
-                         "--jobs 2 --commit) first.")
     rows = []
     for name, r in loaded.items():
         kind, cell, seed = _cell(name)
@@ -271,7 +267,8 @@ def run_table(loaded: dict) -> "object":
                      "gain": registered.learning(r.evaluation)["gain"],
                      "sharpness": float(m["surgery_sharpness"].median()) if "surgery_sharpness" in m else np.nan,
                      "diverged": bool(not np.isfinite(m["loss"].to_numpy(float)).all())})
-    return pd.DataFrame(rows)
+    cols = ["run", "kind", "cell", "head", "arm", "seed", *OUTCOMES, "peak_step", "sharpness", "diverged"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def trajectory_table(loaded: dict) -> "object":
@@ -494,7 +491,7 @@ def account_words(contrasts, shares) -> "object":
         pairs = [(c.loc[("head_final", kind)], c.loc[("head_final_type_balanced", kind)]),
                  (S1, c.loc[("surgery_unigram_type_balanced", kind)])]
         flips = [{a["word"], b["word"]} == {"positive", "negative"} for a, b in pairs]
-        same = [a["word"] == b["word"] for a, b in pairs]
+        same = [a["word"] == b["word"] != "undecided" for a, b in pairs]      # no interval: nothing to compare
         words["measurement"] = ("supported" if any(flips) else "against" if all(same) else "not distinguished")
         for account, word in words.items():
             rows.append({"account": account, "kind": kind, "word": word})
@@ -555,7 +552,7 @@ def twin_rows(loaded: dict, runs_dir=None) -> "object":
     from tanbias.lab.experiments import ALIAS, CAUSAL
 
     rows = []
-    root = runs.RUNS_DIR if runs_dir is None else runs_dir
+    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
     for name, r in loaded.items():
         kind, cell, seed = _cell(name)
         head, _, arm = cell.partition("-")
@@ -571,8 +568,8 @@ def twin_rows(loaded: dict, runs_dir=None) -> "object":
         dt, rel_ok = 0.0, True
         for attr in ("anisotropy", "alignment"):
             a, b = getattr(r, attr), getattr(t, attr)
-            cols = [c for c in a.columns if c in b.columns and np.issubdtype(a[c].dtype, np.number)
-                    and np.issubdtype(b[c].dtype, np.number)]
+            cols = [c for c in a.columns if c in b.columns and pd.api.types.is_numeric_dtype(a[c])
+                    and pd.api.types.is_numeric_dtype(b[c])]
             keys = [c for c in ("step", "layer", "positions", "bucket", "proxy") if c in a.columns and c in b.columns]
             m = a.merge(b, on=keys, suffixes=("", "_twin"))
             for col in cols:
@@ -614,8 +611,11 @@ class RivalsAnalysis:
 
 def analyse_rivals(loaded: dict | None = None, runs_dir=None) -> RivalsAnalysis:
     """The registered analysis of the committed rivals runs (``loaded``: ``{run: RunData}``, default
-    :func:`~tanbias.lab.analysis.registered.load` of :data:`~tanbias.lab.experiments.RIVALS`).
-    ``interim`` is True while a registered seed of a 320-step cell is missing."""
+    :func:`~tanbias.lab.analysis.registered.load` of :data:`~tanbias.lab.experiments.RIVALS`; the
+    committed runs' analysis is memoised, :func:`tanbias.lab.runs.memoised`). ``interim`` is True
+    while a registered seed of a 320-step cell is missing."""
+    if loaded is None and runs_dir is None:
+        return runs.memoised("analyse_rivals", lambda: analyse_rivals(registered.load(RIVALS)))
     loaded = registered.load(RIVALS, runs_dir) if loaded is None else loaded
     status = registered.run_status(RIVALS, runs_dir)
     table = run_table(loaded)
