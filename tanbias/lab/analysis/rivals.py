@@ -589,7 +589,8 @@ def twin_rows(loaded: dict, runs_dir=None) -> "object":
         rows.append({"run": name, "twin": twin, "kind": kind, "arm": arm, "seed": seed,
                      "losses": word(dl, dl <= REPRODUCE_TOLERANCE["loss_atol"]),
                      "tables": word(dt, rel_ok), "max_loss_diff": dl, "max_table_diff": dt})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["run", "twin", "kind", "arm", "seed", "losses", "tables", "max_loss_diff",
+                                       "max_table_diff"])
 
 
 # --------------------------------------------------------------------------- everything
