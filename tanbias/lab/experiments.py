@@ -443,7 +443,7 @@ ALIAS = Design(name="alias", title="the aliasing knob", chapter=10, factor="leve
                borrow=_causal_control)
 
 
-# ---------------------------------------------------------------- the rival accounts
+# ---------------------------------------------------------------- the rival accounts (chapter 13)
 #: the output heads: the lab's standard head (no output bias) and the unigram head (a learnable
 #: output bias initialised to the log of the add-one-smoothed unigram of the run's own targets)
 RIVALS_HEADS = {"standard": "none", "unigram": "unigram"}
@@ -515,7 +515,7 @@ def _rivals_order(kind: str, cell: str, seed: int) -> tuple:
 
 #: the rival accounts: the standard output head against the unigram head, crossed with the causal
 #: test's control, proxy and random arms and the aliasing knob's top level, and long control runs
-RIVALS = Design(name="rivals", title="the rival accounts", chapter=None, factor="cell",
+RIVALS = Design(name="rivals", title="the rival accounts", chapter=13, factor="cell",
                 levels={k: tuple(f"{h}-{a}" for h in RIVALS_HEADS for a in (*RIVALS_ARMS, "long")) for k in KINDS},
                 seeds={k: tuple(range(8 if k == "encoder" else 5)) for k in KINDS}, prefix="rivals-",
                 build=rivals_config, order=_rivals_order, keep=_rivals_has, registration="rivals",
