@@ -16,7 +16,8 @@ import pytest
 
 from tanbias.lab import zoo
 from tanbias.lab.analysis import (alias, alias_design, alias_report, causal, causal_design, causal_report, dose,
-                                  dose_design, dose_report, pretrained_report, registered, sweep, sweep_report)
+                                  dose_design, dose_report, pretrained_report, registered, rivals, rivals_design,
+                                  rivals_report, sweep, sweep_report)
 from tanbias.lab.analysis.pretrained import load_pretrained
 from tanbias.lab.experiments import DOSE, EXPERIMENTS
 
@@ -64,6 +65,10 @@ def committed():
         "alias": alias_report.alias_numbers(aa),
         "causal_design": causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)),
         "causal": causal_report.causal_numbers(causal.analyse_causal()),
+        "rivals_design": rivals_design.design_numbers(rivals_design.power_analysis()),
+        "rivals": {**rivals_report.numbers(rivals.analyse_rivals()),
+                   **rivals_report.init_numbers(rivals_report.initialisation()),
+                   **rivals_report.transient_numbers(causal.analyse_causal().trajectory)},
     }
     prefix = {r: GLUED_BY[r][0][1] for r in _REGISTERED_REPORTS}
     return {"analysis": da, **{r: {prefix.get(r, "") + k: v for k, v in n.items()} for r, n in numbers.items()}}

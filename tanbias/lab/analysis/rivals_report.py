@@ -14,7 +14,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers",
-           "predictions_table", "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
+           "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -76,38 +76,16 @@ def transient_numbers(causal_trajectory) -> dict:
 
 
 def numbers(analysis) -> dict:
-    """The experiment's numbers and words the chapter glues: its status (``runs_committed``,
-    ``runs_total``, ``interim``), the complete seeds (``seeds_<kind>``), each account's word
-    (``word_<account>_<kind>``), the primary contrasts as ratios with their 95 % intervals
-    (``<contrast>_<kind>``, ``_lo``, ``_hi``), the correction shares of the standard head's control runs
-    (``q_c_<kind>``, ``q_s_<kind>`` with intervals; ``mean_share_<kind>``), the late enrichment with
-    and without the output matrix's top subspace (``enrichment_<kind>``, ``enrichment_outside_<kind>``,
-    as ratios), the proxy arms' median sharpness (``sharpness``), and the twins' counts
-    (``twins``, ``twins_identical``, ``twins_within``, ``twins_different``)."""
+    """The experiment's numbers the chapter glues while its runs land: its status (``runs_committed``,
+    ``runs_total``, ``interim``: ``"interim"`` or ``"final"``), the complete seeds
+    (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
+    the inputs each proxy is fitted on) and the twins' counts (``twins``, ``twins_identical``,
+    ``twins_within``, ``twins_different``). The verdicts themselves are the chapter's tables."""
     s = analysis.status
-    short = s[~s["cell"].str.endswith("-long")]
     out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s)),
-           "runs_short_committed": int(short["committed"].sum()), "runs_short_total": int(len(short)),
            "interim": "interim" if analysis.interim else "final"}
     for kind in KINDS:
-        out[f"seeds_{kind}"] = len(analysis.seeds[kind])
-    for _, r in analysis.accounts.iterrows():
-        out[f"word_{r['account']}_{r['kind']}"] = r["word"]
-    c = analysis.contrasts.set_index(["contrast", "kind"])
-    for name in rivals.PRIMARY:
-        for kind in KINDS:
-            r = c.loc[(name, kind)]
-            out.update({f"{name}_{kind}": float(np.exp(r["estimate"])), f"{name}_{kind}_lo": float(np.exp(r["lo"])),
-                        f"{name}_{kind}_hi": float(np.exp(r["hi"])), f"{name}_{kind}_word": r["word"]})
-    sh = analysis.shares.set_index(["kind", "head"])
-    for kind in KINDS:
-        r = sh.loc[(kind, "standard")]
-        for q in ("q_c", "q_s"):
-            out.update({f"{q}_{kind}": float(r[q]), f"{q}_{kind}_lo": float(r[f"{q}_lo"]),
-                        f"{q}_{kind}_hi": float(r[f"{q}_hi"])})
-        out[f"mean_share_{kind}"] = float(r["mean_share"])
-        out[f"enrichment_{kind}"] = float(np.exp(r["enrichment"]))
-        out[f"enrichment_outside_{kind}"] = float(np.exp(r["enrichment_outside"]))
+        out[f"complete_seeds_{kind}"] = len(analysis.seeds[kind])
     sharp = analysis.table.loc[analysis.table["arm"] == "proxy", "sharpness"]
     out["sharpness"] = float(sharp.median()) if sharp.notna().any() else float("nan")
     tw = analysis.twins
@@ -116,16 +94,6 @@ def numbers(analysis) -> dict:
                       ("different", "twins_different")):
         out[key] = int((tw["losses"] == word).sum()) if len(tw) else 0
     return out
-
-
-def predictions_table(registration: dict) -> "object":
-    """Each account, what it says and what it predicts, from the registration (short columns):
-    ``account``, ``mechanism``, ``predicts``."""
-    import pandas as pd
-
-    acc = registration["accounts"]
-    return pd.DataFrame([{"account": ACCOUNT_NAMES[k], "mechanism": acc[k]["mechanism"].split(";")[0],
-                          "predicts": acc[k]["predicts"].split(";")[0]} for k in ACCOUNT_NAMES])
 
 
 def accounts_table(accounts) -> "object":
