@@ -279,7 +279,7 @@ def _sweep_record(root: Path) -> dict | None:
 DOSE_BUDGET_S = 5 * 3600.0
 #: chapter 12's budget for the whole causal test, all sittings together (2 cores)
 CAUSAL_BUDGET_S = 6 * 3600.0
-#: the budget of chapter 10's aliasing knob (``make alias``), all sittings together (2 cores)
+#: the budget of chapter 11's aliasing knob (``make alias``), all sittings together (2 cores)
 ALIAS_BUDGET_S = 4 * 3600.0
 #: the committed experiments whose wall time the report reads: key -> (record under data/runs/,
 #: budget in seconds, what the report calls it)

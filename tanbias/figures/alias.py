@@ -127,7 +127,10 @@ def _convergence_layout():
     from tanbias.lab.experiments import RUN_STEPS
 
     fig.update_xaxes(type="log", range=[0, float(np.log10(RUN_STEPS + 1))])
-    fig.update_yaxes(type="log", range=[float(np.log10(0.05)), float(np.log10(20))])
+    # labelled 1-2-5 ticks: plotly's own label the mantissas between decades in small print
+    ticks = [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20]
+    fig.update_yaxes(type="log", range=[float(np.log10(0.05)), float(np.log10(20))], tickvals=ticks,
+                     ticktext=[f"{v:g}" for v in ticks])
     return labelled(fig, " ", "training step + 1 [log]",
                     "spread of the aliases' centroids / type radius [log]")
 
@@ -176,5 +179,6 @@ def convergence_interactive(conv) -> Interactive:
                 "alias with every occurrence of the type as that alias (the contexts are the same each time). "
                 "y: the spread of the aliases' centroids over the type's own radius around them (geometric "
                 "mean over the types, mean over seeds). Below the dotted line (0.5) the aliases are one cloud, "
-                "above the dashed line (1) each keeps a cloud of its own (the registered words).",
+                "above the dashed line (1) each keeps a cloud of its own (the words of the rule fixed before the "
+                "runs).",
         name="ch11-alias-convergence", height=480)
