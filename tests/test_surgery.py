@@ -1,4 +1,4 @@
-"""The gradient surgery of chapter 11 (tanbias.lab.surgery): the operator on known matrices, the
+"""The gradient surgery of chapter 12 (tanbias.lab.surgery): the operator on known matrices, the
 arms on one real step of a smoke model, and a killed run that resumes with the surgery's state."""
 from __future__ import annotations
 

@@ -277,7 +277,7 @@ def _sweep_record(root: Path) -> dict | None:
 
 #: chapter 10's budget for the whole dose experiment, all sittings together (2 cores)
 DOSE_BUDGET_S = 5 * 3600.0
-#: chapter 11's budget for the whole causal test, all sittings together (2 cores)
+#: chapter 12's budget for the whole causal test, all sittings together (2 cores)
 CAUSAL_BUDGET_S = 6 * 3600.0
 #: the budget of chapter 10's aliasing knob (``make alias``), all sittings together (2 cores)
 ALIAS_BUDGET_S = 4 * 3600.0
@@ -462,7 +462,7 @@ def format_report(report: dict) -> str:
                          f"(sum of run times {ds['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
     sg = report.get("surgery")
     if sg and "error" not in sg:
-        lines.append(f"gradient surgery (chapter 11, {sg['kind']} {sg['size']}): {sg['t_plain']:.2f} s a plain step, "
+        lines.append(f"gradient surgery (chapter 12, {sg['kind']} {sg['size']}): {sg['t_plain']:.2f} s a plain step, "
                      f"{sg['t_surgery']:.2f} s a surgical one: "
                      f"{_fmt_check(sg['ratio'], 1.10, lambda v: f'{v:.3f}')}x (target <= 1.10)")
     elif sg:

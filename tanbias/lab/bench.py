@@ -324,7 +324,7 @@ def bench_ddp(size: str = "small", kind: str = "decoder", steps: int = 8, nproc:
 
 
 def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, device: str = "cpu") -> dict:
-    """The gradient surgery's overhead (chapter 11): a surgical step against a plain one, side by side.
+    """The gradient surgery's overhead (chapter 12): a surgical step against a plain one, side by side.
 
     Two models from the same seed, one with the ``proxy`` surgery of
     :data:`~tanbias.lab.experiments.CAUSAL_SURGERY` (every step: the inputs' moments

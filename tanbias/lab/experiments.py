@@ -1,4 +1,4 @@
-"""The lab's experiments as data: one :class:`Design` each, and their registry (chapters 7, 8, 10, 11).
+"""The lab's experiments as data: one :class:`Design` each, and their registry (chapters 7, 8, 10-13).
 
 An experiment is a grid of runs: for each architecture (:data:`~tanbias.lab.config.KINDS`),
 the levels of its one factor and its seeds. A :class:`Design` holds that grid, the form of
@@ -19,7 +19,7 @@ from it. :data:`EXPERIMENTS` registers them, in the order they were designed:
   (:data:`ALIAS_LEVELS`) on the same skewed start, :data:`ALIAS_SEEDS`; runs
   ``alias-<kind>-k<level>-s<seed>`` (:func:`alias_config`); a cell without aliases (``k0``)
   is the causal test's control run where that run exists (the design borrows it);
-* :data:`CAUSAL`, **the causal test** of chapter 11: gradient surgery against matched
+* :data:`CAUSAL`, **the causal test** of chapter 12: gradient surgery against matched
   controls on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
   :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>`` (:func:`causal_config`);
 * :data:`RIVALS`, **the rival accounts**: the standard output head against the unigram head
@@ -328,7 +328,7 @@ DOSE = Design(name="dose", title="the dose experiment", chapter=10, factor="leve
               posthoc_sha256="9ed954d29018675a719442e5c7cf0879e5d2a00b1b6968a41682a3442c2ecc48")
 
 
-# ---------------------------------------------------------------- the causal test (chapter 11)
+# ---------------------------------------------------------------- the causal test (chapter 12)
 #: the arms of the causal test: no surgery (``control``); the update's component in the layer
 #: inputs' top-r principal subspace removed (``proxy``) or in a random one (``random``); the whole
 #: update shrunk by the energy the proxy arm would remove (``uniform``); the proxy and uniform
@@ -341,7 +341,7 @@ CAUSAL_SURGERY = {"alpha": 0.0, "rank": 8, "every": 1}
 #: every arm of the causal test computes in float32, as chapter 10's runs (bfloat16 is 1.6x faster on a
 #: CPU with bfloat16 instructions, data/runs/sizes.json, but about 20x slower where it is emulated)
 CAUSAL_PRECISION = "fp32"
-#: seeds per architecture, from the power analysis of chapter 11 on chapter 10's realised seed-to-seed
+#: seeds per architecture, from the power analysis of chapter 12 on chapter 10's realised seed-to-seed
 #: SD of the primary outcome (tanbias.lab.analysis.causal_design.power_analysis)
 CAUSAL_SEEDS = {"decoder": (0, 1, 2, 3, 4), "encoder": tuple(range(12))}
 
@@ -386,7 +386,7 @@ def causal_config(kind: str, arm: str, seed: int, steps: int = RUN_STEPS, size: 
 #: finished seed is a complete replicate of every arm), arms in :data:`CAUSAL_ARMS` order: the
 #: decoder reaches its registered power with 5 seeds, the encoder needs 12, so a budget cut short
 #: leaves one architecture complete rather than two half done.
-CAUSAL = Design(name="causal", title="the causal test", chapter=11, factor="arm",
+CAUSAL = Design(name="causal", title="the causal test", chapter=12, factor="arm",
                 levels={k: causal_arms(k) for k in KINDS}, seeds=CAUSAL_SEEDS, prefix="causal-", build=causal_config,
                 order=lambda kind, arm, seed: (kind != "decoder", seed, CAUSAL_ARMS.index(arm)),
                 registration="causal",

@@ -105,7 +105,7 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, ti
         Size of the tokenizer's vocabulary (``len(tokenizer)``).
     tie_embeddings : bool
         Share the input embedding with the output layer (``tie_word_embeddings``; the lab's
-        models are untied, chapter 11's ``tied`` arm is not).
+        models are untied, chapter 12's ``tied`` arm is not).
     **overrides
         Any of ``hidden_size, num_hidden_layers, num_attention_heads, intermediate_size``
         (used for the size measurements).

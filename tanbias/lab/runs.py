@@ -16,7 +16,7 @@ A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)
     summary.json      evaluation vs unigram baseline, timings               (committed)
     views.json        per-layer numbers of the trained views of chapters 5, 6 (committed)
     tokens.csv        per-token radius t on a common held-out text (ch 8)  (committed)
-    premise.csv       count-matched premise per layer on that text (ch 11) (committed; runs from ch 11 on)
+    premise.csv       count-matched premise per layer on that text (ch 12) (committed; runs from ch 12 on)
     manifest.json     config, seed, versions, git commit, sha256 of every committed file
     work/             checkpoint + raw probe captures (git-ignored, large)
 
@@ -317,7 +317,7 @@ def load_run(run) -> RunData:
 
     def anisotropy():
         a = table("anisotropy.csv")
-        if "positions" not in a.columns:         # analysed before chapter 11: every captured position
+        if "positions" not in a.columns:         # analysed before chapter 12: every captured position
             a.insert(a.columns.get_loc("layer") + 1, "positions", "all")
         return a
 

@@ -1,4 +1,4 @@
-"""Gradient surgery on the updates of the maps that read the residual stream (chapter 11).
+"""Gradient surgery on the updates of the maps that read the residual stream (chapter 12).
 
 The gradient side of the tangent-bias hypothesis says that the weight updates
 of the maps that read the residual stream are concentrated in its tangent
@@ -130,7 +130,7 @@ def random_basis(D: int, r: int, seed) -> torch.Tensor:
 
 
 def worked_example(alpha: float, rank: int, D: int = 24, n: int = 512, planted: int = 4, seed: int = 0) -> dict:
-    """The surgery on one small update, direction by direction (chapter 11's widget).
+    """The surgery on one small update, direction by direction (chapter 12's widget).
 
     A map reads inputs ``X`` (``n × D``) with ``planted`` strong principal directions (standard
     deviation 3) among weak ones (0.5), in a random rotation; its update is a gradient step

@@ -165,7 +165,7 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
         DistributedDataParallel wraps under torchrun (default: ``model``'s own).
     hooks : sequence of tanbias.lab.hooks.Hook
         Called before the forward pass of step ``step`` (``before_forward``) and after the
-        optimizer's step (``after_optimizer_step``): the gradient surgery of chapter 11
+        optimizer's step (``after_optimizer_step``): the gradient surgery of chapter 12
         (:class:`~tanbias.lab.surgery.Surgery`) replaces the update there.
 
     Returns

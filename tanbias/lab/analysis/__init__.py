@@ -1,4 +1,4 @@
-"""Analysis of trained runs and released models (chapters 5-11), in layer order:
+"""Analysis of trained runs and released models (chapters 5-13), in layer order:
 
 * :mod:`~tanbias.lab.analysis.tables`             alignment / radius tables from the probe's captures
 * :mod:`~tanbias.lab.analysis.views`              the numbers of the trained views of chapters 5, 6
@@ -15,7 +15,7 @@
   * :mod:`~tanbias.lab.analysis.alias_design`, :mod:`~tanbias.lab.analysis.alias`,
     :mod:`~tanbias.lab.analysis.alias_report`: the aliasing knob (chapter 10)
   * :mod:`~tanbias.lab.analysis.causal_design`, :mod:`~tanbias.lab.analysis.causal`,
-    :mod:`~tanbias.lab.analysis.causal_report`: the causal test (chapter 11)
+    :mod:`~tanbias.lab.analysis.causal_report`: the causal test (chapter 12)
 
 * :mod:`~tanbias.lab.analysis.posthoc`            the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)

@@ -1,4 +1,4 @@
-"""The causal test measured: the runs' outcomes and the registered rules applied (chapter 11).
+"""The causal test measured: the runs' outcomes and the registered rules applied (chapter 12).
 
 The design and the rules are fixed in ``data/preregistration/causal.toml``
 (:mod:`tanbias.lab.analysis.causal_design`); this module applies them to the
@@ -20,7 +20,7 @@ committed runs ``causal-<kind>-<arm>-s<seed>``:
 * :func:`analyse_causal`: all of it, and whether it is interim (fewer seeds than
   registered).
 
-The numbers chapter 11 and the closing page quote are :mod:`tanbias.lab.analysis.causal_report`.
+The numbers chapter 12 and the closing page quote are :mod:`tanbias.lab.analysis.causal_report`.
 """
 from __future__ import annotations
 
@@ -361,7 +361,7 @@ def matched_progress(traj, table, rows) -> "object":
 
 @dataclass
 class CausalAnalysis:
-    """Everything chapter 11 shows: the status, the run table, the trajectories and each rule's rows."""
+    """Everything chapter 12 shows: the status, the run table, the trajectories and each rule's rows."""
     status: "object"
     table: "object"
     trajectory: "object"
@@ -390,7 +390,7 @@ def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
     (:func:`tanbias.lab.analysis.registered.load` of :data:`~tanbias.lab.experiments.CAUSAL`).
 
     On the committed runs (neither argument given) the result is memoised on disk
-    (:func:`tanbias.lab.runs.memoised`): chapter 11, the closing page and the tests read one
+    (:func:`tanbias.lab.runs.memoised`): chapter 12, the closing page and the tests read one
     computation.
     """
     import pandas as pd

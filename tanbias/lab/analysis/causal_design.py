@@ -1,6 +1,6 @@
-"""The causal test's design, fixed before its runs: registration and power (chapter 11).
+"""The causal test's design, fixed before its runs: registration and power (chapter 12).
 
-Chapter 11 intervenes on the gradient side's chain with the surgery of
+Chapter 12 intervenes on the gradient side's chain with the surgery of
 :mod:`tanbias.lab.surgery` against matched controls (the arms of
 :data:`tanbias.lab.experiments.CAUSAL_ARMS`). This module holds what was fixed
 *before* the first run:
@@ -45,7 +45,7 @@ def registration() -> dict:
 
 def posthoc() -> dict:
     """``data/preregistration/causal-posthoc.toml``, parsed, its sha256 checked against the pin of
-    :data:`~tanbias.lab.experiments.CAUSAL`: the matched-training-progress reading that chapter 11
+    :data:`~tanbias.lab.experiments.CAUSAL`: the matched-training-progress reading that chapter 12
     shows beside the registered words (written after the data on 2026-12-03; it changes none of them)."""
     return registered.registration(CAUSAL, posthoc=True)
 
@@ -76,7 +76,7 @@ def primary_sd(kind: str, loaded=None, table=None) -> dict:
 
 
 def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> "object":
-    """The design's power per architecture and number of seeds (the numbers chapter 11 quotes).
+    """The design's power per architecture and number of seeds (the numbers chapter 12 quotes).
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``arms``, ``seeds``,
     ``power`` (×1.25 at α = 0.05 / 6), ``needed``
@@ -103,7 +103,7 @@ def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> "object":
 
 
 def design_numbers(power) -> dict:
-    """The numbers chapter 11's design section quotes, from :func:`power_analysis`: per architecture
+    """The numbers chapter 12's design section quotes, from :func:`power_analysis`: per architecture
     ``sd_<kind>`` (its df ``sd_df``), ``seeds_<kind>`` (chosen), ``power_<kind>`` (at the chosen
     seeds) and ``power_fewer_<kind>`` (at one seed fewer); ``family`` and ``target_ratio``."""
     out = {"family": FAMILY, "target_ratio": TARGET_RATIO, "sd_df": int(power["sd_df"].iloc[0])}

@@ -1,6 +1,6 @@
-"""The numbers, tables and words chapter 11 and the closing page quote from the causal test.
+"""The numbers, tables and words chapter 12 and the closing page quote from the causal test.
 
-:func:`causal_numbers` returns the numbers the chapter glues (``ch11_`` keys):
+:func:`causal_numbers` returns the numbers the chapter glues (``ch12_`` keys):
 the progress of ``make causal``, and for every architecture with at least two
 complete seeds the registered contrasts as ratios of the primary outcome with
 their intervals, the surgery's energy shares, the early share, the gap
@@ -31,7 +31,7 @@ def _key(contrast: str) -> str:
 
 
 def causal_numbers(ca: CausalAnalysis) -> dict:
-    """The numbers chapter 11 quotes (without its ``ch11_`` prefix).
+    """The numbers chapter 12 quotes (without its ``ch12_`` prefix).
 
     Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
     arm is committed; the registered numbers are in :func:`~tanbias.lab.analysis.causal_design.design_numbers`).
@@ -211,7 +211,7 @@ def closing_words(ca: CausalAnalysis) -> dict:
 
 
 def words_of(ca: CausalAnalysis) -> dict:
-    """Every word chapter 11 and the closing page state about the runs, by name, for
+    """Every word chapter 12 and the closing page state about the runs, by name, for
     :func:`word_checks`: :func:`closing_words`; per architecture of :func:`analysed_kinds`
     ``causal, <kind>``, ``early, <kind>``, ``reinforcing, <kind>``, ``cost, <kind>``, ``matched,
     <kind>, <contrast>`` (:func:`progress_words`), ``learning differs, <kind>, <contrast>`` (``yes`` or

@@ -1,7 +1,7 @@
 """What every registered experiment shares: its runs, its registration, its power, Holm, its readings.
 
 An experiment of the lab is a :class:`~tanbias.lab.experiments.Design`; this module reads
-any of them the same way, and its statistics share these rules (chapters 8, 10, 11):
+any of them the same way, and its statistics share these rules (chapters 8, 10-13):
 
 * the runs: :func:`run_status` (every cell, committed or not), :func:`load` (the committed
   runs, checksums verified), :func:`complete_seeds` (the seeds whose every level is

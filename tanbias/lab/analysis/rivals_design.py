@@ -8,7 +8,7 @@ against the simpler ones on the same runs. This module holds what was fixed
 * the registration, ``data/preregistration/rivals.toml`` (the design, what every account
   predicts contrast by contrast, the rules that read its words; :func:`registration`,
   pinned by :data:`REGISTRATION_SHA256`);
-* :func:`primary_sd`, the realised seed-blocked noise of the primary outcome in chapter 11's
+* :func:`primary_sd`, the realised seed-blocked noise of the primary outcome in chapter 12's
   107 committed runs, and :func:`power_analysis`, the power of the registered seeds to
   detect a ×1.25 change of it at Holm's first threshold over the primary family.
 
@@ -45,7 +45,7 @@ def registration() -> dict:
 
 
 def primary_sd(kind: str, table=None) -> dict:
-    """The residual SD of the primary outcome under ``seed + arm`` in chapter 11's committed runs.
+    """The residual SD of the primary outcome under ``seed + arm`` in chapter 12's committed runs.
 
     The primary outcome (ln of the layer-mean mean cosine at the last probe step, content
     positions) is the causal test's; its noise in a seed-blocked model of the causal runs is the
@@ -55,7 +55,7 @@ def primary_sd(kind: str, table=None) -> dict:
     ----------
     kind : {"encoder", "decoder"}
     table : pandas.DataFrame, optional
-        Chapter 11's run table (:func:`tanbias.lab.analysis.causal.run_table`); default the
+        Chapter 12's run table (:func:`tanbias.lab.analysis.causal.run_table`); default the
         memoised analysis of the committed runs.
 
     Returns
