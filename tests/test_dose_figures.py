@@ -59,18 +59,19 @@ def _chain_table():
     return pd.DataFrame(rows)
 
 
-def test_vocabulary_axis_reads_left_to_right_with_ticks_on_a_wide_and_a_narrow_span():
+def test_log_axis_reads_left_to_right_with_ticks_on_a_wide_and_a_narrow_span():
     from tanbias.errors import ParameterError
+    from tanbias.figures import log_axis
 
     for values in ([302.0, 4604.0], [302.0, 331.0], [0.5, 80.0]):
-        ax = dose_figures.vocabulary_axis(values)
+        ax = log_axis(values)
         lo, hi = 10 ** ax["range"][0], 10 ** ax["range"][1]
         assert ax["type"] == "log" and lo < min(values) and max(values) < hi     # not reversed, holds them
         assert len(ax["tickvals"]) >= 3 and all(lo <= v <= hi for v in ax["tickvals"])
         assert len(ax["ticktext"]) == len(ax["tickvals"]) and ax["tickvals"] == sorted(ax["tickvals"])
-    assert dose_figures.vocabulary_axis([302.0, 331.0])["ticktext"][:2] == ["300", "310"]   # linear steps
+    assert log_axis([302.0, 331.0])["ticktext"][:2] == ["300", "310"]   # linear steps
     with pytest.raises(ParameterError, match="values"):
-        dose_figures.vocabulary_axis([0.0, float("nan")])
+        log_axis([0.0, float("nan")])
 
 
 def test_chain_interactive_rises_to_the_right_and_keeps_its_sliders_off_the_axis_title():

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
+from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, log_axis, shared_x_title
 from tanbias.figures import dose as dose_figures
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
@@ -53,7 +53,7 @@ def chain_figure(table) -> go.Figure:
     ``table``: :func:`tanbias.lab.analysis.alias.run_table`. One panel per reading
     (:data:`PANELS`), x the effective vocabulary the run is shown, 1 / the collision probability
     of its input ids (log, rising to the right: input frequencies flatten as you read;
-    :func:`tanbias.figures.dose.vocabulary_axis`); points are runs (seeds), lines join the level
+    :func:`tanbias.figures.log_axis`); points are runs (seeds), lines join the level
     means, one colour per architecture.
     """
     fig = make_subplots(rows=3, cols=2, horizontal_spacing=0.12, vertical_spacing=0.11,
@@ -75,7 +75,7 @@ def chain_figure(table) -> go.Figure:
                                      legendgroup=kind, showlegend=i == 0,
                                      line=dict(color=KIND_COLORS[kind], width=2)), row=row + 1, col=c + 1)
     if len(table):
-        fig.update_xaxes(**dose_figures.vocabulary_axis(1 / table["collision"].to_numpy(dtype=float)))
+        fig.update_xaxes(**log_axis(1 / table["collision"].to_numpy(dtype=float)))
     fig.update_layout(height=900)
     labelled(fig, "The chain along the aliasing knob (η<sub>g</sub>: the frequent types)", "", "",
              legend="architecture")
@@ -111,7 +111,7 @@ def learning_figure(alias_table, dose_table) -> go.Figure:
                                      line=dict(color=KIND_COLORS[kind] if fill else GREY, width=2, dash=dash)),
                           row=1, col=col)
     if shown:
-        fig.update_xaxes(**dose_figures.vocabulary_axis(np.concatenate(shown)))
+        fig.update_xaxes(**log_axis(np.concatenate(shown)))
     labelled(fig, "How much the models learn: aliasing against removing words", "", "gain over unigram [nats]",
              legend="knob")
     return shared_x_title(fig, SHOWN)

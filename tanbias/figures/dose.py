@@ -12,15 +12,15 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from tanbias._checks import check_choice
-from tanbias.errors import ParameterError
-from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
+from tanbias.figures import (GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, log_axis,
+                              shared_x_title)
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import DOSE
 
-__all__ = ["KNOBS", "VOCABULARY", "vocabulary_axis", "chain_interactive", "trajectory_interactive",
-           "adaptive_figure", "progress_figure"]
+__all__ = ["KNOBS", "VOCABULARY", "chain_interactive", "trajectory_interactive", "adaptive_figure",
+           "progress_figure"]
 
 #: the two knobs as the chapter names them
 KNOBS = {"token": "token knob (subsampling frequent types)",
@@ -33,61 +33,6 @@ VOCABULARY = "effective vocabulary: 1 / collision probability of the training st
 def _level_color(x: float) -> str:
     """Colour of a level at design position ``x`` in [0, 1]: dark (skewed start) to light (flattest)."""
     return sample_colorscale(LEVEL_COLORSCALE, [0.9 * float(x)])[0]
-
-
-def vocabulary_axis(values) -> dict:
-    """A log x axis over ``values`` (effective vocabularies, 1 / collision probability) with ticks a
-    reader can read: a fixed range a little wider than the values, and 1-2-5 ticks per decade, or
-    round linear steps where the values span less than a decade's worth of them.
-
-    Plotly's own log ticks label only the mantissa between powers of ten (``2``, ``5``) and thin
-    out on a narrow panel; an axis that spans a few per cent (the language knob) gets none.
-
-    Parameters
-    ----------
-    values : array-like of float
-        The x values the axis must hold, all > 0.
-
-    Returns
-    -------
-    dict
-        Plotly axis properties: ``type``, ``range`` (log10), ``tickvals``, ``ticktext``.
-
-    Raises
-    ------
-    ParameterError
-        No finite positive value.
-
-    Example
-    -------
-    >>> ax = vocabulary_axis([302, 4604])
-    >>> ax["ticktext"]
-    ['500', '1,000', '2,000', '5,000']
-    >>> vocabulary_axis([302, 331])["ticktext"]
-    ['300', '310', '320', '330', '340']
-    """
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if not v.size:
-        raise ParameterError(f"values={list(values)!r} is not allowed: valid range is at least one finite "
-                             "value > 0. Pass the runs' effective vocabularies (1 / collision probability).")
-    lo, hi = np.log10(v.min()), np.log10(v.max())
-    pad = 0.06 * (hi - lo) + 0.01
-    lo, hi = lo - pad, hi + pad
-    a, b = 10 ** lo, 10 ** hi
-    ticks: list[float] = []
-    for mantissas in ((1,), (1, 2, 5)):
-        ticks = [m * 10.0 ** e for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1) for m in mantissas
-                 if a <= m * 10.0 ** e <= b]
-        if len(ticks) >= 3:
-            break
-    if len(ticks) < 3:               # a narrow span: round linear steps (1, 2 or 5 x 10^k)
-        raw = (b - a) / 4
-        step = min((m * 10.0 ** np.floor(np.log10(raw)) for m in (1, 2, 5, 10)),
-                   key=lambda s: abs(np.log(s / raw)))
-        ticks = list(np.arange(np.ceil(a / step) * step, b, step))
-    return {"type": "log", "range": [float(lo), float(hi)], "tickvals": [float(x) for x in ticks],
-            "ticktext": [f"{x:,.0f}" if x >= 1 else f"{x:g}" for x in ticks]}
 
 
 @frozen_layout
@@ -142,7 +87,7 @@ def chain_interactive(table, knob: str = "token") -> Interactive:
               ("gain", "gain over unigram [nats]"), ("accuracy", "top-1 accuracy (model, unigram dotted)")]
     buckets = [c.removeprefix("log_eta_") for c in table.columns if c.startswith("log_eta_")]
     runs = {kind: dose.knob_runs(table, knob, kind) for kind in KINDS}
-    axis = json.dumps(vocabulary_axis(np.concatenate([1 / g["collision"].to_numpy() for g in runs.values()])))
+    axis = json.dumps(log_axis(np.concatenate([1 / g["collision"].to_numpy() for g in runs.values()])))
 
     def compute(bucket, phase):
         out = {}
