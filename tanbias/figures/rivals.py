@@ -31,14 +31,15 @@ def _transient_layout():
     return shared_x_title(fig, "training step + 1 [log]")
 
 
-def _head_curves(traj, seeds: dict, arm: str = "control"):
+def _head_curves(traj, seeds: dict | None, arm: str = "control"):
     """``compute`` of :func:`transient_interactive`: per architecture and head, the mean over the seeds
-    of the mean cosine at every probe step, ±1 standard error."""
+    (``seeds[kind]``; None: every committed one) of the mean cosine at every probe step, ±1 standard error."""
     def compute(layer):
         out = {}
         for kind in KINDS:
-            t = traj[(traj["kind"] == kind) & (traj["arm"] == arm) & (traj["layer"].astype(str) == str(layer))
-                     & traj["seed"].isin(seeds.get(kind, []))]
+            t = traj[(traj["kind"] == kind) & (traj["arm"] == arm) & (traj["layer"].astype(str) == str(layer))]
+            if seeds is not None:
+                t = t[t["seed"].isin(seeds.get(kind, []))]
             for head in HEAD_COLORS:
                 g = t[t["head"] == head].groupby("step")["mean_cosine"]
                 m, n = g.mean(), g.count()
@@ -48,10 +49,10 @@ def _head_curves(traj, seeds: dict, arm: str = "control"):
     return compute
 
 
-def transient_interactive(traj, seeds: dict) -> Interactive:
+def transient_interactive(traj, seeds: dict | None = None) -> Interactive:
     """Interactive: the mean cosine during training, the standard against the unigram head, the
-    control arm, encoder and decoder side by side (mean over ``seeds[kind]`` with a ±1 standard-error
-    band). Slider: the layer (``mean``: the mean over the blocks)."""
+    control arm, encoder and decoder side by side (mean over ``seeds[kind]``, default every committed
+    seed, with a ±1 standard-error band). Slider: the layer (``mean``: the mean over the blocks)."""
     L = int(max(x for x in traj["layer"] if x != "mean")) if len(traj) else 4
 
     def figure(data, layer):
