@@ -502,7 +502,7 @@ def account_words(contrasts, shares) -> "object":
 #: the earlier chapters' anisotropy verdicts this experiment re-reads (rivals.toml, [verdicts]):
 #: name -> (chapter, contrast on the standard head, its twin on the unigram head)
 VERDICTS = {"surgery lowers the mean cosine (chapter 12)": ("surgery_standard", "surgery_unigram"),
-            "aliasing raises the mean cosine (chapter 12)": ("alias_standard", "alias_unigram")}
+            "aliasing raises the mean cosine (chapter 11)": ("alias_standard", "alias_unigram")}
 
 
 def survival_rows(table, contrasts, shares) -> "object":
