@@ -7,7 +7,7 @@
 #   make bench   timings and page weights -> _build/bench.json
 #   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
 #   make dose    chapter 10's dose experiment
-#   make alias   chapter 10's aliasing knob
+#   make alias   chapter 11's aliasing knob
 #   make causal  chapter 12's causal test
 #   make rivals  the rival accounts (chapter 13)
 #                (each experiment resumable; commits each run as it finishes)
@@ -42,7 +42,7 @@ MATHJAX_VERSION := 3.2.2
 REQUIREJS_VERSION := 2.3.8
 HTML_MANAGER_VERSION := 1.0.15
 ASSETS := _assets_build
-ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)
+ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)-licenses
 ASSETS_TMP := $(BUILD)/.assets-tmp
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
@@ -67,7 +67,8 @@ $(UV): | $(PY)
 # scripts/setup_env.sh: the set-up steps that Binder's postBuild runs too (binder/)
 SETUP_ENV = PYTHON=$(PY) PIP_INSTALL="$(UV_PIP)" scripts/setup_env.sh
 
-$(STAMP): requirements.txt pyproject.toml scripts/setup_env.sh | $(UV)
+# tanbias/__init__.py holds the version, which the installed metadata copies: a new version reinstalls
+$(STAMP): requirements.txt pyproject.toml tanbias/__init__.py scripts/setup_env.sh | $(UV)
 	$(SETUP_ENV) requirements package
 	$(PIP_CHECK)
 	touch $@
@@ -127,6 +128,19 @@ $(ASSETS_STAMP): $(STAMP) | chromium
 	    $(ASSETS_TMP)/html-manager/
 	cp "$$($(PY) -c 'import plotly, pathlib; print(pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js")')" \
 	    $(ASSETS_TMP)/plotly.min.js
+	@# The licence texts travel with the assets into the built site (data/README.md lists the
+	@# terms): MathJax's Apache-2.0; the notices of what the widget manager bundles (jQuery UI ...)
+	@# and, as its npm package ships no licence text, the BSD-3-Clause text of the ipywidgets
+	@# project that publishes it; plotly's MIT text (plotly.js comes from the plotly package).
+	@# require.js keeps its notice in its own header.
+	mkdir -p $(ASSETS_TMP)/licenses
+	cp $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/LICENSE $(ASSETS_TMP)/licenses/mathjax-LICENSE.txt
+	cp $(ASSETS_TMP)/pkg/jupyter-widgets-html-manager-$(HTML_MANAGER_VERSION)/package/dist/embed.js.LICENSE.txt \
+	    $(ASSETS_TMP)/licenses/html-manager-bundled-NOTICES.txt
+	$(PY) -c 'import importlib.metadata as md, shutil, sys; \
+	    [shutil.copy(md.distribution(d).locate_file(f), f"{sys.argv[1]}/{d}-{f.stem}.txt") \
+	     for d in ("ipywidgets", "plotly") for f in md.distribution(d).files if f.parent.name == "licenses"]' \
+	    $(ASSETS_TMP)/licenses
 	rm -rf $(ASSETS_TMP)/pkg $(ASSETS)
 	mv $(ASSETS_TMP) $(ASSETS)
 	touch $@
@@ -166,7 +180,7 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 
 # The lab's experiments, as tanbias.lab.experiments.EXPERIMENTS registers them (tests/test_experiments.py
 # keeps this list equal to it): the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores), chapter
-# 10's dose experiment (42 runs, about 4 h) and aliasing knob (51 runs; its k0 cells of 13 seeds are the
+# 10's dose experiment (42 runs, about 4 h), chapter 11's aliasing knob (51 runs; its k0 cells of 13 seeds are the
 # causal test's control runs), chapter 12's causal test (107 runs), the rival accounts (100 runs: the
 # standard and the unigram output head crossed with control, proxy and random surgery and the top
 # aliasing level, and 8 long runs). Each trains its runs two at a time over as many sittings as it
