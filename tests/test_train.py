@@ -167,7 +167,7 @@ def test_a_run_derives_its_stream_once(tmp_path, monkeypatch):
     monkeypatch.setattr(data.Stream, "from_config",
                         classmethod(lambda cls, cfg, tok=None: built.append(cfg.name) or from_config(cls, cfg, tok)))
     monkeypatch.setattr(data, "_language_counts", lambda *a: counted.append(a) or language_counts(*a))
-    cfg = rivals_config("decoder", "unigram", "k3", 0, steps=3, size="smoke", languages=["pt"], checkpoint_every=3,
+    cfg = rivals_config("decoder", "unigram-k3", 0, steps=3, size="smoke", languages=["pt"], checkpoint_every=3,
                         eval_batches=1, probe={"n_steps": 2, "tokens": 64, "rank": 4, "local_rank": 2, "min_count": 4})
     assert cfg.alias > 0 and cfg.output_bias == "unigram" and cfg.probe_eval_batches > 0
     train_only(cfg, out_dir=tmp_path / cfg.name, progress=False)
