@@ -12,12 +12,16 @@ table below, which is the one in DESIGN.md:
 * the maths modules never import plotly, ``tanbias.figures.interactive`` or
   ``tanbias.figures``, and import the package's maths without pulling plotly;
 * every third-party distribution the package imports is declared in
-  ``pyproject.toml``.
+  ``pyproject.toml``;
+* a package module is imported inside a function only where that avoids a heavy import
+  (:data:`HEAVY`) that the importing module does not already load;
+* every module has its test file, and every test file a module or a topic.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import tomllib
@@ -292,6 +296,65 @@ def test_every_runtime_import_is_declared():
 #: test files named for a topic rather than a module (DESIGN.md, "Tests")
 TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision",
                "release", "reports"}
+
+
+#: Third-party modules that take a noticeable share of a second to import (torch and transformers
+#: about a second of CPU, scipy.stats and pandas about half a second, plotly and statsmodels a few
+#: tenths; numpy, scipy's other parts and the standard library far less): the one reason to import
+#: a package module inside a function is that it loads one of these (DESIGN.md, "Deferred imports").
+#: A cycle is no reason: :func:`test_no_import_cycle` counts deferred imports too.
+HEAVY = ("torch", "transformers", "tokenizers", "pandas", "plotly", "ipywidgets", "statsmodels", "scipy.stats")
+
+
+def _heavy(target: str, name: str | None) -> str | None:
+    """The module of :data:`HEAVY` that an import of ``name`` from ``target`` loads, or None."""
+    if target == "scipy.stats" or target.startswith("scipy.stats.") or (target == "scipy" and name == "stats"):
+        return "scipy.stats"
+    top = target.split(".")[0]
+    return top if top in HEAVY else None
+
+
+def _package_module(target: str) -> str:
+    while target not in MODULES:       # `import tanbias.x.y` of a name
+        target = target.rpartition(".")[0]
+    return target
+
+
+@functools.cache
+def loads_at_import(module: str) -> frozenset[str]:
+    """The modules of :data:`HEAVY` that ``import module`` loads: through its module-level imports,
+    those of the package modules they import and those of their packages, transitively."""
+    found, seen, todo = set(), set(), [module]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if "." in m:
+            todo.append(m.rpartition(".")[0])        # a module's package is imported first
+        for target, name, _, top in imports_of(m):
+            if not top:
+                continue
+            if target == "tanbias" or target.startswith("tanbias."):
+                todo.append(_package_module(target))
+            elif (heavy := _heavy(target, name)) is not None:
+                found.add(heavy)
+    return frozenset(found)
+
+
+def test_deferred_imports_avoid_a_heavy_import():
+    """An import of a package module inside a function loads a module of :data:`HEAVY` that the
+    importing module does not load at import; any other goes to the top of the module."""
+    bad = []
+    for module in MODULES:
+        for target, name, line, top in imports_of(module):
+            if top or not (target == "tanbias" or target.startswith("tanbias.")):
+                continue
+            target = _package_module(target)
+            if not loads_at_import(target) - loads_at_import(module):
+                bad.append(f"{MODULES[module].relative_to(ROOT)}:{line}: {target} loads nothing heavy that "
+                           f"{module} does not already load ({sorted(loads_at_import(target))})")
+    assert not bad, "deferred imports that avoid no heavy import (move them to the top):\n" + "\n".join(bad)
 
 
 def test_test_files_mirror_the_package():
