@@ -293,80 +293,54 @@ def test_every_runtime_import_is_declared():
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
 
 
-#: test files named for a topic rather than a module (DESIGN.md, "Tests")
-TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision",
-               "release", "reports"}
+#: test files named for a topic rather than a module, for what is genuinely across modules
+#: (DESIGN.md, "Tests")
+TEST_TOPICS = {"binder", "book", "browser", "chapters", "figure_contract", "layers", "precision", "release",
+               "reports"}
 
 
-#: Third-party modules that take a noticeable share of a second to import (torch and transformers
-#: about a second of CPU, scipy.stats and pandas about half a second, plotly and statsmodels a few
-#: tenths; numpy, scipy's other parts and the standard library far less): the one reason to import
-#: a package module inside a function is that it loads one of these (DESIGN.md, "Deferred imports").
-#: A cycle is no reason: :func:`test_no_import_cycle` counts deferred imports too.
-HEAVY = ("torch", "transformers", "tokenizers", "pandas", "plotly", "ipywidgets", "statsmodels", "scipy.stats")
+def _defines_code(path: Path) -> bool:
+    """Whether a package's ``__init__`` defines a function or a class (not only its docstring, its
+    imports and its version)."""
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body)
 
 
-def _heavy(target: str, name: str | None) -> str | None:
-    """The module of :data:`HEAVY` that an import of ``name`` from ``target`` loads, or None."""
-    if target == "scipy.stats" or target.startswith("scipy.stats.") or (target == "scipy" and name == "stats"):
-        return "scipy.stats"
-    top = target.split(".")[0]
-    return top if top in HEAVY else None
+def mirror_stems() -> dict[str, str]:
+    """``{module: stem}``: ``tests/test_<stem>.py`` is the module's test file (DESIGN.md, "Tests").
 
-
-def _package_module(target: str) -> str:
-    while target not in MODULES:       # `import tanbias.x.y` of a name
-        target = target.rpartition(".")[0]
-    return target
-
-
-@functools.cache
-def loads_at_import(module: str) -> frozenset[str]:
-    """The modules of :data:`HEAVY` that ``import module`` loads: through its module-level imports,
-    those of the package modules they import and those of their packages, transitively."""
-    found, seen, todo = set(), set(), [module]
-    while todo:
-        m = todo.pop()
-        if m in seen:
+    * the name of the module without its leading and trailing underscores (``_checks``: ``checks``;
+      ``__main__``: ``main``); a figure module of a topic, ``<topic>_figures``;
+    * two modules of one name are told apart by their folder: ``tanbias_main`` and ``lab_main``,
+      ``lab_bench`` and ``book_bench``;
+    * a package whose ``__init__`` defines no function or class (a docstring, the version) has none.
+    """
+    stems = {}
+    for module, path in MODULES.items():
+        if path.name == "__init__.py" and not _defines_code(path):
             continue
-        seen.add(m)
-        if "." in m:
-            todo.append(m.rpartition(".")[0])        # a module's package is imported first
-        for target, name, _, top in imports_of(m):
-            if not top:
-                continue
-            if target == "tanbias" or target.startswith("tanbias."):
-                todo.append(_package_module(target))
-            elif (heavy := _heavy(target, name)) is not None:
-                found.add(heavy)
-    return frozenset(found)
-
-
-def test_deferred_imports_avoid_a_heavy_import():
-    """An import of a package module inside a function loads a module of :data:`HEAVY` that the
-    importing module does not load at import; any other goes to the top of the module."""
-    bad = []
-    for module in MODULES:
-        for target, name, line, top in imports_of(module):
-            if top or not (target == "tanbias" or target.startswith("tanbias.")):
-                continue
-            target = _package_module(target)
-            if not loads_at_import(target) - loads_at_import(module):
-                bad.append(f"{MODULES[module].relative_to(ROOT)}:{line}: {target} loads nothing heavy that "
-                           f"{module} does not already load ({sorted(loads_at_import(target))})")
-    assert not bad, "deferred imports that avoid no heavy import (move them to the top):\n" + "\n".join(bad)
+        name = module.rpartition(".")[2].strip("_")
+        if module.startswith("tanbias.figures.") and layer_of(module)[1] == 2:
+            name += "_figures"
+        stems[module] = name
+    count = {}
+    for name in stems.values():
+        count[name] = count.get(name, 0) + 1
+    return {m: (f"{m.split('.')[-2]}_{n}" if count[n] > 1 else n) for m, n in stems.items()}
 
 
 def test_test_files_mirror_the_package():
-    """One test file per module (``test_<module>.py``, its figures in ``test_<module>_figures.py``)
-    or per topic of :data:`TEST_TOPICS`: a reader finds a module's tests from its name."""
-    names = {m.rpartition(".")[2] for m in MODULES} | {"figures", "lab"}
-    stray = []
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
-        stem = path.stem.removeprefix("test_").removesuffix("_figures")
-        if stem not in names and stem not in TEST_TOPICS:
-            stray.append(path.name)
+    """Both directions: every module has its test file, ``tests/test_<stem>.py``
+    (:func:`mirror_stems`), and every test file is a module's or one of :data:`TEST_TOPICS`'s: a
+    reader finds a module's tests from its name, and a test file tells what it tests."""
+    stems = mirror_stems()
+    assert len(set(stems.values())) == len(stems), "two modules share a test file name"
+    files = {path.stem.removeprefix("test_") for path in (ROOT / "tests").glob("test_*.py")}
+    missing = sorted(f"{m}: tests/test_{s}.py" for m, s in stems.items() if s not in files)
+    assert not missing, "modules without their test file:\n" + "\n".join(missing)
+    stray = sorted(f"test_{f}.py" for f in files - set(stems.values()) - TEST_TOPICS)
     assert not stray, f"test files named for neither a module nor a topic: {stray}"
+    assert not TEST_TOPICS & set(stems.values()), "a topic named as a module"
 
 
 def test_no_module_reads_a_run_config_by_string_key():
