@@ -60,6 +60,7 @@ def test_gpu_check_reports_what_the_script_prints_on_the_cpu(tmp_path):
     assert (tmp_path / "run" / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_gpu_check_script_exits_cleanly_without_a_gpu():
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU: the script would train")

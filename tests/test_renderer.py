@@ -75,6 +75,7 @@ def test_install_registers_the_renderer_and_makes_it_default_only_when_asked(mon
     assert renderer.install(force=True) is True and pio.renderers.default == renderer.RENDERER_NAME
 
 
+@pytest.mark.slow
 def test_kernels_started_like_the_book_build_are_not_live(tmp_path):
     """nbclient (what myst-nb uses) must not look like a Jupyter server kernel."""
     import nbformat
