@@ -127,8 +127,10 @@ def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
     return f"{package}.{node.module}" if node.module else package
 
 
-def imports_of(module: str) -> list[tuple[str, str | None, int, bool]]:
-    """(imported module, imported name or None, line, top level?) for every import."""
+@functools.cache
+def imports_of(module: str) -> tuple[tuple[str, str | None, int, bool], ...]:
+    """(imported module, imported name or None, line, top level?) for every import (each module
+    parsed once: the tests below read them all several times)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf8"))
     top = {id(n) for n in tree.body}
@@ -144,10 +146,11 @@ def imports_of(module: str) -> list[tuple[str, str | None, int, bool]]:
                     found.append((sub, None, node.lineno, id(node) in top))
                 else:
                     found.append((base, a.name, node.lineno, id(node) in top))
-    return found
+    return tuple(found)
 
 
-def internal_edges() -> list[tuple[str, str, str | None, int]]:
+@functools.cache
+def internal_edges() -> tuple[tuple[str, str, str | None, int], ...]:
     edges = []
     for module in MODULES:
         for target, name, line, _ in imports_of(module):
@@ -156,7 +159,7 @@ def internal_edges() -> list[tuple[str, str, str | None, int]]:
                     target = target.rpartition(".")[0]
                 if target != module:
                     edges.append((module, target, name, line))
-    return edges
+    return tuple(edges)
 
 
 def test_every_module_has_a_layer():
