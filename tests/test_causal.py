@@ -1,58 +1,20 @@
-"""The causal test's statistics (tanbias.lab.analysis.causal, causal_report): the registered rules on
-tables with planted effects, whose verdicts are known, and the run tables of real smoke runs."""
+"""The causal test's statistics (tanbias.lab.analysis.causal): the registered rules on tables with
+planted effects, whose verdicts are known (tests/plantedtables.py), and the run tables of real smoke
+runs. (The report on planted tables: test_causal_report.py.)"""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from tanbias.lab.analysis import causal, causal_report
+from tanbias.lab.analysis import causal
 from tanbias.lab.analysis.registered import complete_seeds
 from tanbias.lab.experiments import CAUSAL, causal_arms
 from tanbias.lab.probe import probe_steps
-from tanbias.book.tables import format_table, too_precise
-
-STEPS = 320
-
-
-def _table(effects=None, loss=None, seeds=range(5), noise=0.02, rng=0):
-    """A run table with ``log_mean_cosine = seed + effect[arm] + noise`` and ``heldout_loss`` likewise."""
-    g = np.random.default_rng(rng)
-    effects, loss = effects or {}, loss or {}
-    rows = []
-    for kind in ("encoder", "decoder"):
-        for s in seeds:
-            base = g.normal(0, 0.3)
-            for arm in causal_arms(kind):
-                rows.append({"run": f"causal-{kind}-{arm}-s{s}", "kind": kind, "arm": arm, "seed": s, "steps": STEPS,
-                             "log_mean_cosine": -1 + base + effects.get(arm, 0.0) + g.normal(0, noise),
-                             "heldout_loss": 5 + loss.get(arm, 0.0) + g.normal(0, 0.01), "diverged": False,
-                             "share": 0.4 if arm in ("proxy", "uniform") else 0.25 if arm == "random" else np.nan,
-                             **{o: g.normal(0, 0.1) for o in causal.OUTCOMES
-                                if o not in ("log_mean_cosine", "heldout_loss")}})
-    return pd.DataFrame(rows)
-
-
-def _trajectory(table, gap_end=-0.3, gap_last=-0.3, noise=0.01, rng=0):
-    """Trajectories whose proxy-early - control gap is ``gap_end`` at the window's end and ``gap_last``
-    at the last step (0 elsewhere in the other arms); every run's held-out loss falls from 9 to 6."""
-    g = np.random.default_rng(rng)
-    end = causal.window_end(STEPS)
-    steps = probe_steps(STEPS, 14)
-    rows = []
-    for _, r in table.iterrows():
-        for i, step in enumerate(steps):
-            gap = 0.0
-            if r["arm"] == "proxy-early":
-                gap = gap_end if step <= end else gap_end + (gap_last - gap_end) * (step - end) / (STEPS - 1 - end)
-            rows.append({"run": r["run"], "kind": r["kind"], "arm": r["arm"], "seed": r["seed"], "step": step,
-                         "layer": "mean", "log_mean_cosine": -1 + gap + g.normal(0, noise),
-                         "heldout_loss": 9.0 - 3.0 * i / (len(steps) - 1)})
-    return pd.DataFrame(rows)
+from plantedtables import causal_table, causal_trajectory, progress_trajectory
 
 
 def test_a_planted_specific_effect_is_supported_in_both_architectures():
-    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05, "proxy-early": -0.25})
+    t = causal_table({"proxy": -0.3, "random": -0.05, "uniform": -0.05, "proxy-early": -0.25})
     rows = causal.causal_rows(t)
     assert len(rows) == 6 and (rows["p_holm"] >= rows["p"] - 1e-12).all()
     assert {causal.causal_word(rows, k) for k in ("encoder", "decoder")} == {"supported"}
@@ -66,7 +28,7 @@ def test_an_interim_reading_keeps_holms_family_at_six():
     six (the absent ones enter with p = 1), not as a family of three."""
     from statsmodels.stats.multitest import multipletests
 
-    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05})
+    t = causal_table({"proxy": -0.3, "random": -0.05, "uniform": -0.05})
     t = t[t["kind"] == "decoder"]                       # the encoder has no complete seed yet
     rows = causal.causal_rows(t)
     dec = rows[rows["kind"] == "decoder"]
@@ -82,12 +44,12 @@ def test_an_interim_reading_keeps_holms_family_at_six():
     ({"proxy": +0.3}, "against"),
 ])
 def test_each_word_of_the_causal_rule(effects, word):
-    rows = causal.causal_rows(_table(effects))
+    rows = causal.causal_rows(causal_table(effects))
     assert causal.causal_word(rows, "decoder") == word
 
 
 def test_a_specificity_contrast_confounded_by_learning_does_not_count():
-    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05}, loss={"proxy": 0.5})
+    t = causal_table({"proxy": -0.3, "random": -0.05, "uniform": -0.05}, loss={"proxy": 0.5})
     rows = causal.causal_rows(t)
     flagged = rows[rows["learning_differs"]]
     assert set(flagged["contrast"]) == {"proxy - random", "proxy - uniform"}
@@ -95,7 +57,7 @@ def test_a_specificity_contrast_confounded_by_learning_does_not_count():
 
 
 def test_the_contrast_is_the_mean_paired_difference_in_a_balanced_design():
-    t = _table({"proxy": -0.2}, noise=0.05)
+    t = causal_table({"proxy": -0.2}, noise=0.05)
     c = causal.fit_contrasts(t, "log_mean_cosine", "encoder", [("proxy", "control")]).iloc[0]
     d = t[t["kind"] == "encoder"].pivot_table(index="seed", columns="arm", values="log_mean_cosine")
     assert c["estimate"] == pytest.approx(float((d["proxy"] - d["control"]).mean()))
@@ -103,7 +65,7 @@ def test_the_contrast_is_the_mean_paired_difference_in_a_balanced_design():
 
 
 def test_incomplete_or_diverged_seeds_are_left_out_and_one_seed_decides_nothing():
-    t = _table({"proxy": -0.3})
+    t = causal_table({"proxy": -0.3})
     t = t[~((t["kind"] == "decoder") & (t["seed"] == 4) & (t["arm"] == "tied"))].copy()
     t.loc[(t["kind"] == "encoder") & (t["seed"] == 3) & (t["arm"] == "random"), "diverged"] = True
     assert complete_seeds(CAUSAL, t, "decoder") == [0, 1, 2, 3]
@@ -116,7 +78,7 @@ def test_incomplete_or_diverged_seeds_are_left_out_and_one_seed_decides_nothing(
 
 @pytest.mark.parametrize("share,word", [(0.9, "supported"), (0.1, "against")])
 def test_the_early_share_rule(share, word):
-    t = _table({"proxy": -0.4, "proxy-early": -0.4 * share, "random": -0.05, "uniform": -0.05})
+    t = causal_table({"proxy": -0.4, "proxy-early": -0.4 * share, "random": -0.05, "uniform": -0.05})
     assert causal.early_share(t, "encoder", "supported")["word"] == word
     # no effect to imprint: not assessable, whatever the share
     assert causal.early_share(t, "encoder", "not detected")["word"] == "not assessable"
@@ -124,50 +86,11 @@ def test_the_early_share_rule(share, word):
 
 @pytest.mark.parametrize("gap_last,word", [(-0.6, "grows"), (-0.1, "decays"), (-0.3, "neither detected")])
 def test_the_reinforcing_rule_reads_the_gap_after_the_window(gap_last, word):
-    t = _table()
-    g = causal.reinforcing(_trajectory(t, gap_end=-0.3, gap_last=gap_last), t, "decoder")
+    t = causal_table()
+    g = causal.reinforcing(causal_trajectory(t, gap_end=-0.3, gap_last=gap_last), t, "decoder")
     assert g["window_end"] == 75 and g["last_step"] == 319
     assert g["word"] == word
-    assert causal.reinforcing(_trajectory(t, gap_end=0.0, gap_last=-0.5), t, "decoder")["word"] == "not assessable"
-
-
-def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
-    t = _table({"proxy": -0.3})
-    two = t[(t["kind"] == "decoder") | (t["seed"] == 0)]
-    traj = _trajectory(two)
-    ca = causal.from_tables(two, traj, _status(two))
-    assert ca.interim
-    n = causal_report.causal_numbers(ca)
-    assert n["complete_decoder"] == 5 and n["complete_encoder"] == 1
-    assert "decoder_proxy_control" in n and not any(k.startswith("encoder_") for k in n)
-    assert n["decoder_proxy_control_lo"] < n["decoder_proxy_control"] < n["decoder_proxy_control_hi"] < 1
-    v = causal_report.verdict_table(ca)
-    assert set(v.loc[v["architecture"] == "encoder", "verdict"]) <= {"too few seeds", "not assessable"}
-    words = causal_report.closing_words(ca)
-    assert words["gradient side"] == "incomplete" and words["gradient side, decoder"] == "supported"
-    ct = causal_report.contrast_table(ca)
-    assert list(ct.columns)[:4] == ["architecture", "contrast", "mean cosine ratio", "ratio's 95 % CI"]
-    dec = ct[ct["architecture"] == "decoder"]
-    assert all(lo < r < hi < 1 for r, (lo, hi) in zip(dec["mean cosine ratio"], dec["ratio's 95 % CI"]))
-    d = causal_report.descriptive_table(ca)
-    assert len(d) == 5 * 6 + 1 * 5 and set(d["arm"]) == set(causal_arms("decoder")) - {"control"}
-    sec = causal_report.secondary_table(ca)
-    assert set(sec["outcome"]) == set(causal.OUTCOMES.values()) - {causal.OUTCOMES[causal.PRIMARY]}
-    assert sec.loc[sec["architecture"] == "encoder", "its 95 % CI"].isna().all()   # one seed: no interval
-    for table in (ct, causal_report.verdict_table(ca), d, sec):       # numbers, printed by the one formatter
-        assert not too_precise(format_table(table).to_html())
-
-
-def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_words():
-    """Two complete seeds give an architecture words, but while a registered seed is missing the
-    closing page's gradient-side verdict stays 'incomplete' (every verdict before that is interim)."""
-    t = _table({"proxy": -0.3, "random": -0.05, "uniform": -0.05}, seeds=range(3))
-    traj = _trajectory(t)
-    interim = causal.from_tables(t, traj, _status(t))
-    assert interim.interim and interim.words == {"encoder": "supported", "decoder": "supported"}
-    assert causal_report.closing_words(interim)["gradient side"] == "incomplete"
-    assert causal_report.closing_words(causal.from_tables(t, traj, _status(t), interim=False))["gradient side"] \
-        == "supported"
+    assert causal.reinforcing(causal_trajectory(t, gap_end=0.0, gap_last=-0.5), t, "decoder")["word"] == "not assessable"
 
 
 def test_the_run_tables_of_real_smoke_runs(tmp_path):
@@ -197,23 +120,6 @@ def test_the_run_tables_of_real_smoke_runs(tmp_path):
         causal.run_table({})
 
 
-def _progress_trajectory(table, slow_arm="proxy", lag=0.2, offset=0.0, seeds_noise=0.02, rng=0):
-    """Trajectories along one curve ``ln cos = loss - 7 + offset`` (anisotropy falls as the loss falls):
-    every arm's held-out loss goes from 9 down to 6, ``slow_arm``'s only to 6 + ``lag``, and
-    ``slow_arm`` sits ``offset`` above the curve at every loss."""
-    g = np.random.default_rng(rng)
-    steps = probe_steps(STEPS, 14)
-    rows = []
-    for _, r in table.iterrows():
-        end = 6.0 + (lag if r["arm"] == slow_arm else 0.0) + g.normal(0, 0.01)
-        shift = (offset if r["arm"] == slow_arm else 0.0) + g.normal(0, seeds_noise)
-        for i, step in enumerate(steps):
-            loss = 9.0 - (9.0 - end) * i / (len(steps) - 1)
-            rows.append({"run": r["run"], "kind": r["kind"], "arm": r["arm"], "seed": r["seed"], "step": step,
-                         "layer": "mean", "log_mean_cosine": loss - 7 + shift, "heldout_loss": loss})
-    return pd.DataFrame(rows)
-
-
 @pytest.mark.parametrize("offset,word", [
     (0.0, "not told apart from progress"),     # the slow arm's excess anisotropy is its lag on one curve
     (0.15, "survives"),                        # above the curve as well: the excess stays at matched loss
@@ -222,8 +128,8 @@ def _progress_trajectory(table, slow_arm="proxy", lag=0.2, offset=0.0, seeds_noi
 def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_progress(offset, word):
     """The proxy arm learns less (ends 0.2 nats higher) on the same loss-anisotropy curve: its
     registered contrast is +0.2 (against), and at matched held-out loss it is ``offset``."""
-    t = _table(seeds=range(6))
-    traj = _progress_trajectory(t, lag=0.2, offset=offset)
+    t = causal_table(seeds=range(6))
+    traj = progress_trajectory(t, lag=0.2, offset=offset)
     last = traj[traj["step"] == traj["step"].max()].set_index("run")
     t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
     rows = causal.causal_rows(t)
@@ -234,43 +140,3 @@ def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_pr
     assert r["word"] == word and r["registered"] == pytest.approx(0.2 + offset, abs=0.03)
     assert ("decoder", "tied - control") in m.index and ("encoder", "tied - control") not in m.index
     assert m.loc[("decoder", "tied - control"), "word"] == "n/a"        # a rival: no registered verdict
-
-
-def _status(t):
-    """The status table of planted runs: every run committed, ten minutes each."""
-    return pd.DataFrame({"run": t["run"], "kind": t["kind"], "committed": True, "minutes": 10.0})
-
-
-def _complete_analysis(t, traj):
-    """Every registered rule and the matched reading applied to a planted table and its trajectories, as
-    :func:`causal.analyse_causal` applies them to committed runs (every seed complete)."""
-    return causal.from_tables(t, traj, _status(t), interim=False)
-
-
-def test_the_report_shows_the_matched_reading_beside_the_registered_one():
-    t = _table(seeds=range(4))
-    traj = _progress_trajectory(t, lag=0.2, offset=0.0)
-    last = traj[traj["step"] == traj["step"].max()].set_index("run")
-    t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
-    ca = _complete_analysis(t, traj)
-    n = causal_report.causal_numbers(ca)
-    assert n["encoder_matched_lo"] < 1 < n["encoder_matched_hi"] < n["encoder_proxy_control"]
-    assert n["encoder_loss_gap"] == pytest.approx(0.2, abs=0.02)
-    assert causal_report.progress_words(ca)[("encoder", "proxy - control")] == "not told apart from progress"
-    p = causal_report.progress_table(ca)
-    assert list(p.columns) == ["architecture", "contrast", "loss gap at end [nats]", "ratio, last step",
-                               "ratio, matched loss", "its 95 % CI", "reading", "seeds"]
-    assert len(p) == 3 + 4 and not too_precise(format_table(p).to_html())
-
-
-def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
-    t = _table({"proxy": +0.3}, seeds=range(3))
-    traj = _progress_trajectory(t)
-    ca = _complete_analysis(t, traj)
-    w = causal_report.words_of(ca)
-    assert w["causal, encoder"] == "against" and w["gradient side"] == "contradicted"
-    assert w["every seed complete"] == "yes" and w["learning differs, decoder, proxy - control"] == "no"
-    checks = causal_report.word_checks(ca, {"causal, encoder": "against", "causal, decoder": "supported"})
-    assert [c.passed for c in checks] == [True, False]
-    with pytest.raises(KeyError, match="causal, nowhere"):
-        causal_report.word_checks(ca, {"causal, nowhere": "against"})

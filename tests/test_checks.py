@@ -1,7 +1,6 @@
-"""Parameter validation: message format, NaN/type rejection, error classes."""
+"""Parameter validation (tanbias._checks): message format, NaN/type rejection, shared array checks."""
 
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ from hypothesis import strategies as st
 
 from tanbias._checks import (check_array, check_int, check_real, check_rng, check_tangent,
                              format_interval)
-from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.errors import ParameterError
 from tanbias.theory.residual import default_loop_manifold
 
 
@@ -18,12 +17,6 @@ def test_message_matches_the_house_style_exactly():
     with pytest.raises(ParameterError) as exc:
         check_real("t", -0.1, lo=0, hint="Pass a positive radius.")
     assert str(exc.value) == "t=-0.1 is out of range: valid range is (0, inf). Pass a positive radius."
-
-
-def test_parameter_error_is_a_value_error():
-    assert issubclass(ParameterError, ValueError)
-    with pytest.raises(ValueError):
-        check_int("n", 0, lo=1)
 
 
 @pytest.mark.parametrize("lo, hi, lo_open, hi_open, text", [
@@ -115,15 +108,6 @@ def test_check_rng():
     assert check_rng(g) is g
     with pytest.raises(ParameterError, match="rng=None"):
         check_rng(None)
-
-
-def test_corrupt_file_error_names_path_and_command():
-    err = CorruptFileError("data/ckpt.npz", "make data", "sha256 mismatch")
-    assert isinstance(err, ValueError)
-    assert err.path == "data/ckpt.npz" and err.regenerate == "make data"
-    assert "data/ckpt.npz" in str(err) and "make data" in str(err)
-    again = pickle.loads(pickle.dumps(err))
-    assert str(again) == str(err) and again.regenerate == "make data"
 
 
 # --- shared array checks (rows, bases, radii) ----------------------------------------

@@ -31,6 +31,22 @@ def test_expected_frequencies_match_a_sampled_stream(tokenizer):
     assert np.allclose(counts[top] / counts.sum(), f[top], rtol=0.25, atol=2e-3)
 
 
+def test_a_languages_counts_alone_are_the_committed_ones_of_the_whole_corpus(tokenizer, monkeypatch):
+    """A run on some languages reads their counts from data/tokenizer/language_counts.npz, the whole
+    corpus's: each language's split and tokens do not depend on the others."""
+    from tanbias.lab import data
+
+    stored = data._stored_counts()
+    assert stored is not None, f"{data.COUNTS_PATH} is missing or stale: delete it, any run rebuilds it"
+    monkeypatch.setattr(data, "_COUNT_CACHE", {})
+    read = data._language_counts(["pt", "de"], tokenizer)
+    assert list(read) == ["pt", "de"] and all(np.array_equal(read[k][0], stored[k][0]) for k in read)
+    monkeypatch.setattr(data, "_COUNT_CACHE", {})
+    monkeypatch.setattr(data, "_stored_counts", lambda: None)          # counted from the text itself
+    counted = data._language_counts(["pt"], tokenizer)
+    assert np.array_equal(counted["pt"][0], read["pt"][0]) and counted["pt"][1] == read["pt"][1]
+
+
 def test_subsampling_flattens_the_head_as_designed(tokenizer):
     base = Stream.from_config(dose_config("decoder", "skewed", 0, **SMOKE), tokenizer)
     flat = Stream.from_config(dose_config("decoder", "b100", 0, **SMOKE), tokenizer)

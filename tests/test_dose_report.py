@@ -1,6 +1,6 @@
-"""The verdict rules of chapter 10 (tanbias.lab.analysis.dose_report) on synthetic rows with known words.
-
-The numbers and checks of the committed runs are tested in test_reports.py.
+"""The verdict rules of chapter 10 (tanbias.lab.analysis.dose_report) on synthetic rows with known words,
+and its checks on the committed runs' analysis. (That chapter 10 quotes exactly the report's numbers is
+test_reports.py's.)
 """
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanbias.lab.analysis import dose_report
+from tanbias.lab.analysis import alias, dose_report, sweep
 from tanbias.lab.analysis.dose import POSTHOC
 from tanbias.lab.analysis.sweep import BALANCING_WORDS, balancing_property
+from tanbias.stats import interval_word
 
 
 def row(metric="log_enrichment_late", kind="decoder", verdict="as predicted", survives=True, flat=(1.0, 2.0),
@@ -102,3 +103,26 @@ def test_the_narrow_verdict_table_says_each_row_word_change_and_what_survives_ma
     from tanbias.errors import ParameterError
     with pytest.raises(ParameterError, match="knob"):
         dose_report.verdict_summary(rows, "alias")
+
+
+def test_dose_checks_read_the_intervals_they_name():
+    da, _ = alias.chapter10_analyses()          # chapter 10's reading of the committed runs, memoised
+    r = da.responses.set_index(["metric", "knob", "kind"]).loc[("log_enrichment_late", "token", "encoder")]
+    a = da.association["loss"]
+    named = {"enr_token_encoder": (r["end_to_end_lo"], r["end_to_end_hi"]),
+             "enr_token_encoder_flat": (r["flat_lo"], r["flat_hi"]),
+             "enr_token_encoder_change": (r["change_lo"], r["change_hi"]),
+             "enr_token_encoder_progress": (r["progress_lo"], r["progress_hi"]),
+             "adapt_loss": (a["lo"], a["hi"]), "adapt_loss_naive": (a["naive_lo"], a["naive_hi"]),
+             "adapt_loss_per_run": (a["per_run_lo"], a["per_run_hi"])}
+    words = {key: interval_word(*iv) for key, iv in named.items()}
+    checks = dose_report.dose_checks(da, words)
+    assert [c.words for c in checks] == [(w, w) for w in words.values()] and all(c.passed for c in checks)
+    assert [(c.lo, c.hi) for c in checks] == [tuple(map(float, iv)) for iv in named.values()]
+    wrong = dose_report.dose_checks(da, {"enr_token_encoder": "positive"})[0]
+    assert not wrong.passed
+    with pytest.raises(AssertionError):
+        wrong.require()
+    assert dose_report.balancing_verdict(da) in sweep.PROPERTY_WORDS
+    assert dose_report.adaptive_verdict(da) in sweep.PROPERTY_WORDS
+    assert set(dose_report.balancing_words(da).values()) <= set(sweep.BALANCING_WORDS)

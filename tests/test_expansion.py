@@ -1,11 +1,10 @@
-"""Local expansion (chapter 1): closed forms, orders in t, figures."""
+"""Local expansion (chapter 1): closed forms, orders in t (its figures: test_expansion_figures.py)."""
 
 import numpy as np
 import pytest
 
 from tanbias.errors import ParameterError
 from tanbias.theory.expansion import expansion_scaling, local_expansion, mean_square_ii, side_view_data
-from tanbias.figures.expansion import expansion_interactive, side_view_figure
 from tanbias.theory.manifolds import Cylinder, GeneralizedCylinder, Quadric, Saddle, Sphere, uniform_directions
 
 
@@ -59,28 +58,11 @@ def test_bad_inputs_raise_parameter_errors():
         mean_square_ii("cylinder")
 
 
-def test_side_view_and_its_figure():
+def test_the_side_view_lies_on_the_predicted_curve():
     C = Cylinder(R=1.0, D=3, seed=0)
     v = side_view_data(C, 0.2, n=100, rng=0)
     # to first order the points lie on the predicted curve y = t x^2 / 2
     assert np.allclose(v["y"], 0.2 * v["x"] ** 2 / 2, atol=0.2 ** 3)
-    sc = expansion_scaling(C, np.geomspace(0.01, 0.4, 5), n=50)
-    fig = side_view_figure(v, sc, "cylinder")
-    assert fig.layout.title.text.startswith("The cylinder")
-    assert fig.layout.xaxis.title.text and fig.layout.yaxis2.title.text
-    assert fig.layout.xaxis2.type == "log" and len(fig.data) == 6
-
-
-def test_interactive_grid_and_weight():
-    import plotly.io as pio
-
-    demo = expansion_interactive({"sphere": Sphere(2, R=1.0, D=3), "cylinder": Cylinder(R=1.0)},
-                                 np.geomspace(0.02, 0.5, 3), n=50)
-    sd = demo.static_dict()
-    assert len(sd["frames"]) == 6 and len(sd["layout"]["sliders"]) == 2
-    assert len(pio.to_json(sd, validate=False)) < 500_000
-    # each frame's title names the radius
-    assert "0.02" in sd["frames"][0]["layout"]["title"]["text"]
 
 
 def test_normal_ratio_and_scaling_checks():

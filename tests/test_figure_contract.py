@@ -89,11 +89,9 @@ def test_no_colour_literal_outside_the_palette():
                      "import it; figure modules from tanbias.figures):\n" + "\n".join(bad))
 
 
-def test_the_palette_holds_colours():
-    from tanbias import palette
-
-    assert palette.__all__ and colour_literals(PALETTE.read_text(encoding="utf8"))
-    assert len(palette.COLORS) == 8 and set(palette.KIND_COLORS) == {"encoder", "decoder"}
+def test_the_detector_finds_the_palettes_colours():
+    """The one file allowed colour literals holds them (tests/test_palette.py tests their values)."""
+    assert colour_literals(PALETTE.read_text(encoding="utf8"))
 
 
 def _imports_palette(module: str, tree: ast.Module) -> list[int]:

@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 import pytest
 
 from tanbias.figures import interactive as I
@@ -254,44 +253,3 @@ def test_registry_collects_interactives():
     before = len(I.REGISTRY)
     demo = one_param_demo()
     assert I.REGISTRY[before:] == [demo]
-
-
-# ------------------------------------------------------------------ renderer
-def test_book_renderer_emits_html_only_without_cdn():
-    from tanbias.figures import renderer
-
-    bundle = renderer.BookRenderer().to_mimebundle(go.Figure(go.Scatter(y=[1, 2])).to_dict())
-    assert list(bundle) == ["text/html"]
-    html = bundle["text/html"]
-    assert "Plotly.newPlot" in html and "mathjax" not in html.lower()
-    assert re.findall(r"<script[^>]*\bsrc=", html) == []
-    assert "function(root, factory)" not in html  # no plotly.js bundle inside
-
-
-def test_renderer_install_rules():
-    from tanbias.figures import renderer
-
-    assert renderer.should_install({"TANBIAS_MODE": "static"})
-    assert renderer.should_install({"TANBIAS_MODE": "bench"})
-    assert not renderer.should_install({"TANBIAS_MODE": "live"})
-    assert not renderer.should_install({"JPY_SESSION_NAME": "x"})  # live JupyterLab: untouched
-    assert not renderer.should_install({})  # plain Python, not a kernel
-
-
-def test_kernels_started_like_the_book_build_are_not_live(tmp_path):
-    """nbclient (what myst-nb uses) must not look like a Jupyter server kernel."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import os, plotly.io as pio, tanbias.figures  # importing the figures sets up plotting\n"
-        "from tanbias.figures.interactive import resolve_mode\n"
-        "print(os.environ.get('JPY_SESSION_NAME'), resolve_mode(), pio.renderers.default)")])
-    env_mode = __import__("os").environ.pop("TANBIAS_MODE", None)
-    try:
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    finally:
-        if env_mode is not None:
-            __import__("os").environ["TANBIAS_MODE"] = env_mode
-    text = nb.cells[0].outputs[0]["text"].split()
-    assert text == ["None", "static", "tanbias_book"]

@@ -12,12 +12,16 @@ table below, which is the one in DESIGN.md:
 * the maths modules never import plotly, ``tanbias.figures.interactive`` or
   ``tanbias.figures``, and import the package's maths without pulling plotly;
 * every third-party distribution the package imports is declared in
-  ``pyproject.toml``.
+  ``pyproject.toml``;
+* a package module is imported inside a function only where that avoids a heavy import
+  (:data:`HEAVY`) that the importing module does not already load;
+* every module has its test file, and every test file a module or a topic.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import tomllib
@@ -123,8 +127,10 @@ def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
     return f"{package}.{node.module}" if node.module else package
 
 
-def imports_of(module: str) -> list[tuple[str, str | None, int, bool]]:
-    """(imported module, imported name or None, line, top level?) for every import."""
+@functools.cache
+def imports_of(module: str) -> tuple[tuple[str, str | None, int, bool], ...]:
+    """(imported module, imported name or None, line, top level?) for every import (each module
+    parsed once: the tests below read them all several times)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf8"))
     top = {id(n) for n in tree.body}
@@ -140,10 +146,11 @@ def imports_of(module: str) -> list[tuple[str, str | None, int, bool]]:
                     found.append((sub, None, node.lineno, id(node) in top))
                 else:
                     found.append((base, a.name, node.lineno, id(node) in top))
-    return found
+    return tuple(found)
 
 
-def internal_edges() -> list[tuple[str, str, str | None, int]]:
+@functools.cache
+def internal_edges() -> tuple[tuple[str, str, str | None, int], ...]:
     edges = []
     for module in MODULES:
         for target, name, line, _ in imports_of(module):
@@ -152,7 +159,7 @@ def internal_edges() -> list[tuple[str, str, str | None, int]]:
                     target = target.rpartition(".")[0]
                 if target != module:
                     edges.append((module, target, name, line))
-    return edges
+    return tuple(edges)
 
 
 def test_every_module_has_a_layer():
@@ -289,21 +296,54 @@ def test_every_runtime_import_is_declared():
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
 
 
-#: test files named for a topic rather than a module (DESIGN.md, "Tests")
-TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision",
-               "release", "reports"}
+#: test files named for a topic rather than a module, for what is genuinely across modules
+#: (DESIGN.md, "Tests")
+TEST_TOPICS = {"binder", "book", "browser", "chapters", "figure_contract", "layers", "precision", "release",
+               "reports"}
+
+
+def _defines_code(path: Path) -> bool:
+    """Whether a package's ``__init__`` defines a function or a class (not only its docstring, its
+    imports and its version)."""
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body)
+
+
+def mirror_stems() -> dict[str, str]:
+    """``{module: stem}``: ``tests/test_<stem>.py`` is the module's test file (DESIGN.md, "Tests").
+
+    * the name of the module without its leading and trailing underscores (``_checks``: ``checks``;
+      ``__main__``: ``main``); a figure module of a topic, ``<topic>_figures``;
+    * two modules of one name are told apart by their folder: ``tanbias_main`` and ``lab_main``,
+      ``lab_bench`` and ``book_bench``;
+    * a package whose ``__init__`` defines no function or class (a docstring, the version) has none.
+    """
+    stems = {}
+    for module, path in MODULES.items():
+        if path.name == "__init__.py" and not _defines_code(path):
+            continue
+        name = module.rpartition(".")[2].strip("_")
+        if module.startswith("tanbias.figures.") and layer_of(module)[1] == 2:
+            name += "_figures"
+        stems[module] = name
+    count = {}
+    for name in stems.values():
+        count[name] = count.get(name, 0) + 1
+    return {m: (f"{m.split('.')[-2]}_{n}" if count[n] > 1 else n) for m, n in stems.items()}
 
 
 def test_test_files_mirror_the_package():
-    """One test file per module (``test_<module>.py``, its figures in ``test_<module>_figures.py``)
-    or per topic of :data:`TEST_TOPICS`: a reader finds a module's tests from its name."""
-    names = {m.rpartition(".")[2] for m in MODULES} | {"figures", "lab"}
-    stray = []
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
-        stem = path.stem.removeprefix("test_").removesuffix("_figures")
-        if stem not in names and stem not in TEST_TOPICS:
-            stray.append(path.name)
+    """Both directions: every module has its test file, ``tests/test_<stem>.py``
+    (:func:`mirror_stems`), and every test file is a module's or one of :data:`TEST_TOPICS`'s: a
+    reader finds a module's tests from its name, and a test file tells what it tests."""
+    stems = mirror_stems()
+    assert len(set(stems.values())) == len(stems), "two modules share a test file name"
+    files = {path.stem.removeprefix("test_") for path in (ROOT / "tests").glob("test_*.py")}
+    missing = sorted(f"{m}: tests/test_{s}.py" for m, s in stems.items() if s not in files)
+    assert not missing, "modules without their test file:\n" + "\n".join(missing)
+    stray = sorted(f"test_{f}.py" for f in files - set(stems.values()) - TEST_TOPICS)
     assert not stray, f"test files named for neither a module nor a topic: {stray}"
+    assert not TEST_TOPICS & set(stems.values()), "a topic named as a module"
 
 
 def test_no_module_reads_a_run_config_by_string_key():

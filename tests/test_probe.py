@@ -1,13 +1,11 @@
-"""The probe: its schedule, that it reads the training step's own ∂L/∂h, and its analysis."""
+"""The probe: its schedule, and that it reads the training step's own ∂L/∂h. (What the lab makes of its
+captures: test_analysis_tables.py.)"""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from tanbias.theory import alignment as al
-from tanbias.lab.analysis.tables import analyse_captures
-from tanbias.lab.config import ProbeSettings
 from tanbias.lab.models import loss_and_correct, make_model
 from tanbias.lab.probe import ResidualProbe, probe_steps
 
@@ -68,32 +66,6 @@ def test_probe_does_not_change_the_training_step():
         opt.step()
         return torch.cat([p.detach().ravel() for p in model.parameters()])
     assert torch.equal(one_step(True), one_step(False))
-
-
-def test_analysis_finds_a_planted_tangent_space():
-    # synthetic captures: 2 layers, 3 steps; gradients enriched along the activations' PCA space
-    rng = np.random.default_rng(0)
-    D, n = 24, 600
-    captures = {}
-    for step in (0, 3, 9):
-        acts, grads = [], []
-        for layer in range(2):
-            p = al.planted_tangent_data(n=n, D=D, d=3, rng=rng.integers(1 << 30) if step == 0 else 7 + layer)
-            acts.append(p.X.astype(np.float16))
-            grads.append((p.G / np.abs(p.G).max()).astype(np.float16))
-        ids = rng.integers(5, 40, n)
-        captures[step] = {"acts": np.stack(acts), "grads": np.stack(grads),
-                          "grad_scale": np.ones(2, np.float32), "token_ids": ids}
-    probe = ProbeSettings(rank=3, local_rank=2, n_controls=20, n_buckets=2, min_count=6, zeta=0.1,
-                          fit_fraction=0.3)
-    source = {"run": "synthetic", "kind": "decoder", "regime": "natural", "seed": 0}
-    counts = np.bincount(rng.zipf(1.5, 5000).clip(5, 39), minlength=40)
-    align, radius, corr = analyse_captures(captures, probe, 10, counts, source)
-    rows = [r for r in align if r["proxy"] == "refit" and r["bucket"] == "all"]
-    assert len(rows) == 6
-    assert all(r["enrichment"] > 3 and r["p_energy"] < 0.05 for r in rows)
-    assert {r["proxy"] for r in align} == {"frozen", "refit", "local"}
-    assert len(corr) == 6 and all("spearman" in c for c in corr)
 
 
 def test_capture_writer_writes_what_a_synchronous_save_writes(tmp_path):

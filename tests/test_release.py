@@ -1,30 +1,25 @@
-"""Ready to be reused and cited: the licences, ``CITATION.cff``, the changelog, the version, the command.
+"""Ready to be reused and cited: the licences, ``CITATION.cff``, the changelog, the version.
 
 * ``CITATION.cff`` follows the Citation File Format 1.2.0: a schema of its required keys and of
   the types of the keys this file uses, checked with jsonschema (broken files fail it);
 * the version agrees everywhere: ``tanbias.__version__`` (its one source), the installed
   distribution, ``CITATION.cff``, the changelog's latest release, the footer of every built page;
 * the footer names both licences, the ones ``LICENSE`` and ``LICENSE-text.md`` hold, and the
-  built site carries the front-end assets' licence texts;
-* ``tanbias --version`` and ``python -m tanbias --version`` print the same, and a registered
-  command runs with its own arguments.
+  built site carries the front-end assets' licence texts.
+
+The command, ``tanbias --version`` included, is tested in ``test_tanbias_main.py``.
 """
 
 from __future__ import annotations
 
 import datetime
 import re
-import subprocess
-import sys
-import types
-from pathlib import Path
 
 import pytest
 import yaml
 
 import tanbias
 from bookhelpers import ROOT, project_links, toc_docs
-from tanbias.__main__ import COMMANDS, Command, main
 from tanbias.errors import ParameterError
 
 CITATION = ROOT / "CITATION.cff"
@@ -287,60 +282,3 @@ def test_the_built_site_carries_the_assets_licences(built_book):
     for name, words in expect.items():
         assert (folder / name).is_file(), f"{name} is not in the built site's _static/licenses/"
         assert words in (folder / name).read_text(encoding="utf8"), name
-
-
-# ------------------------------------------------------------------ the command
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), capture_output=True, text=True, cwd=ROOT, timeout=120)
-
-
-def test_the_command_and_python_m_print_the_same_version():
-    script = Path(sys.executable).parent / "tanbias"
-    assert script.is_file(), f"{script} is missing: `make install` (pip install -e .) installs it"
-    by_script, by_module = _run(str(script), "--version"), _run(sys.executable, "-m", "tanbias", "--version")
-    assert by_script.returncode == by_module.returncode == 0, (by_script.stderr, by_module.stderr)
-    assert by_script.stdout == by_module.stdout == f"tanbias {tanbias.__version__}\n"
-
-
-@pytest.fixture
-def fake_command(monkeypatch):
-    """A command ``fake`` registered for one test; the arguments it was called with."""
-    calls = []
-    module = types.ModuleType("tanbias_fake_command")
-    module.main = lambda argv: calls.append(argv) or 3
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(COMMANDS, "fake", Command(f"{module.__name__}:main", "a command of the tests"))
-    return calls
-
-
-def test_a_command_runs_with_its_own_arguments(fake_command, capsys):
-    assert main(["fake", "--flag", "value", "--help"]) == 3
-    assert fake_command == [["--flag", "value", "--help"]]
-    assert main(["--help"]) == 0
-    assert "fake        a command of the tests" in capsys.readouterr().out
-
-
-def test_a_missing_or_unknown_command_is_a_usage_error(fake_command, capsys):
-    assert main([]) == 2
-    assert "fake" in capsys.readouterr().err
-    assert main(["nope"]) == 2
-    err = capsys.readouterr().err
-    assert "unknown command 'nope'" in err and "fake" in err
-    assert fake_command == []
-
-
-def test_a_command_names_its_function_as_module_colon_function():
-    with pytest.raises(ParameterError, match="target='tanbias.lab'"):
-        Command("tanbias.lab", "no function named").load()
-
-
-def test_every_registered_command_loads():
-    """Each command of the registry names a function that exists (its module imported)."""
-    broken = {}
-    for name, command in COMMANDS.items():
-        try:
-            if not callable(command.load()):
-                broken[name] = f"{command.target} is not callable"
-        except (ImportError, AttributeError, ParameterError) as exc:
-            broken[name] = repr(exc)
-    assert not broken, broken

@@ -16,10 +16,10 @@ import pytest
 
 from tanbias.lab import zoo
 from tanbias.lab.analysis import (alias, alias_design, alias_report, causal, causal_design, causal_report, dose,
-                                  dose_design, dose_report, pretrained_report, registered, rivals, rivals_design,
-                                  rivals_report, sweep, sweep_report)
+                                  dose_design, dose_report, pretrained_report, rivals, rivals_design, rivals_report,
+                                  sweep, sweep_report)
 from tanbias.lab.analysis.pretrained import load_pretrained
-from tanbias.lab.experiments import DOSE, EXPERIMENTS
+from tanbias.lab.experiments import EXPERIMENTS
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 CODE = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
@@ -45,10 +45,11 @@ def _glued_in_code(chapter: str) -> set[str]:
 @pytest.fixture(scope="module")
 def committed():
     sw = sweep_report.analyse_sweep()
-    dose_runs = registered.load(DOSE)          # read once: the dose report and chapter 12's power read them
-    # chapters 10 and 11 read the dose analysis at its joint Holm family, with the aliasing knob's rows
-    da_alone = dose.analyse_dose(dose_runs)
-    aa, da = alias.analyse_alias(dose_analysis=da_alone)
+    # the analyses the chapters read, memoised (tanbias.lab.runs.memoised): computed once for the book
+    # and every test; chapter 10 reads the dose analysis at its joint Holm family, with the aliasing
+    # knob's rows
+    da_alone = dose.analyse_dose()
+    da, aa = alias.chapter10_analyses()
     tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
     # one line per report; a registered experiment's two (``<name>_design``, ``<name>``) are glued under
@@ -67,11 +68,12 @@ def committed():
         "causal": causal_report.causal_numbers(causal.analyse_causal()),
         "rivals_design": rivals_design.design_numbers(rivals_design.power_analysis()),
         "rivals": {**rivals_report.numbers(rivals.analyse_rivals()),
-                   **rivals_report.init_numbers(rivals_report.initialisation()),
+                   # the keys do not depend on how many seeds are read: one (the chapter's five cost 20 s of CPU)
+                   **rivals_report.init_numbers(rivals_report.initialisation(rivals_report.INIT_SEEDS[:1])),
                    **rivals_report.transient_numbers(causal.analyse_causal().trajectory)},
     }
     prefix = {r: GLUED_BY[r][0][1] for r in _REGISTERED_REPORTS}
-    return {"analysis": da, **{r: {prefix.get(r, "") + k: v for k, v in n.items()} for r, n in numbers.items()}}
+    return {r: {prefix.get(r, "") + k: v for k, v in n.items()} for r, n in numbers.items()}
 
 
 def _chapter(number: int) -> str:
@@ -126,98 +128,3 @@ def test_the_chapters_glue_no_sentence():
     for path in sorted(CHAPTERS.glob("*.md")):
         assert "Word(" not in path.read_text(), path.name
         assert "display=False" not in path.read_text(), path.name
-
-
-# --------------------------------------------------------------------------- on the smoke sweep
-def test_sweep_numbers_on_the_smoke_sweep(loaded):
-    sw = sweep_report.analyse_sweep(loaded, controls=())
-    r8 = sweep_report.sweep_numbers(sw)
-    assert r8["n_runs"] == 8 and r8["n_seeds"] == 2 and r8["L"] == 2
-    for key in ("gap_min", "vocab_change_pct", "decoder_q1_eta_d", "rho_decoder_natural",
-                "decoder_natural_late", "eff_interaction_late_hi", "peak_frac", "eta_rho_encoder"):
-        assert np.isfinite(r8[key]), key
-    assert r8["rho_word"] in ("positive", "negative", "indistinguishable")
-    assert isinstance(r8["peak_steps"], tuple) and all(isinstance(s, int) for s in r8["peak_steps"])
-    assert not any(k.startswith("ctl_") for k in r8)          # no controls given
-    # the cell ratios are the exponential of the layer-averaged log enrichment
-    c = sw.cells
-    row = c[(c["kind"] == "decoder") & (c["regime"] == "natural") & (c["layer"] == "mean")
-            & (c["bucket"] == "all") & (c["proxy"] == "frozen") & (c["phase"] == "late")
-            & (c["metric"] == "log_enrichment")].iloc[0]
-    assert np.isclose(r8["decoder_natural_late"], np.exp(row["mean"]))
-    checks = sweep_report.sweep_checks(sw)
-    assert set(checks) == {"learns", "flatter", "iso", "architecture_natural", "architecture_balanced"}
-    assert set(sweep_report.balancing_words(sw).values()) <= set(sweep.BALANCING_WORDS)
-    end = sweep_report.claim_numbers(sw)
-    assert end["imbalance"] > 1 and end["params_m"] > 0 and end["peak_pct"] <= end["peak_pct_hi"]
-    assert not sweep_report.mechanism_table(sw).empty and not sweep_report.cells_table(sw).empty
-    assert len(sweep_report.contrast_table(sw)) == len(sweep.CONTRASTS)
-
-
-def test_decline_word():
-    assert sweep_report.decline_word([0.97, 0.99]) == "stays" and sweep_report.decline_word([0.7, 0.99]) == "falls"
-
-
-def test_run_pair_numbers_of_the_committed_runs():
-    runs = sweep.load_runs()
-    n = sweep_report.run_pair_numbers(runs)
-    assert n["D"] == 192 and n["r"] == 8 and n["r_over_D"] == pytest.approx(8 / 192)
-    assert n["weaker"] in ("encoder", "decoder")
-    assert all(n[f"{k}_learns"] in ("below", "above") for k in ("encoder", "decoder"))
-    s = sweep.run_summary(runs).set_index(["kind", "proxy"])
-    assert n["decoder_frozen_enrichment_late"] == s.loc[("decoder", "frozen"), "enrichment_late"]
-    # the findings' summaries are read off the per-architecture numbers
-    late = [n["encoder_frozen_enrichment_late"], n["decoder_frozen_enrichment_late"]]
-    assert n["late_min"] == min(late) and n["weaker"] == ("encoder", "decoder")[int(np.argmin(late))]
-    assert n["decoder_over_encoder_late"] == pytest.approx(late[1] / late[0])
-    assert n["decoder_over_encoder_early"] == pytest.approx(
-        n["decoder_frozen_enrichment_early"] / n["encoder_frozen_enrichment_early"])
-    assert n["peak_pct_max"] == max(n["encoder_peak_pct"], n["decoder_peak_pct"])
-    assert n["late_over_peak_max"] == max(n["encoder_late_over_peak"], n["decoder_late_over_peak"])
-    for kind in ("encoder", "decoder"):
-        assert n[f"{kind}_grows_with_depth"] in ("yes", "no")
-        if n[f"{kind}_grows_with_depth"] == "yes":
-            assert n[f"{kind}_last_layer_late"] > n[f"{kind}_first_layer_late"]
-
-
-# --------------------------------------------------------------------------- the checks and verdicts
-def test_dose_checks_read_the_intervals_they_name(committed):
-    from tanbias.stats import interval_word
-
-    da = committed["analysis"]
-    r = da.responses.set_index(["metric", "knob", "kind"]).loc[("log_enrichment_late", "token", "encoder")]
-    a = da.association["loss"]
-    named = {"enr_token_encoder": (r["end_to_end_lo"], r["end_to_end_hi"]),
-             "enr_token_encoder_flat": (r["flat_lo"], r["flat_hi"]),
-             "enr_token_encoder_change": (r["change_lo"], r["change_hi"]),
-             "enr_token_encoder_progress": (r["progress_lo"], r["progress_hi"]),
-             "adapt_loss": (a["lo"], a["hi"]), "adapt_loss_naive": (a["naive_lo"], a["naive_hi"]),
-             "adapt_loss_per_run": (a["per_run_lo"], a["per_run_hi"])}
-    words = {key: interval_word(*iv) for key, iv in named.items()}
-    checks = dose_report.dose_checks(da, words)
-    assert [c.words for c in checks] == [(w, w) for w in words.values()] and all(c.passed for c in checks)
-    assert [(c.lo, c.hi) for c in checks] == [tuple(map(float, iv)) for iv in named.values()]
-    wrong = dose_report.dose_checks(da, {"enr_token_encoder": "positive"})[0]
-    assert not wrong.passed
-    with pytest.raises(AssertionError):
-        wrong.require()
-    assert dose_report.balancing_verdict(da) in sweep.PROPERTY_WORDS
-    assert dose_report.adaptive_verdict(da) in sweep.PROPERTY_WORDS
-    assert set(dose_report.balancing_words(da).values()) <= set(sweep.BALANCING_WORDS)
-
-
-def test_premise_verdicts_read_the_premise_table(committed):
-    """The narrow premise table says, per model and language, what the wide one's interval words say."""
-    tables = {name: load_pretrained(name) for name in zoo.ZOO}
-    narrow, wide = pretrained_report.premise_verdicts(tables), pretrained_report.premise_table(tables)
-    assert list(narrow.index) == list(dict.fromkeys((m, lang) for m, lang, _ in wide.index))
-    t = wide.xs("radius_t", level="reading")
-    d = wide.xs("centroid_distance", level="reading")
-    for key, row in narrow.iterrows():
-        assert row["premise, last layer"] == pretrained_report.PREMISE_WORDS[t.loc[key, "last layer"]]
-        assert row["premise over the blocks"] == pretrained_report.PREMISE_WORDS[t.loc[key, "band over the blocks"]]
-        assert row["ρ(log frequency, t) [95 %]"] == t.loc[key, "ρ, last layer"]
-        assert row["centroid distance, last layer"] == d.loc[key, "last layer"]
-    # the premise predicts a negative correlation: "holds" is negative, "reversed" positive
-    assert pretrained_report.PREMISE_WORDS["negative"] == "holds"
-    assert pretrained_report.PREMISE_WORDS["positive"] == "reversed"

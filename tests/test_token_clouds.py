@@ -281,15 +281,6 @@ def test_bad_input_raises_parameter_error_naming_the_parameter(name, call):
     assert msg.rstrip().endswith("."), msg
 
 
-def test_import_pulls_neither_pandas_nor_plotly():
-    import subprocess
-    import sys
-    code = ("import sys, tanbias.theory.token_clouds; "
-            "print(any(m.split('.')[0] in ('pandas', 'plotly', 'torch') for m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
 # ----------------------------------------------------------------------------- count-matched readings
 def _count_confounded_text(seed=0, n_types=120, D=32):
     """Types whose true radius and centroid distance do not depend on their count, with counts

@@ -40,6 +40,9 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
+import tanbias
+from tanbias.errors import ParameterError
+
 logger = logging.getLogger(__name__)
 
 #: the book's bibliography (``bibtex_bibfiles`` in _config.yml)
@@ -387,8 +390,6 @@ def footer_html(template: str, version: str, repository: str, branch: str) -> st
     ...             "1.2.3", "https://github.com/o/r", "main")
     "Code: <a href='https://github.com/o/r/blob/main/LICENSE'>MIT</a>. tanbias 1.2.3"
     """
-    from tanbias.errors import ParameterError
-
     if "{version}" not in template:
         raise ParameterError(f"template={template!r} has no {{version}}: valid footers show it. Add "
                              "{version} to html.extra_footer in _config.yml.")
@@ -401,9 +402,6 @@ def footer_html(template: str, version: str, repository: str, branch: str) -> st
 def fill_footer(app, config) -> None:
     """``config-inited``: the footer and Sphinx's ``version``/``release`` from :data:`tanbias.__version__`;
     a footer without ``{version}`` is a warning (the strict build fails)."""
-    import tanbias
-    from tanbias.errors import ParameterError
-
     options = dict(config.html_theme_options or {})
     try:
         options["extra_footer"] = footer_html(options.get("extra_footer", ""), tanbias.__version__,

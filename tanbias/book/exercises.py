@@ -24,8 +24,14 @@ import numbers
 
 import numpy as np
 
+from tanbias.lab.analysis import dose, sweep
+from tanbias.lab.analysis.dose import knob_runs
+from tanbias.lab.analysis.dose_design import level_positions
+from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
-from tanbias.theory.gradients import gradient_ratio, split_gradient
+from tanbias.theory.gradients import gradient_ratio, split_gradient, two_token_types
+from tanbias.theory.manifolds import GeneralizedCylinder
+from tanbias.theory.residual import feedback_loop
 
 __all__ = [
     "reference_gradient_ratio",
@@ -111,8 +117,6 @@ def reference_gradient_ratio(x, mu, delta, tangent_basis, normal_basis) -> float
 
 def _exercise_1_cases():
     """(label, (x, mu, delta, T, N)) cases: hand-made, manifold, single sample, zero signals."""
-    from tanbias.theory.manifolds import GeneralizedCylinder
-
     cases = []
     T2, N2 = np.eye(2)[:, :1], np.eye(2)[:, 1:]
     u = np.array([0.1, -0.1, 0.1, -0.1])
@@ -231,9 +235,6 @@ def reference_relative_suppression(t1, t2) -> float:
 @functools.lru_cache(maxsize=None)
 def _simulated_relative(t1, t2):
     """Measured RMS-ratio quotient of two token types on a cylinder (cached)."""
-    from tanbias.theory.gradients import two_token_types
-    from tanbias.theory.manifolds import GeneralizedCylinder
-
     df = two_token_types(GeneralizedCylinder(1, 2, R=1.0, D=5, seed=0), t1, t2, n=4000, rng=0)
     return float(df["relative_to_type2"].iloc[0])
 
@@ -338,8 +339,6 @@ def reference_loop_gains(df, step) -> dict:
 @functools.lru_cache(maxsize=None)
 def _loop_runs():
     """The default (feature-learning) run and a lazy control, 600 steps each (cached)."""
-    from tanbias.theory.residual import feedback_loop
-
     rich = feedback_loop(steps=600, log_every=20)
     lazy = feedback_loop(steps=600, log_every=20, init_scale=1.0)
     return rich, lazy
@@ -498,9 +497,6 @@ def check_exercise_4(fn, prediction=None, metrics=None) -> None:
         With a diagnostic (flipped sign, wrong phase, proxy, layer or metric,
         ratio instead of log ratio; a prediction the data contradict).
     """
-    from tanbias.lab.analysis import sweep
-    from tanbias.lab.config import KINDS
-
     if metrics is None:
         metrics = sweep.run_metrics(sweep.load_sweep())
     eff = sweep.effects(metrics, columns=("log_enrichment",))
@@ -550,9 +546,6 @@ DOSE_SHAPES = ("absent", "attenuated", "unchanged", "stronger")
 
 def reference_dose_change(table, kind: str, knob: str = "token", column: str = "log_enrichment_late") -> float:
     """Mean over seeds of ``m[flattest level] - m[skewed start]`` along a knob (chapter 10's run table)."""
-    from tanbias.lab.analysis.dose import knob_runs
-    from tanbias.lab.analysis.dose_design import level_positions
-
     order = level_positions(knob)
     start, flat = min(order, key=order.get), max(order, key=order.get)
     g = knob_runs(table, knob, kind)
@@ -587,9 +580,6 @@ def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
         With a diagnostic (flipped sign, wrong knob or phase, ratio instead of log ratio; a
         prediction the data contradict).
     """
-    from tanbias.lab.analysis import dose
-    from tanbias.lab.config import KINDS
-
     da = dose.analyse_dose() if analysis is None else analysis
     table = da.table
     results = {}

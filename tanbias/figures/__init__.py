@@ -46,6 +46,8 @@ if "rfc3987_syntax" not in sys.modules:
 import plotly.graph_objects as go  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
+from tanbias.figures import renderer  # noqa: E402
+
 # every colour of the figures, from the one palette; the figure modules import them from here
 from tanbias.errors import ParameterError  # noqa: E402
 from tanbias.palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
@@ -256,8 +258,6 @@ def frozen_layout(build):
 
 def _setup_plotting() -> None:
     """Make the book's template plotly's default and, when building, its renderer."""
-    from tanbias.figures import renderer
-
     register_template(make_default=True)
     renderer.install()
 

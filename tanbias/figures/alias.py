@@ -21,7 +21,9 @@ from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, 
 from tanbias.figures import dose as dose_figures
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.alias_design import positions
-from tanbias.lab.config import KINDS
+from tanbias.lab.analysis.dose import knob_runs
+from tanbias.lab.config import KINDS, SIZES
+from tanbias.lab.experiments import RUN_STEPS
 
 __all__ = ["PANELS", "KNOB_LABELS", "SHOWN", "chain_figure", "learning_figure", "convergence_interactive"]
 
@@ -86,8 +88,6 @@ def learning_figure(alias_table, dose_table) -> go.Figure:
     """Gain over unigram against the effective vocabulary the runs are shown (1 / collision probability),
     along the aliasing knob (filled markers, solid lines) and the direct knob (open markers, dashed lines),
     one panel per architecture: the same flattening, with the text kept or cut."""
-    from tanbias.lab.analysis.dose import knob_runs
-
     fig = make_subplots(rows=1, cols=len(KINDS), horizontal_spacing=0.1, subplot_titles=list(KINDS))
     shown = []
     for col, kind in enumerate(KINDS, start=1):
@@ -124,8 +124,6 @@ def _convergence_layout():
         fig.add_hline(y=y, line=dict(color=GREY, width=1, dash=dash))
     # fixed ranges: the reference lines need an axis range before a run is in, and the sliders keep
     # one scale (steps 1 .. 320 + 1; ratios 0.05 .. 20, log10)
-    from tanbias.lab.experiments import RUN_STEPS
-
     fig.update_xaxes(type="log", range=[0, float(np.log10(RUN_STEPS + 1))])
     # labelled 1-2-5 ticks: plotly's own label the mantissas between decades in small print
     ticks = [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20]
@@ -142,8 +140,6 @@ def convergence_interactive(conv) -> Interactive:
 
     ``conv``: :func:`tanbias.lab.analysis.alias.convergence_table`.
     """
-    from tanbias.lab.config import SIZES
-
     # the small models' blocks until a run is in (layer 0, the embedding, has no radius)
     layers = (sorted(int(x) for x in set(conv["layer"])) if len(conv)
               else list(range(1, SIZES["small"].num_hidden_layers + 1)))

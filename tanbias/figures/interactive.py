@@ -51,6 +51,7 @@ import numpy as np
 
 from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
+from tanbias.figures.renderer import figure_html
 from tanbias.palette import ERROR_COLOR
 
 __all__ = [
@@ -952,8 +953,6 @@ class Interactive:
         Warns :class:`FigureBudgetWarning` above ``budget_bytes``; raises ValueError
         above 2 MB of figure JSON.
         """
-        from tanbias.figures.renderer import figure_html
-
         fig = self.static_dict()
         import plotly.io as pio
 

@@ -31,20 +31,23 @@ import sys
 from pathlib import Path
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab import runs
+from tanbias.lab.checkpoints import REFERENCE_MODELS, CheckpointUnavailable
+from tanbias.lab.config import load_config
 from tanbias.lab.experiments import EXPERIMENTS
+from tanbias.lab.zoo import ZOO, ZooUnavailable
 
 DEVICE_HELP = "auto (a CUDA GPU when there is one), cpu or cuda"
 PRECISION_HELP = ("fp32 or bf16 (bfloat16 autocast, float32 weights and optimizer state); overrides the "
                   "config's precision")
 
 # One function per command: ``args`` is the parsed command line; each returns the exit status.
-# The lab's heavy modules (torch, transformers, pandas) are imported inside them, so that
-# ``--help`` and a command that does not need them start at once.
+# The modules that load torch or scipy.stats are imported inside them, so that ``--help`` and a
+# command that does not need them start at once.
 
 
 def train(args) -> int:
     """Train or resume a run from its JSON config, then analyse it; print its summary."""
-    from tanbias.lab.config import load_config
     from tanbias.lab.pipeline import train_and_analyse
 
     config = load_config(args.config)
@@ -139,9 +142,7 @@ def mechanism(args) -> int:
 
 def checkpoints(args) -> int:
     """Probe released or saved checkpoints post hoc; write their tables to ``args.out``."""
-    from tanbias.lab import runs
     from tanbias.lab.analysis.posthoc import probe_checkpoints
-    from tanbias.lab.checkpoints import REFERENCE_MODELS
 
     revisions = args.revisions
     if revisions is None:
@@ -181,8 +182,6 @@ def pretrained(args) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per function above, one per experiment of the registry."""
-    from tanbias.lab.zoo import ZOO
-
     listing = "\n".join(f"    {d.name:<8} {d.where}, seeds {d.describe_seeds()}" for d in EXPERIMENTS.values())
     p = argparse.ArgumentParser(prog="python -m tanbias.lab", description=f"{__doc__}\nEXPERIMENT:\n{listing}\n",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -260,8 +259,6 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     unavailable: tuple = ()
     if args.command in ("checkpoints", "pretrained"):
-        from tanbias.lab.checkpoints import CheckpointUnavailable
-        from tanbias.lab.zoo import ZooUnavailable
         unavailable = (CheckpointUnavailable, ZooUnavailable)
     try:
         return args.handler(args)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tanbias._checks import check_choice
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab import zoo
 from tanbias.lab.config import KINDS
 
 __all__ = ["REFERENCE_MODELS", "CheckpointUnavailable", "local_revisions", "check_revision", "revision_steps",
@@ -279,11 +280,9 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
     import torch
     import transformers
 
-    from tanbias.lab.zoo import ZOO
-
     if kind is not None:
         check_choice("kind", kind, KINDS)
-    if isinstance(model_id_or_path, str) and model_id_or_path in ZOO:
+    if isinstance(model_id_or_path, str) and model_id_or_path in zoo.ZOO:
         return _load_zoo_checkpoint(model_id_or_path, revision, kind, progress)
     path, kwargs = resolve_checkpoint(model_id_or_path, revision)
     hub = "revision" in kwargs
@@ -330,10 +329,8 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
 
 def _load_zoo_checkpoint(name: str, revision, kind, progress: bool):
     """A zoo decoder for the probe: checked before anything is loaded, then ``load_zoo``."""
-    from tanbias.lab.zoo import ZOO, load_zoo
-
-    entry = ZOO[name]
-    probeable = [n for n, m in ZOO.items() if m.lm_head]
+    entry = zoo.ZOO[name]
+    probeable = [n for n, m in zoo.ZOO.items() if m.lm_head]
     if not entry.lm_head:
         raise ParameterError(
             f"model_id_or_path={name!r} is not allowed: valid range is a model with a language-model "
@@ -346,7 +343,7 @@ def _load_zoo_checkpoint(name: str, revision, kind, progress: bool):
     if kind is not None and kind != entry.kind:
         raise ParameterError(f"kind={kind!r} is out of range for the zoo model {name!r} "
                              f"({entry.arch}): valid range is {{{entry.kind!r}}}. Omit kind.")
-    model, tokenizer = load_zoo(name, progress=progress)
+    model, tokenizer = zoo.load_zoo(name, progress=progress)
     return model, tokenizer, entry.kind
 
 

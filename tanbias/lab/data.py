@@ -223,25 +223,37 @@ def _count_key() -> str:
     return h.hexdigest()
 
 
+def _stored_counts() -> dict | None:
+    """Every language's counts as :data:`COUNTS_PATH` holds them, or None when the file is missing,
+    unreadable or stale (another corpus or tokenizer)."""
+    if not COUNTS_PATH.is_file():
+        return None
+    try:
+        with np.load(COUNTS_PATH) as z:
+            if str(z["key"]) == _count_key():
+                return {str(lang): (z["counts"][i], int(z["docs"][i])) for i, lang in enumerate(z["languages"])}
+    except (OSError, ValueError, KeyError):
+        pass                           # unreadable: recomputed (and, for the whole corpus, rewritten)
+    return None
+
+
 def _language_counts(languages, tok) -> dict:
     """Per language of the training split: (token counts incl. specials, number of documents).
 
     Cached per process and, for the whole corpus, in :data:`COUNTS_PATH` (keyed by
     the corpus manifest and the tokenizer, so a stale file is recomputed, never used).
+    A language's counts do not depend on the others (the split hashes each document,
+    :func:`~tanbias.lab.corpus.split_corpus`), so a run on some languages reads theirs from
+    that file too.
     """
     key = (str(CORPUS_DIR), None if languages is None else tuple(languages), len(tok))
     if key in _COUNT_CACHE:
         return _COUNT_CACHE[key]
+    stored = _stored_counts() if len(tok) == VOCAB_SIZE else None
+    if stored is not None and (languages is None or set(languages) <= set(stored)):
+        _COUNT_CACHE[key] = stored if languages is None else {lang: stored[lang] for lang in languages}
+        return _COUNT_CACHE[key]
     disk = languages is None and len(tok) == VOCAB_SIZE
-    if disk and COUNTS_PATH.is_file():
-        try:
-            with np.load(COUNTS_PATH) as z:
-                if str(z["key"]) == _count_key():
-                    _COUNT_CACHE[key] = {str(lang): (z["counts"][i], int(z["docs"][i]))
-                                         for i, lang in enumerate(z["languages"])}
-                    return _COUNT_CACHE[key]
-        except (OSError, ValueError, KeyError):
-            pass                       # unreadable: recomputed and rewritten below
     train_docs, _ = split(languages)
     out = {}
     for lang, docs in train_docs.items():

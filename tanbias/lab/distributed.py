@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from tanbias.errors import ParameterError
+from tanbias.lab.models import loss_and_correct
 
 __all__ = ["TORCHRUN_VARS", "Context", "context", "shard", "LossModule", "all_sum", "gather_rows", "finish"]
 
@@ -130,8 +131,6 @@ class LossModule(torch.nn.Module):
         self.inner = model
 
     def forward(self, input_ids, labels):
-        from tanbias.lab.models import loss_and_correct
-
         loss_sum, n, correct = loss_and_correct(self.inner, {"input_ids": input_ids, "labels": labels})
         return loss_sum, torch.tensor([n, correct], dtype=torch.float64)
 

@@ -76,6 +76,7 @@ from pathlib import Path
 
 from tanbias._checks import check_choice
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab import e5s
 from tanbias.lab.runs import ROOT, atomic_write_text, sha256
 
 __all__ = ["ZooModel", "ZOO", "ZOO_DIR", "ZooUnavailable", "zoo_entry", "install_command",
@@ -440,10 +441,8 @@ def cache_dir(name) -> Path:
 
 def _versions(entry: ZooModel | None = None) -> dict:
     if entry is not None and entry.e5s:
-        from tanbias.lab.e5s import CONVERTER_VERSION
-
         return {**{dist: metadata.version(dist) for dist in ("transformers", "tokenizers")},
-                "tanbias.lab.e5s": CONVERTER_VERSION}
+                "tanbias.lab.e5s": e5s.CONVERTER_VERSION}
     return {dist: metadata.version(dist) for dist in ("transformers", "gguf")}
 
 
@@ -536,8 +535,6 @@ def _write_cache(entry: ZooModel, path: Path, folder: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         if entry.e5s:
-            from tanbias.lab import e5s
-
             e5s.convert(e5s.read_e5s(path, entry.reinstall), tmp)
         else:
             model, tokenizer = _from_gguf(entry, path, torch.float32)
@@ -620,8 +617,6 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
         elif entry.e5s and not cache:
             import tempfile
-
-            from tanbias.lab import e5s
 
             with tempfile.TemporaryDirectory() as tmp:
                 e5s.convert(e5s.read_e5s(path, entry.reinstall), tmp)

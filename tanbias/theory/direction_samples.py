@@ -29,7 +29,7 @@ from tanbias.theory.directional_density import (bias_amplitude, exact_bias_ampli
                                   uniform_bias_moments, uniform_direction_rule)
 from tanbias.errors import ParameterError
 from tanbias.theory.manifolds import check_manifold
-from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
+from tanbias.theory.radial import Epanechnikov, Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 from tanbias.stats import Check, check_close, check_in_interval
 
 __all__ = [
@@ -287,8 +287,6 @@ class DirectionSamples:
     """
 
     def __init__(self, surfaces, etas, law=None, n=None, seed=0, bins=12) -> None:
-        from tanbias.theory.radial import Epanechnikov
-
         self.surfaces = dict(surfaces)
         self.law = Epanechnikov(1.0) if law is None else check_instance(
             "law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Epanechnikov(1.0).")

@@ -37,6 +37,7 @@ from tanbias.lab.analysis.dose_design import level_positions
 from tanbias.lab.analysis.registered import complete_seeds, holm, learning, t_interval
 from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, ALIAS_SEEDS
+from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.theory.alignment import frequency_buckets
 from tanbias.theory.frequency import concentration
 from tanbias.theory.token_clouds import unbiased_radius
@@ -110,7 +111,6 @@ def run_table(loaded: dict) -> "object":
     import pandas as pd
 
     from tanbias.lab.data import Stream
-    from tanbias.lab.tokenizer import load_tokenizer
 
     if not loaded:
         raise ValueError("no aliasing cell is committed yet: run `make alias` (and `make causal` for the k0 "

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tanbias.lab.aliasing import alias_counts, input_collision
 from tanbias.lab.analysis import dose, dose_design, registered
 from tanbias.lab.analysis.registered import power_at
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import ALIAS, ALIAS_F0, ALIAS_LEVELS, ALIAS_SEEDS, alias_config
+from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["registration", "TARGET_RATIO", "TARGET_POWER", "POWER_READING", "FAMILY_ROWS",
            "READINGS", "positions", "expected_concentration", "power_analysis", "design_numbers"]
@@ -76,9 +78,7 @@ def expected_concentration(kind: str = "decoder") -> "object":
     """
     import pandas as pd
 
-    from tanbias.lab.aliasing import alias_counts, input_collision
     from tanbias.lab.data import Stream
-    from tanbias.lab.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
     f = Stream.from_config(alias_config(kind, "k0", 0), tok).frequencies

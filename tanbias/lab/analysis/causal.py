@@ -36,6 +36,7 @@ from tanbias.lab.analysis.registered import (complete_seeds, holm, learning, pro
                                              value_at_progress)
 from tanbias.lab.config import EARLY_FRAC, KINDS, PROBE_STEPS
 from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
+from tanbias.lab.probe import probe_steps
 from tanbias.stats import interval_word
 
 __all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_table", "trajectory_table",
@@ -251,8 +252,6 @@ def window_end(steps: int) -> int:
     >>> window_end(320)
     75
     """
-    from tanbias.lab.probe import probe_steps        # here: it imports torch
-
     end = int(round(EARLY_FRAC * steps))
     return max(s for s in probe_steps(steps, min(PROBE_STEPS, steps)) if s < end)
 

@@ -28,6 +28,7 @@ from tanbias.lab.analysis.registered import (detectable_ratio, holm, learning, l
                                              registration, t_interval)
 from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_KNOBS, DOSE_LEVELS, dose_config
+from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.stats import interval_word
 from tanbias.theory.alignment import frequency_buckets
 from tanbias.theory.frequency import concentration
@@ -64,7 +65,6 @@ def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     rarer: bucket 0 = the types that are frequent before any flattening.
     """
     from tanbias.lab.data import Stream
-    from tanbias.lab.tokenizer import load_tokenizer
 
     f = Stream.from_config(dose_config(kind, "skewed", 0), load_tokenizer()).frequencies
     return frequency_buckets(f * 1e9, n_buckets, n_special=N_SPECIAL)

@@ -32,6 +32,7 @@ from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import detectable_ratio, power_at, registration, seed_blocked_sd
 from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_LEVELS, DOSE_SEEDS, SKEWED_WEIGHTS, dose_config
+from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.theory.frequency import concentration
 
 __all__ = ["REGISTRATION", "PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration",
@@ -101,7 +102,6 @@ def expected_concentration(kind: str = "decoder") -> "object":
     import pandas as pd
 
     from tanbias.lab.data import Stream, keep_probabilities
-    from tanbias.lab.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
     rows = []

@@ -54,9 +54,12 @@ import numpy as np
 
 from tanbias._checks import check_choice, check_int
 from tanbias.errors import ParameterError
+from tanbias.lab import distributed
 from tanbias.lab.checkpoints import check_revision, load_checkpoint, revision_steps
 from tanbias.lab.config import KINDS, ProbeSettings
 from tanbias.lab.data import heldout_batches, original_ids, special_ids, token_counts
+from tanbias.lab.probe import ResidualProbe, layer_activations, pack_capture
+from tanbias.theory import alignment as al
 
 __all__ = ["LOGIT_ROWS_BUDGET", "batch_rows", "capture_checkpoint", "probe_checkpoints", "random_copy",
            "heldout_alignment"]
@@ -122,8 +125,6 @@ def capture_checkpoint(model, batch_or_batches, kind: str, gradients: bool = Tru
         positions of all batches.
     """
     import torch
-
-    from tanbias.lab.probe import ResidualProbe, pack_capture
 
     check_choice("kind", kind, KINDS)
     batches = [batch_or_batches] if isinstance(batch_or_batches, dict) else list(batch_or_batches)
@@ -260,8 +261,6 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
 
     # under torchrun the revisions are shared out (rank r takes every world-th one) and the
     # captures gathered on rank 0, which analyses them all: the single-process result
-    from tanbias.lab import distributed
-
     ctx = distributed.context(torch.device("cpu"))
     captures, label = {}, {}
     batches = counts = special = pc = None
@@ -377,9 +376,7 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
     """
     import pandas as pd
 
-    from tanbias.theory import alignment as al
     from tanbias.lab.analysis.tables import single_thread_blas
-    from tanbias.lab.probe import layer_activations
 
     check_choice("kind", kind, KINDS)
     cfg = model.config

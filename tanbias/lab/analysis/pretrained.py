@@ -53,8 +53,13 @@ from pathlib import Path
 
 import numpy as np
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab.runs import atomic_write_text, sha256
+from tanbias.lab import zoo
+from tanbias.lab.analysis.tables import single_thread_blas
+from tanbias.lab.corpus import split
+from tanbias.lab.runs import atomic_write_text, git_commit, sha256
+from tanbias.theory import token_clouds as tc
 from tanbias.theory.token_clouds import READINGS  # the order of premise_bootstrap's columns
 
 __all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES",
@@ -101,8 +106,6 @@ def corpus_frequencies(tokenizer, languages, vocab_size: int, max_docs: int | No
     proxy (the web-scale ``wordfreq`` one is the check that conclusions do not
     hang on it).
     """
-    from tanbias.lab.corpus import split
-
     train, _ = split()
     counts = np.zeros(vocab_size, dtype=np.int64)
     for lang in languages:
@@ -227,8 +230,6 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
     """
     import pandas as pd
 
-    from tanbias.theory import token_clouds as tc
-
     Y, ids = X[~sink], type_ids[~sink]
     spread = tc.layer_spread(Y)
     matched = tc.matched_statistics(Y, ids, m=m, draws=draws, spread=spread,
@@ -270,8 +271,6 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
     * the matched estimate at the other ``robust_m`` (first, middle and last layer).
     """
     import pandas as pd
-
-    from tanbias.theory import token_clouds as tc
 
     keep = ~sink
     Hk, ids, docs = H[:, keep], type_ids[keep], doc_ids[keep]
@@ -317,8 +316,6 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
 
 def curvature_rows(types) -> list[dict]:
     """Per layer: the log-log slope of the types' local normal share against their matched radius."""
-    from tanbias.theory import token_clouds as tc
-
     curv = []
     for layer, g in types.groupby("layer"):
         ok = g["normal_share"].notna() & (g["normal_share"] > 0) & (g["radius_t"] > 0)
@@ -341,8 +338,6 @@ def _flops_per_token(model, seq_len: int) -> float:
 def model_languages(name: str, settings: dict) -> tuple[str, ...]:
     """The languages a model is measured in: the settings' ``languages``, else English and German
     for a decoder, English for an encoder."""
-    from tanbias.lab import zoo
-
     if settings.get("languages"):
         return tuple(settings["languages"])
     return DECODER_LANGUAGES if zoo.zoo_entry(name).kind == "decoder" else ("en",)
@@ -389,10 +384,6 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     import pandas as pd
     import torch
     import transformers
-
-    import tanbias
-    from tanbias.lab import zoo
-    from tanbias.lab.analysis.tables import single_thread_blas
 
     unknown = set(settings) - set(DEFAULTS)
     if unknown:
@@ -490,8 +481,6 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         "gemm_fraction": flops * n_total / max(seconds["forward"], 1e-9) / peak,
         "tables": {k: sha256(out / f"{k}.csv") for k in tables},
     }
-    from tanbias.lab.runs import git_commit
-
     manifest["git"] = git_commit()
     # peak resident memory of this process (Linux reports kB): one model per process
     # (make pretrained) makes it the model's own peak
@@ -516,7 +505,7 @@ def measure_all(names="all", root=None, fresh: bool = False, progress: bool = Tr
     """
     import torch
 
-    from tanbias.lab import distributed, zoo
+    from tanbias.lab import distributed
 
     names = list(zoo.ZOO) if names == "all" else [names] if isinstance(names, str) else list(names)
     for name in names:

@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tanbias.stats import band_word, interval_word
+from tanbias.lab import zoo
+from tanbias.lab.analysis import sweep_report
+from tanbias.lab.corpus import language_counts
+from tanbias.stats import band_word, check_greater, check_in_interval, check_word, interval_word
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,8 +105,6 @@ def pretrained_table(pretrained: dict) -> dict:
         ``{model name: load_pretrained(name)}``.
     """
     from scipy.stats import spearmanr
-
-    from tanbias.lab.corpus import language_counts
 
     out = {"ch9_corpus_words_m": sum(c["words"] for c in language_counts().values()) / 1e6}
     for name, tab in pretrained.items():
@@ -265,8 +266,6 @@ def pretrained_checks(pretrained: dict) -> dict:
 
     The words of the premise are checked by :func:`word_checks`.
     """
-    from tanbias.stats import check_greater, check_in_interval
-
     rep = pretrained_table(pretrained)
     checks = {}
     for name, tab in pretrained.items():
@@ -315,8 +314,6 @@ def word_checks(table: dict, expected: dict) -> list:
     list of Check
         In the order of ``expected``.
     """
-    from tanbias.stats import check_word
-
     inverse = {v: k for k, v in SHORT.items()}
     readings = {v: k for k, v in _READ.items()}
     out = []
@@ -333,8 +330,6 @@ def word_checks(table: dict, expected: dict) -> list:
 def zoo_table():
     """The zoo's models as a table: what each is, its size and its licence."""
     import pandas as pd
-
-    from tanbias.lab import zoo
 
     rows = [{"model": e.name, "kind": e.kind, "architecture": e.arch, "blocks": e.n_layers,
              "width": e.hidden_size, "parameters (M)": round(e.n_params / 1e6, 1),
@@ -525,8 +520,6 @@ def lab_comparison(numbers: dict, sw, models):
     ``models`` the zoo models to show.
     """
     import pandas as pd
-
-    from tanbias.lab.analysis import sweep_report
 
     rho = sweep_report.radius_table(sw)
     late = sweep_report.cells_table(sw)["enrichment, late"]

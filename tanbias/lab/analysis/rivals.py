@@ -36,11 +36,15 @@ from pathlib import Path
 
 import numpy as np
 
+from tanbias._checks import check_choice
 from tanbias.lab import runs
 from tanbias.lab.analysis import registered
-from tanbias.lab.config import KINDS, MASK_ID, N_SPECIAL, RunConfig
-from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS
+from tanbias.lab.config import KINDS, MASK_ID, N_SPECIAL, REPRODUCE_TOLERANCE, RunConfig
+from tanbias.lab.experiments import ALIAS, CAUSAL, RIVALS, RIVALS_ARMS, RIVALS_HEADS
+from tanbias.lab.probe import residual_modules
+from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.stats import interval_word
+from tanbias.theory.anisotropy import mean_cosine
 
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
@@ -116,8 +120,6 @@ def _residual_states(model, input_ids) -> list[np.ndarray]:
     """The residual stream after the embedding and after every block (layer 0 .. L), (B*T, D) each."""
     import torch
 
-    from tanbias.lab.probe import residual_modules
-
     out, hooks = [], []
     for m in residual_modules(model):
         hooks.append(m.register_forward_hook(
@@ -174,11 +176,8 @@ def initialisation_anisotropy(config: RunConfig) -> "object":
     """
     import pandas as pd
 
-    from tanbias._checks import check_choice
     from tanbias.lab.data import Stream
     from tanbias.lab.models import make_model
-    from tanbias.lab.tokenizer import load_tokenizer
-    from tanbias.theory.anisotropy import mean_cosine
 
     check_choice("config.kind", config.kind, ("encoder",))
     from tanbias.lab.data import original_ids
@@ -547,9 +546,6 @@ def twin_rows(loaded: dict, runs_dir=None) -> "object":
     (:data:`tanbias.lab.config.REPRODUCE_TOLERANCE`) or ``different``, and ``max_loss_diff`` and
     ``max_table_diff`` (the largest absolute difference)."""
     import pandas as pd
-
-    from tanbias.lab.config import REPRODUCE_TOLERANCE
-    from tanbias.lab.experiments import ALIAS, CAUSAL
 
     rows = []
     root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis import registered
+from tanbias._checks import check_choice
+from tanbias.lab.analysis import causal, registered
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
@@ -64,9 +65,6 @@ def primary_sd(kind: str, table=None) -> dict:
         ``sd``, ``df``, ``n_runs``.
     """
     import statsmodels.formula.api as smf
-
-    from tanbias._checks import check_choice
-    from tanbias.lab.analysis import causal
 
     check_choice("kind", kind, KINDS)
     if table is None:

@@ -47,7 +47,9 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.theory import alignment as al
 from tanbias.theory.frequency import concentration
+from tanbias.theory.token_clouds import unbiased_radius
 from tanbias.stats import interval_word
 from tanbias.lab import runs
 from tanbias.lab.analysis.registered import t_interval, t_multiplier
@@ -493,8 +495,6 @@ def tokens_table(loaded: dict):
     """
     import pandas as pd
 
-    from tanbias.theory.token_clouds import unbiased_radius
-
     frames = []
     for name, r in loaded.items():
         if r.tokens is None:
@@ -553,8 +553,6 @@ def weighted_quantile(x, w, q) -> float:
 def radius_correlations(loaded: dict):
     """Spearman correlation of log training count with ``t``, per (run, layer), from ``tokens.csv``."""
     import pandas as pd
-
-    from tanbias.theory import alignment as al
 
     tok = tokens_table(loaded)
     rows = []

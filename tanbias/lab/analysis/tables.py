@@ -28,6 +28,7 @@ import contextlib
 import numpy as np
 
 from tanbias.theory import alignment as al
+from tanbias.theory import anisotropy as an
 from tanbias.theory import token_clouds
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
@@ -248,8 +249,6 @@ def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
       the step's own activations, ``sharpness_frozen`` of the pooled early activations the
       frozen proxy is fitted on (:func:`tanbias.theory.alignment.subspace_sharpness`).
     """
-    from tanbias.theory import anisotropy as an
-
     rank, total, seq_len = config.probe.rank, config.steps, config.size.seq_len
     steps = sorted(captures)
     L = captures[steps[0]]["acts"].shape[0]

@@ -12,6 +12,7 @@ import json
 import numpy as np
 
 from tanbias.theory import alignment as al
+from tanbias.theory import attention as att
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import frozen_proxies, single_thread_blas
@@ -45,7 +46,6 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
     """
     import torch   # torch and the models only here: load_views stays light for the chapters
 
-    from tanbias.theory import attention as att
     from tanbias.lab.models import load_trained
 
     d = runs.run_dir(run)

@@ -1,0 +1,64 @@
+"""What the lab makes of a run's captures (tanbias.lab.analysis.tables): the alignment tables on
+synthetic captures with a planted tangent space, the frozen proxy and the buckets' names. (On real
+runs: test_train.py and test_pipeline.py.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tanbias.lab.analysis.tables import analyse_captures, bucket_label, frozen_proxies
+from tanbias.lab.config import ProbeSettings
+from tanbias.theory import alignment as al
+
+
+def test_analysis_finds_a_planted_tangent_space():
+    # synthetic captures: 2 layers, 3 steps; gradients enriched along the activations' PCA space
+    rng = np.random.default_rng(0)
+    D, n = 24, 600
+    captures = {}
+    for step in (0, 3, 9):
+        acts, grads = [], []
+        for layer in range(2):
+            p = al.planted_tangent_data(n=n, D=D, d=3, rng=rng.integers(1 << 30) if step == 0 else 7 + layer)
+            acts.append(p.X.astype(np.float16))
+            grads.append((p.G / np.abs(p.G).max()).astype(np.float16))
+        ids = rng.integers(5, 40, n)
+        captures[step] = {"acts": np.stack(acts), "grads": np.stack(grads),
+                          "grad_scale": np.ones(2, np.float32), "token_ids": ids}
+    probe = ProbeSettings(rank=3, local_rank=2, n_controls=20, n_buckets=2, min_count=6, zeta=0.1,
+                          fit_fraction=0.3)
+    source = {"run": "synthetic", "kind": "decoder", "regime": "natural", "seed": 0}
+    counts = np.bincount(rng.zipf(1.5, 5000).clip(5, 39), minlength=40)
+    align, radius, corr = analyse_captures(captures, probe, 10, counts, source)
+    rows = [r for r in align if r["proxy"] == "refit" and r["bucket"] == "all"]
+    assert len(rows) == 6
+    assert all(r["enrichment"] > 3 and r["p_energy"] < 0.05 for r in rows)
+    assert {r["proxy"] for r in align} == {"frozen", "refit", "local"}
+    assert len(corr) == 6 and all("spearman" in c for c in corr)
+
+
+@pytest.mark.parametrize("b, n, label", [(0, 3, "q1 (most frequent)"), (1, 3, "q2"), (2, 3, "q3 (rarest)"),
+                                         (0, 2, "q1 (most frequent)"), (1, 2, "q2 (rarest)")])
+def test_buckets_are_named_from_the_most_frequent(b, n, label):
+    assert bucket_label(b, n) == label
+
+
+def _captures(steps, D=12, n=50, rng=0):
+    g = np.random.default_rng(rng)
+    return {s: {"acts": g.normal(size=(2, n, D)).astype(np.float16), "token_ids": g.integers(5, 30, n)}
+            for s in steps}
+
+
+def test_the_frozen_proxy_is_fitted_on_the_early_steps_only():
+    caps = _captures((0, 2, 5, 9))
+    frozen = frozen_proxies(caps, [0, 1], rank=3, fit_fraction=0.3, total_steps=10)
+    assert set(frozen) == {0, 1}
+    for layer, basis in frozen.items():
+        assert basis.shape == (12, 3) and np.allclose(basis.T @ basis, np.eye(3), atol=1e-10)
+    # the late steps are not read: changing them leaves the proxy as it was
+    late = {**caps, 9: _captures((9,), rng=5)[9], 5: _captures((5,), rng=6)[5]}
+    assert all(np.array_equal(frozen[k], frozen_proxies(late, [0, 1], 3, 0.3, 10)[k]) for k in (0, 1))
+    # with no step early enough, the first step alone
+    only_first = frozen_proxies(caps, [0], 3, 0.0, 10)[0]
+    assert np.array_equal(only_first, frozen_proxies({0: caps[0]}, [0], 3, 0.0, 10)[0])
+

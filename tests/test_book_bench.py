@@ -1,0 +1,57 @@
+"""The report `make bench` prints (tanbias.book.bench): its summary line and what counts as over a
+target, from a report written by hand (no timing is run; the lab's benchmarks: test_lab_bench.py)."""
+from __future__ import annotations
+
+import copy
+
+from tanbias.book.bench import format_report, over_targets
+
+REPORT = {
+    "book_build_s": 80.0, "book_build_ok": True, "ok": True, "path": "bench.json",
+    "chapters": [{"doc": "chapters/01", "exec_s": 4.0, "page_bytes": 300_000,
+                  "interactives": [{"name": "ch1-a", "median_ms": 5.0, "p95_ms": 9.0}]}],
+    "lab": {"tokens_per_s": 2000.0, "per_step_inline_ratio": 1.0, "per_step_posthoc_ratio": 2.0,
+            "run_overhead_inline": 1.0, "run_overhead_posthoc": 1.05, "speedup": 1.6,
+            "precisions": {"fp32": {"tokens_per_s": 2000.0, "peak_fraction": 0.6, "gemm_gflops": 78.0,
+                                    "run_overhead_inline": 1.0},
+                           "bf16": {"tokens_per_s": 3200.0, "peak_fraction": 0.5, "gemm_gflops": 0.0,
+                                    "run_overhead_inline": 1.0}}},
+    "surgery": {"kind": "decoder", "size": "small", "t_plain": 2.0, "t_surgery": 2.1, "ratio": 1.05},
+    "pretrained": {"models": {"m": {"total_s": 100.0, "probe_s": 10.0, "measure_s": 90.0, "forward_s": 50.0,
+                                    "tokens": 1000, "tokens_per_s": 20.0, "gemm_gflops": 100.0,
+                                    "gemm_fraction": 0.5, "peak_gb": 1.0}},
+                   "all_s": 100.0, "targets": {"m": 120.0, "all": 1500.0}},
+    "causal": {"runs_finished": 3, "sittings": 1, "wall_seconds": 3600.0, "budget_seconds": 7200.0,
+               "run_seconds": 7000.0},
+    "alias": {"runs_finished": 2, "sittings": 2, "wall_seconds": 1800.0, "budget_seconds": 14400.0,
+              "run_seconds": 3400.0},
+}
+
+
+def test_a_report_within_every_target_says_so():
+    assert over_targets(REPORT) == []
+    assert format_report(REPORT).splitlines()[-1].startswith("all targets met: yes")
+
+
+def test_a_committed_record_over_its_target_is_named_in_the_summary():
+    r = copy.deepcopy(REPORT)
+    r["pretrained"]["models"]["m"]["measure_s"] = 130.0
+    r["causal"]["wall_seconds"] = 9000.0
+    r["alias"]["wall_seconds"] = 15000.0
+    r["lab"]["speedup"] = 0.1
+    # the experiments in the registry's order (tanbias.lab.experiments.EXPERIMENTS)
+    assert over_targets(r) == ["bf16 / fp32 speed-up", "m measurements", "alias wall time", "causal wall time"]
+    text = format_report(r)
+    assert "the aliasing knob (committed, data/runs/alias.json): 2 runs finished in 2 sitting(s)" in text
+    assert "4.17 h wall time so far, OVER its 4 h budget" in text
+    assert "1.00 h wall time so far, within its 2 h budget" in format_report(REPORT)
+    last = text.splitlines()[-1]
+    assert "all targets met" not in last
+    assert last.startswith("this run's measured targets met: yes; over their target: bf16 / fp32 speed-up, "
+                           "m measurements, alias wall time, causal wall time")
+
+
+def test_a_matmul_rate_that_rounds_to_zero_is_not_divided_by():
+    text = format_report(REPORT)
+    assert "% of 0 GFLOP/s" not in text and "bf16 matmul rate rounds to 0 GFLOP/s" in text
+    assert "60 % of 78 GFLOP/s (fp32 matmul" in text

@@ -1,0 +1,99 @@
+"""The numbers and tables of the rivals chapter (tanbias.lab.analysis.rivals_report), on tables whose
+numbers are known. (The measurements: test_rivals.py; that the chapters quote exactly these numbers:
+test_reports.py.)"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanbias.lab.analysis import rivals_report
+from tanbias.lab.config import KINDS
+
+
+def _init_rows():
+    """Two seeds; content mean cosine 0.1 * (layer) + 0.01 * seed + 0.2 for causal, + 0.4 masked."""
+    rows = []
+    for seed in (0, 1):
+        for attention in ("bidirectional", "causal"):
+            for shown in ("masked", "unmasked"):
+                for layer in (0, 1, 2):
+                    mc = 0.1 * layer + 0.01 * seed + (0.2 if attention == "causal" else 0) + (0.4 if shown == "masked" else 0)
+                    rows.append({"seed": seed, "attention": attention, "input": shown, "layer": layer,
+                                 "positions": "content", "mean_cosine": mc, "within": mc + 0.05, "n": 90})
+                    if shown == "masked":
+                        rows.append({"seed": seed, "attention": attention, "input": shown, "layer": layer,
+                                     "positions": "mask", "mean_cosine": 1.0, "within": np.nan, "n": 10})
+    return pd.DataFrame(rows)
+
+
+def test_the_initialisation_numbers_are_block_means_over_seeds():
+    n = rivals_report.init_numbers(_init_rows())
+    assert n["init_seeds"] == 2
+    # blocks 1 and 2 (the embedding left out): 0.15 + the seeds' mean 0.005
+    assert n["init_bidirectional_unmasked"] == pytest.approx(0.155)
+    assert n["init_causal_unmasked"] == pytest.approx(0.355)
+    assert n["init_bidirectional_masked"] == pytest.approx(0.555)
+    assert n["init_within_unmasked"] == pytest.approx(0.205)
+    assert n["init_mask_share"] == pytest.approx(10 / 100)
+
+
+def test_the_transient_reads_the_control_runs_mean_layer_only():
+    rows = []
+    for kind in KINDS:
+        for seed, peak_at in ((0, 40), (1, 60)):
+            for step in (0, 20, 40, 60, 80, 319):
+                mc = 0.2 + (0.3 if step == peak_at else 0.1 if 0 < step < 319 else 0.0) + 0.01 * seed
+                for arm, layer, shift in (("control", "mean", 0.0), ("proxy", "mean", 0.5), ("control", 1, 0.5)):
+                    rows.append({"kind": kind, "seed": seed, "step": step, "arm": arm, "layer": layer,
+                                 "log_mean_cosine": np.log(mc + shift)})
+    n = rivals_report.transient_numbers(pd.DataFrame(rows))
+    for kind in KINDS:
+        assert n[f"transient_{kind}_start"] == pytest.approx(0.205)
+        assert n[f"transient_{kind}_peak"] == pytest.approx(0.505)
+        assert (n[f"transient_{kind}_peak_first"], n[f"transient_{kind}_peak_last"]) == (40, 60)
+        assert (n[f"transient_{kind}_end_lo"], n[f"transient_{kind}_end_hi"]) == pytest.approx((0.2, 0.21))
+        assert n[f"transient_{kind}_end"] == pytest.approx(0.205) and n[f"transient_{kind}_seeds"] == 2
+
+
+def test_the_status_numbers_count_runs_seeds_and_twins():
+    analysis = types.SimpleNamespace(
+        status=pd.DataFrame({"committed": [True, True, False]}), interim=True,
+        seeds={"encoder": [0, 1], "decoder": [0]},
+        table=pd.DataFrame({"arm": ["proxy", "proxy", "control"], "sharpness": [2.0, 4.0, 100.0]}),
+        twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"]}))
+    n = rivals_report.numbers(analysis)
+    assert (n["runs_committed"], n["runs_total"], n["interim"]) == (2, 3, "interim")
+    assert (n["complete_seeds_encoder"], n["complete_seeds_decoder"]) == (2, 1)
+    assert n["sharpness"] == 3.0                                   # the proxy arms' median only
+    assert (n["twins"], n["twins_identical"], n["twins_within"], n["twins_different"]) == (4, 2, 1, 1)
+    none = rivals_report.numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
+                                                          "twins": pd.DataFrame(columns=["losses"]),
+                                                          "table": analysis.table.assign(sharpness=np.nan)}))
+    assert none["interim"] == "final" and none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
+
+
+def test_the_accounts_table_reads_in_the_chapters_order():
+    accounts = pd.DataFrame([{"account": a, "kind": k, "word": f"{a}/{k}"}
+                             for a in reversed(list(rivals_report.ACCOUNT_NAMES)) for k in KINDS])
+    t = rivals_report.accounts_table(accounts)
+    assert list(t["account"]) == list(rivals_report.ACCOUNT_NAMES.values())
+    assert list(t.columns) == ["account", *KINDS]
+    assert t.iloc[0]["decoder"] == "tangent_bias/decoder"
+
+
+def test_a_contrast_table_shows_one_family():
+    contrasts = pd.DataFrame([{"family": f, "contrast": c, "kind": "encoder", "outcome": "log_mean_cosine",
+                               "estimate": 0.1, "lo": 0.0, "hi": 0.2, "p": 0.04, "p_holm": 0.08, "word": "positive",
+                               "other": 1} for f, c in (("primary", "head_final"), ("secondary", "x"))])
+    t = rivals_report.contrast_table(contrasts, "primary")
+    assert list(t["contrast"]) == ["head_final"]
+    assert list(t.columns) == ["contrast", "architecture", "reading", "estimate", "lo", "hi", "p", "Holm p", "word"]
+
+
+def test_the_accounts_named_are_the_registered_ones_in_order():
+    """The chapter names the accounts the registration lists (data/preregistration/rivals.toml, read
+    only at its pinned sha256), in its order."""
+    assert list(rivals_report.registration()["accounts"]) == list(rivals_report.ACCOUNT_NAMES)
