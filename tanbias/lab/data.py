@@ -416,7 +416,7 @@ def _round_robin(valid: dict, languages, rng) -> Iterator[tuple[str, str]]:
 
 def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, languages=None,
                  order: str = "mixture", regime: str = "natural", special_tokens: bool = True,
-                 half: int | None = None) -> dict:
+                 half: int | None = None, documents: dict | None = None) -> dict:
     """Held-out documents of the corpus (its validation split), tokenised and cut into rows.
 
     The one builder of held-out text: the lab's common text (:func:`common_batches`),
@@ -452,6 +452,9 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
         Read only the even-numbered (0) or odd-numbered (1) held-out documents of each
         language: two texts with no document in common (a proxy fitted on one, tested on
         the other).
+    documents : dict, optional
+        ``{language: [text, ...]}``: documents of one's own, read instead of the corpus'
+        validation split (``languages`` then defaults to its keys).
 
     Returns
     -------
@@ -474,7 +477,14 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     seed = check_int("seed", seed, lo=0)
     check_choice("order", order, HELDOUT_ORDERS)
     check_choice("regime", regime, REGIMES)
-    _, valid = split(languages)
+    if documents is None:
+        _, valid = split(languages)
+    else:
+        missing = [lang for lang in (languages or ()) if lang not in documents]
+        if missing or not documents:
+            raise ParameterError(f"languages={languages!r} is out of range for the documents given: valid "
+                                 f"values are subsets of {sorted(documents)}. Pass documents in each language.")
+        valid = {lang: list(documents[lang]) for lang in (languages or documents)}
     languages = list(valid) if languages is None else list(languages)
     if half is not None:
         half = check_int("half", half, lo=0, hi=1, hint="0: the even-numbered documents, 1: the odd ones.")
@@ -492,7 +502,8 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     while len(ids) < need:
         chunk = list(itertools.islice(docs, 64))
         if not chunk:
-            raise ParameterError(f"n_tokens={n_tokens} is out of range: the held-out documents of "
+            source = "held-out documents" if documents is None else "documents given"
+            raise ParameterError(f"n_tokens={n_tokens} is out of range: the {source} of "
                                  f"{languages} hold only {len(ids)} tokens. Pass fewer tokens.")
         encoded = tokenizer([doc for _, doc in chunk], add_special_tokens=special_tokens,
                             verbose=False)["input_ids"]
@@ -513,7 +524,7 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
 
 def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int = 0,
                     regime: str = "natural", batch_size: int = 8, languages=None, half: int | None = None,
-                    order: str = "mixture") -> list[dict]:
+                    order: str = "mixture", documents: dict | None = None) -> list[dict]:
     """Held-out batches under a model's own tokenizer: :func:`heldout_text` (mixture order, with
     special tokens), masked for an encoder as the lab's training batches are.
 
@@ -521,7 +532,7 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
     ``seed`` (:func:`mask_tokens` with the tokenizer's own special and mask ids);
     decoder labels are the inputs (the model shifts them). The batches are a
     function of ``(tokenizer, kind, n_tokens, seq_len, seed, regime, batch_size, languages,
-    half, order)`` (the last three as :func:`heldout_text`).
+    half, order, documents)`` (the last four as :func:`heldout_text`).
 
     Returns
     -------
@@ -541,7 +552,8 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
                              f"({type(tokenizer).__name__}): valid range is {{'decoder'}}. Masked-LM "
                              "checkpoints ship a tokenizer with a mask token.")
     block = torch.as_tensor(heldout_text(tokenizer, n_tokens, seq_len, seed=seed, languages=languages,
-                                         regime=regime, half=half, order=order)["input_ids"])
+                                         regime=regime, half=half, order=order,
+                                         documents=documents)["input_ids"])
     gen = torch.Generator().manual_seed(int(seed))
     out = []
     for i in range(0, block.shape[0], batch_size):
