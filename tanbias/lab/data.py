@@ -38,7 +38,7 @@ __all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "alias_map_of", "alias_batch",
            "ALIAS_SEED_OFFSET", "training_streams",
            "PROBE_EVAL_SEED", "probe_eval_batches",
-           "HELDOUT_ORDERS", "heldout_text", "heldout_batches", "common_batches"]
+           "HELDOUT_ORDERS", "encode_documents", "heldout_text", "heldout_batches", "common_batches"]
 
 
 def check_languages(languages) -> list | None:
@@ -414,6 +414,25 @@ def _round_robin(valid: dict, languages, rng) -> Iterator[tuple[str, str]]:
             return
 
 
+def encode_documents(tokenizer, docs, special_tokens: bool = True) -> list[list[int]]:
+    """Each document's token ids as :func:`heldout_text` reads them.
+
+    With ``special_tokens`` the tokenizer's own special tokens, and its end-of-text token
+    at the end of every document that does not end with it already (documents stay
+    separated once they are cut into rows); without, the text alone.
+
+    Example
+    -------
+    >>> from tanbias.lab.tokenizer import load_tokenizer
+    >>> tok = load_tokenizer()
+    >>> [x[-1] == tok.eos_token_id for x in encode_documents(tok, ["a b", "c"])]
+    [True, True]
+    """
+    encoded = tokenizer(list(docs), add_special_tokens=special_tokens, verbose=False)["input_ids"]
+    eos = tokenizer.eos_token_id if special_tokens else None
+    return [[*x, int(eos)] if eos is not None and (not x or x[-1] != eos) else list(x) for x in encoded]
+
+
 def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, languages=None,
                  order: str = "mixture", regime: str = "natural", special_tokens: bool = True,
                  half: int | None = None, documents: dict | None = None) -> dict:
@@ -494,7 +513,6 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     else:
         docs = _round_robin(valid, languages, np.random.default_rng(seed))
     need = math.ceil(n_tokens / seq_len) * seq_len
-    eos = tokenizer.eos_token_id if special_tokens else None
     ids: list[int] = []
     langs: list[str] = []
     doc_of: list[int] = []
@@ -505,13 +523,10 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
             source = "held-out documents" if documents is None else "documents given"
             raise ParameterError(f"n_tokens={n_tokens} is out of range: the {source} of "
                                  f"{languages} hold only {len(ids)} tokens. Pass fewer tokens.")
-        encoded = tokenizer([doc for _, doc in chunk], add_special_tokens=special_tokens,
-                            verbose=False)["input_ids"]
+        encoded = encode_documents(tokenizer, [doc for _, doc in chunk], special_tokens)
         for (lang, _), x in zip(chunk, encoded):
             if len(ids) >= need:
                 break
-            if eos is not None and (not x or x[-1] != eos):
-                x = [*x, int(eos)]
             ids += x
             langs += [lang] * len(x)
             doc_of += [used] * len(x)

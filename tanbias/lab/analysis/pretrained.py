@@ -399,7 +399,8 @@ def language_text(tok, kind: str, lang: str, s: dict, seq_len: int, documents: d
 
 
 def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, progress: bool = True,
-                     documents: dict | None = None, metrics: dict | None = None) -> dict:
+                     documents: dict | None = None, metrics: dict | None = None, text: dict | None = None,
+                     frequency: np.ndarray | None = None) -> dict:
     """Every table of one model in one language: one forward pass, then every reading of its rows.
 
     The held-out text of ``lang`` (:func:`language_text`), the types' frequencies in the
@@ -417,6 +418,11 @@ def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, pr
         The settings (:data:`DEFAULTS` and any overrides).
     documents : dict, optional
         ``{lang: [text, ...]}`` read instead of the corpus' held-out documents.
+    metrics : dict, optional
+        More anisotropy readings (:func:`layer_tables`).
+    text, frequency : optional
+        :func:`language_text` and :func:`corpus_frequencies` of this language, when the
+        caller has them already (several checkpoints of one model read the same text).
 
     Returns
     -------
@@ -436,11 +442,13 @@ def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, pr
     seconds, notes = {}, []
     vocab = int(max(len(tok), model.get_input_embeddings().weight.shape[0]))
     special_all = np.asarray(tok.all_special_ids, dtype=np.int64)
-    text = language_text(tok, kind, lang, s, seq_len, documents)
+    if text is None:
+        text = language_text(tok, kind, lang, s, seq_len, documents)
     ids = text["input_ids"]
     keep = ~np.isin(ids, special_all)
     t0 = time.perf_counter()
-    frequency = corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
+    if frequency is None:
+        frequency = corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
     seconds["frequencies"] = time.perf_counter() - t0
     H, seconds["forward"] = hidden_states(model, ids, keep, s["batch_size"], progress)
     type_ids, doc_ids, sink = ids[keep], text["document"][keep], text["sink"][keep]
