@@ -149,9 +149,18 @@ def findings(tables: dict) -> list[tuple[str, str]]:
                     f"{rep[f'{kl}_curv_max']:+.2f}); a curved manifold gives 2, a flat cloud 0."))
     if f"{k}_enrich_trained_median" in rep:
         out.append(("alignment", f"The gradients' median enrichment in the activations' top principal directions "
-                    f"over the inner layers is {rep[f'{k}_enrich_trained_median']:.2f}, against "
+                    f"over the inner layers is {rep[f'{k}_enrich_trained_median']:.2f}{where}, against "
                     f"{rep[f'{k}_enrich_null_median']:.2f} for a randomly initialised copy (1 = a random "
                     "subspace)."))
+    traj = tables.get("trajectory")
+    if traj is not None and "enrichment_gmean" in traj and traj["enrichment_gmean"].notna().any():
+        curve = traj.drop_duplicates("revision").set_index("revision")["enrichment_gmean"]
+        peak = curve.idxmax()
+        at = list(curve.index).index(peak) + 1
+        out.append(("trajectory", f"Over the {len(curve)} checkpoints the enrichment (geometric mean over the "
+                    f"layers) peaks at {peak} ({at} of {len(curve)}: ×{curve.max():.2f}); the last holds "
+                    f"×{curve.iloc[-1] / curve.max():.2f} of that peak. 'Imprinted early' means a peak early in "
+                    "training that later training does not raise."))
     return out
 
 
@@ -189,27 +198,27 @@ def trajectory_interactive(trajectory) -> Interactive:
         return out
 
     def figure(data, reading):
+        # the same traces for every reading: an empty band where a reading has no interval, an
+        # empty null line but for the enrichment
         traces = []
         for i, (lang, (x, y, lo, hi)) in enumerate(data.items()):
             c = COLORS[i % len(COLORS)]
-            name = LANGUAGE_NAMES.get(lang, lang)
-            if lo is not None:
-                traces.append(go.Scatter(x=x, y=hi, mode="lines", line=dict(width=0), showlegend=False,
-                                         hoverinfo="skip"))
-                traces.append(go.Scatter(x=x, y=lo, mode="lines", line=dict(width=0), fill="tonexty",
-                                         fillcolor=c, opacity=0.2, showlegend=False, hoverinfo="skip"))
-            traces.append(go.Scatter(x=x, y=y, mode="lines+markers", name=name, line=dict(color=c)))
+            bx, by = (x + x[::-1], hi + lo[::-1]) if lo is not None else ([], [])
+            traces.append(go.Scatter(x=bx, y=by, fill="toself", fillcolor=c, opacity=0.2, line=dict(width=0),
+                                     mode="lines", showlegend=False, hoverinfo="skip"))
+            traces.append(go.Scatter(x=x, y=y, mode="lines+markers", name=LANGUAGE_NAMES.get(lang, lang),
+                                     line=dict(color=c)))
+        nx, ny = [], []
         if reading == "enrichment_gmean" and "null_enrichment_gmean" in trajectory:
             x0 = data[langs[0]][0]
-            null = float(trajectory["null_enrichment_gmean"].iloc[0])
-            traces.append(go.Scatter(x=[x0[0], x0[-1]], y=[null, null], mode="lines", name="random-init copy",
-                                     line=dict(color=GREY, dash="dash")))
+            nx, ny = [x0[0], x0[-1]], [float(trajectory["null_enrichment_gmean"].iloc[0])] * 2
+        traces.append(go.Scatter(x=nx, y=ny, mode="lines", name="random-init copy",
+                                 line=dict(color=GREY, dash="dash")))
         fig = go.Figure(traces)
-        fig.add_hline(y=0.0 if reading.startswith("rho") else 1.0 if reading == "enrichment_gmean"
-                      else 0.0, line=dict(color=GREY, width=1))
+        fig.add_hline(y=1.0 if reading == "enrichment_gmean" else 0.0, line=dict(color=GREY, width=1))
         fig.update_xaxes(type="category")
         return labelled(fig, f"Over training: {readings[reading][0]}", "checkpoint (training order)",
-                        readings[reading][0], legend="language")
+                        readings[reading][0], legend="")
 
     return Interactive(params=[Param("reading", "reading", options=tuple(readings),
                                      fmt=lambda c: readings[c][0])],
@@ -270,7 +279,8 @@ def report_html(tables: dict) -> str:
     tokens = ", ".join(f"{LANGUAGE_NAMES.get(lang, lang)} {n:,}" for lang, n in man["tokens_measured"].items())
     rows = [("model", man["model"]), ("kind", f"{man['kind']} ({man['arch']}, {man['model_type']})"),
             ("weights (sha256)", weights), ("text", man["text"].get("path") or "the corpus' held-out documents"),
-            ("tokens measured", tokens + " (the first position and special tokens left out)"),
+            ("tokens measured", tokens + (" (special tokens and each row's first position left out)"
+                                          if man["kind"] == "decoder" else " (special tokens left out)")),
             ("checkpoints", ", ".join(man["revisions"])),
             ("settings", ", ".join(f"{k} = {v}" for k, v in man["settings"].items()
                                    if k in ("n_tokens", "m", "draws", "n_boot", "probe_tokens", "seed"))),

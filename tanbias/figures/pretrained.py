@@ -282,17 +282,19 @@ def curvature_interactive(pretrained: dict) -> Interactive:
     def figure(data, measurement=first, depth="middle"):
         fig = go.Figure(go.Scatter(x=data["x"], y=data["y"], mode="markers", name="token types",
                                    marker=dict(size=5, color=COLORS[0], opacity=0.6)))
+        # the same three traces at every depth (empty lines where too few types were measured)
+        xs = fitted = two = np.array([])
         if len(data["x"]) > 2:
             x0 = float(np.median(data["x"]))
             y0 = float(np.median(data["y"]))
             xs = np.array([data["x"].min(), data["x"].max()])
-            if np.isfinite(data["slope"]):
-                fig.add_trace(go.Scatter(x=xs, y=y0 * (xs / x0) ** data["slope"], mode="lines",
-                                         name=f"fitted slope {data['slope']:.2f}",
-                                         line=dict(color=COLORS[1])))
-            fig.add_trace(go.Scatter(x=xs, y=y0 * (xs / x0) ** 2, mode="lines",
-                                     name="slope 2 (curved manifold)",
-                                     line=dict(color=GREY, dash="dot")))
+            fitted = y0 * (xs / x0) ** data["slope"] if np.isfinite(data["slope"]) else np.array([])
+            two = y0 * (xs / x0) ** 2
+        slope = f"fitted slope {data['slope']:.2f}" if np.isfinite(data["slope"]) else "fitted slope (too few types)"
+        fig.add_trace(go.Scatter(x=xs if len(fitted) else [], y=fitted, mode="lines", name=slope,
+                                 line=dict(color=COLORS[1])))
+        fig.add_trace(go.Scatter(x=xs, y=two, mode="lines", name="slope 2 (curved manifold)",
+                                 line=dict(color=GREY, dash="dot")))
         fig.update_xaxes(type="log")
         fig.update_yaxes(type="log")
         return labelled(fig, f"{measurement}, layer {data['layer']}: variance outside the top "

@@ -38,6 +38,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -643,10 +644,16 @@ def measure_model(model, out=None, *, text=None, languages=None, n_tokens: int |
         if report is not None:
             t0 = time.perf_counter()
             seconds["total"] = t0 - t_start            # so far: the manifest's last word comes after
-            html = report({"manifest": {**manifest, "seconds": dict(seconds)}, **tables})
-            atomic_write_text(tmp / "report.html", html)
+            try:
+                html = report({"manifest": {**manifest, "seconds": dict(seconds)}, **tables})
+            except Exception as exc:  # noqa: BLE001 - the tables stand without their report
+                notes.append(f"the report could not be drawn ({type(exc).__name__}: {exc}); the tables are "
+                             "complete")
+                warnings.warn(notes[-1], stacklevel=2)
+            else:
+                atomic_write_text(tmp / "report.html", html)
+                manifest["report"] = "report.html"
             seconds["report"] = time.perf_counter() - t0
-            manifest["report"] = "report.html"
         seconds["total"] = time.perf_counter() - t_start
         manifest.update({"seconds": seconds, "git": git_commit(), **_peak_gb(dev)})
         # the manifest last: a folder without one is an unfinished measurement
