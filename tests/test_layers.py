@@ -31,8 +31,10 @@ PKG = ROOT / "tanbias"
 #: ``tanbias/theory/`` the maths, ``tanbias/lab/`` the lab, ``tanbias/figures/`` the
 #: presentation and ``tanbias/book/`` the book machinery. Within a layer a module may
 #: import modules of the same or a lower rank.
-LAYER_NAMES = ("core", "maths", "lab", "presentation", "book")
+LAYER_NAMES = ("core", "maths", "lab", "presentation", "book", "command line")
 FOLDERS = {"theory": 1, "lab": 2, "figures": 3, "book": 4}
+#: the package's command line (``python -m tanbias``): above every layer, it dispatches to them
+COMMAND_LINE = "tanbias.__main__"
 #: the core's rank order (the package itself carries the version only)
 CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1, "tanbias.stats": 2}
 #: The lab's chain, bottom to top; a module of one step may import the steps below it.
@@ -56,6 +58,7 @@ LAB = [
     ["tanbias.lab.analysis.sweep_report"],
     ["tanbias.lab.analysis.posthoc"],
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
+    ["tanbias.lab.analysis.measure"],
     ["tanbias.lab.analysis.dose_design"],
     ["tanbias.lab.analysis.dose"],
     ["tanbias.lab.analysis.dose_report"],
@@ -76,6 +79,8 @@ def layer_of(module: str) -> tuple[int, int]:
     """(layer index in LAYER_NAMES, rank) of ``module``, read from its folder; KeyError when
     the folder is not a layer or (core, lab) the module has no rank yet."""
     parts = module.split(".")
+    if module == COMMAND_LINE:
+        return LAYER_NAMES.index("command line"), 0
     if len(parts) <= 2 and module not in ("tanbias.theory", "tanbias.lab", "tanbias.figures", "tanbias.book"):
         return 0, CORE[module]
     layer = FOLDERS[parts[1]]

@@ -52,8 +52,8 @@ def book_url(root=None) -> str:
 
     from tanbias.lab.runs import ROOT
 
-    config = yaml.safe_load((Path(root or ROOT) / "_config.yml").read_text(encoding="utf8"))
-    return config["html"]["baseurl"].rstrip("/") + "/"
+    book = yaml.safe_load((Path(root or ROOT) / "_config.yml").read_text(encoding="utf8"))
+    return book["html"]["baseurl"].rstrip("/") + "/"
 
 
 def chapter_url(doc: str, label: str | None = None) -> str:

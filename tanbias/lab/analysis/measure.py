@@ -396,8 +396,8 @@ def _check_tokenizer(loaded: dict, name: str, alignment: bool) -> None:
     tok, kind = loaded["tokenizer"], loaded["kind"]
     start, end = pt.frame_tokens(tok)
     if kind == "encoder" and (start is None or end is None):
-        missing = " and ".join(w for w, i in (("a start token ([CLS] or <s>)", start),
-                                              ("an end token ([SEP] or </s>)", end)) if i is None)
+        missing = " and no ".join(w for w, i in (("start token ([CLS] or <s>)", start),
+                                                 ("end token ([SEP] or </s>)", end)) if i is None)
         raise ParameterError(f"model={name!r} is not allowed: its tokenizer ({type(tok).__name__}) has no "
                              f"{missing}: valid range is an encoder whose tokenizer frames its rows as it "
                              "was trained. Save the model's own tokenizer beside it.")
@@ -445,8 +445,8 @@ def _text_checks(text: dict, tok, s: dict, lang: str, source: str | None) -> Non
     docs = len(np.unique(text["document"][keep]))
     what = f"text={source!r}" if source is not None else f"the held-out text ({lang})"
     if docs < MIN_DOCUMENTS:
-        raise ParameterError(f"{what} is too short for the bootstrap in {lang!r}: it holds {docs} "
-                             f"documents in {int(keep.sum())} tokens, and the premise's intervals resample "
+        raise ParameterError(f"{what} is too short for the bootstrap in {lang!r}: the {int(keep.sum())} tokens read "
+                             f"span {docs} document{'s' if docs != 1 else ''}, and the premise's intervals resample "
                              f"documents: valid range is at least {MIN_DOCUMENTS} documents. Pass a longer text "
                              "(documents separated by blank lines) or more --tokens.")
     counts = np.bincount(ids[keep])
