@@ -4,7 +4,7 @@
                                     [--revisions R ...] [--out DIR] [--device D] [--no-alignment]
                                     [--no-progress]
         chapter 9's measurements on any model (tanbias.lab.analysis.measure), with a report
-        that opens offline (tanbias.figures.measure)
+        that opens offline (tanbias.figures.report)
 
 The lab's own commands (training, the experiments) are ``python -m tanbias.lab``.
 """
@@ -42,7 +42,7 @@ def _measure_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _measure(args) -> int:
-    from tanbias.figures.measure import report_html
+    from tanbias.figures.report import report_html
     from tanbias.lab.analysis.measure import measure_model
 
     man = measure_model(args.model, args.out, text=args.text, languages=args.language, n_tokens=args.tokens,

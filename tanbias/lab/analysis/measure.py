@@ -52,7 +52,7 @@ from tanbias.lab.runs import atomic_write_text, sha256
 __all__ = ["COMMAND", "ARCHITECTURES", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS", "MIN_TYPES",
            "SETTINGS", "TEXT_LANGUAGE", "read_documents", "resolve_device", "model_revisions", "check_out",
            "staged_folder", "load_model", "weights_sha256", "measure_model", "trajectory_table",
-           "load_measurement", "bench_measure"]
+           "split_revisions", "findings", "load_measurement", "bench_measure"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
 COMMAND = "python -m tanbias measure"
@@ -734,6 +734,98 @@ def trajectory_table(tables: dict):
                 row.update(null)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def split_revisions(tables: dict) -> dict:
+    """``{label: tables}``: one entry per checkpoint, in the form the chapter's figures read.
+
+    One model gives ``{its name: tables}``; a series (tables with a ``revision`` column)
+    gives one entry per revision, each with the random-init null of the alignment test
+    (measured once) beside its own rows.
+    """
+    man = tables["manifest"]
+    name = Path(str(man["model"]).rstrip("/\\")).name or str(man["model"])
+    keys = [k for k in tables if k not in ("manifest", "trajectory")]
+    if "revision" not in tables["anisotropy"]:
+        return {name: tables}
+    out = {}
+    for rev in dict.fromkeys(tables["anisotropy"]["revision"]):
+        part = {"manifest": man}
+        for key in keys:
+            t = tables[key]
+            keep = t["revision"] == rev
+            if key == "alignment":
+                keep |= t["model"] == "random-init"
+            part[key] = t[keep].drop(columns=["revision", "step"]).reset_index(drop=True)
+        out[str(rev)] = part
+    return out
+
+
+def _ci(v, lo, hi) -> str:
+    return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def findings(tables: dict) -> list[tuple[str, str]]:
+    """What the measurements say, in sentences, each with the key of the section that explains it.
+
+    Read from :func:`tanbias.lab.analysis.pretrained_report.pretrained_table` (chapter 9's
+    numbers and its words: an interval's word, the band's word over the blocks), at the last
+    checkpoint of a series.
+
+    Returns
+    -------
+    list of (section, sentence)
+        ``section``: ``"premise"``, ``"anisotropy"``, ``"alignment"``, ``"curvature"`` or
+        ``"trajectory"``, the reading the sentence is about.
+    """
+    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SINK_RATIO, pretrained_table
+
+    parts = split_revisions(tables)
+    label = list(parts)[-1]
+    tab = parts[label]
+    rep = pretrained_table({label: tab})
+    k = f"ch9_{label}"
+    out = []
+    where = "" if len(parts) == 1 else f" (checkpoint {label})"
+    for lang in dict.fromkeys(tab["anisotropy"]["language"]):
+        kl, name = f"{k}_{lang}", LANGUAGE_NAMES.get(lang, lang)
+        t = f"{kl}_t_corpus"
+        out.append(("premise", f"{name}{where}: at the last layer, ρ(log frequency, radius t) = "
+                    f"{_ci(rep[f'{t}_rho'], rep[f'{t}_lo'], rep[f'{t}_hi'])}, {rep[f'{t}_sign']}; over the blocks "
+                    f"the band is {rep[f'{t}_band']}. The premise predicts negative."))
+        d = f"{kl}_dist_corpus"
+        out.append(("premise", f"{name}: the distance of a type's centroid to the layer mean gives "
+                    f"{_ci(rep[f'{d}_rho'], rep[f'{d}_lo'], rep[f'{d}_hi'])} at the last layer, "
+                    f"{rep[f'{d}_sign']}; self-similarity {rep[f'{kl}_self_corpus_rho']:+.2f}, "
+                    f"{rep[f'{kl}_self_corpus_sign']}."))
+        out.append(("anisotropy", f"{name}: the mean cosine of random pairs peaks at {rep[f'{kl}_cos_max']:.2f} "
+                    f"(block {rep[f'{kl}_cos_max_layer']}, first position left out; "
+                    f"{rep[f'{kl}_cos_max_with_sink']:.2f} with it); IsoScore* reaches at most "
+                    f"{rep[f'{kl}_iso_max']:.2f}; outlier dimensions: {rep[f'{kl}_outliers']}."))
+        if f"{kl}_sink_ratio_max" in rep:
+            ratio = rep[f"{kl}_sink_ratio_max"]
+            out.append(("anisotropy", f"{name}: the first position's norm is up to {ratio:.1f} times the median "
+                        f"elsewhere (block {rep[f'{kl}_sink_ratio_layer']}): "
+                        f"{'a sink' if ratio > SINK_RATIO else 'no sink'} by chapter 9's rule (above "
+                        f"{SINK_RATIO:.0f} times)."))
+        out.append(("curvature", f"{name}: the normal share's slope against t has median "
+                    f"{rep[f'{kl}_curv_median']:+.2f} over the blocks (from {rep[f'{kl}_curv_min']:+.2f} to "
+                    f"{rep[f'{kl}_curv_max']:+.2f}); a curved manifold gives 2, a flat cloud 0."))
+    if f"{k}_enrich_trained_median" in rep:
+        out.append(("alignment", f"The gradients' median enrichment in the activations' top principal directions "
+                    f"over the inner layers is {rep[f'{k}_enrich_trained_median']:.2f}{where}, against "
+                    f"{rep[f'{k}_enrich_null_median']:.2f} for a randomly initialised copy (1 = a random "
+                    "subspace)."))
+    traj = tables.get("trajectory")
+    if traj is not None and "enrichment_gmean" in traj and traj["enrichment_gmean"].notna().any():
+        curve = traj.drop_duplicates("revision").set_index("revision")["enrichment_gmean"]
+        peak = curve.idxmax()
+        at = list(curve.index).index(peak) + 1
+        out.append(("trajectory", f"Over the {len(curve)} checkpoints the enrichment (geometric mean over the "
+                    f"layers) peaks at {peak} ({at} of {len(curve)}: ×{curve.max():.2f}); the last holds "
+                    f"×{curve.iloc[-1] / curve.max():.2f} of that peak. 'Imprinted early' means a peak early in "
+                    "training that later training does not raise."))
+    return out
 
 
 def load_measurement(folder) -> dict:
