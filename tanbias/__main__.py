@@ -2,7 +2,7 @@
 
     python -m tanbias measure MODEL [--text FILE | --language LANG ...] [--tokens N]
                                     [--revisions R ...] [--out DIR] [--device D] [--no-alignment]
-                                    [--no-progress]
+                                    [--threads N] [--no-progress]
         chapter 9's measurements on any model (tanbias.lab.analysis.measure), with a report
         that opens offline (tanbias.figures.report)
 
@@ -16,10 +16,11 @@ import sys
 
 def _measure_arguments(p: argparse.ArgumentParser) -> None:
     from tanbias.lab.analysis.measure import MIN_TOKENS, TEXT_LANGUAGE
+    from tanbias.lab.zoo import ZOO
 
-    p.add_argument("model", help="a zoo name (smollm2-135m, gemma3-270m, minilm-l6, me5-small), a local folder "
-                                 "that transformers loads (a causal LM, a masked LM or an encoder), a folder of "
-                                 "checkpoint folders, or a hub id where the network allows")
+    p.add_argument("model", help=f"a zoo name ({', '.join(ZOO)}), a local folder that transformers loads (a causal "
+                                 "LM, a masked LM or an encoder), a folder of checkpoint folders, or a hub id where "
+                                 "the network allows")
     p.add_argument("--text", default=None, metavar="FILE",
                    help="a UTF-8 text of your own, documents separated by blank lines (default: the corpus' "
                         "held-out documents)")
@@ -38,12 +39,22 @@ def _measure_arguments(p: argparse.ArgumentParser) -> None:
                         "measurement is complete")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, mps or auto (default cpu)")
     p.add_argument("--no-alignment", action="store_true", help="skip the post-hoc alignment test")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads of torch (default: torch's own; on a machine shared with other jobs, "
+                        "1 or 2 are often faster)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _measure(args) -> int:
     from tanbias.figures.report import report_html
     from tanbias.lab.analysis.measure import measure_model
+
+    if args.threads is not None:
+        import torch
+
+        from tanbias._checks import check_int
+
+        torch.set_num_threads(check_int("threads", args.threads, lo=1, hint="Pass e.g. --threads 2."))
 
     man = measure_model(args.model, args.out, text=args.text, languages=args.language, n_tokens=args.tokens,
                         revisions=args.revisions, alignment=not args.no_alignment, device=args.device,

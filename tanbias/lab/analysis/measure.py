@@ -51,6 +51,7 @@ from tanbias.lab.runs import atomic_write_text, sha256
 
 __all__ = ["COMMAND", "ARCHITECTURES", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS", "MIN_TYPES",
            "SETTINGS", "TEXT_LANGUAGE", "read_documents", "resolve_device", "model_revisions", "check_out",
+           "probe_tokens", "architecture_table",
            "staged_folder", "load_model", "weights_sha256", "measure_model", "trajectory_table",
            "split_revisions", "findings", "load_measurement", "bench_measure"]
 
@@ -422,6 +423,8 @@ def _settings(model, n_tokens, languages, text_docs, settings: dict) -> dict:
     s["n_tokens"] = check_int("tokens", s["n_tokens"], lo=MIN_TOKENS,
                               hint="Too few tokens leave too few types with m occurrences for the premise's "
                                    "correlations. Pass more tokens.")
+    if "probe_tokens" not in settings:       # --tokens bounds the alignment test too
+        s["probe_tokens"] = probe_tokens(s["n_tokens"], s["probe_tokens"], s["seq_len"])
     if languages is not None:
         if isinstance(languages, str):
             languages = [languages]
@@ -436,6 +439,31 @@ def _settings(model, n_tokens, languages, text_docs, settings: dict) -> dict:
         s["languages"] = list(pt.model_languages(zoo_name, s)) if zoo_name else [TEXT_LANGUAGE]
     check_languages(s["languages"])
     return s
+
+
+def probe_tokens(n_tokens: int, default: int = pt.DEFAULTS["probe_tokens"], seq_len: int = pt.DEFAULTS["seq_len"]) -> int:
+    """The tokens of each text of the alignment test for ``n_tokens`` of measured text: an eighth
+    of them in whole rows (at least one), at most ``default``; chapter 9's 16,384 give its 2,048.
+
+    Example
+    -------
+    >>> probe_tokens(16_384), probe_tokens(4096), probe_tokens(1024), probe_tokens(100_000)
+    (2048, 512, 256, 2048)
+    """
+    return int(min(default, max(seq_len, n_tokens // 8 // seq_len * seq_len)))
+
+
+def architecture_table():
+    """The architectures the measurement supports, one row per kind: their model types
+    (``config.model_type``) and what the measurement does with their first position."""
+    import pandas as pd
+
+    rows = []
+    for kind, first in (("decoder", "its attention sink: left out, and measured apart"),
+                        ("encoder", "its start token ([CLS] or <s>): special, left out")):
+        rows.append({"kind": kind, "model types": ", ".join(sorted(t for t, k in ARCHITECTURES.items() if k == kind)),
+                     "first position": first})
+    return pd.DataFrame(rows)
 
 
 def _text_checks(text: dict, tok, s: dict, lang: str, source: str | None) -> None:
@@ -567,7 +595,10 @@ def measure_model(model, out=None, *, text=None, languages=None, n_tokens: int |
     frequencies: dict = {}
     first = None
     documents, measured, n_read = {}, {}, {}
-    with staged_folder(out) as tmp:
+    with staged_folder(out) as tmp, warnings.catch_warnings():
+        # the embeddings' readings do not vary (every occurrence of a type is one vector): their
+        # correlations are NaN by design, and numpy says so at every layer 0
+        warnings.filterwarnings("ignore", "Mean of empty slice|Degrees of freedom <= 0", RuntimeWarning)
         it = list(zip(revs, steps))
         if progress and len(it) > 1:
             from tqdm.auto import tqdm
@@ -778,13 +809,13 @@ def findings(tables: dict) -> list[tuple[str, str]]:
         ``section``: ``"premise"``, ``"anisotropy"``, ``"alignment"``, ``"curvature"`` or
         ``"trajectory"``, the reading the sentence is about.
     """
-    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SINK_RATIO, pretrained_table
+    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table
 
     parts = split_revisions(tables)
     label = list(parts)[-1]
     tab = parts[label]
     rep = pretrained_table({label: tab})
-    k = f"ch9_{label}"
+    k = f"ch9_{SHORT.get(label, label)}"
     out = []
     where = "" if len(parts) == 1 else f" (checkpoint {label})"
     for lang in dict.fromkeys(tab["anisotropy"]["language"]):
