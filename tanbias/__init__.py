@@ -9,6 +9,10 @@ started, i.e. myst-nb / nbclient), plotly's renderer becomes
 MathJax). In a live JupyterLab kernel plotly's own rendering is kept.
 
 See ``DESIGN.md`` for the map of modules and their layers.
+
+``__version__`` is the one source of the version: the installed distribution's metadata
+(``pyproject.toml`` reads it), ``tanbias --version``, the built book's footer and every new run
+and measurement manifest take it from here. ``CHANGELOG.md`` says how releases are tagged.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,97 +1,139 @@
-"""The package's command line: ``python -m tanbias COMMAND ...``.
+"""The ``tanbias`` command: ``tanbias COMMAND ...`` and ``python -m tanbias COMMAND ...`` are one.
 
-    python -m tanbias measure MODEL [--text FILE | --language LANG ...] [--tokens N]
-                                    [--revisions R ...] [--out DIR] [--device D] [--no-alignment]
-                                    [--threads N] [--no-progress]
-        chapter 9's measurements on any model (tanbias.lab.analysis.measure), with a report
-        that opens offline (tanbias.figures.report)
+``pip install -e .`` (``make install``) puts ``tanbias`` on the path; it runs :func:`main`, as
+``python -m tanbias`` does. ``tanbias --version`` prints the package's version
+(:data:`tanbias.__version__`, its one source).
 
-The lab's own commands (training, the experiments) are ``python -m tanbias.lab``.
+This is the package face's command line, above every layer (DESIGN.md, "Layers"): a command may
+run code of any layer, which is imported only when that command runs, so ``tanbias --version``
+imports nothing but the package itself. A command is one line of :data:`COMMANDS`::
+
+    "name": Command("package.module:function", "what it does, in one line"),
+
+where ``function(argv)`` parses the command's own arguments (everything after its name) and
+returns an exit status (``None`` counts as 0).
 """
+
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import sys
+from collections.abc import Callable, Sequence
+
+import tanbias
+from tanbias.errors import ParameterError
+
+__all__ = ["Command", "COMMANDS", "main"]
+
+PROG = "tanbias"
 
 
-def _measure_arguments(p: argparse.ArgumentParser) -> None:
-    from tanbias.lab.analysis.measure import MIN_TOKENS, TEXT_LANGUAGE
-    from tanbias.lab.zoo import ZOO
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A command of ``tanbias``: the function that runs it, named, and imported only when it runs.
 
-    p.add_argument("model", help=f"a zoo name ({', '.join(ZOO)}), a local folder that transformers loads (a causal "
-                                 "LM, a masked LM or an encoder), a folder of checkpoint folders, or a hub id where "
-                                 "the network allows")
-    p.add_argument("--text", default=None, metavar="FILE",
-                   help="a UTF-8 text of your own, documents separated by blank lines (default: the corpus' "
-                        "held-out documents)")
-    p.add_argument("--language", nargs="+", default=None, metavar="LANG",
-                   help="the corpus languages to read (default: a zoo model's own, else en); with --text, the "
-                        f"text's language, whose corpus counts rank its types by frequency (default "
-                        f"{TEXT_LANGUAGE})")
-    p.add_argument("--tokens", type=int, default=None, metavar="N",
-                   help=f"tokens per language, at least {MIN_TOKENS}: bounds time and memory (default 16384, "
-                        "chapter 9's)")
-    p.add_argument("--revisions", nargs="+", default=None, metavar="R",
-                   help="checkpoints of a hub id or of a folder of checkpoint folders, in training order "
-                        "(default: every folder's); a series gives trajectories over training")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="the folder to write (default measure-<model name>); replaced only once the new "
-                        "measurement is complete")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, mps or auto (default cpu)")
-    p.add_argument("--no-alignment", action="store_true", help="skip the post-hoc alignment test")
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads of torch (default: torch's own; on a machine shared with other jobs, "
-                        "1 or 2 are often faster)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    Parameters
+    ----------
+    target : str
+        ``"module:function"``: the function takes the command's arguments (a list of str) and
+        returns an exit status (``int``; ``None`` counts as 0).
+    help : str
+        One line, shown by ``tanbias --help``.
 
+    Example
+    -------
+    >>> echo = Command("builtins:len", "the number of arguments")
+    >>> echo(["a", "b"])
+    2
+    """
 
-def _measure(args) -> int:
-    from tanbias.figures.report import report_html
-    from tanbias.lab.analysis.measure import measure_model
+    target: str
+    help: str
 
-    if args.threads is not None:
-        import torch
+    def load(self) -> Callable[[list[str]], int | None]:
+        """The function :attr:`target` names, its module imported now.
 
-        from tanbias._checks import check_int
+        Raises
+        ------
+        ParameterError
+            When :attr:`target` is not of the form ``"module:function"``.
+        ImportError, AttributeError
+            When the module or the function does not exist.
+        """
+        module, sep, name = self.target.partition(":")
+        if not (sep and module and name):
+            raise ParameterError(f"target={self.target!r} is not a 'module:function' reference. Name the "
+                                 "function that runs the command, e.g. 'tanbias.lab.__main__:main'.")
+        return getattr(importlib.import_module(module), name)
 
-        torch.set_num_threads(check_int("threads", args.threads, lo=1, hint="Pass e.g. --threads 2."))
-
-    man = measure_model(args.model, args.out, text=args.text, languages=args.language, n_tokens=args.tokens,
-                        revisions=args.revisions, alignment=not args.no_alignment, device=args.device,
-                        progress=not args.no_progress, report=report_html)
-    sec = man["seconds"]
-    print(f"{man['model']}: {man['n_tokens']} tokens in {sec['total']:.0f} s (forward {sec['forward']:.0f} s, "
-          f"{man['tokens_per_s']:.0f} tokens/s), peak memory {man['peak_rss_gb']:.1f} GB")
-    print(f"tables and manifest in {man['out']}; the report: {man['out']}/report.html")
-    for note in man["notes"]:
-        print(f"note: {note}")
-    return 0
+    def __call__(self, argv: Sequence[str]) -> int:
+        status = self.load()(list(argv))
+        return 0 if status is None else int(status)
 
 
-#: The subcommands: name -> (help, add its arguments, run it).
-COMMANDS = {
-    "measure": ("chapter 9's measurements on any model, with a report", _measure_arguments, _measure),
+#: The commands of ``tanbias``, by name; ``tanbias NAME ARGS...`` runs ``COMMANDS[NAME](ARGS)``.
+#: A new command is one line here.
+COMMANDS: dict[str, Command] = {
+    "measure": Command("tanbias.figures.report:main", "chapter 9's measurements on any model, with a report"),
 }
 
 
-def main(argv=None) -> int:
-    """Run a subcommand; 2 with a one-line error when the input is wrong."""
-    parser = argparse.ArgumentParser(prog="python -m tanbias", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (help_, add, _) in COMMANDS.items():
-        add(sub.add_parser(name, help=help_, description=help_))
-    args = parser.parse_args(argv)
+def _parser() -> argparse.ArgumentParser:
+    listing = "\n".join(f"  {name:<12}{cmd.help}" for name, cmd in COMMANDS.items()) or "  (none yet)"
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Tangent bias: the book's package from the command line.",
+        epilog=f"commands:\n{listing}\n\n`{PROG} COMMAND --help` describes a command.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {tanbias.__version__}")
+    parser.add_argument("command", nargs="?", help="the command to run (listed below)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
+    return parser
 
-    from tanbias.errors import CorruptFileError, ParameterError
-    from tanbias.lab.checkpoints import CheckpointUnavailable
-    from tanbias.lab.zoo import ZooUnavailable
 
+def _status(code) -> int:
+    """An exit status from ``SystemExit.code``: None is 0; a message is printed and is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tanbias`` with the arguments ``argv`` (default: the command line's); its exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program's name.
+
+    Returns
+    -------
+    int
+        0 on success; 2 for a missing or unknown command; otherwise the command's own status.
+
+    Example
+    -------
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    tanbias ...
+    0
+    """
+    parser = _parser()
     try:
-        return COMMANDS[args.command][2](args)
-    except (ParameterError, CorruptFileError, CheckpointUnavailable, ZooUnavailable) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        if args.command not in COMMANDS:
+            known = ", ".join(COMMANDS) or "none yet"
+            parser.error(f"unknown command {args.command!r} (the commands: {known}). "
+                         f"`{PROG} --help` lists them.")
+        return COMMANDS[args.command](args.args)
+    except SystemExit as exc:        # argparse's --help, --version and usage errors, a command's own
+        return _status(exc.code)
 
 
 if __name__ == "__main__":

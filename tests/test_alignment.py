@@ -141,3 +141,52 @@ def test_bad_inputs_name_parameter_value_and_range():
         al.isoscore_star_cov(np.eye(3), zeta=1)
     with pytest.raises(ParameterError, match="rng"):
         al.random_subspace(10, 2, rng=None)
+
+
+# ----------------------------------------------------------------------------- the output bottleneck
+def _bottleneck_gradients(n=3000, D=48, V=300, r=6, rng=0):
+    """Gradients W_U^T (p - y) of an output matrix whose top-r right singular subspace dominates."""
+    rng = np.random.default_rng(rng)
+    Uv = al.orthonormal(rng.normal(size=(V, D)))
+    Vd = al.orthonormal(rng.normal(size=(D, D)))
+    s = np.r_[np.full(r, 30.0), np.ones(D - r)]
+    W_U = Uv @ np.diag(s) @ Vd.T                                    # (V, D)
+    resid = rng.normal(size=(n, V))                                 # stands for p - y
+    G = resid @ W_U
+    top = np.linalg.svd(W_U, full_matrices=False)[2][:r].T          # (D, r)
+    return G, top, Vd[:, :r]
+
+
+def test_gradients_made_from_a_known_output_matrix_give_enrichment_one_after_the_projection():
+    G, top, planted = _bottleneck_gradients()
+    assert np.allclose(top @ top.T, planted @ planted.T, atol=1e-8)          # the SVD finds it
+    Q = al.orthonormal(top + 0.7 * al.random_subspace(G.shape[1], top.shape[1], rng=3))
+    before = al.enrichment_test(G, Q, rng=0)["enrichment"]
+    after = al.enrichment_outside(G, Q, top, rng=0)
+    assert before > 10
+    assert after["enrichment"] == pytest.approx(1.0, abs=0.1)
+    assert after["energy_removed"] > 0.9 and 0 < after["overlap"] < 1
+    assert after["rank"] == top.shape[1]
+
+
+def test_a_proxy_enriched_outside_the_output_subspace_stays_enriched():
+    G, top, _ = _bottleneck_gradients(rng=1)
+    D = G.shape[1]
+    Q = al.random_subspace(D, 4, rng=5, orthogonal_to=top)
+    G = G + 20 * np.random.default_rng(2).normal(size=(len(G), 4)) @ Q.T   # planted energy in Q
+    assert al.enrichment_outside(G, Q, top, rng=0)["enrichment"] > 5
+
+
+def test_a_proxy_inside_the_removed_subspace_has_no_enrichment_left():
+    G, top, _ = _bottleneck_gradients(rng=2)
+    out = al.enrichment_outside(G, top[:, :3], top, rng=0)
+    assert out["rank"] == 0 and np.isnan(out["enrichment"]) and out["overlap"] == pytest.approx(1.0)
+
+
+def test_subspace_sharpness_reads_the_gap_after_rank_r():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 5)) * [3.0, 3.0, 1.0, 1.0, 1.0]
+    assert al.subspace_sharpness(X, 2) == pytest.approx(3.0, rel=0.05)
+    assert al.subspace_sharpness(X, 1) == pytest.approx(1.0, abs=0.05)
+    with pytest.raises(ParameterError, match="rows"):
+        al.subspace_sharpness(X[:2], 2)

@@ -93,8 +93,10 @@ def test_postbuild_and_the_makefile_run_one_set_up_script():
 #: the project's own files that may name its address (data/ and tests/ aside: provenance of
 #: third-party data, and the link detector's examples)
 ADDRESS_FILES = ["README.md", "DESIGN.md", "pyproject.toml", "Makefile", "_config.yml", "intro.md",
-                 "references.bib", "binder/*", "scripts/*", "chapters/*.md", "lab-settings/*"]
-URL = re.compile(r"https?://[^\s)\]>\"'`]+")
+                 "references.bib", "CITATION.cff", "CHANGELOG.md", "LICENSE-text.md", "data/README.md",
+                 "binder/*", "scripts/*", "chapters/*.md", "lab-settings/*"]
+#: an address, up to what closes it in Markdown, HTML, BibTeX or prose (a trailing comma or full stop)
+URL = re.compile(r"https?://[^\s)\]>\"'`}]+[^\s)\]>\"'`},.;:]")
 
 
 def test_the_projects_address_is_the_setting_everywhere():

@@ -11,6 +11,7 @@ Static rules over every ``chapters/*.md`` notebook, read with jupytext:
   source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
   roles, which JupyterLab cannot render;
 * every check is displayed (``display(check.require())``), never printed;
+* a folded output (``hide-output``) says in its toggle what it holds;
 * every table goes through :func:`tanbias.book.tables.format_table` (no ``.style``,
   ``.round(...)``, ``.to_string()`` of its own);
 * what JupyterLab cannot resolve is written so that it reads there too: a
@@ -98,6 +99,21 @@ def test_checks_are_displayed_not_printed(path):
         if cell.cell_type == "code" and re.search(r"print\((check_\w+|\w*check\w*\.require)", cell.source):
             bad.append(i)
     assert not bad, f"{path.name}: checks printed in cells {bad}; use display(check.require())"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_folded_outputs_say_what_they_hold(path):
+    """A cell whose output is folded (``hide-output``) names what the fold holds in its toggle
+    (``mystnb: code_prompt_show``), not myst-nb's "Show code cell outputs"."""
+    bad = []
+    for i, (cell, _) in enumerate(_cells(path)):
+        if cell.cell_type != "code" or "hide-output" not in cell.metadata.get("tags", []):
+            continue
+        prompt = cell.metadata.get("mystnb", {}).get("code_prompt_show", "")
+        if not prompt.strip() or "{type}" in prompt:
+            bad.append(i)
+    assert not bad, (f"{path.name}: folded cells {bad} do not say what they hold; give each a "
+                     "`mystnb: code_prompt_show` line")
 
 
 #: what formats a table outside tanbias.book.tables

@@ -113,3 +113,15 @@ def test_load_config_names_a_run_after_its_file(tmp_path):
     assert load_config(path).name == "my-run"
     with pytest.raises(ParameterError, match="CONFIG="):
         load_config(tmp_path / "missing.json")
+
+
+def test_the_output_bias_is_written_only_where_it_is_not_the_standard_head():
+    std = RunConfig(name="x", size="smoke", steps=12)
+    assert "output_bias" not in std.to_dict() and std.output_bias == "none"
+    uni = std.replace(output_bias="unigram")
+    assert uni.to_dict()["output_bias"] == "unigram"
+    assert RunConfig.from_dict(json.loads(uni.to_json()), stored=True) == uni
+    with pytest.raises(ParameterError, match="output_bias='zipf'.*none.*unigram"):
+        std.replace(output_bias="zipf")
+    with pytest.raises(ParameterError, match="tie_embeddings"):
+        std.replace(output_bias="unigram", tie_embeddings=True)

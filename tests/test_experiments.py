@@ -7,8 +7,8 @@ from tanbias.errors import ParameterError
 from tanbias.lab import runs
 from tanbias.lab.config import KINDS, REGIMES, RunConfig
 from tanbias.lab.experiments import (CONTROL_RUNS, alias_names, causal_names, DOSE_LEVELS, DOSE_SEEDS, SWEEP_SEEDS, design_config, dose_config,
-                                     dose_names, parse_dose_name, parse_sweep_name, sweep_config, sweep_names)
-from tanbias.lab.pipeline import alias_configs, causal_configs, dose_configs, sweep_configs
+                                     dose_names, parse_dose_name, parse_sweep_name, rivals_names, sweep_config, sweep_names)
+from tanbias.lab.pipeline import alias_configs, causal_configs, dose_configs, rivals_configs, sweep_configs
 
 
 def test_names_parse_back():
@@ -47,10 +47,11 @@ def test_dose_names_and_order():
 
 def test_the_committed_config_files_are_what_the_designs_write():
     committed = sorted(p.stem for p in (runs.RUNS_DIR / "configs").glob("*.json"))
-    designed = sorted([*sweep_names(), *CONTROL_RUNS, *dose_names(), *causal_names(), *alias_names()])
+    designed = sorted([*sweep_names(), *CONTROL_RUNS, *dose_names(), *causal_names(), *alias_names(),
+                       *rivals_names()])
     assert committed == designed
     for path in [*sweep_configs(write=False), *dose_configs(write=False), *causal_configs(write=False),
-                 *alias_configs(write=False)]:
+                 *alias_configs(write=False), *rivals_configs(write=False)]:
         assert path.read_text() == design_config(path.stem).to_json(), path
 
 

@@ -6,7 +6,8 @@ table below, which is the one in DESIGN.md:
 
 * no import cycle between modules;
 * no edge from a lower layer to a higher one (within the lab, no edge up its
-  chain from config to the command line);
+  chain from config to the command line); the package face (``tanbias.__main__``,
+  the ``tanbias`` command) is above every layer, and imports them only inside functions;
 * no ``_private`` name imported from another module;
 * the maths modules never import plotly, ``tanbias.figures.interactive`` or
   ``tanbias.figures``, and import the package's maths without pulling plotly;
@@ -27,14 +28,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "tanbias"
 
-#: The layer of a module is its folder: ``tanbias/`` holds the core and the package face,
-#: ``tanbias/theory/`` the maths, ``tanbias/lab/`` the lab, ``tanbias/figures/`` the
-#: presentation and ``tanbias/book/`` the book machinery. Within a layer a module may
-#: import modules of the same or a lower rank.
-LAYER_NAMES = ("core", "maths", "lab", "presentation", "book", "command line")
+#: The layer of a module is its folder: ``tanbias/`` holds the core, ``tanbias/theory/`` the
+#: maths, ``tanbias/lab/`` the lab, ``tanbias/figures/`` the presentation and ``tanbias/book/``
+#: the book machinery; the package face, ``tanbias/__main__.py`` (the ``tanbias`` command), is
+#: above them all. Within a layer a module may import modules of the same or a lower rank.
+LAYER_NAMES = ("core", "maths", "lab", "presentation", "book", "face")
 FOLDERS = {"theory": 1, "lab": 2, "figures": 3, "book": 4}
-#: the package's command line (``python -m tanbias``): above every layer, it dispatches to them
-COMMAND_LINE = "tanbias.__main__"
+#: the package face: it may import any layer, inside the function that runs a command
+FACE = "tanbias.__main__"
 #: the core's rank order (the package itself carries the version only)
 CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1, "tanbias.stats": 2}
 #: The lab's chain, bottom to top; a module of one step may import the steps below it.
@@ -68,6 +69,8 @@ LAB = [
     ["tanbias.lab.analysis.causal_design"],
     ["tanbias.lab.analysis.causal"],
     ["tanbias.lab.analysis.causal_report"],
+    ["tanbias.lab.analysis.rivals_design"],
+    ["tanbias.lab.analysis.rivals"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]
@@ -78,9 +81,9 @@ PRESENTATION = {"tanbias.figures.interactive": 0, "tanbias.figures.renderer": 0,
 def layer_of(module: str) -> tuple[int, int]:
     """(layer index in LAYER_NAMES, rank) of ``module``, read from its folder; KeyError when
     the folder is not a layer or (core, lab) the module has no rank yet."""
+    if module == FACE:
+        return LAYER_NAMES.index("face"), 0
     parts = module.split(".")
-    if module == COMMAND_LINE:
-        return LAYER_NAMES.index("command line"), 0
     if len(parts) <= 2 and module not in ("tanbias.theory", "tanbias.lab", "tanbias.figures", "tanbias.book"):
         return 0, CORE[module]
     layer = FOLDERS[parts[1]]
@@ -226,6 +229,20 @@ def test_maths_import_without_plotly():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_the_package_face_imports_the_layers_lazily():
+    """``tanbias.__main__`` imports only the core at module level (the layers above it inside the
+    function that runs a command), so ``tanbias --version`` loads no numerical stack."""
+    eager = [f"line {line}: {target}" for target, _, line, top in imports_of(FACE)
+             if top and (target == "tanbias" or target.startswith("tanbias."))
+             and layer_of(target if target in MODULES else target.rpartition(".")[0])[0] > 0]
+    assert not eager, f"{FACE} imports a layer above the core at module level: {eager}"
+    code = ("import sys\nimport tanbias.__main__\n"
+            "heavy = [m for m in ('numpy', 'torch', 'plotly', 'pandas', 'transformers') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_chapters_reading_committed_results_import_no_torch():
     """Chapters 8, 9, 10 and the closing page read committed tables: what they import must
     not load torch (about 3 s of CPU a chapter in the book build)."""
@@ -271,7 +288,8 @@ def test_every_runtime_import_is_declared():
 
 
 #: test files named for a topic rather than a module (DESIGN.md, "Tests")
-TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision", "reports"}
+TEST_TOPICS = {"binder", "book", "browser", "chapters", "checks", "figure_contract", "layers", "precision",
+               "release", "reports"}
 
 
 def test_test_files_mirror_the_package():

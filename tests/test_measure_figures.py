@@ -90,12 +90,25 @@ def test_the_report_is_one_page_that_needs_no_network(measured):
     page = fr.report_html(measured["series"])
     assert get_plotlyjs()[:2000] in page, "plotly.js is inlined"
     assert not re.search(r"""<(script|link|img)\b[^>]*\b(src|href)=["']?https?:""", page), "nothing is fetched"
-    for key in ("premise", "types", "anisotropy", "alignment", "curvature", "trajectory"):
+    for key in fr.SECTIONS:
         assert f'<section id="{key}">' in page and fr.chapter_url(*fr.SECTIONS[key][1]) in page, key
-    assert page.count('class="plotly-graph-div"') == 6
+    assert page.count('class="plotly-graph-div"') == len(fr.SECTIONS)
     one = fr.report_html(measured["one"])
     assert '<section id="alignment">' not in one and '<section id="trajectory">' not in one
-    assert one.count('class="plotly-graph-div"') == 4
+    assert one.count('class="plotly-graph-div"') == len(fr.SECTIONS) - 2
+
+
+def test_the_six_readings_are_drawn_from_the_anisotropy_table(measured):
+    parts = ms.split_revisions(measured["one"])
+    fig = fm.readings_interactive(parts)
+    a = measured["one"]["anisotropy"]
+    for reading in fm.READINGS:
+        line = fig.make_figure(reading=reading).data[0]
+        assert np.allclose(line.y, a.sort_values("layer")[reading], equal_nan=True), reading
+    # chapter 9's committed tables carry none of them: their report draws the figure not
+    from tanbias.lab.analysis.pretrained import load_pretrained
+
+    assert "readings" not in fr.report_figures({**load_pretrained("minilm-l6")})
 
 
 def test_a_long_series_draws_a_few_checkpoints_and_tables_them_all(measured):

@@ -68,3 +68,59 @@ def test_load_trained_refuses_an_unfinished_checkpoint(smoke_sweep):
     assert not model.training and cfg.name == "decoder-natural-s0"
     with pytest.raises(CorruptFileError, match="checkpoint is at step 6"):
         load_trained(smoke_sweep / "decoder-natural-s0", step=3)
+
+
+# ----------------------------------------------------------------------------- the unigram head
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_the_unigram_head_starts_at_the_smoothed_unigram_of_its_own_targets(kind):
+    import numpy as np
+    import torch
+
+    from tanbias.lab.config import RunConfig
+    from tanbias.lab.data import batch_targets, training_streams, training_target_counts
+    from tanbias.lab.models import log_unigram
+    from tanbias.lab.train import setup_training
+
+    cfg = RunConfig(name=f"uni-{kind}", kind=kind, size="smoke", steps=6, output_bias="unigram")
+    tok, model, _, _ = setup_training(cfg)
+    counts = training_target_counts(cfg, tok)
+    stream = training_streams(cfg, tok)[0]
+    batches = [next(stream) for _ in range(cfg.steps)]
+    assert counts.sum() == sum(len(batch_targets(kind, b)) for b in batches)
+    smoothed = (counts + 1) / (counts + 1).sum()
+    soft = torch.softmax(model.lm_head.bias.detach().double(), 0).numpy()
+    assert np.allclose(soft, smoothed, rtol=1e-5, atol=0)
+    # the model's mean log-probability per type sits within its logit spread of the log-unigram:
+    # log softmax(b + z) - log softmax(b) = z - (lse(b + z) - lse(b)) is at most 2 max|z| in size
+    with torch.no_grad():
+        h = model.model(input_ids=batches[0]["input_ids"]).last_hidden_state
+        z = h.reshape(-1, model.config.hidden_size) @ model.lm_head.weight.T
+        logp = torch.log_softmax(z + model.lm_head.bias, -1).double().mean(0).numpy()
+    spread = 2 * float(z.abs().max())
+    assert np.abs(logp - log_unigram(counts)).max() <= spread + 1e-6
+    assert spread < 0.5 * np.ptp(log_unigram(counts))          # so that a missing bias would fail it
+
+
+def test_the_unigram_head_draws_every_weight_as_the_standard_head_does():
+    import torch
+
+    from tanbias.lab.models import make_model
+
+    a = make_model("decoder", "smoke", vocab_size=100, seed=3)
+    b = make_model("decoder", "smoke", vocab_size=100, seed=3, output_bias=torch.linspace(-5, 0, 100))
+    sa, sb = a.state_dict(), b.state_dict()
+    assert set(sb) - set(sa) == {"lm_head.bias"}
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    with pytest.raises(Exception, match="output_bias has shape"):
+        make_model("decoder", "smoke", vocab_size=100, output_bias=[0.0] * 7)
+    with pytest.raises(Exception, match="tie_embeddings"):
+        make_model("decoder", "smoke", vocab_size=100, tie_embeddings=True, output_bias=[0.0] * 100)
+
+
+def test_log_unigram_refuses_counts_that_are_not_counts():
+    from tanbias.errors import ParameterError
+    from tanbias.lab.models import log_unigram
+
+    for bad in ([1.0], [1.0, -2.0], [[1.0, 2.0]], [1.0, float("nan")]):
+        with pytest.raises(ParameterError, match="counts"):
+            log_unigram(bad)

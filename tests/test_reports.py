@@ -152,6 +152,18 @@ def test_run_pair_numbers_of_the_committed_runs():
     assert all(n[f"{k}_learns"] in ("below", "above") for k in ("encoder", "decoder"))
     s = sweep.run_summary(runs).set_index(["kind", "proxy"])
     assert n["decoder_frozen_enrichment_late"] == s.loc[("decoder", "frozen"), "enrichment_late"]
+    # the findings' summaries are read off the per-architecture numbers
+    late = [n["encoder_frozen_enrichment_late"], n["decoder_frozen_enrichment_late"]]
+    assert n["late_min"] == min(late) and n["weaker"] == ("encoder", "decoder")[int(np.argmin(late))]
+    assert n["decoder_over_encoder_late"] == pytest.approx(late[1] / late[0])
+    assert n["decoder_over_encoder_early"] == pytest.approx(
+        n["decoder_frozen_enrichment_early"] / n["encoder_frozen_enrichment_early"])
+    assert n["peak_pct_max"] == max(n["encoder_peak_pct"], n["decoder_peak_pct"])
+    assert n["late_over_peak_max"] == max(n["encoder_late_over_peak"], n["decoder_late_over_peak"])
+    for kind in ("encoder", "decoder"):
+        assert n[f"{kind}_grows_with_depth"] in ("yes", "no")
+        if n[f"{kind}_grows_with_depth"] == "yes":
+            assert n[f"{kind}_last_layer_late"] > n[f"{kind}_first_layer_late"]
 
 
 # --------------------------------------------------------------------------- the checks and verdicts
@@ -178,3 +190,20 @@ def test_dose_checks_read_the_intervals_they_name(committed):
     assert dose_report.balancing_verdict(da) in sweep.PROPERTY_WORDS
     assert dose_report.adaptive_verdict(da) in sweep.PROPERTY_WORDS
     assert set(dose_report.balancing_words(da).values()) <= set(sweep.BALANCING_WORDS)
+
+
+def test_premise_verdicts_read_the_premise_table(committed):
+    """The narrow premise table says, per model and language, what the wide one's interval words say."""
+    tables = {name: load_pretrained(name) for name in zoo.ZOO}
+    narrow, wide = pretrained_report.premise_verdicts(tables), pretrained_report.premise_table(tables)
+    assert list(narrow.index) == list(dict.fromkeys((m, lang) for m, lang, _ in wide.index))
+    t = wide.xs("radius_t", level="reading")
+    d = wide.xs("centroid_distance", level="reading")
+    for key, row in narrow.iterrows():
+        assert row["premise, last layer"] == pretrained_report.PREMISE_WORDS[t.loc[key, "last layer"]]
+        assert row["premise over the blocks"] == pretrained_report.PREMISE_WORDS[t.loc[key, "band over the blocks"]]
+        assert row["ρ(log frequency, t) [95 %]"] == t.loc[key, "ρ, last layer"]
+        assert row["centroid distance, last layer"] == d.loc[key, "last layer"]
+    # the premise predicts a negative correlation: "holds" is negative, "reversed" positive
+    assert pretrained_report.PREMISE_WORDS["negative"] == "holds"
+    assert pretrained_report.PREMISE_WORDS["positive"] == "reversed"

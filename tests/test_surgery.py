@@ -106,6 +106,7 @@ def test_in_a_smoke_step_the_surgery_changes_only_the_intended_components(kind):
                                    atol=1e-6, rtol=1e-4)
         torch.testing.assert_close(d_s @ P, alpha * (d_c @ P), atol=1e-6, rtol=1e-4)
     assert 0 < sg.last["surgery_removed"] < 1
+    assert sg.last["surgery_sharpness"] >= 1               # the re-estimated proxy's sigma_r / sigma_(r+1)
 
 
 def test_the_uniform_arm_removes_the_energy_share_the_proxy_arm_would():
@@ -128,6 +129,7 @@ def test_the_uniform_arm_removes_the_energy_share_the_proxy_arm_would():
 def test_the_random_arm_holds_about_r_over_D_of_the_update_and_the_window_ends():
     _, _, sg, _ = _one_step("decoder", SurgerySettings(arm="random", rank=8))
     assert 0.1 < sg.last["surgery_share"] < 0.4            # r / D = 8 / 32
+    assert "surgery_sharpness" not in sg.last                # a random basis is fitted on nothing
     s = SurgerySettings(arm="proxy", until=0.3)
     assert [s.active(k, 10) for k in range(10)] == [True] * 3 + [False] * 7
 
@@ -150,3 +152,19 @@ def test_a_killed_surgery_run_resumes_with_identical_losses(tmp_path):
     assert [r.get("surgery_removed") for r in a] == [r.get("surgery_removed") for r in b]
     assert resumed["resume_mismatches"] == 0 and resumed["eval"] == whole["eval"]
     assert "surgery_removed" in a[7] and "surgery_removed" not in a[8]
+
+
+def test_the_proxys_sharpness_is_the_ratio_of_the_singular_values_at_its_rank():
+    import numpy as np
+    import torch
+
+    from tanbias.lab.surgery import top_basis, top_basis_and_sharpness
+    from tanbias.theory.alignment import subspace_sharpness
+
+    X = torch.from_numpy(np.random.default_rng(0).normal(size=(4000, 6)) * [6.0, 5.0, 4.0, 1.0, 1.0, 1.0])
+    Xc = X - X.mean(0)
+    cov = (Xc.T @ Xc / (len(X) - 1)).float()
+    basis, sharp = top_basis_and_sharpness(cov, 3)
+    assert torch.equal(basis, top_basis(cov, 3))
+    assert sharp == pytest.approx(subspace_sharpness(X.numpy(), 3), rel=1e-4)
+    assert 3.5 < sharp < 4.5

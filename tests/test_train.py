@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import analyse_run
@@ -51,7 +52,7 @@ def test_smoke_train_and_probe_end_to_end(smoke_run):
     assert np.isfinite(a["enrichment"]).all()
     assert len(data.radius_corr) == 5 * 3
     m = data.manifest
-    assert m["seed"] == 0 and m["package_version"] and "git" in m
+    assert m["seed"] == 0 and m["package_version"] == tanbias.__version__ and "git" in m
     assert set(m["files"]) >= {"alignment.csv", "metrics.jsonl", "config.json"}
     assert not (d / "work" / "probe").exists() or len(list((d / "work" / "probe").glob("*.npz"))) == 5
 
@@ -151,3 +152,18 @@ def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
     assert [r["step"] for r in logged] == [0, 1, 2]        # the probe steps, and the trained model
     assert all(r["tokens"] == sum(scored) for r in logged)
     assert scored[0] != scored[1]              # the masks differ: two batches, not one twice
+
+
+def test_a_unigram_head_run_resumed_after_interruption_gives_identical_losses(tmp_path):
+    cfg = {**SMOKE, "name": "smoke-unigram", "kind": "decoder", "output_bias": "unigram", "steps": 8}
+    ref, d = tmp_path / "ref", tmp_path / "resumed"
+    train_only(cfg, out_dir=ref, fresh=True, progress=False)
+    with pytest.raises(Interrupted):
+        train_only(cfg, out_dir=d, fresh=True, progress=False, stop_after=6)
+    summary = train_only(cfg, out_dir=d, progress=False)
+    assert summary["resume_mismatches"] == 0
+    assert _losses(d) == _losses(ref) and len(_losses(ref)) == 8
+    assert json.loads((d / "config.json").read_text())["output_bias"] == "unigram"
+    # the standard head of the same seed starts from a different loss: the bias is in the step
+    train_only({**cfg, "output_bias": "none"}, out_dir=tmp_path / "std", fresh=True, progress=False)
+    assert _losses(tmp_path / "std")[0] != _losses(ref)[0]

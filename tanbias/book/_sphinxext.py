@@ -16,6 +16,10 @@ And reads two kinds of Markdown link the way JupyterLab cannot read roles
 * a link to **another chapter's section**, ``[text](09_pretrained_models.md#sec-ch9-premise)``:
   JupyterLab opens the chapter; the book links the section, a ``{ref}`` to the
   label, and fails if the label is not in that chapter.
+
+And fills the footer (``html.extra_footer`` in _config.yml, which names the licences) with the
+package's version, :data:`tanbias.__version__`, so that the version has one source
+(:func:`footer_html`).
 """
 
 from __future__ import annotations
@@ -351,7 +355,69 @@ class ChapterSectionCheck(SphinxPostTransform):
                                location=node)
 
 
+# ------------------------------------------------------------------ the footer
+#: what :func:`footer_html` fills in the footer of _config.yml
+FOOTER_FIELDS = ("version", "repository", "branch")
+
+
+def footer_html(template: str, version: str, repository: str, branch: str) -> str:
+    """The book's footer: ``template`` (``html.extra_footer`` in _config.yml) with ``{version}``,
+    ``{repository}`` and ``{branch}`` filled in.
+
+    Parameters
+    ----------
+    template : str
+        HTML with the placeholders; ``{version}`` is required, so that every page shows the
+        version of the package that built it.
+    version, repository, branch : str
+        :data:`tanbias.__version__`, ``repository.url`` and ``repository.branch`` of _config.yml.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ParameterError
+        When ``template`` lacks ``{version}``.
+
+    Example
+    -------
+    >>> footer_html("Code: <a href='{repository}/blob/{branch}/LICENSE'>MIT</a>. tanbias {version}",
+    ...             "1.2.3", "https://github.com/o/r", "main")
+    "Code: <a href='https://github.com/o/r/blob/main/LICENSE'>MIT</a>. tanbias 1.2.3"
+    """
+    from tanbias.errors import ParameterError
+
+    if "{version}" not in template:
+        raise ParameterError(f"template={template!r} has no {{version}}: valid footers show it. Add "
+                             "{version} to html.extra_footer in _config.yml.")
+    values = {"version": version, "repository": repository.rstrip("/"), "branch": branch}
+    for field in FOOTER_FIELDS:
+        template = template.replace("{" + field + "}", values[field])
+    return template
+
+
+def fill_footer(app, config) -> None:
+    """``config-inited``: the footer and Sphinx's ``version``/``release`` from :data:`tanbias.__version__`;
+    a footer without ``{version}`` is a warning (the strict build fails)."""
+    import tanbias
+    from tanbias.errors import ParameterError
+
+    options = dict(config.html_theme_options or {})
+    try:
+        options["extra_footer"] = footer_html(options.get("extra_footer", ""), tanbias.__version__,
+                                              options.get("repository_url", ""),
+                                              options.get("repository_branch") or "main")
+    except ParameterError as exc:
+        logger.warning(f"the book's footer: {exc}")
+        return
+    config.html_theme_options = options
+    config.version = config.release = tanbias.__version__
+
+
 def setup(app):
+    app.connect("config-inited", fill_footer)
     app.add_directive("tanbias-api", TanbiasApi)
     app.add_transform(CitationLinks)
     app.add_post_transform(CitationTargets)

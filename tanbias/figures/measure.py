@@ -1,10 +1,13 @@
-"""The figure of a series of checkpoints measured by ``python -m tanbias measure``.
+"""The figures of ``python -m tanbias measure`` that chapter 9 does not draw.
 
-:func:`trajectory_interactive` follows chapter 9's headline readings over the
-checkpoints of a series (:func:`tanbias.lab.analysis.measure.trajectory_table`): the
-premise's correlations with their intervals, the anisotropy, the curvature, the
-alignment test's enrichment beside its random-init null. The report that shows it
-with chapter 9's own figures is :mod:`tanbias.figures.report`.
+* :func:`readings_interactive` — each layer's anisotropy read six ways, one per rival
+  account (:func:`tanbias.lab.analysis.measure.anisotropy_readings`), by relative depth;
+* :func:`trajectory_interactive` — chapter 9's headline readings over the checkpoints of
+  a series (:func:`tanbias.lab.analysis.measure.trajectory_table`): the premise's
+  correlations with their intervals, the anisotropy, the curvature, the alignment test's
+  enrichment beside its random-init null.
+
+The report that shows them with chapter 9's own figures is :mod:`tanbias.figures.report`.
 """
 from __future__ import annotations
 
@@ -15,7 +18,54 @@ from tanbias.figures import COLORS, GREY, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 
-__all__ = ["TRAJECTORY", "trajectory_interactive"]
+__all__ = ["READINGS", "readings_interactive", "TRAJECTORY", "trajectory_interactive"]
+
+#: The six readings of :func:`tanbias.lab.analysis.measure.anisotropy_readings`, as the figure names them.
+READINGS = {"raw": "mean cosine of all pairs (raw)",
+            "centered": "mean cosine after removing the mean vector",
+            "standardised": "mean cosine of standardised coordinates",
+            "type_balanced": "mean cosine, every type weighted equally",
+            "mean_share": "share of the squared norm in the mean vector",
+            "top_share": "variance share of the top 3 coordinates"}
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def readings_interactive(parts: dict) -> Interactive:
+    """Interactive: one anisotropy reading against relative depth, one line per measurement.
+
+    Parameters
+    ----------
+    parts : dict
+        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure.split_revisions`) whose
+        ``anisotropy`` tables carry the columns of :data:`READINGS`.
+    """
+    lines = {}
+    for label, tab in parts.items():
+        a = tab["anisotropy"]
+        for i, lang in enumerate(dict.fromkeys(a["language"])):
+            lines[f"{label} · {LANGUAGE_NAMES.get(lang, lang)}"] = (a[a["language"] == lang].sort_values("layer"), i)
+    models = list(parts)
+
+    def compute(reading):
+        return {name: ((g["layer"] / g["layer"].max()).tolist(), g[reading].tolist()) for name, (g, _) in lines.items()}
+
+    def figure(data, reading):
+        fig = go.Figure([go.Scatter(x=x, y=y, mode="lines+markers", name=name,
+                                    line=dict(color=COLORS[models.index(name.rsplit(" · ", 1)[0]) % len(COLORS)],
+                                              dash=_DASHES[lines[name][1] % len(_DASHES)]))
+                         for name, (x, y) in data.items()])
+        fig.update_yaxes(range=[-0.05, 1.05])
+        return labelled(fig, f"Anisotropy read six ways: {READINGS[reading]}",
+                        "relative depth (0 = embeddings, 1 = last layer)", READINGS[reading], legend="")
+
+    return Interactive(params=[Param("reading", "reading", options=tuple(READINGS), fmt=READINGS.get)],
+                       compute=compute, figure=figure, title="Anisotropy, read six ways",
+                       caption="Each reading corrects for one account of anisotropy without a tangent bias: a "
+                               "shared mean vector (centred, mean share), a few rogue coordinates (standardised, "
+                               "top-3 share), frequent types counted many times (type-balanced). A reading that "
+                               "falls to near 0 where the raw one is high says that account explains it. The "
+                               "first position of a decoder's row is left out.",
+                       name="measure-readings", height=460)
 
 
 #: the readings :func:`trajectory_interactive` offers: column -> (label, interval columns or None)

@@ -4,8 +4,8 @@ Everything here reads committed run folders (:mod:`tanbias.lab.runs`) and the
 numbers of :mod:`tanbias.lab.analysis` and never trains.
 
 * :func:`loss_figure` — training loss against the unigram baseline;
-* :func:`alignment_interactive` — enrichment or excess ΔIsoScore* against the
-  training step, sliders over layer, bucket and metric;
+* :func:`alignment_interactive` — enrichment (log axis) and excess ΔIsoScore* against
+  the training step, sliders over layer and bucket;
 * :func:`layer_interactive` — the same by layer, slider over the training step;
 * :func:`radius_interactive` — concentration radius against token frequency;
 * :func:`trained_attention_view` (chapter 5) and :func:`trained_depth_view`
@@ -55,13 +55,37 @@ def loss_figure(loaded: dict) -> go.Figure:
     return label(fig)
 
 
-def _metric_columns(metric):
-    return {"enrichment": ("enrichment", "energy enrichment E(Q<sub>T</sub>) / mean E(controls)"),
-            "excess ΔIsoScore*": ("excess_iso", "ΔIsoScore*(proxy) − mean ΔIsoScore*(controls)")}[metric]
+def _log_range(values, include: float = 1.0, pad: float = 0.08) -> list[float]:
+    """A log axis range (in decades, as plotly wants it) holding every positive value and ``include``."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = np.log10(min(v.min(initial=include), include)), np.log10(max(v.max(initial=include), include))
+    span = max(hi - lo, 0.1)
+    return [float(lo - pad * span), float(hi + pad * span)]
+
+
+def _linear_range(values, include: float = 0.0, pad: float = 0.06) -> list[float]:
+    """A linear axis range holding every finite value and ``include``."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    lo, hi = min(v.min(initial=include), include), max(v.max(initial=include), include)
+    span = max(hi - lo, 1e-9)
+    return [float(lo - pad * span), float(hi + pad * span)]
 
 
 def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")) -> Interactive:
-    """Interactive: a metric against the training step; sliders layer, bucket, metric.
+    """Interactive: enrichment (top, log axis) and excess ΔIsoScore* (bottom) against the training step.
+
+    Sliders: layer and frequency bucket. Enrichment is a ratio, so its axis is logarithmic, and
+    its reference (a random subspace, 1) is always inside the range, as is the excess's (0): both
+    ranges are fixed to every layer's and bucket's values, so a slider move never rescales.
+
+    Parameters
+    ----------
+    loaded : dict
+        ``{name: RunData}`` of committed runs (:func:`tanbias.lab.analysis.sweep.load_runs`).
+    proxies : tuple of str
+        Which tangent proxies to draw (``"frozen"``, ``"refit"``, ``"local"``).
 
     Returns
     -------
@@ -69,47 +93,65 @@ def alignment_interactive(loaded: dict, proxies=("frozen", "refit", "local")) ->
     """
     tables = {}
     for name, r in loaded.items():
-        a = r.alignment.copy()
+        a = r.alignment[r.alignment["proxy"].isin(proxies)].copy()
         a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
         tables[name] = a
     any_a = next(iter(tables.values()))
     L = int(any_a["layer"].max())
     buckets = tuple(dict.fromkeys(any_a["bucket"]))
+    enrichment_range = _log_range(np.concatenate([a["enrichment"].to_numpy() for a in tables.values()]), 1.0)
+    excess_range = _linear_range(np.concatenate([a["excess_iso"].to_numpy() for a in tables.values()]), 0.0)
 
-    def compute(layer, bucket, metric):
-        col, _ = _metric_columns(metric)
+    def compute(layer, bucket):
         out = {}
         for name, a in tables.items():
             for proxy in proxies:
                 g = a[(a["layer"] == layer) & (a["bucket"] == bucket) & (a["proxy"] == proxy)]
                 g = g.sort_values("step")
-                out[name, proxy] = (g["step"].to_numpy() + 1, g[col].to_numpy())
+                out[name, proxy] = (g["step"].to_numpy() + 1, g["enrichment"].to_numpy(),
+                                    g["excess_iso"].to_numpy())
         return out
 
-    def figure(data, layer, bucket, metric):
-        _, ylab = _metric_columns(metric)
-        fig, label = _fig(f"{metric} against training, layer {layer}, tokens: {bucket}",
-                          "training step + 1 [log]", ylab)
-        for (name, proxy), (x, y) in data.items():
+    def figure(data, layer, bucket):
+        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.62, 0.38])
+        for (name, proxy), (x, enrichment, excess) in data.items():
             kind = loaded[name].config.kind
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=f"{kind}, {PROXY_LABEL[proxy]}",
-                                     line=dict(color=KIND_COLORS[kind], dash=DASH[proxy]), marker=dict(size=5)))
-        ref = 1.0 if metric == "enrichment" else 0.0
-        fig.add_hline(y=ref, line=dict(color=GREY, width=1))
+            style = dict(color=KIND_COLORS[kind], dash=DASH[proxy])
+            label = f"{kind}, {PROXY_LABEL[proxy]}"
+            fig.add_trace(go.Scatter(x=x, y=enrichment, mode="lines+markers", name=label, legendgroup=label,
+                                     line=style, marker=dict(size=5)), row=1, col=1)
+            fig.add_trace(go.Scatter(x=x, y=excess, mode="lines+markers", name=label, legendgroup=label,
+                                     showlegend=False, line=style, marker=dict(size=4)), row=2, col=1)
+        for row, ref in ((1, 1.0), (2, 0.0)):
+            fig.add_hline(y=ref, line=dict(color=GREY, width=1.5, dash="dot"), row=row, col=1)
+            # an annotation on a log axis is placed in decades: log10(1) = 0 is the line at 1
+            fig.add_annotation(text=f"random subspace: {ref:g}", x=1, xref="x domain", y=0.0,
+                               yref="y" if row == 1 else "y2", showarrow=False, xanchor="right",
+                               yanchor="bottom", font=dict(color=GREY, size=12))
         fig.update_xaxes(type="log")
-        return label(fig)
+        fig.update_xaxes(title_text="training step + 1 [log]", row=2, col=1)
+        fig.update_yaxes(type="log", range=enrichment_range, title_text="enrichment [log]", row=1, col=1)
+        fig.update_yaxes(range=excess_range, title_text="excess ΔIsoScore*", row=2, col=1)
+        # the legend above the panels, in two rows: at the side it would take a third of the width
+        fig.update_layout(title=dict(text=f"Gradient energy in the proxy during training, layer {layer}, "
+                                          f"tokens: {bucket}", y=0.985, yref="container", yanchor="top"),
+                          legend_title_text="model, proxy",
+                          legend=dict(orientation="h", x=0.0, y=1.02, xanchor="left", yanchor="bottom"),
+                          margin=dict(t=170))
+        return fig
 
     return Interactive(
         params=[Param("layer", "layer (0 = embeddings)", 0, L, default=L // 2 + 1 if L > 1 else 0,
                       integer=True, steps=L + 1),
-                Param("bucket", "frequency bucket", options=buckets),
-                Param("metric", "metric", options=("enrichment", "excess ΔIsoScore*"))],
+                Param("bucket", "frequency bucket", options=buckets)],
         compute=compute, figure=figure, title="Gradient-tangent alignment during training",
-        caption="Each point is one probe step (log-spaced, step 0 = untrained model). Grey line: "
-                "what a random subspace gives (enrichment 1, excess 0). Solid: the paper's proxy "
-                "(PCA of activations from the first 30 % of training, frozen); dashed: refit at "
-                "each step; dotted: per-token local PCA.",
-        name="ch7-alignment-vs-step", height=520)
+        caption="Each point is one probe step (log-spaced, step 0 = untrained model). Top: enrichment, "
+                "the proxy's share of the gradient energy over a random subspace's, on a log axis; "
+                "bottom: how much more projecting out the proxy raises IsoScore* than a random "
+                "subspace does. Dotted grey lines: what a random subspace gives (1 and 0). Solid: the "
+                "paper's proxy (PCA of activations from the first 30 % of training, frozen); dashed: "
+                "refit at each step; dotted: per-token local PCA.",
+        name="ch7-alignment-vs-step", height=620)
 
 
 def layer_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:

@@ -13,6 +13,8 @@
                                                                the aliasing knob (ch 10), resumable
     python -m tanbias.lab causal [--jobs 2] [--commit] [--seeds 0 1]
                                                                the causal test (ch 11), resumable
+    python -m tanbias.lab rivals [--jobs 2] [--commit] [--seeds 0 1]
+                                                               the rival accounts' runs, resumable
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
                                                                probe released/saved checkpoints post hoc
@@ -73,7 +75,8 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     for name, what, seeds in (("dose", "the dose experiment's runs (chapter 10)", "all of DOSE_SEEDS"),
                               ("causal", "the causal test's runs (chapter 11)", "CAUSAL_SEEDS of each architecture"),
-                              ("alias", "the aliasing knob's runs (chapter 10, issue 21)", "all of ALIAS_SEEDS")):
+                              ("alias", "the aliasing knob's runs (chapter 10, issue 21)", "all of ALIAS_SEEDS"),
+                              ("rivals", "the rival accounts' runs (the rivals chapter)", "RIVALS_SEEDS of each cell")):
         # the three resumable experiment queues take the same options
         p = sub.add_parser(name, help=f"train {what}; skips complete ones")
         p.add_argument("--jobs", type=int, default=2, help="parallel runs (one core each)")
@@ -170,11 +173,11 @@ def main(argv=None) -> int:
             print(f"sweep wall time: {res['wall_seconds'] / 60:.1f} min with {res['jobs']} jobs")
             if any(r["exit"] != 0 for r in res["runs"].values()):
                 return 1
-        elif args.command in ("dose", "causal", "alias"):
+        elif args.command in ("dose", "causal", "alias", "rivals"):
             from tanbias.lab.experiments import DOSE_SEEDS
-            from tanbias.lab.pipeline import run_alias, run_causal, run_dose
+            from tanbias.lab.pipeline import run_alias, run_causal, run_dose, run_rivals
             run, default = {"dose": (run_dose, DOSE_SEEDS), "causal": (run_causal, None),
-                            "alias": (run_alias, None)}[args.command]
+                            "alias": (run_alias, None), "rivals": (run_rivals, None)}[args.command]
             res = run(jobs=args.jobs, fresh=args.fresh, commit=args.commit,
                       seeds=tuple(args.seeds) if args.seeds else default, device=args.device)
             print(json.dumps(res, indent=1))

@@ -40,7 +40,7 @@ from tanbias.errors import ParameterError
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
            "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
-           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
+           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -330,6 +330,16 @@ class SurgerySettings:
 LATER_KEYS = ("language_weights", "temperature", "flatten", "flatten_f0", "probe_eval_batches",
               "precision", "schedule", "tie_embeddings", "surgery", "alias", "alias_f0")
 
+#: run-config keys written to a config.json only where they differ from their default: a setting
+#: that every config made before it existed (committed runs and the design files of
+#: data/runs/configs/ alike) must keep out of its file, byte for byte
+DEFAULT_OMITTED = {"output_bias": "none"}
+
+#: the output layer's bias (:func:`tanbias.lab.models.make_model`): "none", the lab's standard head;
+#: "unigram", a learnable bias initialised to the log of the add-one-smoothed unigram distribution
+#: of the run's own training targets (the unigram-first account of the rivals chapter)
+OUTPUT_BIASES = ("none", "unigram")
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -379,6 +389,8 @@ class RunConfig:
     tie_embeddings: bool = False
     #: the gradient surgery of chapter 11 (None: none)
     surgery: SurgerySettings | None = None
+    #: the output layer's bias (:data:`OUTPUT_BIASES`; left out of config.json when "none")
+    output_bias: str = "none"
     steps: int = 240
     #: peak learning rate (None: the size's)
     lr: float | None = None
@@ -431,6 +443,11 @@ class RunConfig:
         if not isinstance(self.tie_embeddings, bool):
             raise ParameterError(f"tie_embeddings={self.tie_embeddings!r} is out of range: valid values are "
                                  "true and false.")
+        check_choice("output_bias", self.output_bias, OUTPUT_BIASES)
+        if self.output_bias != "none" and self.tie_embeddings:
+            raise ParameterError(f"output_bias={self.output_bias!r} is not allowed with tie_embeddings=True: "
+                                 "valid range is output_bias='none' for a tied model (the rivals' unigram "
+                                 "head is studied on the untied models). Untie the embeddings.")
         if self.surgery is not None:
             sg = self.surgery if isinstance(self.surgery, SurgerySettings) else SurgerySettings.from_dict(self.surgery)
             check_int("surgery.rank", sg.rank, lo=1, hi=self.size.hidden_size // 2,
@@ -519,6 +536,9 @@ class RunConfig:
         d["surgery"] = self.surgery.to_dict() if self.surgery is not None else None
         for k in self.omitted_keys:
             del d[k]
+        for k, default in DEFAULT_OMITTED.items():
+            if d.get(k, default) == default:
+                d.pop(k, None)
         return d
 
     def to_json(self) -> str:

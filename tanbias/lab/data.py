@@ -34,7 +34,8 @@ from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
 
-__all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
+__all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "training_target_counts",
+           "original_ids",
            "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "alias_map_of", "alias_batch",
            "ALIAS_SEED_OFFSET", "training_streams",
            "PROBE_EVAL_SEED", "probe_eval_batches",
@@ -186,6 +187,21 @@ def batch_targets(kind: str, batch: dict) -> torch.Tensor:
     if check_kind(kind) == "decoder":
         labels = labels[:, 1:]
     return labels[labels != -100]
+
+
+def training_target_counts(cfg, tok) -> np.ndarray:
+    """How often each type is a training target over the run's whole stream (vocab_size,).
+
+    The targets the loss is scored on, step by step (:func:`batch_targets`: next tokens for the
+    decoder, masked tokens for the encoder), from a fresh copy of the run's training stream, so
+    the count is the run's own and consumes none of its randomness. The unigram head's
+    initial bias (:func:`tanbias.lab.models.log_unigram`) is built from it.
+    """
+    batches, _ = training_streams(cfg, tok)
+    counts = np.zeros(len(tok), np.int64)
+    for _ in range(cfg.steps):
+        counts += np.bincount(batch_targets(cfg.kind, next(batches)).numpy(), minlength=len(tok))
+    return counts
 
 
 def token_counts(token_ids, vocab_size: int) -> np.ndarray:

@@ -22,7 +22,12 @@ the analyses and the chapters from here:
 * **the causal test** of chapter 11: gradient surgery against matched controls
   on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
   :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>``
-  (:func:`causal_config`, :func:`causal_names`, :func:`parse_causal_name`).
+  (:func:`causal_config`, :func:`causal_names`, :func:`parse_causal_name`);
+* **the rival accounts** of the rivals chapter: the standard output head against the unigram
+  head, crossed with the causal test's control, proxy and random arms and the aliasing knob's
+  top level, :data:`RIVALS_SEEDS`, and long control runs; runs
+  ``rivals-<kind>-<head>-<arm>-s<seed>`` (:func:`rivals_config`, :func:`rivals_names`,
+  :func:`parse_rivals_name`).
 
 Every design function returns a full, checked :class:`~tanbias.lab.config.RunConfig`;
 the committed files under ``data/runs/configs/`` are their ``to_json()``.
@@ -40,7 +45,9 @@ __all__ = ["RUN_STEPS", "SWEEP_SEEDS", "SWEEP_NAME_RE", "CONTROL_RUNS", "parse_s
            "DOSE_SEEDS", "DOSE_NAME_RE", "parse_dose_name", "dose_config", "dose_names", "design_config",
            "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "CAUSAL_NAME_RE", "causal_arms",
            "parse_causal_name", "causal_config", "causal_names", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS",
-           "ALIAS_NAME_RE", "parse_alias_name", "alias_config", "alias_run", "alias_names", "alias_runs"]
+           "ALIAS_NAME_RE", "parse_alias_name", "alias_config", "alias_run", "alias_names", "alias_runs",
+           "RIVALS_HEADS", "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS",
+           "RIVALS_LONG_PROBE_STEPS", "RIVALS_NAME_RE", "parse_rivals_name", "rivals_config", "rivals_names"]
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -346,6 +353,101 @@ def alias_names(seeds=ALIAS_SEEDS, kinds=KINDS) -> list[str]:
     return [run for _, _, _, run in alias_runs(seeds, kinds) if run.startswith("alias-")]
 
 
+# ---------------------------------------------------------------- the rival accounts (the rivals chapter)
+#: the output heads: the lab's standard head (no output bias) and the unigram head (a learnable
+#: output bias initialised to the log of the add-one-smoothed unigram of the run's own targets)
+RIVALS_HEADS = {"standard": "none", "unigram": "unigram"}
+#: the arms crossed with the heads: chapter 11's control, proxy and random arms and chapter 10's
+#: top aliasing level
+RIVALS_ARMS = ("control", "proxy", "random", "k3")
+#: seeds per architecture and arm, from the power analysis on the causal runs' realised noise
+#: (data/preregistration/rivals.toml): the encoder needs 8 seeds in the primary family's cells
+#: (control and proxy), 5 elsewhere; the decoder 5 everywhere (the minimum binds)
+RIVALS_SEEDS = {"decoder": {arm: tuple(range(5)) for arm in RIVALS_ARMS},
+                "encoder": {"control": tuple(range(8)), "proxy": tuple(range(8)),
+                            "random": tuple(range(5)), "k3": tuple(range(5))}}
+#: the long runs: the control arm of both heads and architectures, 4 x the steps, more probe steps
+RIVALS_LONG_SEEDS = (0, 1)
+RIVALS_LONG_STEPS = 4 * RUN_STEPS
+RIVALS_LONG_PROBE_STEPS = 20
+#: names of the rivals' runs: ``rivals-<kind>-<head>-<arm>-s<seed>``, and ``...-long-s<seed>``
+RIVALS_NAME_RE = re.compile(rf"^rivals-({'|'.join(KINDS)})-({'|'.join(RIVALS_HEADS)})-"
+                            rf"({'|'.join((*RIVALS_ARMS, 'long'))})-s(\d+)$")
+
+
+def parse_rivals_name(name: str) -> tuple[str, str, str, int]:
+    """``(kind, head, arm, seed)`` of a rivals run's name (``arm`` is ``"long"`` for a long run).
+
+    >>> parse_rivals_name("rivals-encoder-unigram-k3-s4")
+    ('encoder', 'unigram', 'k3', 4)
+    """
+    m = RIVALS_NAME_RE.match(name)
+    if m is None:
+        raise ParameterError(f"run={name!r} is not a rivals run: valid range is names "
+                             f"'rivals-<encoder|decoder>-<{'|'.join(RIVALS_HEADS)}>-"
+                             f"<{'|'.join((*RIVALS_ARMS, 'long'))}>-s<seed>'.")
+    return m.group(1), m.group(2), m.group(3), int(m.group(4))
+
+
+def rivals_config(kind: str, head: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+                  languages=None, **overrides) -> RunConfig:
+    """The config of one rivals run: the causal test's base with ``head``'s output bias and
+    ``arm``'s surgery or aliasing; ``arm="long"`` is the control arm at
+    :data:`RIVALS_LONG_STEPS` with :data:`RIVALS_LONG_PROBE_STEPS` probe steps.
+
+    A standard-head control, proxy or random run has exactly the config of the causal run of
+    that arm and seed but for its name; a standard-head ``k3`` run that of the aliasing run.
+
+    >>> c = rivals_config("decoder", "unigram", "proxy", 2)
+    >>> c.name, c.output_bias, c.surgery.arm, c.precision
+    ('rivals-decoder-unigram-proxy-s2', 'unigram', 'proxy', 'fp32')
+    >>> rivals_config("encoder", "standard", "random", 3).to_dict() == causal_config("encoder", "random", 3).replace(
+    ...     name="rivals-encoder-standard-random-s3").to_dict()
+    True
+    >>> rivals_config("encoder", "standard", "long", 0).steps
+    1280
+    """
+    check_kind(kind)
+    check_choice("head", head, tuple(RIVALS_HEADS))
+    check_choice("arm", arm, (*RIVALS_ARMS, "long"))
+    if arm == "k3":
+        cfg = alias_config(kind, "k3", seed, steps=steps, size=size, languages=languages, **overrides)
+    elif arm == "long":
+        cfg = causal_config(kind, "control", seed, steps=RIVALS_LONG_STEPS if steps == RUN_STEPS else steps,
+                            size=size, languages=languages, **overrides)
+        cfg = cfg.replace(probe={"n_steps": RIVALS_LONG_PROBE_STEPS})
+    else:
+        cfg = causal_config(kind, arm, seed, steps=steps, size=size, languages=languages, **overrides)
+    return cfg.replace(name=f"rivals-{kind}-{head}-{arm}-s{int(seed)}", output_bias=RIVALS_HEADS[head])
+
+
+def rivals_names(kinds=KINDS, seeds=None, long: bool = True) -> list[str]:
+    """The rivals runs in the order ``make rivals`` trains them: seeds 0..4 first, a seed at a
+    time (decoders first, heads, then arms in :data:`RIVALS_ARMS` order), then the encoder's
+    further seeds of the primary cells, then the long runs. ``seeds`` (one tuple for every cell)
+    replaces :data:`RIVALS_SEEDS` (smoke tests).
+
+    >>> n = rivals_names()
+    >>> len(n), n[0], n[-1]
+    (100, 'rivals-decoder-standard-control-s0', 'rivals-encoder-unigram-long-s1')
+    >>> rivals_config("encoder", "standard", "k3", 1).to_dict() == alias_config("encoder", "k3", 1).replace(
+    ...     name="rivals-encoder-standard-k3-s1").to_dict()
+    True
+    """
+    cells = []
+    for kind in kinds:
+        for arm in RIVALS_ARMS:
+            for seed in (RIVALS_SEEDS[check_kind(kind)][arm] if seeds is None else tuple(seeds)):
+                for head in RIVALS_HEADS:
+                    cells.append((int(seed) >= 5, int(seed), kind != "decoder", list(RIVALS_HEADS).index(head),
+                                  RIVALS_ARMS.index(arm), f"rivals-{kind}-{head}-{arm}-s{int(seed)}"))
+    names = [c[-1] for c in sorted(cells)]
+    if long:
+        names += [f"rivals-{kind}-{head}-long-s{s}" for s in RIVALS_LONG_SEEDS
+                  for kind in sorted(kinds, key=lambda k: k != "decoder") for head in RIVALS_HEADS]
+    return names
+
+
 def design_config(name: str) -> RunConfig:
     """The config the experiments' design gives the run ``name`` (a sweep, control or dose run).
 
@@ -362,6 +464,8 @@ def design_config(name: str) -> RunConfig:
         return causal_config(*parse_causal_name(name))
     if ALIAS_NAME_RE.match(name):
         return alias_config(*parse_alias_name(name))
+    if RIVALS_NAME_RE.match(name):
+        return rivals_config(*parse_rivals_name(name))
     raise ParameterError(f"run={name!r} is not a run of the lab's experiments: valid range is sweep names "
                          "'<kind>-<regime>-s<seed>', the controls "
                          f"{list(CONTROL_RUNS)}, dose names 'dose-<kind>-<level>-s<seed>', causal names "

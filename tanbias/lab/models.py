@@ -87,7 +87,7 @@ from tanbias.lab.config import ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PA
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
-           "n_inputs_of", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
+           "log_unigram", "n_inputs_of", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
 
 
@@ -150,7 +150,8 @@ ALIAS_INIT_OFFSET = 7_777
 
 
 def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed: int = 0,
-               tie_embeddings: bool = False, n_inputs: int | None = None, **overrides) -> torch.nn.Module:
+               tie_embeddings: bool = False, n_inputs: int | None = None, output_bias=None,
+               **overrides) -> torch.nn.Module:
     """Build ``EuroBertForMaskedLM`` (encoder) or ``LlamaForCausalLM`` (decoder) from scratch.
 
     Parameters
@@ -171,6 +172,11 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
         without aliases); the extra rows are then drawn independently from the model's own
         initialisation, N(0, ``initializer_range``²), with a generator seeded by
         ``seed + ALIAS_INIT_OFFSET``. The output layer keeps ``vocab_size`` rows.
+    output_bias : array (vocab_size,), optional
+        A learnable bias of the output layer with these initial values (the rivals chapter's
+        unigram head: :func:`log_unigram` of the run's training targets). It is added after
+        the model is built and draws nothing from the random generator, so every weight
+        equals the same seed's model without it. Default: no bias (the lab's standard head).
     **overrides
         Architecture overrides, see :func:`model_config`.
 
@@ -204,8 +210,36 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
         new = torch.nn.Embedding.from_pretrained(torch.cat([old.weight.detach(), extra.to(old.weight.dtype)]),
                                                  freeze=False, padding_idx=old.padding_idx)
         model.set_input_embeddings(new)
+    if output_bias is not None:
+        if tie_embeddings:
+            raise ParameterError("output_bias is not allowed with tie_embeddings=True: valid range is an "
+                                 "untied model. Untie the embeddings or drop the bias.")
+        bias = torch.as_tensor(np.asarray(output_bias, dtype=np.float32))
+        if bias.shape != (int(vocab_size),) or not bool(torch.isfinite(bias).all()):
+            raise ParameterError(f"output_bias has shape {tuple(bias.shape)}: valid range is ({int(vocab_size)},) "
+                                 "finite values, one per type of the vocabulary.")
+        model.lm_head.bias = torch.nn.Parameter(bias.to(model.lm_head.weight.dtype))
     model.train()
     return model
+
+
+def log_unigram(counts) -> np.ndarray:
+    """The log of the add-one-smoothed unigram distribution of target counts (vocab_size,).
+
+    ``log((c_w + 1) / sum_v (c_v + 1))``: the unigram head's initial bias (the rivals chapter),
+    so that at initialisation, when the logits ``W_U h`` are near 0, the model already predicts
+    the unigram distribution of its training targets.
+
+    Example
+    -------
+    >>> np.round(np.exp(log_unigram([3, 0, 1])), 3)
+    array([0.571, 0.143, 0.286])
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    if c.ndim != 1 or c.size < 2 or not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ParameterError(f"counts has shape {c.shape}: valid range is one non-negative finite count per "
+                             "type, at least two types.")
+    return np.log(c + 1.0) - np.log(float(c.sum()) + c.size)
 
 
 def n_inputs_of(cfg, tok) -> int:
@@ -258,7 +292,8 @@ def load_trained(run, step: int | None = None):
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
     model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok))
+                       n_inputs=n_inputs_of(cfg, tok),
+                       output_bias=np.zeros(len(tok)) if cfg.output_bias != "none" else None)
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg

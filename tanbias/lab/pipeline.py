@@ -368,6 +368,30 @@ def run_causal(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=N
                      how=how, device=device)
 
 
+def rivals_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: str = "small",
+                   write: bool = True, kinds=None, long: bool = True, **overrides) -> list[Path]:
+    """The rivals experiment's config files in ``configs_dir``, in the order they run
+    (:func:`~tanbias.lab.experiments.rivals_names`); ``seeds``, ``steps``, ``size``, ``kinds``,
+    ``long`` and ``overrides`` make smoke-size runs."""
+    from tanbias.lab.experiments import parse_rivals_name, rivals_config, rivals_names
+
+    names = rivals_names(**({} if kinds is None else {"kinds": tuple(kinds)}), seeds=seeds, long=long)
+    return write_configs([rivals_config(*parse_rivals_name(n), steps=steps, size=size, **overrides) for n in names],
+                         configs_dir, write)
+
+
+def run_rivals(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
+               out_root=None, paths=None, device: str = "auto") -> dict:
+    """The rival accounts (``make rivals``): every rivals config, two at a time, complete runs skipped,
+    an interrupted one resumed from its checkpoint, each run committed as it finishes with
+    ``commit`` (with the sitting's record ``data/runs/rivals.json``)."""
+    paths = rivals_configs(configs_dir, seeds=seeds) if paths is None else paths
+    how = (f"python -m tanbias.lab rivals --jobs {jobs}" + (" --commit" if commit else "")
+           + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
+    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="rivals.json",
+                     how=how, device=device)
+
+
 def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:
     """Train + probe + analyse a smoke-size model in a temp folder; return tables and timing."""
     import pandas as pd

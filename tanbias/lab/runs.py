@@ -9,6 +9,7 @@ A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)
     input_counts.npy  (an aliased run) counts of every input id the run was shown
     types.csv         (an aliased run) radii per merged type on the common held-out text
     alias.csv         (an aliased run) the convergence of its aliases, per probe step
+    rivals.csv        the rival accounts' readings per probe step and layer (runs trained after they existed)
     alignment.csv     tidy table: one row per (step, layer, bucket, proxy)   (committed)
     radius.csv        per-token concentration radius per (step, layer)      (committed)
     radius_corr.csv   frequency-radius correlations per (step, layer)       (committed)
@@ -51,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
 COMMITTED_FILES = ("config.json", "metrics.jsonl", "token_counts.npy", "alignment.csv",
                    "radius.csv", "radius_corr.csv", "summary.json", "views.json", "tokens.csv",
-                   "anisotropy.csv", "premise.csv", "input_counts.npy", "types.csv", "alias.csv")
+                   "anisotropy.csv", "premise.csv", "input_counts.npy", "types.csv", "alias.csv", "rivals.csv")
 
 
 def is_complete(run) -> bool:
@@ -277,6 +278,8 @@ class RunData:
     input_counts: np.ndarray | None = None
     types: "object" = None
     convergence: "object" = None
+    #: the rival accounts' readings per probe step and layer (rivals.csv; runs trained before it: None)
+    rivals: "object" = None
 
 
 def load_run(run) -> RunData:
@@ -336,7 +339,8 @@ def load_run(run) -> RunData:
                    premise=table("premise.csv") if "premise.csv" in manifest["files"] else None,
                    input_counts=npy("input_counts.npy") if "input_counts.npy" in manifest["files"] else None,
                    types=table("types.csv") if "types.csv" in manifest["files"] else None,
-                   convergence=table("alias.csv") if "alias.csv" in manifest["files"] else None)
+                   convergence=table("alias.csv") if "alias.csv" in manifest["files"] else None,
+                   rivals=table("rivals.csv") if "rivals.csv" in manifest["files"] else None)
 
 
 

@@ -44,7 +44,8 @@ from tanbias._checks import check_int, check_real
 from tanbias.errors import ParameterError
 from tanbias.lab.config import N_SPECIAL, SurgerySettings
 
-__all__ = ["READERS", "scale_in_subspace", "share_in_subspace", "removed_share", "top_basis", "random_basis",
+__all__ = ["READERS", "scale_in_subspace", "share_in_subspace", "removed_share", "top_basis",
+           "top_basis_and_sharpness", "random_basis",
            "worked_example", "Surgery"]
 
 #: the linear maps under surgery, grouped by the normalised stream they read (one input space each):
@@ -97,9 +98,21 @@ def removed_share(dW: torch.Tensor, U: torch.Tensor, alpha: float) -> float:
 
 def top_basis(cov: torch.Tensor, r: int) -> torch.Tensor:
     """The top-``r`` eigenvectors of a symmetric ``cov`` (``D × r``, float32, largest eigenvalue first)."""
+    return top_basis_and_sharpness(cov, r)[0]
+
+
+def top_basis_and_sharpness(cov: torch.Tensor, r: int) -> tuple[torch.Tensor, float]:
+    """:func:`top_basis` and how sharply it is determined: ``sigma_r / sigma_(r+1) = sqrt(lambda_r /
+    lambda_(r+1))`` of the inputs (:func:`tanbias.theory.alignment.subspace_sharpness`), from one
+    eigendecomposition (inf when ``lambda_(r+1) = 0``, NaN when ``r = D``)."""
     r = check_int("r", r, lo=1, hi=cov.shape[0])
-    _, vecs = torch.linalg.eigh(cov.double())
-    return vecs[:, -r:].flip(1).float().contiguous()
+    vals, vecs = torch.linalg.eigh(cov.double())
+    if r < cov.shape[0]:
+        lo, hi = float(vals[-r - 1].clamp(min=0)), float(vals[-r].clamp(min=0))
+        sharp = float(np.sqrt(hi / lo)) if lo > 0 else float("inf")
+    else:
+        sharp = float("nan")
+    return vecs[:, -r:].flip(1).float().contiguous(), sharp
 
 
 def random_basis(D: int, r: int, seed) -> torch.Tensor:
@@ -215,6 +228,8 @@ class Surgery:
         self._before: dict[int, torch.Tensor] | None = None
         self._step: int | None = None
         self.last: dict = {}
+        #: sigma_r / sigma_(r+1) of each group's inputs where its proxy was re-estimated this step
+        self._sharpness: dict = {}
         self._hooks = [maps[0].register_forward_pre_hook(self._hook(name)) for name, maps in self.groups]
 
     # ------------------------------------------------------------------ hooks
@@ -261,7 +276,8 @@ class Surgery:
                 D = self.groups[gi][1][0].in_features
                 self.bases[name] = random_basis(D, s.rank, (self.seed, step, gi))
             else:
-                self.bases[name] = top_basis(self._moments[name].covariance(), s.rank)
+                self.bases[name], self._sharpness[name] = top_basis_and_sharpness(
+                    self._moments[name].covariance(), s.rank)
             self.estimated_at[name] = step
         return self.bases[name]
 
@@ -294,6 +310,9 @@ class Surgery:
                 removed.append(e)
         self._moments, self._before, self._keep = None, None, None
         self.last = {"surgery_share": float(np.mean(shares)), "surgery_removed": float(np.mean(removed))}
+        if self._sharpness:            # the proxy arms re-estimated their bases at this step
+            self.last["surgery_sharpness"] = float(np.median(list(self._sharpness.values())))
+            self._sharpness = {}
         return self.last
 
     # ------------------------------------------------------------------ checkpoint

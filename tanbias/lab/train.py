@@ -59,9 +59,10 @@ from tanbias.lab.data import (
     original_ids,
     probe_eval_batches,
     training_streams,
+    training_target_counts,
 )
-from tanbias.lab.models import autocast, evaluate, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
-from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps, residual_modules
+from tanbias.lab.models import autocast, evaluate, log_unigram, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
+from tanbias.lab.probe import CaptureWriter, ResidualProbe, output_spectrum, probe_steps, residual_modules
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
@@ -98,8 +99,9 @@ def setup_training(cfg: RunConfig, device=None):
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     tok = load_tokenizer()
+    bias = log_unigram(training_target_counts(cfg, tok)) if cfg.output_bias == "unigram" else None
     model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok))
+                       n_inputs=n_inputs_of(cfg, tok), output_bias=bias)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
@@ -184,7 +186,8 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
                 acts, grads, ids, orig = ([a[:k] for a in got[:L1]], [g[:k] for g in got[L1:2 * L1]],
                                           got[-2][:k], got[-1][:k])
         if ctx.main:
-            capture.writer.submit(capture.path, acts, grads, ids, orig)
+            # the output matrix before this step's update, beside the gradients it shaped
+            capture.writer.submit(capture.path, acts, grads, ids, orig, extra=output_spectrum(model))
         seconds = time.perf_counter() - t
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()

@@ -42,7 +42,8 @@ from tanbias.errors import ParameterError
 
 __all__ = [
     "N_CONTROLS", "energy_share", "orthonormal", "pca_basis", "random_subspace",
-    "random_controls", "enrichment_test", "project_out", "isoscore_star",
+    "random_controls", "enrichment_test", "enrichment_outside", "subspace_sharpness", "project_out",
+    "isoscore_star",
     "isoscore_star_cov", "delta_isoscore_test", "alignment_test", "local_alignment",
     "concentration_radius", "frequency_radius_correlation", "frequency_buckets",
     "PlantedData", "planted_tangent_data",
@@ -268,6 +269,129 @@ def project_out(G, Q) -> np.ndarray:
     G = _mat("G", G)
     Q = _check_basis(Q, G.shape[1])
     return G - (G @ Q) @ Q.T
+
+
+def enrichment_outside(G, Q, B, n_controls: int = N_CONTROLS, rng=0) -> dict:
+    """The enrichment test with a subspace ``B`` projected out of the proxy and of the gradients.
+
+    The output-bottleneck account: ``dL/dh = W_U^T (p - y)`` lives largely in the top right
+    singular subspace of the output matrix ``W_U``, whatever the geometry of the
+    activations, so a proxy that overlaps that subspace is enriched for that reason alone.
+    Here everything happens in the orthogonal complement of ``B`` (``P = I - B B^T``): the
+    gradients become ``G P``, the proxy ``Q`` becomes an orthonormal basis of ``P Q`` (its
+    rank drops where ``Q`` lies inside ``span(B)``), and the controls are random subspaces of
+    that rank orthogonal to both. A random subspace of the complement then gets its
+    share ``r' / (D - k)`` of the remaining energy, so the enrichment is about 1 when the
+    proxy's advantage came from ``B`` only.
+
+    Parameters
+    ----------
+    G : array (n, D)
+        Per-token gradients.
+    Q : array (D, r)
+        The tangent proxy, orthonormal columns.
+    B : array (D, k)
+        The subspace to remove, orthonormal columns (e.g. the top-``r`` right singular
+        vectors of ``W_U``), ``r' + k <= D / 2`` so that the controls fit.
+    n_controls : int
+    rng : numpy.random.Generator or int
+
+    Returns
+    -------
+    dict
+        ``enrichment`` (NaN when nothing of ``Q`` or of ``G`` is left), ``p_energy``,
+        ``energy_proxy``, ``energy_control_mean``, ``rank`` (``r'``), ``energy_removed``
+        (the share of ``G``'s energy inside ``span(B)``) and ``overlap`` (the share of the
+        proxy inside ``span(B)``: ``||B^T Q||_F^2 / r``).
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes, non-orthonormal ``Q`` or ``B``.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> D, r = 40, 4
+    >>> B = random_subspace(D, r, rng=1)                        # the output matrix's top subspace
+    >>> G = rng.normal(size=(2000, r)) @ B.T * 10 + rng.normal(size=(2000, D))
+    >>> Q = orthonormal(B + 0.5 * random_subspace(D, r, rng=2))  # a proxy that overlaps it
+    >>> enrichment_test(G, Q, rng=0)["enrichment"] > 10
+    True
+    >>> round(enrichment_outside(G, Q, B, rng=0)["enrichment"], 1)
+    1.0
+    """
+    G = _mat("G", G)
+    D = G.shape[1]
+    Q = _check_basis(Q, D)
+    B = _check_basis(B, D, name="B")
+    total = float(np.einsum("ij,ij->", G, G))
+    GB = G @ B
+    removed = float(np.einsum("ij,ij->", GB, GB) / total) if total > 0 else float("nan")
+    overlap = float(np.sum((B.T @ Q) ** 2) / Q.shape[1])
+    nan = float("nan")
+    out = {"enrichment": nan, "p_energy": nan, "energy_proxy": nan, "energy_control_mean": nan,
+           "rank": 0, "energy_removed": removed, "overlap": overlap}
+    PQ = Q - B @ (B.T @ Q)
+    U, s, _ = np.linalg.svd(PQ, full_matrices=False)
+    Qp = U[:, s > 1e-6]
+    Gp = G - GB @ B.T
+    if Qp.shape[1] == 0 or float(np.einsum("ij,ij->", Gp, Gp)) == 0.0:
+        return out
+    both = np.hstack([Qp, B])
+    rank = Qp.shape[1]
+    if rank + both.shape[1] > D:
+        raise ParameterError(f"rank {rank} + removed {B.shape[1]} + proxy {rank} > D = {D}: valid range "
+                             "leaves room for controls orthogonal to the proxy and to B. Lower the ranks.")
+    rng = check_rng(rng)
+    A = rng.standard_normal((int(n_controls), D, rank))
+    A = A - np.matmul(both, np.matmul(both.T, A))
+    C, R = np.linalg.qr(A)
+    sign = np.sign(np.diagonal(R, axis1=1, axis2=2))
+    sign[sign == 0] = 1.0
+    C = C * sign[:, None, :]
+    e = enrichment_test(Gp, Qp, controls=C)
+    out.update(enrichment=e["enrichment"], p_energy=e["p_energy"], energy_proxy=e["energy_proxy"],
+               energy_control_mean=e["energy_control_mean"], rank=int(rank))
+    return out
+
+
+def subspace_sharpness(X, r: int, center: bool = True) -> float:
+    """How sharply the rank-``r`` PCA proxy of ``X`` is determined: ``sigma_r / sigma_(r+1)``.
+
+    The ratio of the ``r``-th to the ``(r+1)``-th singular value of the (centred) rows. Near 1,
+    the ``r``-th and ``(r+1)``-th directions carry the same variance and the fitted subspace is
+    nearly arbitrary among its neighbours: a small change of the batch swaps them
+    (Davis-Kahan: the subspace moves by about the perturbation over the gap
+    ``sigma_r^2 - sigma_(r+1)^2``). Large, it is pinned down.
+
+    Parameters
+    ----------
+    X : array (n, D)
+        The rows the proxy is fitted on, ``n > r``.
+    r : int in [1, D - 1]
+    center : bool
+        Subtract the mean row first, as :func:`pca_basis` does.
+
+    Returns
+    -------
+    float >= 1 (inf when ``sigma_(r+1) = 0``).
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 6)) * [5.0, 4.0, 1.0, 1.0, 1.0, 1.0]
+    >>> 3.5 < subspace_sharpness(X, 2) < 4.5, subspace_sharpness(X, 4) < 1.1   # 4 / 1, then 1 / 1
+    (True, True)
+    """
+    X = _mat("X", X)
+    r = _check_rank(r, X.shape[1], "r")
+    if X.shape[0] <= r:
+        raise ParameterError(f"X has {X.shape[0]} rows: valid range is more than r = {r}.")
+    if center:
+        X = X - X.mean(axis=0)
+    s = np.linalg.svd(X, compute_uv=False)
+    return float(s[r - 1] / s[r]) if s[r] > 0 else float("inf")
 
 
 def isoscore_star_cov(C, zeta: float = DEFAULT_ZETA, C0=None) -> float:

@@ -6,8 +6,10 @@ one source for each measurement):
 
 * the premise under its three count-matched readings, with the bootstrap over
   documents (``premise.csv``, ``types.csv``);
-* anisotropy with and without the first position (``anisotropy.csv``), and the
-  readings of :data:`ANISOTROPY_METRICS` beside them;
+* anisotropy with and without the first position (``anisotropy.csv``), and beside
+  it the rival accounts' six readings (:func:`anisotropy_readings`: centred,
+  standardised, type-balanced, mean share, top-coordinate share, and the exact raw
+  mean cosine);
 * the post-hoc alignment test with its random-initialisation null
   (``alignment.csv``: models with a language-model head);
 * curvature visibility (``curvature.csv``).
@@ -40,7 +42,6 @@ import shutil
 import time
 import warnings
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -49,7 +50,7 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.analysis import pretrained as pt
 from tanbias.lab.runs import atomic_write_text, sha256
 
-__all__ = ["COMMAND", "ARCHITECTURES", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS", "MIN_TYPES",
+__all__ = ["COMMAND", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS", "MIN_TYPES",
            "SETTINGS", "TEXT_LANGUAGE", "read_documents", "resolve_device", "model_revisions", "check_out",
            "probe_tokens", "architecture_table",
            "staged_folder", "load_model", "weights_sha256", "measure_model", "trajectory_table",
@@ -72,13 +73,36 @@ ARCHITECTURES = {
 
 # ------------------------------------------------------------------------------------------
 # THE RIVAL ANISOTROPY METRICS PLUG IN HERE.
-#: More readings of each layer's anisotropy, ``{column: f}``: ``f(Y)`` of the layer's rows
-#: without the first position (an ``(n, D)`` float32 array) returns a float, written as the
-#: column ``column`` of ``anisotropy.csv`` (:func:`tanbias.lab.analysis.pretrained.layer_tables`),
-#: beside chapter 9's mean cosine, IsoScore* and top-direction shares. The rival metrics of
-#: the maths (centered, standardised, top-coordinate share, mean share, type-balanced mean
-#: cosine) join here once their module exists; chapter 9's own tables never carry them.
-ANISOTROPY_METRICS: dict[str, Callable[[np.ndarray], float]] = {}
+def anisotropy_readings(Y, type_ids) -> dict:
+    """More readings of one layer's anisotropy, beside chapter 9's: the rival accounts' six.
+
+    :func:`tanbias.theory.anisotropy.readings` of the layer's rows without the first position
+    (``Y``, ``(n, D)``) and their types: ``raw`` (the exact mean cosine over all pairs, where
+    chapter 9's ``mean_cosine`` samples 20,000), ``centered``, ``standardised``,
+    ``type_balanced``, ``mean_share`` and ``top_share`` (the top three coordinates' share of
+    the variance). Each account of anisotropy without a tangent bias names the correction
+    that should remove it if it is right (the rivals chapter). Rows of norm 0 are left out.
+    The columns of ``anisotropy.csv`` that :data:`ANISOTROPY_METRICS` adds; chapter 9's own
+    tables never carry them.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> r = anisotropy_readings(rng.normal(size=(500, 8)) + 5.0, rng.integers(0, 20, 500))
+    >>> sorted(r), round(r["mean_share"], 1)
+    (['centered', 'mean_share', 'raw', 'standardised', 'top_share', 'type_balanced'], 1.0)
+    """
+    from tanbias.theory import anisotropy as an
+
+    Y = np.asarray(Y, np.float64)
+    live = np.linalg.norm(Y, axis=1) > 0
+    r = an.readings(Y[live], type_ids=np.asarray(type_ids)[live])
+    return {k: r[k] for k in an.READINGS}
+
+
+#: The anisotropy readings the command adds to chapter 9's, per layer: ``metrics(Y, type_ids)``
+#: of :func:`tanbias.lab.analysis.pretrained.layer_tables` (None: chapter 9's alone).
+ANISOTROPY_METRICS = anisotropy_readings
 # ------------------------------------------------------------------------------------------
 
 #: The fewest tokens per language a measurement reads (``--tokens``): below it too few types

@@ -38,7 +38,9 @@ does is measured apart.
     ones tested, for the checkpoint and for a randomly initialised copy of its
     architecture (:func:`tanbias.lab.analysis.posthoc.heldout_alignment`).
 ``manifest.json``
-    Package versions, weight checksum, text sample and seed, timings
+    The version of this package that measured (``package_version``: manifests written before
+    it was recorded have none), the versions of torch and transformers, weight checksum, text
+    sample and seed, timings
     (tokens/s and the fraction of the measured matrix-multiply peak), code
     commit, and the checksums of the tables.
 """
@@ -222,14 +224,14 @@ def _log_frequency(counts) -> np.ndarray:
 
 
 def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_k: int, layer: int, seed: int = 0,
-                 metrics: dict | None = None):
+                 metrics=None):
     """The per-type rows, the anisotropy row and the matched readings of one layer.
 
     ``X`` holds the layer's rows, ``sink`` (bool, one per row) marks the first position
     of each text row: the readings and anisotropy leave those out, the ``*_with_sink``
-    columns and ``sink_norm_ratio`` describe what they do. ``metrics`` (``{column: f}``)
-    adds a column per function, ``f(Y)`` of the layer's rows without the sink (a float):
-    more anisotropy readings of the same rows.
+    columns and ``sink_norm_ratio`` describe what they do. ``metrics(Y, type_ids)`` of the
+    layer's rows without the sink and their types, when given, returns more anisotropy
+    readings of the same rows (``{column: float}``), added to the anisotropy row.
 
     Returns
     -------
@@ -262,7 +264,7 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
              **{f"{k}_with_sink": whole[k] for k in ("mean_cosine", "isoscore_star", "top1_share")},
              "spread_with_sink": tc.layer_spread(X),
              "sink_norm_ratio": float(np.median(norms[sink]) / np.median(norms[~sink])) if sink.any() else np.nan,
-             **{name: float(f(Y)) for name, f in (metrics or {}).items()}}
+             **({k: float(v) for k, v in metrics(Y, ids).items()} if metrics is not None else {})}
     return rows, aniso, matched
 
 
@@ -399,7 +401,7 @@ def language_text(tok, kind: str, lang: str, s: dict, seq_len: int, documents: d
 
 
 def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, progress: bool = True,
-                     documents: dict | None = None, metrics: dict | None = None, text: dict | None = None,
+                     documents: dict | None = None, metrics=None, text: dict | None = None,
                      frequency: np.ndarray | None = None) -> dict:
     """Every table of one model in one language: one forward pass, then every reading of its rows.
 
@@ -514,6 +516,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     import torch
     import transformers
 
+    import tanbias
     from tanbias.lab import zoo
 
     unknown = set(settings) - set(DEFAULTS)
@@ -568,6 +571,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         "caveats": list(entry.caveats), "install": entry.install,
         "settings": s, "languages": list(languages), "documents": documents,
         "n_tokens": n_total, "tokens_measured": measured, "seq_len": seq_len,
+        "package_version": tanbias.__version__,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "seconds": seconds,
         "tokens_per_s": n_total / max(seconds["forward"], 1e-9), "gemm_flops": peak, "flops_per_token": flops,

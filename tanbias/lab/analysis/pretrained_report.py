@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "pretrained_table", "PRETRAINED_QUOTED",
            "pretrained_numbers", "pretrained_checks", "word_checks", "zoo_table", "estimator_table", "premise_table",
+           "PREMISE_WORDS", "premise_verdicts",
            "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
@@ -387,6 +388,45 @@ def premise_table(pretrained: dict):
                              "band above 0 at": rep[f"{key}_band_pos_layers"],
                              "band below 0 at": rep[f"{key}_band_neg_layers"]})
     return pd.DataFrame(rows).set_index(["model", "language", "reading"])
+
+
+#: What an interval word of ρ(log frequency, radius t) says about the premise (frequent types have a
+#: small radius, so the premise predicts a negative correlation); a band's "mixed" stays "mixed".
+PREMISE_WORDS = {"negative": "holds", "positive": "reversed", "indistinguishable": "no sign",
+                 "mixed": "mixed", "undecided": "undecided"}
+
+
+def premise_verdicts(pretrained: dict):
+    """The premise at a glance, one row per model and language (corpus frequencies): what the radius
+    t says at the last layer (:data:`PREMISE_WORDS` of its interval word) and over the blocks (of
+    the band's word), its ρ with the 95 % interval over documents, and the word of the other
+    reading, the centroid's distance to the layer mean, at the last layer.
+
+    The narrow face of :func:`premise_table`, which holds every reading, range and layer list.
+
+    Parameters
+    ----------
+    pretrained : dict
+        ``{model name: load_pretrained(name)}``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model and language.
+    """
+    import pandas as pd
+
+    rep = pretrained_table(pretrained)
+    rows = []
+    for name, tab in pretrained.items():
+        for lang in _languages(tab):
+            t, dist = f"ch9_{SHORT[name]}_{lang}_t_corpus", f"ch9_{SHORT[name]}_{lang}_dist_corpus"
+            rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang),
+                         "premise, last layer": PREMISE_WORDS[rep[f"{t}_sign"]],
+                         "ρ(log frequency, t) [95 %]": _ci(rep[f"{t}_rho"], rep[f"{t}_lo"], rep[f"{t}_hi"]),
+                         "premise over the blocks": PREMISE_WORDS[rep[f"{t}_band"]],
+                         "centroid distance, last layer": rep[f"{dist}_sign"]})
+    return pd.DataFrame(rows).set_index(["model", "language"])
 
 
 def encoder_table(pretrained: dict, names=("minilm-l6", "me5-small")):

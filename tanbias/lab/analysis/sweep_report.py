@@ -211,8 +211,12 @@ def run_pair_table(loaded: dict) -> dict:
     speed; the frozen, refit and local proxies' enrichment (init, early, late: geometric
     mean over layers) and excess ΔIsoScore*, their largest late p-values, the
     frequency-radius correlations; where the layer-averaged enrichment peaks.
+    The frozen proxy's last-step enrichment at the first and last layer, and whether it grows
+    with every layer (``grows_with_depth``: "yes" or "no").
     Run-wide: the width ``D``, the proxy rank ``r``, ``steps``, the number of
-    probe steps, and ``weaker`` (the architecture with the lower late enrichment).
+    probe steps, ``weaker`` (the architecture with the lower late enrichment), ``late_min`` (the
+    lower of the two), the decoder's enrichment over the encoder's early and late, and the latest
+    peak and the largest last / peak ratio of the two.
     """
     enc = loaded["encoder-natural-s0"]
     cfg = enc.config
@@ -235,11 +239,24 @@ def run_pair_table(loaded: dict) -> dict:
         out[f"{kind}_spearman"] = float(s.loc[(kind, "frozen"), "spearman_late"])
         out[f"{kind}_pearson"] = float(s.loc[(kind, "frozen"), "pearson_late"])
     late = {k: float(s.loc[(k, "frozen"), "enrichment_late"]) for k in KINDS}
+    early = {k: float(s.loc[(k, "frozen"), "enrichment_early"]) for k in KINDS}
     out["weaker"] = min(late, key=late.get)
+    out["late_min"] = min(late.values())
+    out["decoder_over_encoder_early"] = early["decoder"] / early["encoder"]
+    out["decoder_over_encoder_late"] = late["decoder"] / late["encoder"]
+    for name, run in loaded.items():                   # the frozen proxy's last step, layer by layer
+        a = run.alignment
+        a = a[(a["proxy"] == "frozen") & (a["bucket"] == "all") & (a["step"] == a["step"].max())]
+        by_layer = a.sort_values("layer")["enrichment"].to_numpy()
+        k = run.config.kind
+        out[f"{k}_first_layer_late"], out[f"{k}_last_layer_late"] = float(by_layer[0]), float(by_layer[-1])
+        out[f"{k}_grows_with_depth"] = "yes" if bool(np.all(np.diff(by_layer) > 0)) else "no"
     for _, row in sweep.timing(loaded).iterrows():     # where the layer-averaged enrichment peaks
         out[f"{row['kind']}_peak_step"] = int(row["peak_step"])
         out[f"{row['kind']}_peak_pct"] = 100 * float(row["peak_frac"])
         out[f"{row['kind']}_late_over_peak"] = float(np.exp(row["log_late_over_peak"]))
+    out["peak_pct_max"] = max(out[f"{k}_peak_pct"] for k in KINDS)
+    out["late_over_peak_max"] = max(out[f"{k}_late_over_peak"] for k in KINDS)
     return out
 
 
@@ -252,10 +269,12 @@ def _with_interval(*keys: str) -> tuple[str, ...]:
 
 
 #: the numbers chapter 7 quotes (:func:`run_pair_numbers` returns these of :func:`run_pair_table`)
-RUN_PAIR_QUOTED = ("D", "r", "r_over_D", "steps", "n_probe", "weaker") + _per_kind(
+RUN_PAIR_QUOTED = ("D", "r", "r_over_D", "steps", "n_probe", "weaker", "late_min", "decoder_over_encoder_early",
+                   "decoder_over_encoder_late", "peak_pct_max", "late_over_peak_max") + _per_kind(
     "loss", "unigram", "acc", "minutes", "tps", "learns", "frozen_enrichment_init", "frozen_enrichment_early",
     "frozen_enrichment_late", "frozen_excess_iso_early", "frozen_excess_iso_late", "frozen_p_energy_late_max",
-    "local_enrichment_late", "spearman", "pearson", "peak_step", "peak_pct", "late_over_peak")
+    "local_enrichment_late", "spearman", "pearson", "peak_step", "peak_pct", "late_over_peak",
+    "first_layer_late", "last_layer_late", "grows_with_depth")
 
 
 def run_pair_numbers(loaded: dict) -> dict:
@@ -275,7 +294,7 @@ SWEEP_QUOTED = (
                "all_small_t_share_hi"),
     *_with_interval("rho_decoder_natural"), "rho_decoder_balanced", "rho_encoder_natural", "rho_encoder_balanced",
     *_with_interval(*(f"{kind}_{regime}_late" for kind in KINDS for regime in REGIMES)),
-    *(f"iso_{kind}_{regime}_late" for kind in KINDS for regime in REGIMES),
+    *(f"iso_{kind}_{regime}_late" for kind in KINDS for regime in REGIMES), "cell_late_min", "cell_late_max",
     *_with_interval("eff_balancing_encoder_late", "eff_balancing_decoder_late", "eff_architecture_natural_late",
                     "eff_architecture_natural_early", "eff_interaction_late"),
     "eff_balancing_encoder_early", "eff_balancing_decoder_early", "eff_architecture_balanced_late",
@@ -294,8 +313,8 @@ def sweep_numbers(sw: SweepAnalysis) -> dict:
 
 def sweep_table(sw: SweepAnalysis) -> dict:
     """Every number of the 2x2 sweep by key: design, losses, frequencies, the mechanism (paired η_g and
-    small-t shares, radius correlations), each cell's enrichment and excess ΔIsoScore*, timing, the
-    constant-rate controls, each seed-paired contrast."""
+    small-t shares, radius correlations), each cell's enrichment and excess ΔIsoScore* (and the lowest
+    and highest cell's late enrichment), timing, the constant-rate controls, each seed-paired contrast."""
     out: dict = {}
     cfg = sw.config
     seeds = sorted({r.config.seed for r in sw.runs.values()})
@@ -346,6 +365,8 @@ def sweep_table(sw: SweepAnalysis) -> dict:
         out[key + "_hi"] = float(row["ratio_hi"])
     for _, row in _cell_rows(sw, "excess_iso").iterrows():
         out[f"iso_{row['kind']}_{row['regime']}_{row['phase']}"] = float(row["mean"])
+    late_cells = [out[f"{kind}_{regime}_late"] for kind in KINDS for regime in REGIMES]
+    out["cell_late_min"], out["cell_late_max"] = min(late_cells), max(late_cells)
 
     tim = sw.timing
     for col in ("peak_frac", "log_late_over_peak"):

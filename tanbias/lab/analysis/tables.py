@@ -35,7 +35,7 @@ from tanbias.lab.config import N_SPECIAL, ProbeSettings, RunConfig
 from tanbias.lab.probe import layer_activations, load_capture, probe_steps
 
 __all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "anisotropy_rows",
-           "analyse_run"]
+           "rival_rows", "analyse_run"]
 
 
 @contextlib.contextmanager
@@ -229,6 +229,69 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     return rows
 
 
+def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
+    """The rival accounts' readings at every probe step and layer (``rivals.csv``, the rivals chapter).
+
+    One row per (step, layer), on the content positions of :func:`anisotropy_rows` (special
+    tokens and position 0 left out):
+
+    * the six readings of :func:`tanbias.theory.anisotropy.readings` (``raw``, ``centered``,
+      ``standardised``, ``type_balanced`` by input type, ``mean_share``, ``top_share``);
+    * chapter 7's enrichment of the frozen proxy on every captured position (``enrichment``),
+      and the same with the output matrix's top-``rank`` right singular subspace at that step
+      projected out of the proxy and of the gradients (``enrichment_outside``, with
+      ``wu_energy``: the gradients' energy share in that subspace, and ``wu_overlap``: the
+      proxy's), :func:`tanbias.theory.alignment.enrichment_outside`; both with the same
+      seeded controls. NaN where the capture has no output spectrum (runs trained before it
+      was stored);
+    * how sharply the proxies are determined, ``sigma_r / sigma_(r+1)``: ``sharpness_refit`` of
+      the step's own activations, ``sharpness_frozen`` of the pooled early activations the
+      frozen proxy is fitted on (:func:`tanbias.theory.alignment.subspace_sharpness`).
+    """
+    from tanbias.theory import anisotropy as an
+
+    rank, total, seq_len = config.probe.rank, config.steps, config.size.seq_len
+    steps = sorted(captures)
+    L = captures[steps[0]]["acts"].shape[0]
+    layers = list(range(L)) if config.probe.layers is None else [int(x) for x in config.probe.layers]
+    frozen = frozen_proxies(captures, layers, rank, config.probe.fit_fraction, total)
+    fit_steps = [s for s in steps if s <= config.probe.fit_fraction * total] or steps[:1]
+    sharp_frozen = {}
+    for layer in layers:
+        pooled = np.concatenate([layer_activations(captures[s], layer) for s in fit_steps])
+        if len(pooled) > 16384:                      # the rows frozen_proxies fits on
+            pooled = pooled[np.random.default_rng(0).choice(len(pooled), 16384, replace=False)]
+        sharp_frozen[layer] = al.subspace_sharpness(pooled, rank)
+    nan = float("nan")
+    rows = []
+    for step in steps:
+        cap = captures[step]
+        ids = np.asarray(cap.get("input_ids", cap["token_ids"])).astype(np.int64).reshape(-1)
+        content = (ids >= N_SPECIAL) & (np.arange(len(ids)) % seq_len != 0)
+        B = cap["wu_vt"][:rank].T.astype(np.float64) if "wu_vt" in cap else None
+        for layer in layers:
+            X = layer_activations(cap, layer)
+            Xc = X[content]
+            live = np.linalg.norm(Xc, axis=1) > 0
+            r = an.readings(Xc[live], type_ids=ids[content][live])
+            G = cap["grads"][layer].astype(np.float64)
+            G = G[np.any(G != 0, axis=1)]
+            Q = frozen[layer]
+            rng = np.random.default_rng([config.seed, step, layer, 7])
+            plain = al.enrichment_test(G, Q, rng=rng, n_controls=config.probe.n_controls)["enrichment"]
+            out = {"enrichment": nan, "energy_removed": nan, "overlap": nan}
+            if B is not None:
+                out = al.enrichment_outside(G, Q, B, rng=np.random.default_rng([config.seed, step, layer, 8]),
+                                            n_controls=config.probe.n_controls)
+            rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
+                         "layer": int(layer), **{k: r[k] for k in an.READINGS}, "n_tokens": r["n"],
+                         "types": r["types"], "enrichment": plain,
+                         "enrichment_outside": out["enrichment"], "wu_energy": out["energy_removed"],
+                         "wu_overlap": out["overlap"], "sharpness_refit": al.subspace_sharpness(X, rank),
+                         "sharpness_frozen": sharp_frozen[layer]})
+    return rows
+
+
 def analyse_run(run, progress: bool = True) -> dict:
     """Recompute ``alignment.csv``, ``radius.csv``, ``radius_corr.csv``, ``anisotropy.csv`` from the captures.
 
@@ -257,12 +320,14 @@ def analyse_run(run, progress: bool = True) -> dict:
         align, radius, corr = analyse_captures(captures, config.probe, config.steps, counts, source,
                                                progress=progress)
         aniso = anisotropy_rows(captures, config)
+        rivals = rival_rows(captures, config)
     # no type repeats min_count times in a tiny probe batch (smoke runs): an empty table, with its header
     radius_cols = ["run", "kind", "regime", "seed", "step", "frac", "layer", "token_id", "count_in_batch",
                    "corpus_count", "bucket", "radius"]
     tables = {"alignment.csv": pd.DataFrame(align), "radius.csv": pd.DataFrame(radius, columns=None if radius
                                                                                   else radius_cols),
-              "radius_corr.csv": pd.DataFrame(corr), "anisotropy.csv": pd.DataFrame(aniso)}
+              "radius_corr.csv": pd.DataFrame(corr), "anisotropy.csv": pd.DataFrame(aniso),
+              "rivals.csv": pd.DataFrame(rivals)}
     for name, df in tables.items():
         runs.atomic_write_text(d / name, df.to_csv(index=False, float_format="%.6g"))
     return tables

@@ -1,0 +1,113 @@
+"""The rivals experiment's design, fixed before its runs: registration and power (the rivals chapter).
+
+The experiment (:data:`tanbias.lab.experiments.RIVALS_ARMS` under both
+:data:`~tanbias.lab.experiments.RIVALS_HEADS`) sets the tangent-bias account
+against the simpler ones on the same runs. This module holds what was fixed
+*before* the first run:
+
+* the registration, ``data/preregistration/rivals.toml`` (the design, what every account
+  predicts contrast by contrast, the rules that read its words; :func:`registration`,
+  pinned by :data:`REGISTRATION_SHA256`);
+* :func:`primary_sd`, the realised seed-blocked noise of the primary outcome in chapter 11's
+  107 committed runs, and :func:`power_analysis`, the power of the registered seeds to
+  detect a ×1.25 change of it at Holm's first threshold over the primary family.
+
+The statistics of the runs are :mod:`tanbias.lab.analysis.rivals`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tanbias.lab.analysis.causal_design import contrast_power
+from tanbias.lab.analysis.dose_design import load_registration
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
+
+__all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
+           "CELLS", "primary_sd", "power_analysis", "design_numbers"]
+
+#: the sha256 of ``data/preregistration/rivals.toml``: the code refuses a registration that changed
+REGISTRATION_SHA256 = "f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c"
+#: the change of the primary outcome the design is powered for, and the power
+TARGET_RATIO = 1.25
+TARGET_POWER = 0.8
+#: the primary family: per architecture, the unigram head's effect and the surgery under it
+PRIMARY_FAMILY = 2 * 2
+ALPHA = 0.05
+#: cells per architecture: heads x arms
+CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
+
+
+def registration() -> dict:
+    """``data/preregistration/rivals.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
+    (:func:`~tanbias.lab.analysis.dose_design.load_registration`)."""
+    return load_registration("rivals", REGISTRATION_SHA256)
+
+
+def primary_sd(kind: str, table=None) -> dict:
+    """The residual SD of the primary outcome under ``seed + arm`` in chapter 11's committed runs.
+
+    The primary outcome (ln of the layer-mean mean cosine at the last probe step, content
+    positions) is the causal test's; its noise in a seed-blocked model of the causal runs is the
+    noise a seed-paired contrast of two rivals cells sees.
+
+    Parameters
+    ----------
+    kind : {"encoder", "decoder"}
+    table : pandas.DataFrame, optional
+        Chapter 11's run table (:func:`tanbias.lab.analysis.causal.run_table`); default the
+        memoised analysis of the committed runs.
+
+    Returns
+    -------
+    dict
+        ``sd``, ``df``, ``n_runs``.
+    """
+    import statsmodels.formula.api as smf
+
+    from tanbias._checks import check_choice
+    from tanbias.lab.analysis import causal
+
+    check_choice("kind", kind, KINDS)
+    if table is None:
+        table = causal.analyse_causal().table
+    t = table[(table["kind"] == kind) & ~table["diverged"].astype(bool)]
+    fit = smf.ols("log_mean_cosine ~ C(seed) + C(arm)", t).fit()
+    return {"sd": float(np.sqrt(fit.scale)), "df": int(fit.df_resid), "n_runs": int(len(t))}
+
+
+def power_analysis(seeds=range(3, 13), table=None) -> "object":
+    """The registered design's power per architecture and number of seeds in a primary cell.
+
+    Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``seeds``, ``power`` (×1.25 at
+    α = 0.05 / 4, :func:`~tanbias.lab.analysis.causal_design.contrast_power` over :data:`CELLS`
+    cells), ``chosen`` (the design's seeds in the primary cells,
+    :data:`~tanbias.lab.experiments.RIVALS_SEEDS`).
+    """
+    import pandas as pd
+
+    rows = []
+    for kind in KINDS:
+        s = primary_sd(kind, table)
+        chosen = len(RIVALS_SEEDS[kind]["control"])
+        for n in seeds:
+            rows.append({"kind": kind, "sd": s["sd"], "sd_df": s["df"], "seeds": int(n),
+                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS, ALPHA / PRIMARY_FAMILY),
+                         "chosen": int(n) == chosen})
+    return pd.DataFrame(rows)
+
+
+def design_numbers(power) -> dict:
+    """The numbers the rivals chapter's design section quotes, from :func:`power_analysis`: per
+    architecture ``sd_<kind>`` and ``sd_df_<kind>``, ``seeds_<kind>`` (the primary cells'),
+    ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``."""
+    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO}
+    for kind in KINDS:
+        p = power[power["kind"] == kind].set_index("seeds")
+        n = len(RIVALS_SEEDS[kind]["control"])
+        out[f"sd_{kind}"] = float(p["sd"].iloc[0])
+        out[f"sd_df_{kind}"] = int(p["sd_df"].iloc[0])
+        out[f"seeds_{kind}"] = n
+        out[f"power_{kind}"] = float(p.loc[n, "power"])
+        out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
+    return out

@@ -1,0 +1,174 @@
+"""Anisotropy read six ways, one per account of where it comes from (the rivals chapter, chapter 9's tool).
+
+A mean cosine near 1 says that a layer's vectors share a direction. Several
+accounts predict that number without any tangent bias, and each names a
+correction that should remove it if it is right:
+
+* **raw** (:func:`mean_cosine`): the mean cosine of all pairs of distinct rows, the
+  uncentred quantity of Ethayarajh (2019) that the lab's chapters read;
+* **common drift** (Biś et al. 2021): the vectors share a shifted mean. The
+  **centred** mean cosine subtracts the layer's mean vector first, and the **mean
+  share** ``||mean||^2 / mean ||x||^2`` says how much of the squared norm that mean
+  carries (0 for a centred cloud, 1 for identical rows);
+* **rogue dimensions** (Timkey & van Schijndel 2021): one to three coordinates
+  dominate the cosine. The **standardised** mean cosine centres each coordinate and
+  divides it by its standard deviation over positions, and the **top-coordinate
+  share** is the share of the total variance held by the ``top`` (3) coordinates
+  with the largest variance (``top / D`` for an isotropic cloud);
+* **measurement** (Ethayarajh 2019; Yokoi et al. 2024): an occurrence-weighted mean
+  moves with the probe text's frequencies. The **type-balanced** mean cosine weights
+  each row by ``1 / count`` of its type, so that every type counts equally.
+
+Every mean cosine here is *exact* over all ``n (n - 1)`` ordered pairs of distinct
+rows, from the identity ``sum_{i != j} u_i . u_j = ||sum_i u_i||^2 - sum_i ||u_i||^2``
+for unit rows ``u_i``, in ``O(n D)``: no pair is sampled, so two readings of one
+cloud differ only by what they correct. (The lab's older ``mean_cosine`` column,
+:func:`tanbias.theory.token_clouds.anisotropy`, samples 20,000 pairs of the same
+quantity; the tests check that the two agree within its sampling error.)
+
+The output-bottleneck account and the proxy's sharpness are about gradients and
+proxies, not clouds: :func:`tanbias.theory.alignment.enrichment_outside` and
+:func:`tanbias.theory.alignment.subspace_sharpness`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tanbias._checks import check_array, check_int
+from tanbias.errors import ParameterError
+
+__all__ = ["READINGS", "TOP_COORDINATES", "mean_cosine", "coordinate_shares", "readings"]
+
+#: the readings :func:`readings` returns, in the order tables show them
+READINGS = ("raw", "centered", "standardised", "type_balanced", "mean_share", "top_share")
+#: how many coordinates the top-coordinate share reads (the rogue-dimension account's "one to three")
+TOP_COORDINATES = 3
+
+
+def _rows(X) -> np.ndarray:
+    X = check_array("X", np.asarray(X, dtype=np.float64), shape=(None, None))
+    if X.shape[0] < 2:
+        raise ParameterError(f"X has {X.shape[0]} rows: valid range is [2, inf). A mean cosine needs "
+                             "a pair of rows.")
+    if X.shape[1] < 2:
+        raise ParameterError(f"X has D={X.shape[1]} columns: valid range is [2, inf).")
+    return X
+
+
+def mean_cosine(X, weights=None) -> float:
+    """Exact mean cosine over all pairs of distinct rows, optionally weighted by ``w_i w_j``.
+
+    ``sum_{i != j} w_i w_j cos(x_i, x_j) / sum_{i != j} w_i w_j``, computed as
+    ``(||sum_i w_i u_i||^2 - sum_i w_i^2) / ((sum_i w_i)^2 - sum_i w_i^2)`` with
+    ``u_i = x_i / ||x_i||``. Rows of norm 0 have no direction and are left out.
+
+    Parameters
+    ----------
+    X : array (n, D)
+    weights : array (n,), optional
+        Non-negative row weights (default 1): :func:`readings` passes ``1 / count`` of each
+        row's type for the type-balanced reading.
+
+    Returns
+    -------
+    float in [-1, 1]; NaN when fewer than two rows (of positive weight) have a direction.
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes, fewer than two rows, or negative / non-finite weights.
+
+    Example
+    -------
+    >>> round(mean_cosine([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), 6)   # pairs: 0, 1/sqrt 2, 1/sqrt 2
+    0.471405
+    >>> mean_cosine([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
+    1.0
+    """
+    X = _rows(X)
+    w = np.ones(len(X)) if weights is None else check_array("weights", np.asarray(weights, float),
+                                                            shape=(len(X),))
+    if np.any(w < 0):
+        raise ParameterError(f"weights has a negative entry ({float(w.min())}): valid range is [0, inf).")
+    norms = np.linalg.norm(X, axis=1)
+    keep = (norms > 0) & (w > 0)
+    if keep.sum() < 2:
+        return float("nan")
+    U, w = X[keep] / norms[keep, None], w[keep]
+    s = w @ U
+    w2 = float(w @ w)
+    denom = float(w.sum()) ** 2 - w2
+    return float(np.clip((float(s @ s) - w2) / denom, -1.0, 1.0))
+
+
+def coordinate_shares(X) -> np.ndarray:
+    """Each coordinate's share of the cloud's total variance, largest first (D,).
+
+    Example
+    -------
+    >>> coordinate_shares([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]])
+    array([0.8, 0.2])
+    """
+    X = _rows(X)
+    var = X.var(axis=0)
+    total = float(var.sum())
+    if total == 0:
+        return np.full(X.shape[1], np.nan)
+    return np.sort(var / total)[::-1]
+
+
+def readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
+    """The six readings of :data:`READINGS` for one layer's cloud.
+
+    Parameters
+    ----------
+    X : array (n, D)
+        One layer's vectors at the positions read (the lab: content positions, the first
+        position and special tokens left out).
+    type_ids : array (n,) of int, optional
+        The type (token id) of each row, for the type-balanced reading; without it that
+        reading is NaN.
+    top : int in [1, D - 1]
+        Coordinates in the top-coordinate share.
+
+    Returns
+    -------
+    dict
+        ``raw``, ``centered``, ``standardised``, ``type_balanced`` (mean cosines),
+        ``mean_share`` and ``top_share`` (shares in [0, 1]), ``n`` (rows) and ``types``
+        (distinct types, 0 without ``type_ids``).
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes, fewer than two rows, ``type_ids`` of another length, a bad ``top``.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(3000, 16))
+    >>> X[:, 2] += 30.0                                          # a shifted mean
+    >>> r = readings(X)
+    >>> round(r["raw"], 2), abs(r["centered"]) < 0.01, round(r["mean_share"], 2)
+    (0.98, True, 0.98)
+    """
+    X = _rows(X)
+    n, D = X.shape
+    top = check_int("top", top, lo=1, hi=D - 1, hint="Pass the number of coordinates, e.g. 3.")
+    mu = X.mean(axis=0)
+    Xc = X - mu
+    sd = Xc.std(axis=0)
+    live = sd > 0
+    Z = Xc[:, live] / sd[live] if live.sum() >= 2 else None
+    sq = float(np.mean(np.einsum("ij,ij->i", X, X)))
+    out = {"raw": mean_cosine(X), "centered": mean_cosine(Xc),
+           "standardised": mean_cosine(Z) if Z is not None else float("nan"),
+           "type_balanced": float("nan"),
+           "mean_share": float(mu @ mu / sq) if sq > 0 else float("nan"),
+           "top_share": float(coordinate_shares(X)[:top].sum()), "n": int(n), "types": 0}
+    if type_ids is not None:
+        ids = check_array("type_ids", np.asarray(type_ids), shape=(n,))
+        _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+        out["type_balanced"] = mean_cosine(X, weights=1.0 / counts[inverse])
+        out["types"] = int(len(counts))
+    return out

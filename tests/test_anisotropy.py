@@ -1,0 +1,114 @@
+"""The six readings of anisotropy (tanbias.theory.anisotropy) on clouds whose answer is known."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tanbias.errors import ParameterError
+from tanbias.theory import anisotropy as an
+from tanbias.theory import token_clouds
+
+
+def brute_mean_cosine(X, w=None):
+    X = np.asarray(X, float)
+    w = np.ones(len(X)) if w is None else np.asarray(w, float)
+    num = den = 0.0
+    for i, j in itertools.permutations(range(len(X)), 2):
+        c = X[i] @ X[j] / np.linalg.norm(X[i]) / np.linalg.norm(X[j])
+        num += w[i] * w[j] * c
+        den += w[i] * w[j]
+    return num / den
+
+
+def test_exact_mean_cosine_equals_the_sum_over_pairs():
+    X = np.random.default_rng(0).normal(size=(9, 4)) + 0.5
+    assert an.mean_cosine(X) == pytest.approx(brute_mean_cosine(X), abs=1e-12)
+    w = np.arange(1, 10) / 3
+    assert an.mean_cosine(X, w) == pytest.approx(brute_mean_cosine(X, w), abs=1e-12)
+
+
+def test_exact_mean_cosine_agrees_with_the_sampled_one_within_its_error():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 24)) + 0.4
+    exact = an.mean_cosine(X)
+    sampled = token_clouds.anisotropy(X, n_pairs=20000, rng=0)["mean_cosine"]
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    sd = np.std((U[:500] @ U[500:1000].T).ravel())           # SD of one pair's cosine
+    assert abs(exact - sampled) < 4 * sd / np.sqrt(20000)
+
+
+def test_a_planted_rogue_coordinate_is_raw_near_one_and_standardised_near_zero():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(4000, 32))
+    X[:, 7] = 40.0 + 5.0 * rng.normal(size=4000)              # one coordinate dominates every vector
+    r = an.readings(X)
+    assert r["raw"] > 0.95
+    assert abs(r["standardised"]) < 0.01
+    assert r["top_share"] == pytest.approx((25 + 2) / (25 + 31), abs=0.02)   # its variance and two others
+
+
+def test_a_planted_mean_shift_is_centered_near_zero():
+    rng = np.random.default_rng(3)
+    shift = rng.normal(size=32) * 6.0
+    X = rng.normal(size=(4000, 32)) + shift
+    r = an.readings(X)
+    assert r["raw"] > 0.9
+    assert abs(r["centered"]) < 0.01
+    assert r["mean_share"] == pytest.approx(shift @ shift / (shift @ shift + 32), abs=0.02)
+    assert r["top_share"] == pytest.approx(3 / 32, abs=0.02)  # an isotropic spread: 3 of 32
+
+
+def test_type_balanced_reading_by_hand():
+    # type a: two rows along e1; type b: one row along e2; type c: one row along e1 + e2
+    X = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    ids = np.array([5, 5, 9, 11])
+    # weights 1/2, 1/2, 1, 1; pair cosines: aa 1, ab 0, ac 1/sqrt2, bc 1/sqrt2
+    s = 1 / np.sqrt(2)
+    num = 2 * (0.25 * 1 + 2 * 0.5 * 0 + 2 * 0.5 * s + 1 * s)
+    den = 2 * (0.25 + 2 * 0.5 + 2 * 0.5 + 1)
+    r = an.readings(X, type_ids=ids, top=1)
+    assert r["type_balanced"] == pytest.approx(num / den, abs=1e-12)
+    assert r["types"] == 3
+    # the plain reading counts type a twice
+    assert r["raw"] == pytest.approx(brute_mean_cosine(X), abs=1e-12)
+
+
+def test_type_balancing_undoes_a_frequent_type():
+    rng = np.random.default_rng(4)
+    frequent = np.tile([10.0, 0.0, 0.0, 0.0], (900, 1)) + 0.1 * rng.normal(size=(900, 4))
+    rare = rng.normal(size=(100, 4))
+    X, ids = np.vstack([frequent, rare]), np.r_[np.zeros(900), np.arange(1, 101)]
+    r = an.readings(X, type_ids=ids)
+    assert r["raw"] > 0.6 and abs(r["type_balanced"]) < 0.1
+
+
+def test_isotropic_cloud_reads_zero_everywhere():
+    X = np.random.default_rng(5).normal(size=(5000, 16))
+    r = an.readings(X, type_ids=np.arange(5000) % 50)
+    for k in ("raw", "centered", "standardised", "type_balanced"):
+        assert abs(r[k]) < 0.01, k
+    assert r["mean_share"] < 0.01
+
+
+@pytest.mark.parametrize("X, kw, word", [
+    (np.ones((1, 4)), {}, "valid range is [2, inf)"),
+    (np.ones((5, 1)), {}, "D=1"),
+    (np.random.default_rng(0).normal(size=(5, 4)), {"top": 4}, "top"),
+    (np.random.default_rng(0).normal(size=(5, 4)), {"type_ids": [1, 2]}, "type_ids"),
+])
+def test_bad_input_names_the_parameter(X, kw, word):
+    with pytest.raises(ParameterError, match=word.replace("[", r"\[").replace(")", r"\)")):
+        an.readings(X, **kw)
+
+
+def test_negative_weights_are_refused():
+    with pytest.raises(ParameterError, match="weights"):
+        an.mean_cosine(np.eye(3), weights=[1, -1, 1])
+
+
+def test_rows_without_a_direction_are_left_out():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
+    assert an.mean_cosine(X) == 1.0
+    assert np.isnan(an.mean_cosine(np.array([[0.0, 0.0], [1.0, 0.0]])))

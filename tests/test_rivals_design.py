@@ -1,0 +1,66 @@
+"""The rivals experiment's design (tanbias.lab.analysis.rivals_design, tanbias.lab.experiments)."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from tanbias.lab import runs
+from tanbias.lab.analysis import rivals_design as rd
+from tanbias.lab.experiments import (RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS, causal_config, parse_rivals_name,
+                                     rivals_config, rivals_names)
+
+REGISTRATION = runs.ROOT / "data" / "preregistration" / "rivals.toml"
+
+
+def test_the_registration_is_pinned_and_reads():
+    assert hashlib.sha256(REGISTRATION.read_bytes()).hexdigest() == rd.REGISTRATION_SHA256
+    reg = rd.registration()
+    assert set(reg["accounts"]) == {"tangent_bias", "unigram_first", "rogue_dimensions", "common_drift",
+                                    "output_bottleneck", "measurement"}
+    for account in reg["accounts"].values():
+        assert {"predicts", "supported", "against", "otherwise"} <= set(account)
+    assert len(reg["rule"]["primary"]["contrasts"]) * 2 == rd.PRIMARY_FAMILY
+    assert len(reg["rule"]["secondary"]["contrasts"]) * 2 == 36
+
+
+def test_the_design_trains_every_registered_cell_once():
+    names = rivals_names()
+    assert len(names) == len(set(names))
+    cells = [parse_rivals_name(n) for n in names]
+    for kind in RIVALS_SEEDS:
+        for arm in RIVALS_ARMS:
+            for head in RIVALS_HEADS:
+                got = sorted(s for k, h, a, s in cells if (k, h, a) == (kind, head, arm))
+                assert got == list(RIVALS_SEEDS[kind][arm])
+    assert sum(a == "long" for _, _, a, _ in cells) == 8
+    # seeds 0..4 of every cell come before the encoder's further seeds and the long runs
+    first_late = min(i for i, (_, _, a, s) in enumerate(cells) if s >= 5 or a == "long")
+    assert all(s < 5 and a != "long" for _, _, a, s in cells[:first_late])
+
+
+def test_a_standard_head_cell_is_its_committed_twin_but_for_the_name():
+    for arm in ("control", "proxy", "random"):
+        twin = runs.read_config(runs.run_dir(f"causal-encoder-{arm}-s2"))
+        mine = rivals_config("encoder", "standard", arm, 2)
+        assert mine == twin.replace(name=mine.name)
+    twin = runs.read_config(runs.run_dir("alias-decoder-k3-s4"))
+    mine = rivals_config("decoder", "standard", "k3", 4)
+    assert mine == twin.replace(name=mine.name)
+    assert rivals_config("decoder", "unigram", "proxy", 0) == causal_config("decoder", "proxy", 0).replace(
+        name="rivals-decoder-unigram-proxy-s0", output_bias="unigram")
+
+
+def test_the_committed_config_files_are_the_designs():
+    d = runs.ROOT / "data" / "runs" / "configs"
+    for name in rivals_names():
+        assert (d / f"{name}.json").read_text() == rivals_config(*parse_rivals_name(name)).to_json(), name
+
+
+def test_the_power_of_the_registered_seeds_is_the_registrations():
+    power = rd.power_analysis()
+    n = rd.design_numbers(power)
+    assert n["sd_encoder"] == pytest.approx(0.121, abs=0.0005) and n["sd_df_encoder"] == 55
+    assert n["sd_decoder"] == pytest.approx(0.057, abs=0.0005) and n["sd_df_decoder"] == 24
+    assert n["seeds_encoder"] == 8 and n["power_encoder"] >= rd.TARGET_POWER > n["power_fewer_encoder"]
+    assert n["seeds_decoder"] == 5 and n["power_decoder"] >= rd.TARGET_POWER
