@@ -183,6 +183,14 @@ def test_a_tokenizer_without_the_special_tokens_the_measurement_needs(tmp_path):
     _refused(tmp_path, ParameterError, "no mask token.*--no-alignment", path)
 
 
+def test_a_hub_id_out_of_reach_says_how_to_mirror_it(tmp_path, monkeypatch):
+    from tanbias.lab.checkpoints import CheckpointUnavailable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _refused(tmp_path, CheckpointUnavailable, r"EleutherAI/pythia-160m.*hf download", "EleutherAI/pythia-160m",
+             revisions=["step1000"])
+
+
 def test_too_few_tokens_are_refused_before_loading(tmp_path):
     _refused(tmp_path, ParameterError, r"tokens=100 is out of range: valid range is \[1024", "no/such-model",
              n_tokens=100)
