@@ -18,8 +18,8 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
   in the same process, without the alignment test (target <= 3x) and with it (<= 6x).
 
 ``--quick`` skips the clean build (it reads an existing ``_build`` if there is
-one), times 10 updates per figure instead of 50, and measures the command on 2,048
-tokens without the alignment test.
+one), times 10 updates per figure instead of 50, and measures the command on its
+fewest tokens (``MIN_TOKENS``) without the alignment test.
 """
 
 from __future__ import annotations
@@ -258,10 +258,10 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     except Exception as exc:  # report, keep the rest of the benchmark
         report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
     # the measurement command (python -m tanbias measure) on SmolLM2, against one plain forward pass
-    # over the same tokens in the same process; --quick: a short text, no alignment test
-    from tanbias.lab.analysis.measure import bench_measure
+    # over the same tokens in the same process; --quick: the shortest text, no alignment test
+    from tanbias.lab.analysis.measure import MIN_TOKENS, bench_measure
     try:
-        report["measure"] = (bench_measure(n_tokens=2048, alignment=False) if quick else bench_measure())
+        report["measure"] = (bench_measure(n_tokens=MIN_TOKENS, alignment=False) if quick else bench_measure())
     except Exception as exc:  # report, keep the rest of the benchmark
         report["measure"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
