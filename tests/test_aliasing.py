@@ -1,8 +1,8 @@
-"""Input aliasing (tanbias.lab.aliasing, and its use in data, models and train): the knob of issue 21.
+"""Input aliasing (tanbias.lab.aliasing, and its use in data, models and train): chapter 11's aliasing knob.
 
-What the issue asks the aliasing to be tested for: the targets are unchanged, the ids follow the
-stated k, each alias's frequency is f/k within sampling error, and a run killed and resumed gives
-identical losses. Also: the map and its inverse, the extended embedding, the convergence measure.
+What the aliasing is tested for: the targets are unchanged, the ids follow the stated k, each
+alias's frequency is f/k within sampling error, and a run killed and resumed gives identical
+losses. Also: the map and its inverse, the extended embedding, the convergence measure.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from scipy import stats
 from tanbias.errors import ParameterError
 from tanbias.lab.aliasing import AliasMap, alias_convergence, alias_counts, convergence_targets, input_collision
 from tanbias.lab.config import N_SPECIAL, RunConfig
-from tanbias.lab.data import alias_batch, alias_map_of, lm_batches, original_ids, training_streams
+from tanbias.lab.data import Stream, alias_batch, lm_batches, original_ids
 from tanbias.lab.tokenizer import load_tokenizer
 
 SMOKE = {"name": "alias-smoke", "kind": "decoder", "size": "smoke", "steps": 10, "languages": ["en"],
@@ -81,16 +81,16 @@ def streams():
     out = {}
     for kind in ("decoder", "encoder"):
         cfg = RunConfig.from_dict({**SMOKE, "kind": kind})
-        plain = RunConfig.from_dict({**SMOKE, "kind": kind, "alias": 0.0})
-        a, _ = training_streams(cfg, tok)
-        p, _ = training_streams(plain, tok)
-        out[kind] = (cfg, [next(a) for _ in range(6)], [next(p) for _ in range(6)], alias_map_of(cfg, tok))
+        aliased = Stream.from_config(cfg, tok)
+        a, p = aliased.training(), Stream.from_config(RunConfig.from_dict({**SMOKE, "kind": kind, "alias": 0.0}),
+                                                       tok).training()
+        out[kind] = (aliased, [next(a) for _ in range(6)], [next(p) for _ in range(6)], aliased.aliases)
     return out
 
 
 @pytest.mark.parametrize("kind", ["decoder", "encoder"])
 def test_aliasing_keeps_the_targets_and_the_text(streams, kind):
-    cfg, aliased, plain, m = streams[kind]
+    _, aliased, plain, m = streams[kind]
     assert m is not None and m.n_inputs > m.vocab
     for a, p in zip(aliased, plain):
         assert torch.equal(a["labels"], p["labels"])                 # the loss's targets: the types
@@ -105,11 +105,8 @@ def test_aliasing_keeps_the_targets_and_the_text(streams, kind):
 
 
 def test_ids_follow_the_stated_k(streams):
-    cfg, aliased, _, m = streams["decoder"]
-    tok = load_tokenizer()
-    from tanbias.lab.data import stream_frequencies
-
-    assert m.k.tolist() == alias_counts(stream_frequencies(cfg, tok), cfg.alias, cfg.alias_f0).tolist()
+    stream, aliased, _, m = streams["decoder"]
+    assert m.k.tolist() == alias_counts(stream.frequencies, stream.alias, stream.alias_f0).tolist()
     shown = torch.cat([a["aliased"].ravel() for a in aliased]).numpy()
     types = torch.cat([a["types"].ravel() for a in aliased]).numpy()
     for w in np.unique(types):

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from tanbias.book.bench import format_report, over_targets
-from tanbias.lab.bench import bench_ddp, bench_lab, gpu_check, measure_sizes
+from tanbias.errors import CorruptFileError
+from tanbias.lab.bench import bench_ddp, bench_lab, gpu_check, measure_sizes, record_sizes
 from tanbias.lab.probe import probe_steps
 
 
@@ -36,6 +37,22 @@ def test_measure_sizes_gives_a_row_per_size_and_precision():
     rows = measure_sizes(("smoke",), steps=1, precisions=("fp32",))
     assert [(r["size"], r["precision"]) for r in rows] == [("smoke", "fp32")]
     assert rows[0]["tokens_per_step"] == 128 and rows[0]["parameters"] > 0 and _finite(rows[0], ["seconds_per_step"])
+
+
+def test_record_sizes_replaces_a_measured_row_and_keeps_the_others(tmp_path):
+    import json
+
+    path = tmp_path / "sizes.json"
+    old = [{"size": "small", "precision": "fp32", "device": "cpu", "seconds_per_step": 1.0},
+           {"size": "base", "precision": "bf16", "device": "cuda", "seconds_per_step": 0.1}]
+    path.write_text(json.dumps(old))
+    new = {"size": "small", "precision": "fp32", "device": "cpu", "seconds_per_step": 2.0}
+    assert record_sizes([new], path) == path
+    assert json.loads(path.read_text()) == [old[1], new]
+    assert record_sizes([new], tmp_path / "fresh.json").exists()            # no file yet: written
+    path.write_text("{not json")
+    with pytest.raises(CorruptFileError, match="sizes.json"):
+        record_sizes([new], path)
 
 
 def test_gpu_check_reports_what_the_script_prints_on_the_cpu(tmp_path):
@@ -108,15 +125,16 @@ def test_a_committed_record_over_its_target_is_named_in_the_summary():
     r["causal"]["wall_seconds"] = 9000.0
     r["alias"]["wall_seconds"] = 15000.0
     r["lab"]["speedup"] = 0.1
-    assert over_targets(r) == ["bf16 / fp32 speed-up", "m measurements", "causal wall time", "alias wall time"]
+    # the experiments in the registry's order (tanbias.lab.experiments.EXPERIMENTS)
+    assert over_targets(r) == ["bf16 / fp32 speed-up", "m measurements", "alias wall time", "causal wall time"]
     text = format_report(r)
-    assert "aliasing knob (committed, data/runs/alias.json): 2 runs finished in 2 sitting(s)" in text
+    assert "the aliasing knob (committed, data/runs/alias.json): 2 runs finished in 2 sitting(s)" in text
     assert "4.17 h wall time so far, OVER its 4 h budget" in text
     assert "1.00 h wall time so far, within its 2 h budget" in format_report(REPORT)
     last = text.splitlines()[-1]
     assert "all targets met" not in last
     assert last.startswith("this run's measured targets met: yes; over their target: bf16 / fp32 speed-up, "
-                           "m measurements, causal wall time, alias wall time")
+                           "m measurements, alias wall time, causal wall time")
 
 
 def test_a_matmul_rate_that_rounds_to_zero_is_not_divided_by():

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from tanbias.lab.analysis import causal, causal_report
-from tanbias.lab.experiments import causal_arms
+from tanbias.lab.analysis.registered import complete_seeds
+from tanbias.lab.experiments import CAUSAL, causal_arms
 from tanbias.lab.probe import probe_steps
 from tanbias.book.tables import format_table, too_precise
 
@@ -105,8 +106,8 @@ def test_incomplete_or_diverged_seeds_are_left_out_and_one_seed_decides_nothing(
     t = _table({"proxy": -0.3})
     t = t[~((t["kind"] == "decoder") & (t["seed"] == 4) & (t["arm"] == "tied"))].copy()
     t.loc[(t["kind"] == "encoder") & (t["seed"] == 3) & (t["arm"] == "random"), "diverged"] = True
-    assert causal.complete_seeds(t, "decoder") == [0, 1, 2, 3]
-    assert causal.complete_seeds(t, "encoder") == [0, 1, 2, 4]
+    assert complete_seeds(CAUSAL, t, "decoder") == [0, 1, 2, 3]
+    assert complete_seeds(CAUSAL, t, "encoder") == [0, 1, 2, 4]
     one = t[t["seed"] == 0]
     rows = causal.causal_rows(one)
     assert rows["p"].isna().all() and causal.causal_word(rows, "decoder") == "too few seeds"
@@ -191,7 +192,7 @@ def test_the_run_tables_of_real_smoke_runs(tmp_path):
     assert traj["heldout_loss"].notna().all()            # the held-out loss of every probe step, for progress
     last = traj[traj["step"] == traj["step"].max()].groupby("run")["heldout_loss"].first()
     assert (last < traj[traj["step"] == 0].groupby("run")["heldout_loss"].first()).all()
-    assert causal.complete_seeds(t, "decoder") == []
+    assert complete_seeds(CAUSAL, t, "decoder") == []
     with pytest.raises(ValueError, match="make causal"):
         causal.run_table({})
 
@@ -211,17 +212,6 @@ def _progress_trajectory(table, slow_arm="proxy", lag=0.2, offset=0.0, seeds_noi
             rows.append({"run": r["run"], "kind": r["kind"], "arm": r["arm"], "seed": r["seed"], "step": step,
                          "layer": "mean", "log_mean_cosine": loss - 7 + shift, "heldout_loss": loss})
     return pd.DataFrame(rows)
-
-
-def test_a_run_is_read_at_a_held_out_loss_by_interpolation_or_at_its_end():
-    steps, loss, out = [0, 10, 20, 30], [9.0, 7.0, 6.5, 6.0], [0.0, 1.0, 2.0, 4.0]
-    assert causal.value_at_progress(steps, loss, out, 6.75) == pytest.approx(1.5)
-    assert causal.value_at_progress(steps, loss, out, 9.5) == 0.0                 # already below at step 0
-    assert causal.value_at_progress(steps[::-1], loss[::-1], out[::-1], 6.75) == pytest.approx(1.5)   # any order
-    assert causal.value_at_progress(steps, loss, out, 5.0, last=True) == 4.0
-    assert causal.value_at_progress(steps, [9.0, 6.0, 7.0, 5.0], out, 6.5) == pytest.approx(5 / 6)   # first crossing
-    with pytest.raises(ValueError, match="level=5.0.*never reaches"):
-        causal.value_at_progress(steps, loss, out, 5.0)
 
 
 @pytest.mark.parametrize("offset,word", [

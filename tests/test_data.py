@@ -1,4 +1,5 @@
-"""The lab's data (tanbias.lab.data): batches, masking, the knobs on token frequencies, held-out text."""
+"""The lab's data (tanbias.lab.data): a run's stream, batches, masking, the knobs on token frequencies,
+held-out text."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,9 @@ from tanbias.errors import ParameterError
 from tanbias.theory.frequency import concentration
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.corpus import split
-from tanbias.lab.data import (common_batches, heldout_batches, heldout_text, keep_probabilities, lm_batches,
-                              mask_tokens, original_ids, probe_eval_batches, special_ids, stream_frequencies,
-                              token_counts, training_streams)
+from tanbias.lab.data import (PROBE_EVAL_SEED, VALIDATION_SEED_OFFSET, Stream, batch_targets, heldout_batches,
+                              heldout_text, keep_probabilities, lm_batches, mask_tokens, original_ids, special_ids,
+                              token_counts)
 from tanbias.lab.experiments import dose_config
 from tanbias.lab.tokenizer import load_tokenizer
 
@@ -20,9 +21,9 @@ SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, 
 
 
 def test_expected_frequencies_match_a_sampled_stream(tokenizer):
-    cfg = dose_config("decoder", "skewed", 0, **SMOKE)
-    f = stream_frequencies(cfg, tokenizer)
-    it, _ = training_streams(cfg, tokenizer)
+    stream = Stream.from_config(dose_config("decoder", "skewed", 0, **SMOKE), tokenizer)
+    f = stream.frequencies
+    it = stream.training()
     counts = np.bincount(np.concatenate([next(it)["input_ids"].ravel().numpy() for _ in range(400)]),
                          minlength=len(tokenizer))
     top = np.argsort(-f)[:20]
@@ -31,15 +32,15 @@ def test_expected_frequencies_match_a_sampled_stream(tokenizer):
 
 
 def test_subsampling_flattens_the_head_as_designed(tokenizer):
-    base = dose_config("decoder", "skewed", 0, **SMOKE)
-    flat = dose_config("decoder", "b100", 0, **SMOKE)
-    f = stream_frequencies(base, tokenizer)
-    a, _ = training_streams(base, tokenizer)
-    b, _ = training_streams(flat, tokenizer)
+    base = Stream.from_config(dose_config("decoder", "skewed", 0, **SMOKE), tokenizer)
+    flat = Stream.from_config(dose_config("decoder", "b100", 0, **SMOKE), tokenizer)
+    f = base.frequencies
+    a, b = base.training(), flat.training()
     ca = np.bincount(np.concatenate([next(a)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tokenizer))
     cb = np.bincount(np.concatenate([next(b)["input_ids"].ravel().numpy() for _ in range(200)]), minlength=len(tokenizer))
     ratio = concentration(ca[N_SPECIAL:])["collision"] / concentration(cb[N_SPECIAL:])["collision"]
-    kept = f * keep_probabilities(f, 1.0, flat.flatten_f0)
+    assert base.keep is None and np.array_equal(flat.keep, keep_probabilities(f, 1.0, flat.flatten_f0))
+    kept = f * flat.keep
     want = concentration(f[N_SPECIAL:])["collision"] / concentration(kept[N_SPECIAL:])["collision"]
     assert ratio > 5 and abs(np.log(ratio / want)) < np.log(1.6), (ratio, want)
 
@@ -117,12 +118,12 @@ def test_heldout_text_reads_in_order_and_refuses_more_than_there_is(tokenizer):
         heldout_text(tokenizer, 100, 10, order="random")
 
 
-def test_common_batches_are_one_text_per_kind(tokenizer):
+def test_the_common_text_is_one_text_per_kind(tokenizer):
     from tanbias.lab.config import RunConfig
 
     a = RunConfig(name="a", kind="decoder", size="smoke", regime="natural", seed=0)
     b = RunConfig(name="b", kind="decoder", size="smoke", regime="balanced", seed=5)
-    x, y = common_batches(a, tokenizer, 2), common_batches(b, tokenizer, 2)
+    x, y = Stream.from_config(a, tokenizer).common(2), Stream.from_config(b, tokenizer).common(2)
     assert all(torch.equal(p["input_ids"], q["input_ids"]) for p, q in zip(x, y))
     assert x[0]["input_ids"].shape == (a.size.batch_size, a.size.seq_len)
 
@@ -132,8 +133,8 @@ def test_probe_eval_batches_are_distinct_and_one_text_for_every_seed(tokenizer, 
     """The batches scored at a run's probe steps: distinct batches (the committed dose runs scored
     one batch twice), the same text (and masks) for every seed of a design, and text of the run's
     own training distribution (the subsampling knob applies to it)."""
-    runs = [dose_config(kind, "b37", seed, **SMOKE, probe_eval_batches=3) for seed in (0, 1, 2)]
-    batches = [probe_eval_batches(cfg, tokenizer) for cfg in runs]
+    runs = [Stream.from_config(dose_config(kind, "b37", seed, **SMOKE), tokenizer) for seed in (0, 1, 2)]
+    batches = [s.probe_eval(3) for s in runs]
     assert len(batches[0]) == 3
     first = batches[0]
     for i in range(3):
@@ -143,8 +144,51 @@ def test_probe_eval_batches_are_distinct_and_one_text_for_every_seed(tokenizer, 
         for a, b in zip(first, other):
             assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["labels"], b["labels"])
     # the run's own data settings still apply: another level, another text
-    skewed = probe_eval_batches(dose_config(kind, "skewed", 1, **SMOKE, probe_eval_batches=1), tokenizer)
+    skewed = Stream.from_config(dose_config(kind, "skewed", 1, **SMOKE), tokenizer).probe_eval(1)
     assert not torch.equal(skewed[0]["input_ids"], first[0]["input_ids"])
     # the training stream stays the run's own: seeds differ there
-    a, b = (next(training_streams(cfg, tokenizer)[0])["input_ids"] for cfg in runs[:2])
+    a, b = (next(s.training())["input_ids"] for s in runs[:2])
     assert not torch.equal(a, b)
+
+
+# --------------------------------------------------------------------------- a run's stream
+def test_a_stream_is_what_its_config_describes_derived_once(tokenizer):
+    from tanbias.lab.experiments import alias_config
+
+    cfg = alias_config("encoder", "k3", 2, **SMOKE)
+    s = Stream.from_config(cfg, tokenizer)
+    assert (s.kind, s.seed, s.languages, s.batch_size, s.seq_len) == ("encoder", 2, ("en", "de"), 4, 32)
+    assert s.mixture == {"regime": cfg.regime, "temperature": cfg.mixture_temperature,
+                         "weights": cfg.language_weights}
+    # each part is derived once and kept: the same object on every read, and not writable
+    assert s.frequencies is s.frequencies and s.aliases is s.aliases and s.documents is s.documents
+    with pytest.raises(ValueError, match="read-only"):
+        s.frequencies[0] = 1.0
+    assert s.n_inputs == s.aliases.n_inputs > len(tokenizer)
+    # every batch method starts its stream afresh: two reads give the same batches
+    assert torch.equal(next(s.training())["input_ids"], next(s.training())["input_ids"])
+    # the validation stream is seeded by the run's seed plus the offset; the probe-eval text by one seed
+    v = next(s.validation())["input_ids"]
+    assert torch.equal(v, next(s.validation(2 + VALIDATION_SEED_OFFSET))["input_ids"])
+    assert torch.equal(s.probe_eval(1)[0]["input_ids"], next(s.validation(PROBE_EVAL_SEED))["input_ids"])
+
+
+@pytest.mark.parametrize("kind", ["decoder", "encoder"])
+def test_target_counts_are_the_scored_ids_of_the_first_steps(tokenizer, kind):
+    """What an output bias initialised to the run's own training unigram is built from: the ids
+    the loss is scored on in the run's first steps, an aliased run's types included."""
+    from tanbias.lab.experiments import alias_config
+
+    s = Stream.from_config(alias_config(kind, "k3", 0, **SMOKE), tokenizer)
+    it = s.training()
+    want = np.bincount(np.concatenate([batch_targets(kind, next(it)).numpy() for _ in range(3)]),
+                       minlength=len(tokenizer))
+    got = s.target_counts(3)
+    assert got.dtype == np.int64 and np.array_equal(got, want) and got.size == len(tokenizer)
+    if kind == "encoder":
+        assert got[:N_SPECIAL].sum() == 0                   # a special token is never a masked target
+    else:
+        assert got.sum() == 3 * s.batch_size * (s.seq_len - 1)  # every position but each row's first
+    assert s.target_counts(0).sum() == 0
+    with pytest.raises(ParameterError, match="steps=-1"):
+        s.target_counts(-1)

@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 
 from tanbias.theory.alignment import frequency_buckets
-from tanbias.lab.analysis import dose, dose_design
+from tanbias.lab.analysis import dose, dose_design, registered
 from tanbias.lab.config import KINDS, N_SPECIAL
-from tanbias.lab.data import stream_frequencies
-from tanbias.lab.experiments import DOSE_LEVELS, dose_config
+from tanbias.lab.data import Stream
+from tanbias.lab.experiments import DOSE, DOSE_LEVELS, dose_config
 from tanbias.lab.pipeline import train_and_analyse
 
 SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, eval_batches=1,
@@ -33,8 +33,8 @@ def dose_sweep(tmp_path_factory, tokenizer):
     cfgs += [dose_config("encoder", lv, s, **sm) for s in (0, 1) for lv in ("skewed", "b100")]
     for cfg in cfgs:
         train_and_analyse(cfg, out_dir=root / cfg.name, fresh=True, progress=False)
-    loaded = dose.load_dose([c.name for c in cfgs], runs_dir=root)
-    f = stream_frequencies(cfgs[0], tokenizer)
+    loaded = registered.load(DOSE, runs_dir=root, names=[c.name for c in cfgs])
+    f = Stream.from_config(cfgs[0], tokenizer).frequencies
     table = dose.run_table(loaded, buckets=frequency_buckets(f * 1e9, 3, n_special=N_SPECIAL))
     return root, loaded, table
 
@@ -146,7 +146,9 @@ def test_holm_reads_the_verdict_table_at_adjusted_p():
                                        "no detectable trend, as predicted", "no detectable trend, as predicted"]
     assert out["verdict_unadjusted"].tolist() == ["x"] * 5          # the registered reading is kept beside it
     nan = dose.apply_multiplicity(r.assign(p=[np.nan, 0.001, 0.5, 0.5, 0.5]))
-    assert nan["observed"].iloc[0] == "n/a" and np.isclose(nan["p_holm"].iloc[1], 0.004)   # NaN: not in the family
+    # a row without p stays in its family at p = 1: the others are adjusted over five rows, not four
+    assert nan["observed"].iloc[0] == "n/a" and nan["verdict"].iloc[0] == "not decided"
+    assert np.isnan(nan["p_holm"].iloc[0]) and np.isclose(nan["p_holm"].iloc[1], 0.005)
 
 
 def test_lack_of_fit_is_the_F_test_of_the_level_means_against_the_line():

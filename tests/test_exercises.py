@@ -197,7 +197,8 @@ def _dose_analysis(flat_lo):
 
 
 def test_exercise_4_dose_never_reads_absent(capsys):
-    """A flattest level whose interval reaches 0 is not shown present, not absent (issue 18)."""
+    """A flattest level whose interval reaches 0 is not shown present, not absent
+    (``dose-posthoc.toml`` ``[presence]``)."""
     from tanbias.book.exercises import check_exercise_4_dose, reference_dose_change
 
     absent = {kind: {"sign": -1, "shape": "absent"} for kind in KINDS}

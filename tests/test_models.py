@@ -77,15 +77,15 @@ def test_the_unigram_head_starts_at_the_smoothed_unigram_of_its_own_targets(kind
     import torch
 
     from tanbias.lab.config import RunConfig
-    from tanbias.lab.data import batch_targets, training_streams, training_target_counts
+    from tanbias.lab.data import batch_targets
     from tanbias.lab.models import log_unigram
     from tanbias.lab.train import setup_training
 
     cfg = RunConfig(name=f"uni-{kind}", kind=kind, size="smoke", steps=6, output_bias="unigram")
-    tok, model, _, _ = setup_training(cfg)
-    counts = training_target_counts(cfg, tok)
-    stream = training_streams(cfg, tok)[0]
-    batches = [next(stream) for _ in range(cfg.steps)]
+    stream, model, _, _ = setup_training(cfg)
+    counts = stream.target_counts(cfg.steps)
+    it = stream.training()
+    batches = [next(it) for _ in range(cfg.steps)]
     assert counts.sum() == sum(len(batch_targets(kind, b)) for b in batches)
     smoothed = (counts + 1) / (counts + 1).sum()
     soft = torch.softmax(model.lm_head.bias.detach().double(), 0).numpy()

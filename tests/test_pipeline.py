@@ -9,9 +9,10 @@ import pytest
 
 from tanbias.errors import ParameterError
 from tanbias.lab import runs
-from tanbias.lab.config import KINDS, RunConfig
-from tanbias.lab.experiments import dose_config
-from tanbias.lab.pipeline import _git_commit_run, reproduce, run_queue, run_sweep, smoke_pipeline, write_configs
+from tanbias.lab.config import KINDS, RunConfig, load_config
+from tanbias.lab.experiments import SWEEP, dose_config
+from tanbias.lab.pipeline import (_git_commit_run, experiment_configs, reproduce, run_experiment, run_queue,
+                                  smoke_pipeline, write_configs)
 from tanbias.lab.train import train
 
 SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, eval_batches=1,
@@ -41,21 +42,31 @@ def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke, monkeypatch):
     assert not reproduce(ref, steps=2, progress=False)["ok"]
 
 
+def test_an_experiment_writes_its_configs_in_queue_order(tmp_path):
+    paths = experiment_configs(SWEEP, tmp_path, seeds=(4,), kinds=("decoder",), steps=6, size="smoke")
+    assert [p.stem for p in paths] == ["decoder-balanced-s4", "decoder-natural-s4"]
+    assert [load_config(p).steps for p in paths] == [6, 6]
+    assert experiment_configs(SWEEP, tmp_path / "none", write=False)[0].parent == tmp_path / "none"
+    assert not (tmp_path / "none").exists()
+
+
 @pytest.mark.slow
-def test_run_sweep_trains_in_parallel_and_skips_complete_runs(tmp_path):
+def test_an_experiment_trains_in_parallel_and_skips_complete_runs(tmp_path):
     paths = write_configs([RunConfig.from_dict({"name": f"{kind}-natural-s0", "kind": kind, "size": "smoke",
                                                 "steps": 3, "languages": ["de", "pt"], "eval_batches": 1,
                                                 "probe": {"n_steps": 3, "rank": 4, "local_rank": 2,
                                                           "min_count": 4}})
                            for kind in KINDS], tmp_path / "configs")
-    res = run_sweep(jobs=2, paths=paths, out_root=tmp_path / "runs")
+    res = run_experiment(SWEEP, jobs=2, paths=paths, out_root=tmp_path / "runs")
     assert set(res["runs"]) == {"encoder-natural-s0", "decoder-natural-s0"}
     assert all(r["exit"] == 0 for r in res["runs"].values()), res
     assert all((tmp_path / "runs" / n / "tokens.csv").exists() for n in res["runs"])
-    again = run_sweep(jobs=2, paths=paths, out_root=tmp_path / "runs")
+    assert json.loads((tmp_path / "runs" / "sweep.json").read_text())["how"] == "python -m tanbias.lab sweep --jobs 2"
+    again = run_experiment(SWEEP, jobs=2, paths=paths, out_root=tmp_path / "runs")
     assert again["runs"] == {}
+    assert "sittings" not in json.loads((tmp_path / "runs" / "sweep.json").read_text())   # the last sitting
     with pytest.raises(ParameterError, match="jobs=0"):
-        run_sweep(jobs=0, paths=paths)
+        run_experiment(SWEEP, jobs=0, paths=paths)
 
 
 # --------------------------------------------------------------------------- the queue

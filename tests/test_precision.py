@@ -110,12 +110,11 @@ def test_chunked_bf16_loss_equals_the_plain_one(kind):
     the accuracy count equal up to ties, and every parameter's gradient with
     cosine similarity > 0.999 to it."""
     from tanbias.lab import models
-    from tanbias.lab.data import training_streams
     from tanbias.lab.train import setup_training
 
     cfg = RunConfig.from_dict({**SMOKE, "name": "chunked", "kind": kind, "seed": 3})
-    tok, model, _, _ = setup_training(cfg)
-    batch = next(training_streams(cfg, tok)[0])
+    stream, model, _, _ = setup_training(cfg)
+    batch = next(stream.training())
 
     def run(chunked):
         model.zero_grad(set_to_none=True)

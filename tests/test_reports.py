@@ -16,9 +16,10 @@ import pytest
 
 from tanbias.lab import zoo
 from tanbias.lab.analysis import (alias, alias_design, alias_report, causal, causal_design, causal_report, dose,
-                                  dose_design, dose_report,
-                                  pretrained_report, sweep, sweep_report)
+                                  dose_design, dose_report, pretrained_report, registered, rivals, rivals_design,
+                                  rivals_report, sweep, sweep_report)
 from tanbias.lab.analysis.pretrained import load_pretrained
+from tanbias.lab.experiments import DOSE, EXPERIMENTS
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 CODE = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
@@ -44,39 +45,52 @@ def _glued_in_code(chapter: str) -> set[str]:
 @pytest.fixture(scope="module")
 def committed():
     sw = sweep_report.analyse_sweep()
-    dose_runs = dose.load_dose()               # read once: the dose report and chapter 11's power read them
-    # chapter 10 reads the dose analysis at its joint Holm family, with the aliasing knob's rows
+    dose_runs = registered.load(DOSE)          # read once: the dose report and chapter 12's power read them
+    # chapters 10 and 11 read the dose analysis at its joint Holm family, with the aliasing knob's rows
     da_alone = dose.analyse_dose(dose_runs)
     aa, da = alias.analyse_alias(dose_analysis=da_alone)
     tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
-    return {
-        "analysis": da,
+    # one line per report; a registered experiment's two (``<name>_design``, ``<name>``) are glued under
+    # its chapter's prefix (GLUED_BY)
+    numbers = {
         "run_pair": {"ch7_" + k: v for k, v in sweep_report.run_pair_numbers(sweep.load_runs()).items()},
         "sweep": {"ch8_" + k: v for k, v in sweep_report.sweep_numbers(sw).items()},
         "claims": {"end_" + k: v for k, v in sweep_report.claim_numbers(sw).items()},
         "pretrained": pretrained_report.pretrained_numbers(tables),
-        "design": {"ch10_" + k: v for k, v in dose_design.design_numbers(expected, power).items()},
-        "dose": {"ch10_" + k: v for k, v in dose_report.dose_numbers(da).items()},
-        "causal_design": {"ch11_" + k: v for k, v in
-                          causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)).items()},
-        "causal": {"ch11_" + k: v for k, v in causal_report.causal_numbers(causal.analyse_causal()).items()},
-        "alias_design": {"ch10_" + k: v for k, v in alias_design.design_numbers(
-            alias_design.expected_concentration(), alias_design.power_analysis(da_alone.responses)).items()},
-        "alias": {"ch10_" + k: v for k, v in alias_report.alias_numbers(aa).items()},
+        "dose_design": dose_design.design_numbers(expected, power),
+        "dose": dose_report.dose_numbers(da),
+        "alias_design": alias_design.design_numbers(alias_design.expected_concentration(),
+                                                    alias_design.power_analysis(da_alone.responses)),
+        "alias": alias_report.alias_numbers(aa),
+        "causal_design": causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)),
+        "causal": causal_report.causal_numbers(causal.analyse_causal()),
+        "rivals_design": rivals_design.design_numbers(rivals_design.power_analysis()),
+        "rivals": {**rivals_report.numbers(rivals.analyse_rivals()),
+                   **rivals_report.init_numbers(rivals_report.initialisation()),
+                   **rivals_report.transient_numbers(causal.analyse_causal().trajectory)},
     }
+    prefix = {r: GLUED_BY[r][0][1] for r in _REGISTERED_REPORTS}
+    return {"analysis": da, **{r: {prefix.get(r, "") + k: v for k, v in n.items()} for r, n in numbers.items()}}
 
 
+def _chapter(number: int) -> str:
+    (path,) = CHAPTERS.glob(f"{number:02d}_*.md")
+    return path.stem
+
+
+#: each registered experiment's reports: ``<name>_design`` (glued by its chapter) and ``<name>`` (by its
+#: chapter and the closing page), under its chapter's prefix; read from the registry (an experiment no
+#: chapter reads yet, ``chapter=None``, has none)
+_REGISTERED_REPORTS = {f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.registration and d.chapter
+                       for part in ("_design", "")}
 #: report -> the chapters that glue it, with the prefix
 GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "sweep": [("08_eurobert_vs_decoder", "ch8_")],
             "claims": [("conclusions", "end_")],
             "pretrained": [("09_pretrained_models", "ch9_"), ("conclusions", "ch9_")],
-            "design": [("10_dose_response", "ch10_")],
-            "dose": [("10_dose_response", "ch10_"), ("conclusions", "ch10_")],
-            "causal_design": [("11_causal_test", "ch11_")],
-            "causal": [("11_causal_test", "ch11_"), ("conclusions", "ch11_")],
-            "alias_design": [("10_dose_response", "ch10_")],
-            "alias": [("10_dose_response", "ch10_"), ("conclusions", "ch10_")]}
+            **{r: [(_chapter(d.chapter), f"ch{d.chapter}_"), *([("conclusions", f"ch{d.chapter}_")]
+                                                               if r == d.name else [])]
+               for r, d in _REGISTERED_REPORTS.items()}}
 #: report -> the chapters that read it by name without gluing it: (chapter, prefix, dict name)
 READ_BY = {"sweep": [("09_pretrained_models", "ch8_", "lab")]}
 

@@ -1,4 +1,4 @@
-"""The gradient surgery of chapter 11 (tanbias.lab.surgery): the operator on known matrices, the
+"""The gradient surgery of chapter 12 (tanbias.lab.surgery): the operator on known matrices, the
 arms on one real step of a smoke model, and a killed run that resumes with the surgery's state."""
 from __future__ import annotations
 
@@ -69,17 +69,15 @@ def test_bad_settings_name_the_field_and_the_range():
 
 def _one_step(kind, surgery: SurgerySettings | None, steps=10):
     """One real training step of a smoke model from a fixed state; the weights before and after."""
-    from tanbias.lab.data import training_streams
     from tanbias.lab.train import setup_training, train_step
 
     cfg = RunConfig.from_dict({"name": "x", "kind": kind, "size": "smoke", "steps": steps, "languages": ["en"],
                                "warmup": 1})
-    tok, model, opt, sched = setup_training(cfg)
-    batches, _ = training_streams(cfg, tok)
-    batch = next(batches)
+    stream, model, opt, sched = setup_training(cfg)
+    batch = next(stream.training())
     before = copy.deepcopy(model.state_dict())
     sg = Surgery(model, surgery, steps, seed=0) if surgery is not None else None
-    train_step(model, opt, sched, batch, "fp32", "cpu", surgery=sg, step=0)
+    train_step(model, opt, sched, batch, "fp32", "cpu", hooks=() if sg is None else (sg,), step=0)
     return before, model.state_dict(), sg, model
 
 

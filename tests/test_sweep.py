@@ -66,16 +66,6 @@ def test_effects_are_seed_paired_and_interaction_is_the_difference(loaded):
     assert (sel["n"] == len(SWEEP_SEEDS)).all()
 
 
-def test_t_interval_matches_scipy():
-    from scipy import stats
-
-    x = np.array([0.3, 1.1, 0.7, 0.2])
-    m, lo, hi, n = sweep.t_interval(x)
-    ref = stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
-    assert n == 4 and np.isclose(lo, ref[0]) and np.isclose(hi, ref[1])
-    assert np.isnan(sweep.t_interval([2.0])[1])
-
-
 def test_balancing_verdict_reads_intervals():
     cells = pd.DataFrame([{"kind": k, "regime": "balanced", "layer": "mean", "bucket": "all",
                            "proxy": "frozen", "phase": "late", "metric": "log_enrichment",

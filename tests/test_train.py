@@ -87,6 +87,26 @@ def test_resume_after_sigkill(smoke_run, tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(ref / "alignment.csv"), pd.read_csv(d / "alignment.csv"))
 
 
+@pytest.mark.slow
+def test_a_unigram_head_run_killed_mid_way_resumes_with_identical_losses(tmp_path):
+    """A real SIGKILL between checkpoints, the unigram head included: the resumed run's losses are
+    those of an uninterrupted one, bit for bit (the bias is in the checkpoint, not rebuilt)."""
+    cfg = {**SMOKE, "name": "smoke-unigram-kill", "kind": "decoder", "output_bias": "unigram", "steps": 8}
+    path = tmp_path / "smoke.json"
+    path.write_text(json.dumps(cfg))
+    ref = tmp_path / "ref"
+    train_only(cfg, out_dir=ref, fresh=True, progress=False)
+    d = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "tanbias.lab", "train", str(path), "--out", str(d), "--no-progress"]
+    killed = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, TANBIAS_KILL_AFTER_STEP="6"), capture_output=True,
+                            text=True)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert len(_losses(d)) == 6
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _losses(d) == _losses(ref) and len(_losses(ref)) == 8
+
+
 def test_corrupt_or_missing_files_are_refused_with_the_regenerate_command(smoke_run, tmp_path):
     ref, _ = smoke_run
     d = tmp_path / "smoke-test"
@@ -137,9 +157,9 @@ def test_train_revisions_saves_a_mirror_of_the_runs_steps(smoke_run, tmp_path):
 
 
 def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
-    """Every probe step scores data.probe_eval_batches: distinct batches, whose masked positions
+    """Every probe step scores the stream's probe-eval batches: distinct batches, whose masked positions
     (an encoder's) add up to the logged count; the batch scored twice would count its own twice."""
-    from tanbias.lab.data import batch_targets, probe_eval_batches
+    from tanbias.lab.data import Stream, batch_targets
     from tanbias.lab.experiments import dose_config
 
     cfg = dose_config("encoder", "skewed", 1, steps=2, size="smoke", languages=["en", "de"], checkpoint_every=2,
@@ -148,10 +168,32 @@ def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
     d = tmp_path / cfg.name
     train_only(cfg, out_dir=d, fresh=True, progress=False)
     logged = [r for r in runs.read_jsonl(d / "metrics.jsonl") if r["type"] == "probe_eval"]
-    scored = [int(batch_targets("encoder", b).numel()) for b in probe_eval_batches(cfg, tokenizer)]
+    scored = [int(batch_targets("encoder", b).numel()) for b in Stream.from_config(cfg, tokenizer).probe_eval(2)]
     assert [r["step"] for r in logged] == [0, 1, 2]        # the probe steps, and the trained model
     assert all(r["tokens"] == sum(scored) for r in logged)
     assert scored[0] != scored[1]              # the masks differ: two batches, not one twice
+
+
+def test_a_run_derives_its_stream_once(tmp_path, monkeypatch):
+    """One Stream per run: an aliased unigram-head run that scores probe-eval batches builds its
+    stream once and its expected frequencies (the alias map's input) once, though its model (the
+    alias rows, the output bias from its training targets), training batches, validation batches,
+    probe-eval text and convergence text all read them."""
+    from tanbias.lab import data
+    from tanbias.lab.experiments import rivals_config
+
+    built, counted = [], []
+    from_config, language_counts = data.Stream.from_config.__func__, data._language_counts
+    monkeypatch.setattr(data.Stream, "from_config",
+                        classmethod(lambda cls, cfg, tok=None: built.append(cfg.name) or from_config(cls, cfg, tok)))
+    monkeypatch.setattr(data, "_language_counts", lambda *a: counted.append(a) or language_counts(*a))
+    cfg = rivals_config("decoder", "unigram-k3", 0, steps=3, size="smoke", languages=["pt"], checkpoint_every=3,
+                        eval_batches=1, probe={"n_steps": 2, "tokens": 64, "rank": 4, "local_rank": 2, "min_count": 4})
+    assert cfg.alias > 0 and cfg.output_bias == "unigram" and cfg.probe_eval_batches > 0
+    train_only(cfg, out_dir=tmp_path / cfg.name, progress=False)
+    log = runs.read_jsonl(tmp_path / cfg.name / "metrics.jsonl")
+    assert {"probe_eval", "alias", "eval"} <= {r["type"] for r in log}      # every reader ran
+    assert built == [cfg.name] and len(counted) == 1
 
 
 def test_a_unigram_head_run_resumed_after_interruption_gives_identical_losses(tmp_path):

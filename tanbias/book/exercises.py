@@ -24,6 +24,7 @@ import numbers
 
 import numpy as np
 
+from tanbias.stats import interval_word
 from tanbias.theory.gradients import gradient_ratio, split_gradient
 
 __all__ = [
@@ -521,7 +522,7 @@ def check_exercise_4(fn, prediction=None, metrics=None) -> None:
             raise AssertionError("prediction should be a dict {'encoder': s, 'decoder': s} with s in "
                                  f"(-1, 0, +1), got {prediction!r}.")
         for kind, (m, lo, hi, n) in verdict.items():
-            decided = 0 if lo <= 0 <= hi else (1 if lo > 0 else -1)
+            decided = {"positive": 1, "negative": -1}.get(interval_word(lo, hi), 0)
             sign = int(np.sign(m))
             if prediction[kind] == 0 and decided != 0:
                 raise AssertionError(
@@ -534,7 +535,8 @@ def check_exercise_4(fn, prediction=None, metrics=None) -> None:
                     f"[{lo:+.3f}, {hi:+.3f}], {n} seeds).")
     parts = []
     for kind, (m, lo, hi, n) in verdict.items():
-        state = "excludes 0" if (lo > 0 or hi < 0) else "contains 0: the seeds do not decide"
+        state = ("excludes 0" if interval_word(lo, hi) in ("positive", "negative")
+                 else "contains 0: the seeds do not decide")
         parts.append(f"{kind} {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({state})")
     print("Exercise 4 passed. Balancing changes the late log enrichment by " + "; ".join(parts) + ".")
 
@@ -614,12 +616,12 @@ def check_exercise_4_dose(fn, prediction=None, analysis=None) -> None:
         r = da.responses
         row = r[(r["metric"] == "log_enrichment_late") & (r["knob"] == "token") & (r["kind"] == kind)].iloc[0]
         sign = {"+": 1, "-": -1, "0": 0}.get(row["observed"], 0)
-        flat_lo, change_lo, change_hi = (float(row.get(k, np.nan)) for k in ("flat_lo", "change_lo", "change_hi"))
+        flat = interval_word(row.get("flat_lo", np.nan), row.get("flat_hi", np.nan))
+        change = interval_word(row.get("change_lo", np.nan), row.get("change_hi", np.nan))
         # a flattest level whose interval reaches 0 is not shown present; that is not absence, which
         # would need an equivalence margin (dose-posthoc.toml [presence]): a predicted "absent" is not scored
-        shape = ("not decided (fewer than two seeds)" if not np.isfinite(flat_lo) else "not shown present"
-                 if flat_lo <= 0 else "attenuated" if change_hi < 0 else "stronger" if change_lo > 0
-                 else "unchanged")
+        shape = ("not decided (fewer than two seeds)" if flat == "undecided" else "not shown present"
+                 if flat != "positive" else {"negative": "attenuated", "positive": "stronger"}.get(change, "unchanged"))
         results[kind] = (ref, sign, shape, row)
     if prediction is not None:
         ok = isinstance(prediction, dict) and set(prediction) == set(KINDS) and all(

@@ -1,4 +1,4 @@
-"""Figures of the causal test (chapter 11): the operator's worked example, the trajectories per
+"""Figures of the causal test (chapter 12): the operator's worked example, the trajectories per
 arm, the forest plot of the registered contrasts.
 
 The numbers come from :mod:`tanbias.lab.surgery` and :mod:`tanbias.lab.analysis.causal`;
@@ -61,7 +61,7 @@ def operator_interactive() -> Interactive:
                 "bias in miniature). Colour: after ΔW ← ΔW (α P + I − P), P the top-r principal directions "
                 "(left of the dotted line). α = 0 removes the component in P, α = 1 leaves the update as it "
                 "was; the directions right of the line are never touched. Energies below 10⁻⁶ are drawn at 10⁻⁶.",
-        name="ch11-operator", height=430)
+        name="ch12-operator", height=430)
 
 
 @frozen_layout
@@ -139,7 +139,7 @@ def trajectory_interactive(traj, seeds: dict, steps: int) -> Interactive:
                 "tokens and the first position left out), at every probe step; lines: the mean over the seeds "
                 "whose run of that arm is committed, bands: ±1 standard error across them. Dashed: the early arms, whose surgery stops at "
                 "the dotted line (30 % of training). Lower is more isotropic.",
-        name="ch11-trajectories", height=480)
+        name="ch12-trajectories", height=480)
 
 
 def progress_interactive(traj, seeds: dict) -> Interactive:
@@ -162,7 +162,7 @@ def progress_interactive(traj, seeds: dict) -> Interactive:
                 "and its mean ln mean cosine (y, ±1 standard error across the seeds). An arm that only learns "
                 "more slowly runs along the control's curve and ends short of the control's end; an arm with "
                 "its own effect on anisotropy runs above or below it at the same loss.",
-        name="ch11-progress", height=480)
+        name="ch12-progress", height=480)
 
 
 def forest_figure(causal_rows, rival_rows) -> go.Figure:

@@ -35,7 +35,7 @@ SECTIONS = {
     "premise": ("The premise, under three readings", (CHAPTER, "sec-ch9-premise")),
     "types": ("Token types, one layer at a time", (CHAPTER, "sec-ch9-estimators")),
     "anisotropy": ("Anisotropy, with and without the first position", (CHAPTER, "sec-ch9-anisotropy")),
-    "readings": ("Anisotropy, read six ways", (CHAPTER, "sec-ch9-anisotropy")),
+    "readings": ("Anisotropy, read six ways", ("chapters/13_rival_accounts", "ch-rivals")),
     "alignment": ("The alignment test, against a random-init copy", (CHAPTER, "sec-ch9-alignment")),
     "curvature": ("Is curvature visible?", (CHAPTER, "sec-ch9-curvature")),
     "trajectory": ("Over training", ("chapters/08_eurobert_vs_decoder", "sec-ch8-timing")),

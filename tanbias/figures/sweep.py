@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from tanbias.figures import BLACK, COLORS, GREY, KIND_COLORS, LIGHT_GREY, frozen_layout, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import sweep
+from tanbias.lab.analysis.registered import t_interval
 from tanbias.lab.analysis.tables import bucket_label
 from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES
 
@@ -126,7 +127,7 @@ def cells_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
         traces = []
         for kind, regime in sweep.cells():
             y = data[kind, regime]
-            mean, lo, hi, n = sweep.t_interval(y)
+            mean, lo, hi, n = t_interval(y)
             name = f"{kind}, {regime}"
             traces.append(dict(type="scatter", x=[name] * len(y), y=y.tolist(), mode="markers",
                                name=f"{name}: seeds", showlegend=False,
@@ -286,7 +287,7 @@ def effects_figure(eff, tim=None, layer="mean", bucket="all", proxy="frozen") ->
               "architecture | balanced": "architecture, balanced data"}
     labels = [pretty.get(c, c.replace(" | ", " within ")) for c in order]
     if tim is not None:
-        m, lo, hi, n = sweep.t_interval(tim["log_late_over_peak"])
+        m, lo, hi, n = t_interval(tim["log_late_over_peak"])
         fig.add_trace(go.Scatter(x=[np.exp(m)], y=[len(order)], mode="markers", name="last step / peak",
                                  marker=dict(color=COLORS[2], size=9, symbol="diamond"),
                                  error_x=dict(type="data", symmetric=False, array=[np.exp(hi) - np.exp(m)],

@@ -1,11 +1,12 @@
 """Training lab: a small multilingual corpus, its tokenizer, matched encoder/decoder models,
-the in-step alignment probe, and the analysis of committed runs (chapters 5-10).
+the in-step alignment probe, the experiments, and the analysis of committed runs (chapters 5-13).
 
 Modules, in layer order (a module imports only modules before it; ``models``
 and everything after it import torch, the reports of ``analysis`` do not):
 
 * :mod:`tanbias.lab.config`       constants and the typed run config (RunConfig, ProbeSettings, ModelSize)
-* :mod:`tanbias.lab.experiments`  the experiments' designs: the 2x2 sweep, the dose levels, run names
+* :mod:`tanbias.lab.experiments`  the experiments as data: one Design each (the 2x2 sweep, the dose
+  experiment, the aliasing knob, the causal test) and their registry, EXPERIMENTS
 * :mod:`tanbias.lab.runs`         run folders: atomic writes, manifests, checksums, paths
 * :mod:`tanbias.lab.corpus`       corpus loading with checksums, language mixtures, splits
 * :mod:`tanbias.lab.tokenizer`    the shared byte-level BPE tokenizer (train / load)
@@ -18,11 +19,12 @@ and everything after it import torch, the reports of ``analysis`` do not):
 * :mod:`tanbias.lab.distributed`  training on N processes under torchrun
 * :mod:`tanbias.lab.train`        the resumable training loop and its one step function
 * :mod:`tanbias.lab.bench`        the lab's benchmarks (make bench)
-* :mod:`tanbias.lab.analysis`     tables, views, radii, the sweep's and the dose runs'
-  statistics, the released models, and the reports the chapters glue
-* :mod:`tanbias.lab.pipeline`     what happens after a run; reproduce; the run queues
+* :mod:`tanbias.lab.analysis`     tables, views, radii, what the experiments share, each
+  experiment's statistics, the released models, and the reports the chapters glue
+* :mod:`tanbias.lab.pipeline`     what happens after a run; reproduce; an experiment's queue
 * ``tanbias.lab.__main__``        ``python -m tanbias.lab ...``
 
 Figures of the runs live in :mod:`tanbias.figures.runs`, :mod:`tanbias.figures.sweep`,
-:mod:`tanbias.figures.pretrained` and :mod:`tanbias.figures.dose`.
+:mod:`tanbias.figures.pretrained`, :mod:`tanbias.figures.dose`, :mod:`tanbias.figures.alias`
+and :mod:`tanbias.figures.causal`.
 """

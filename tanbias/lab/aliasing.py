@@ -1,4 +1,4 @@
-"""Input aliasing: a frequency knob that keeps the text (chapter 10, the third knob).
+"""Input aliasing: a frequency knob that keeps the text (chapter 11).
 
 Each occurrence of a frequent type ``w`` is shown to the model as one of ``k_w``
 *alias ids*, drawn uniformly per occurrence: alias 0 is ``w``'s own id, aliases
@@ -18,7 +18,7 @@ nothing; ``exponent = 1`` brings every alias of a type above ``f0`` down to abou
 :class:`AliasMap` holds the counts and the layout of the new rows, draws the
 aliases of a batch (:meth:`AliasMap.apply`, seeded) and maps an input id back to its
 type (:meth:`AliasMap.type_of`). Which frequencies a run's map is built from is
-:func:`tanbias.lab.data.alias_map_of` (the run's expected stream frequencies); the
+:attr:`tanbias.lab.data.Stream.aliases` (the run's expected stream frequencies); the
 model's extra input rows are :func:`tanbias.lab.models.make_model`'s ``n_inputs``.
 
 Do a type's aliases become one concentrated cloud, or k diffuse ones?
@@ -27,7 +27,13 @@ text is shown once per alias ``j`` with every occurrence of the measured types a
 their ``j``-th alias, and at each layer the distance between the centroids of a
 type's aliases is set against the type's own radius around each centroid.
 
-Imports only :mod:`tanbias.lab.config` (below :mod:`tanbias.lab.data` in the chain).
+:class:`AliasingHook` is what an aliased run adds to the training loop
+(:class:`tanbias.lab.hooks.Hook`): the input ids it is shown, counted, and the
+convergence at every probe step and after the last.
+
+Imports only :mod:`tanbias.lab.config`, :mod:`tanbias.lab.runs` and
+:mod:`tanbias.lab.hooks` (below :mod:`tanbias.lab.data` in the chain); the loop
+hands the hook the run's stream and model.
 """
 from __future__ import annotations
 
@@ -37,10 +43,12 @@ import numpy as np
 
 from tanbias._checks import check_int, check_real
 from tanbias.errors import ParameterError
+from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
+from tanbias.lab.hooks import Hook
 
 __all__ = ["alias_counts", "input_collision", "AliasMap", "CONVERGENCE_TYPES", "CONVERGENCE_ALIASES",
-           "CONVERGENCE_MIN_COUNT", "convergence_targets", "alias_convergence"]
+           "CONVERGENCE_MIN_COUNT", "convergence_targets", "alias_convergence", "AliasingHook"]
 
 
 def alias_counts(freq, exponent: float, f0: float, n_special: int = N_SPECIAL) -> np.ndarray:
@@ -303,3 +311,63 @@ def alias_convergence(model, modules, batch: dict, aliases: AliasMap, seq_len: i
                          "n": int(sel.sum()), "between": between, "within": within,
                          "ratio": between / within if within > 0 else float("nan")})
     return rows
+
+
+class AliasingHook(Hook):
+    """What an aliased run adds to the training loop.
+
+    * link 0 of the knob: every step counts the input ids its batch is shown as
+      (``input_counts``, kept in the checkpoint under ``"input_counts"`` and written to
+      ``input_counts.npy``);
+    * on rank 0, at every probe step and after the last step: :func:`alias_convergence`
+      on the first batch of the common held-out text (:meth:`tanbias.lab.data.Stream.common`),
+      logged as a record ``{"type": "alias", "step", "rows"}`` in ``metrics.jsonl`` (a
+      resumed run does not measure a step twice) and, at the end, every record's rows in
+      ``alias.csv`` (one row per step, layer and followed type).
+
+    Parameters
+    ----------
+    run : tanbias.lab.train.TrainingRun
+        Its stream's alias map (``run.stream.aliases``) is the map counted and measured.
+    """
+
+    checkpoint_key = "input_counts"
+
+    def __init__(self, run):
+        self.aliases = run.stream.aliases
+        self.input_counts = np.zeros(self.aliases.n_inputs, np.int64)
+        self.batch = run.stream.common(1)[0] if run.ctx.main else None
+        self.measured = run.logged_steps("alias")
+
+    @classmethod
+    def for_run(cls, run) -> "AliasingHook | None":
+        """The hook of an aliased run; None when its stream has no alias map."""
+        return cls(run) if run.stream.aliases is not None else None
+
+    def before_step(self, run, step: int, batch: dict) -> None:
+        self.input_counts += np.bincount(batch["aliased"].reshape(-1).numpy(), minlength=self.aliases.n_inputs)
+
+    def at_probe_step(self, run, step: int) -> None:
+        if step in self.measured:
+            return
+        rows = alias_convergence(run.model, run.modules, run.to_device(self.batch), self.aliases,
+                                 run.cfg.size.seq_len)
+        run.log({"type": "alias", "step": step, "rows": rows})
+        self.measured.add(step)
+
+    def state_dict(self) -> np.ndarray:
+        return self.input_counts
+
+    def load_state_dict(self, state) -> None:
+        self.input_counts = state
+
+    def write(self, run) -> dict:
+        import pandas as pd
+
+        runs.atomic_save_npy(run.dir / "input_counts.npy", self.input_counts)
+        conv = [{"run": run.cfg.name, "step": r["step"], **row} for r in runs.read_jsonl(run.log_path)
+                if r.get("type") == "alias" for row in r["rows"]]
+        cols = ["run", "step", "layer", "type_id", "k", "shown", "n", "between", "within", "ratio"]
+        runs.atomic_write_text(run.dir / "alias.csv", pd.DataFrame(conv, columns=cols).sort_values(
+            ["step", "type_id", "layer"]).to_csv(index=False, float_format="%.6g"))
+        return {}

@@ -9,7 +9,8 @@ a test: tests must pass on a busy machine).
   measured side by side in one process, every step through
   :func:`tanbias.lab.train.train_step`;
 * :func:`measure_sizes` — seconds per step of each :data:`~tanbias.lab.config.SIZES`
-  entry and precision (``data/runs/sizes.json``, the README's sizing table);
+  entry and precision, and :func:`record_sizes`, which merges them into
+  ``data/runs/sizes.json`` (the README's sizing table);
 * :func:`gpu_check` — a short run on a GPU: tokens/s, share of the matmul peak,
   probe overhead, peak memory (``scripts/gpu_check.sh``);
 * :func:`bench_ddp` — one process against ``torchrun`` with N.
@@ -26,14 +27,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tanbias.errors import CorruptFileError
 from tanbias.lab import distributed, runs
-from tanbias.lab.config import ProbeSettings, RunConfig, model_size
-from tanbias.lab.data import training_streams
+from tanbias.lab.config import ProbeSettings, RunConfig, SurgerySettings, model_size
+from tanbias.lab.data import Stream
+from tanbias.lab.experiments import CAUSAL_SURGERY
 from tanbias.lab.models import autocast, gemm_peak, loss_and_correct, resolve_device, to_device
 from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
+from tanbias.lab.surgery import Surgery
 from tanbias.lab.train import Capture, setup_training, train, train_step
 
-__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "gpu_check", "bench_ddp"]
+__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp"]
 
 
 def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
@@ -89,11 +93,12 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     k = len(probe_steps(run_steps, n_probe_steps or cfg0.probe.n_steps))
     tokens_per_step = cfg0.tokens_per_step
     setups = {}
+    stream = Stream.from_config(cfg0)
     for prec in precisions:
         cfg = cfg0.replace(precision=prec)
-        tok, model, opt, sched = setup_training(cfg, dev)
+        _, model, opt, sched = setup_training(cfg, dev, stream)
         setups[prec] = (model, opt, sched, ResidualProbe(model, cfg.probe.tokens))
-    batches, _ = training_streams(cfg0, tok)
+    batches = stream.training()
     times = {p: {"plain": [], "inline": [], "posthoc": []} for p in precisions}
     tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     writer = CaptureWriter()
@@ -177,16 +182,16 @@ def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps
 
     One row per (size, precision): ``parameters`` (outside the embedding),
     ``tokens_per_step``, ``seconds_per_step`` (median of ``steps``), ``tokens_per_s``,
-    ``device``, ``threads``. ``python -m tanbias.lab sizes`` writes them to
-    ``data/runs/sizes.json`` (the sizing table of the README).
+    ``device``, ``threads``. ``python -m tanbias.lab sizes`` merges them into
+    ``data/runs/sizes.json`` (:func:`record_sizes`; the sizing table of the README).
     """
     dev = resolve_device(device)
     rows = []
     for size in sizes:
         for prec in precisions:
             cfg = RunConfig(name="sizes", kind=kind, size=size, precision=prec)
-            tok, model, opt, sched = setup_training(cfg, dev)
-            batches, _ = training_streams(cfg, tok)
+            stream, model, opt, sched = setup_training(cfg, dev)
+            batches = stream.training()
             times = []
             for i in range(int(steps) + 1):
                 b = to_device(next(batches), dev)
@@ -206,6 +211,43 @@ def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps
                          "tokens_per_step": tps, "seconds_per_step": sec, "tokens_per_s": tps / sec})
             del model, opt
     return rows
+
+
+def record_sizes(rows, path=None) -> Path:
+    """Merge rows of :func:`measure_sizes` into the sizing table ``path`` (default
+    ``data/runs/sizes.json``): a new row replaces the one of the same size, precision and
+    device, the others stay; written atomically.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows with at least ``size``, ``precision`` and ``device``.
+    path : path-like, optional
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    CorruptFileError
+        The existing file is not a JSON list (names it and the command that rebuilds it).
+    """
+    out = Path(path) if path else runs.RUNS_DIR / "sizes.json"
+    prior = []
+    if out.exists():
+        try:
+            prior = json.loads(out.read_text())
+        except json.JSONDecodeError as err:
+            prior = err
+        if not isinstance(prior, list):
+            raise CorruptFileError(out, "git checkout -- data/runs/sizes.json, or python -m tanbias.lab sizes",
+                                   f"not a JSON list of sizes: {prior}")
+    new = {(r["size"], r["precision"], r["device"]) for r in rows}
+    keep = [r for r in prior if (r["size"], r["precision"], r["device"]) not in new]
+    runs.atomic_write_text(out, json.dumps(keep + list(rows), indent=1) + "\n")
+    return out
 
 
 def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", device: str = "cuda",
@@ -282,7 +324,7 @@ def bench_ddp(size: str = "small", kind: str = "decoder", steps: int = 8, nproc:
 
 
 def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, device: str = "cpu") -> dict:
-    """The gradient surgery's overhead (chapter 11): a surgical step against a plain one, side by side.
+    """The gradient surgery's overhead (chapter 12): a surgical step against a plain one, side by side.
 
     Two models from the same seed, one with the ``proxy`` surgery of
     :data:`~tanbias.lab.experiments.CAUSAL_SURGERY` (every step: the inputs' moments
@@ -296,25 +338,21 @@ def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, dev
         ``t_plain``, ``t_surgery`` (seconds per step, medians), ``ratio`` (target <= 1.10),
         ``size``, ``kind``, ``device``.
     """
-    from tanbias.lab.config import SurgerySettings
-    from tanbias.lab.experiments import CAUSAL_SURGERY
-    from tanbias.lab.surgery import Surgery
-
     dev = resolve_device(device)
     cfg = RunConfig(name="bench", kind=kind, size=model_size(size), probe=ProbeSettings(enabled=False))
     plain = setup_training(cfg, dev)
-    cut = setup_training(cfg, dev)
+    cut = setup_training(cfg, dev, plain[0])
     surgery = Surgery(cut[1], SurgerySettings(arm="proxy", **CAUSAL_SURGERY), cfg.steps, cfg.seed)
-    batches, _ = training_streams(cfg, plain[0])
+    batches = plain[0].training()
     rounds = []
     step = 0
     for _ in range(int(reps)):
         pair = [to_device(next(batches), dev) for _ in range(2)]
         row = {}
-        for name, (_, model, opt, sched), sg in (("plain", plain, None), ("surgery", cut, surgery)):
+        for name, (_, model, opt, sched), hooks in (("plain", plain, ()), ("surgery", cut, (surgery,))):
             t0 = time.perf_counter()
             for k, b in enumerate(pair):
-                train_step(model, opt, sched, b, cfg.precision, dev, surgery=sg, step=step + k)
+                train_step(model, opt, sched, b, cfg.precision, dev, hooks=hooks, step=step + k)
             row[name] = (time.perf_counter() - t0) / 2
         step += 2
         rounds.append(row)

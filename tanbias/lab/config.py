@@ -11,7 +11,7 @@ definition each:
   (``PAD_ID`` ... ``MASK_ID``) and :data:`N_SPECIAL` (ids below it are special);
 * :class:`ModelSize` and :data:`SIZES` (model and batch shapes);
 * :class:`ProbeSettings` (what the alignment probe captures and how it is
-  analysed), :class:`SurgerySettings` (the gradient surgery of chapter 11) and
+  analysed), :class:`SurgerySettings` (the gradient surgery of chapter 12) and
   :class:`RunConfig` (one training run), frozen dataclasses
   that validate themselves: a bad value is a :class:`~tanbias.errors.ParameterError`
   naming the field, the value and the valid range; :func:`load_config`;
@@ -269,7 +269,7 @@ SURGERY_ARMS = ("proxy", "random", "uniform")
 
 @dataclass(frozen=True)
 class SurgerySettings:
-    """The gradient surgery of a run (chapter 11, :mod:`tanbias.lab.surgery`).
+    """The gradient surgery of a run (chapter 12, :mod:`tanbias.lab.surgery`).
 
     After each optimizer step in the surgery window, the update ``ΔW`` of every
     linear map that reads the normalised residual stream (q, k, v, gate, up) becomes
@@ -376,7 +376,7 @@ class RunConfig:
     #: kept with probability min(1, (f / flatten_f0) ** -flatten); 0 keeps everything
     flatten: float = 0.0
     flatten_f0: float = 1e-4
-    #: the aliasing knob on input frequencies (chapter 10, :mod:`tanbias.lab.aliasing`): an occurrence
+    #: the aliasing knob on input frequencies (chapter 11, :mod:`tanbias.lab.aliasing`): an occurrence
     #: of a type of stream frequency f > alias_f0 is shown as one of round((f / alias_f0) ** alias)
     #: alias ids (new input-embedding rows), drawn per occurrence; targets stay the types; 0: none
     alias: float = 0.0
@@ -385,9 +385,9 @@ class RunConfig:
     probe_eval_batches: int = 0
     #: arithmetic of the forward and backward passes (PRECISIONS); the probe captures float32
     precision: str = "fp32"
-    #: the output layer shares the input embedding's weights (a rival account of anisotropy, chapter 11)
+    #: the output layer shares the input embedding's weights (a rival account of anisotropy, chapter 12)
     tie_embeddings: bool = False
-    #: the gradient surgery of chapter 11 (None: none)
+    #: the gradient surgery of chapter 12 (None: none)
     surgery: SurgerySettings | None = None
     #: the output layer's bias (:data:`OUTPUT_BIASES`; left out of config.json when "none")
     output_bias: str = "none"

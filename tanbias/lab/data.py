@@ -1,17 +1,17 @@
-"""The lab's data: the corpus split, training and held-out batches (chapters 7, 8).
+"""The lab's data: the corpus split, a run's data stream, training and held-out batches (chapters 7, 8).
 
 * the corpus' deterministic train/validation split comes from
   :func:`tanbias.lab.corpus.split` (loaded, checksums verified, once per process);
 * :func:`lm_batches` — documents packed into fixed-length rows, masked for the
   encoder (:func:`mask_tokens`), the decoder's labels = inputs;
-* :func:`stream_frequencies`, :func:`keep_probabilities` — the expected
-  token frequencies of a run's language mixture and the direct knob that
-  subsamples frequent types (chapter 10);
-* :func:`alias_map_of`, :func:`alias_batch` — the aliasing knob (chapter 10,
-  :mod:`tanbias.lab.aliasing`): a run's alias map and a batch shown through it;
-* :func:`training_streams` — a run's training and validation batch streams;
-* :func:`common_batches` — the one held-out text every run of a kind is
-  measured on (chapter 8's radii).
+* :class:`Stream` — a run's data stream, derived once from its config and passed on:
+  its documents, language mixture, expected token frequencies, the types the direct
+  knob keeps (:func:`keep_probabilities`, chapter 10), the aliasing knob's map
+  (chapter 11, :mod:`tanbias.lab.aliasing`; :func:`alias_batch` shows a batch
+  through it), and every batch stream of the run: training, validation, the
+  probe-eval text, the common held-out text every run of a kind is measured on
+  (chapter 8's radii), the counts of its training targets;
+* :func:`heldout_text`, :func:`heldout_batches` — the one held-out-text builder.
 
 The corpus (:mod:`tanbias.lab.corpus`) and the tokenizer
 (:mod:`tanbias.lab.tokenizer`) are modules of this layer too.
@@ -22,6 +22,8 @@ import io
 import itertools
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -32,14 +34,12 @@ from tanbias.lab.aliasing import AliasMap, alias_counts
 from tanbias.lab.config import BOS_ID, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, REGIMES, check_kind
 from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_manifest, split
 from tanbias.lab.runs import atomic_write_bytes
-from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE
+from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE, load_tokenizer
 
-__all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "training_target_counts",
-           "original_ids",
-           "token_counts", "mixture_of", "stream_frequencies", "keep_probabilities", "alias_map_of", "alias_batch",
-           "ALIAS_SEED_OFFSET", "training_streams",
-           "PROBE_EVAL_SEED", "probe_eval_batches",
-           "HELDOUT_ORDERS", "encode_documents", "heldout_text", "heldout_batches", "common_batches"]
+__all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
+           "token_counts", "keep_probabilities", "alias_batch", "ALIAS_SEED_OFFSET", "VALIDATION_SEED_OFFSET",
+           "PROBE_EVAL_SEED", "Stream", "HELDOUT_ORDERS", "encode_documents", "heldout_text",
+           "heldout_batches"]
 
 
 def check_languages(languages) -> list | None:
@@ -136,6 +136,9 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
         dropped occurrences are cut out of the text before packing, so rows stay
         full. Special tokens are always kept. None keeps everything (and draws nothing,
         so the stream is bit-identical to one without the option).
+    aliases : AliasMap, optional
+        Show every batch through the aliasing knob's map (:func:`alias_batch`, the draws
+        seeded by ``seed + ALIAS_SEED_OFFSET``); None draws nothing.
 
     Yields
     ------
@@ -189,21 +192,6 @@ def batch_targets(kind: str, batch: dict) -> torch.Tensor:
     return labels[labels != -100]
 
 
-def training_target_counts(cfg, tok) -> np.ndarray:
-    """How often each type is a training target over the run's whole stream (vocab_size,).
-
-    The targets the loss is scored on, step by step (:func:`batch_targets`: next tokens for the
-    decoder, masked tokens for the encoder), from a fresh copy of the run's training stream, so
-    the count is the run's own and consumes none of its randomness. The unigram head's
-    initial bias (:func:`tanbias.lab.models.log_unigram`) is built from it.
-    """
-    batches, _ = training_streams(cfg, tok)
-    counts = np.zeros(len(tok), np.int64)
-    for _ in range(cfg.steps):
-        counts += np.bincount(batch_targets(cfg.kind, next(batches)).numpy(), minlength=len(tok))
-    return counts
-
-
 def token_counts(token_ids, vocab_size: int) -> np.ndarray:
     """Counts of each id in ``token_ids`` (any iterable of ints / tensors), shape (vocab_size,)."""
     flat = [np.asarray(t, dtype=np.int64).ravel() for t in token_ids]
@@ -218,11 +206,6 @@ def original_ids(batch) -> torch.Tensor:
         return batch["types"]
     ids, labels = batch["input_ids"], batch["labels"]
     return torch.where(labels != -100, labels, ids)
-
-
-def mixture_of(cfg) -> dict:
-    """The keyword arguments of :func:`~tanbias.lab.corpus.mixture` for a run config."""
-    return {"regime": cfg.regime, "temperature": cfg.mixture_temperature, "weights": cfg.language_weights}
 
 
 _COUNT_CACHE: dict = {}
@@ -279,25 +262,6 @@ def _language_counts(languages, tok) -> dict:
     return out
 
 
-def stream_frequencies(cfg, tok) -> np.ndarray:
-    """Expected relative frequency of every token id in a run's training stream, before subsampling.
-
-    Exact in expectation: the per-language token counts of the training split,
-    weighted by the probability that a drawn document is in that language over
-    the language's number of documents (expected tokens per draw; ``<s>``/``</s>``
-    included), as :func:`~tanbias.lab.corpus.mixture` draws them. The counts are
-    cached per process.
-    """
-    train_docs, _ = split(cfg.languages)
-    draws = mixture_probabilities(train_docs, **mixture_of(cfg))["draws"]
-    counts = _language_counts(cfg.languages, tok)
-    freq = np.zeros(len(tok), np.float64)
-    for lang, p in draws.items():
-        c, n_docs = counts[lang]
-        freq += p * c / n_docs
-    return freq / freq.sum()
-
-
 def keep_probabilities(freq, flatten: float, f0: float) -> np.ndarray:
     """The direct knob: keep an occurrence of a type of frequency ``f`` with ``min(1, (f / f0) ** -flatten)``.
 
@@ -317,16 +281,6 @@ def keep_probabilities(freq, flatten: float, f0: float) -> np.ndarray:
 #: the aliases of a stream seeded by ``seed`` are drawn from ``seed + ALIAS_SEED_OFFSET`` (its
 #: masks use ``seed``, its subsampling ``seed + 1``)
 ALIAS_SEED_OFFSET = 2
-
-
-def alias_map_of(cfg, tok) -> AliasMap | None:
-    """The alias map of a run config: :func:`~tanbias.lab.aliasing.alias_counts` of its expected
-    stream frequencies (:func:`stream_frequencies`, before any subsampling) with ``cfg.alias`` and
-    ``cfg.alias_f0``; None when ``cfg.alias == 0``. A function of the corpus, the tokenizer, the
-    mixture and the two settings, so a run, its resume and its analysis rebuild the same map."""
-    if cfg.alias == 0:
-        return None
-    return AliasMap.from_counts(alias_counts(stream_frequencies(cfg, tok), cfg.alias, cfg.alias_f0))
 
 
 def alias_batch(batch: dict, types: torch.Tensor, aliases: AliasMap, generator: torch.Generator) -> dict:
@@ -359,55 +313,197 @@ def alias_batch(batch: dict, types: torch.Tensor, aliases: AliasMap, generator: 
             "aliased": shown}
 
 
-def training_streams(cfg, tok):
-    """The (training, validation) batch iterators of a run config.
-
-    Both follow the run's language mixture and, when ``flatten > 0``, its
-    subsampling of frequent types (the validation text is then distributed as the
-    training text, so the generalisation gap compares like with like).
-    """
-    train_docs, _ = split(cfg.languages)
-    keep = _keep(cfg, tok)
-    aliases = alias_map_of(cfg, tok)
-    size = cfg.size
-    train = lm_batches(cfg.kind, mixture(train_docs, seed=cfg.seed, **mixture_of(cfg)), tok,
-                       size.batch_size, size.seq_len, seed=cfg.seed, keep=keep, aliases=aliases)
-    return train, _validation_stream(cfg, tok, cfg.seed + 10_000, keep, aliases)
-
-
-def _keep(cfg, tok):
-    return (keep_probabilities(stream_frequencies(cfg, tok), cfg.flatten, cfg.flatten_f0)
-            if cfg.flatten > 0 else None)
-
-
-def _validation_stream(cfg, tok, seed: int, keep, aliases=None):
-    """Batches of the held-out documents in the run's mixture, subsampling and aliasing, ``seed``
-    seeding the document order, the masks, the subsampling and the alias draws."""
-    _, valid_docs = split(cfg.languages)
-    return lm_batches(cfg.kind, mixture(valid_docs, seed=seed, **mixture_of(cfg)), tok,
-                      cfg.size.batch_size, cfg.size.seq_len, seed=seed, keep=keep, aliases=aliases)
-
-
+#: a run's validation stream is seeded by its seed plus this offset (its training stream by the seed)
+VALIDATION_SEED_OFFSET = 10_000
 #: the seed of the held-out stream a run scores at its probe steps: one seed for every run, so the
 #: seeds of a design are scored on one text (it is the validation seed of seed 0, whose probe-step
 #: scores keep their first batch)
-PROBE_EVAL_SEED = 10_000
+PROBE_EVAL_SEED = 0 + VALIDATION_SEED_OFFSET
 
 
-def probe_eval_batches(cfg, tok) -> list[dict]:
-    """The held-out batches a run scores at every probe step: ``cfg.probe_eval_batches`` of them.
+@dataclass(frozen=True, eq=False)
+class Stream:
+    """A run's data stream: derived once from its config (:meth:`from_config`) and passed on.
 
-    Consecutive batches of one validation stream in the run's own mixture and
-    subsampling (text distributed as its training text, so the generalisation gap
-    compares like with like), seeded by :data:`PROBE_EVAL_SEED` rather than by the
-    run's seed: every run of a design with the same data settings (the seeds of a
-    dose level, say) is scored on the same text, with the same masks for an encoder.
+    The one place a run config becomes data. It holds the config's data settings and
+    derives from them, each at most once and on first use: the documents (the
+    corpus split of the run's languages), the expected frequency of every type in the
+    training text (:attr:`frequencies`), the direct knob's keep probabilities
+    (:attr:`keep`), the aliasing knob's map (:attr:`aliases`). Every batch stream of
+    the run is drawn from it: :meth:`training`, :meth:`validation`, the probe-eval
+    text (:meth:`probe_eval`), the common held-out text (:meth:`common`); and the
+    counts of the run's training targets (:meth:`target_counts`). Each call of a
+    batch method starts its stream from the beginning.
 
-    Runs trained before this function existed (every committed dose run) scored the
-    *first* batch of their own seed's validation stream ``probe_eval_batches`` times.
+    Example
+    -------
+    >>> from tanbias.lab.config import RunConfig
+    >>> cfg = RunConfig.from_dict({"name": "x", "kind": "decoder", "size": "smoke", "languages": ["pt"],
+    ...                            "alias": 0.5, "alias_f0": 1e-3})
+    >>> s = Stream.from_config(cfg)
+    >>> tuple(next(s.training())["input_ids"].shape), s.n_inputs > len(s.tokenizer)
+    ((4, 32), True)
+    >>> round(float(s.frequencies.sum()), 6), s.keep is None
+    (1.0, True)
     """
-    stream = _validation_stream(cfg, tok, PROBE_EVAL_SEED, _keep(cfg, tok), alias_map_of(cfg, tok))
-    return [next(stream) for _ in range(cfg.probe_eval_batches)]
+    kind: str
+    seed: int
+    batch_size: int
+    seq_len: int
+    #: the corpus' languages the run reads (None: all)
+    languages: tuple[str, ...] | None
+    #: the keyword arguments of :func:`~tanbias.lab.corpus.mixture`: ``regime``, ``temperature``, ``weights``
+    mixture: dict
+    #: the direct knob: exponent and threshold frequency (:func:`keep_probabilities`)
+    flatten: float
+    flatten_f0: float
+    #: the aliasing knob: exponent and threshold frequency (:func:`~tanbias.lab.aliasing.alias_counts`)
+    alias: float
+    alias_f0: float
+    tokenizer: object
+
+    @classmethod
+    def from_config(cls, cfg, tok=None) -> "Stream":
+        """The stream of the run config ``cfg`` (:class:`~tanbias.lab.config.RunConfig`) under the
+        tokenizer ``tok`` (default the lab's, :func:`~tanbias.lab.tokenizer.load_tokenizer`)."""
+        return cls(kind=check_kind(cfg.kind), seed=int(cfg.seed), batch_size=cfg.size.batch_size,
+                   seq_len=cfg.size.seq_len, languages=None if cfg.languages is None else tuple(cfg.languages),
+                   mixture={"regime": cfg.regime, "temperature": cfg.mixture_temperature,
+                            "weights": cfg.language_weights},
+                   flatten=cfg.flatten, flatten_f0=cfg.flatten_f0, alias=cfg.alias, alias_f0=cfg.alias_f0,
+                   tokenizer=load_tokenizer() if tok is None else tok)
+
+    # ------------------------------------------------------------------ what the stream is
+    @cached_property
+    def documents(self) -> tuple[dict, dict]:
+        """The (training, validation) documents per language: :func:`~tanbias.lab.corpus.split`."""
+        return split(self.languages)
+
+    @cached_property
+    def frequencies(self) -> np.ndarray:
+        """Expected relative frequency of every token id in the training text, before subsampling.
+
+        Exact in expectation: the per-language token counts of the training split,
+        weighted by the probability that a drawn document is in that language over
+        the language's number of documents (expected tokens per draw; ``<s>``/``</s>``
+        included), as :func:`~tanbias.lab.corpus.mixture` draws them. Read-only; the
+        counts behind it are cached per process.
+        """
+        draws = mixture_probabilities(self.documents[0], **self.mixture)["draws"]
+        counts = _language_counts(self.languages, self.tokenizer)
+        freq = np.zeros(len(self.tokenizer), np.float64)
+        for lang, p in draws.items():
+            c, n_docs = counts[lang]
+            freq += p * c / n_docs
+        freq /= freq.sum()
+        freq.setflags(write=False)
+        return freq
+
+    @cached_property
+    def keep(self) -> np.ndarray | None:
+        """The direct knob's keep probability of every type (:func:`keep_probabilities` of
+        :attr:`frequencies`; read-only), None when ``flatten == 0`` (nothing is subsampled).
+        The batches keep every special token whatever its value here (:func:`lm_batches`)."""
+        if self.flatten <= 0:
+            return None
+        keep = keep_probabilities(self.frequencies, self.flatten, self.flatten_f0)
+        keep.setflags(write=False)
+        return keep
+
+    @cached_property
+    def aliases(self) -> AliasMap | None:
+        """The aliasing knob's map: :func:`~tanbias.lab.aliasing.alias_counts` of :attr:`frequencies`
+        (before any subsampling) with ``alias`` and ``alias_f0``; None when ``alias == 0``. A function
+        of the corpus, the tokenizer, the mixture and the two settings, so a run, its resume and its
+        analysis rebuild the same map."""
+        if self.alias == 0:
+            return None
+        return AliasMap.from_counts(alias_counts(self.frequencies, self.alias, self.alias_f0))
+
+    @property
+    def n_inputs(self) -> int:
+        """Rows of the run's input embedding: the vocabulary, plus an aliased run's alias rows."""
+        return len(self.tokenizer) if self.aliases is None else self.aliases.n_inputs
+
+    # ------------------------------------------------------------------ its batches
+    def _batches(self, documents: dict, seed: int) -> Iterator[dict]:
+        """Batches of ``documents`` in the run's mixture, subsampling and aliasing, ``seed`` seeding
+        the document order, the masks, the subsampling and the alias draws."""
+        return lm_batches(self.kind, mixture(documents, seed=seed, **self.mixture), self.tokenizer,
+                          self.batch_size, self.seq_len, seed=seed, keep=self.keep, aliases=self.aliases)
+
+    def training(self) -> Iterator[dict]:
+        """The run's training batches, from the first (endless; :func:`lm_batches`)."""
+        return self._batches(self.documents[0], self.seed)
+
+    def validation(self, seed: int | None = None) -> Iterator[dict]:
+        """Batches of the held-out documents in the run's mixture and, when ``flatten > 0``, its
+        subsampling (the validation text is then distributed as the training text, so the
+        generalisation gap compares like with like); seeded by ``seed``, default the run's
+        seed plus :data:`VALIDATION_SEED_OFFSET`."""
+        return self._batches(self.documents[1], self.seed + VALIDATION_SEED_OFFSET if seed is None else int(seed))
+
+    def probe_eval(self, n_batches: int) -> list[dict]:
+        """The held-out batches a run scores at every probe step (``cfg.probe_eval_batches`` of them).
+
+        Consecutive batches of one validation stream in the run's own mixture and
+        subsampling (:meth:`validation`), seeded by :data:`PROBE_EVAL_SEED` rather than
+        by the run's seed: every run of a design with the same data settings (the seeds
+        of a dose level, say) is scored on the same text, with the same masks for an
+        encoder.
+
+        Runs trained before this method existed (every committed dose run) scored the
+        *first* batch of their own seed's validation stream ``probe_eval_batches`` times.
+        """
+        stream = self.validation(PROBE_EVAL_SEED)
+        return [next(stream) for _ in range(int(n_batches))]
+
+    def common(self, n_batches: int) -> list[dict]:
+        """The held-out text every run of a kind is measured on: the natural mixture, seed
+        :data:`~tanbias.lab.config.MECH_SEED`, in the run's batch shape (:func:`heldout_batches`).
+
+        An aliased run (``alias > 0``) is shown the same text through its alias map
+        (:func:`alias_batch`, the draws seeded by ``MECH_SEED + ALIAS_SEED_OFFSET``): the batches
+        then carry ``types`` and ``aliased`` too."""
+        batches = heldout_batches(self.tokenizer, self.kind, int(n_batches) * self.batch_size * self.seq_len,
+                                  self.seq_len, seed=MECH_SEED, batch_size=self.batch_size,
+                                  languages=None if self.languages is None else list(self.languages))
+        if self.aliases is None:
+            return batches
+        gen = torch.Generator().manual_seed(MECH_SEED + ALIAS_SEED_OFFSET)
+        return [alias_batch(b, original_ids(b), self.aliases, gen) for b in batches]
+
+    def target_counts(self, steps: int) -> np.ndarray:
+        """How often each type is a target of the run's first ``steps`` training steps.
+
+        The targets are the ids the loss is scored on (:func:`batch_targets`: a
+        decoder's every position but each row's first, an encoder's masked positions;
+        an aliased run's targets are types), read from a fresh copy of the training
+        stream, so the count consumes none of the run's randomness: the unigram of the
+        run's own training targets, of which the unigram output head's initial bias is the
+        log, add-one smoothed (``output_bias="unigram"``: :func:`tanbias.lab.models.log_unigram`
+        of ``target_counts(steps)``).
+
+        Returns
+        -------
+        ndarray of int64, shape (vocab,)
+
+        Example
+        -------
+        >>> from tanbias.lab.config import RunConfig
+        >>> s = Stream.from_config(RunConfig.from_dict({"name": "x", "kind": "decoder", "size": "smoke",
+        ...                                             "languages": ["pt"]}))
+        >>> c = s.target_counts(2)
+        >>> bias = np.log((c + 1) / (c.sum() + c.size))      # the add-one-smoothed unigram, as logits
+        >>> int(c.sum()) == 2 * s.batch_size * (s.seq_len - 1), bias.shape
+        (True, (8192,))
+        """
+        steps = check_int("steps", steps, lo=0)
+        counts = np.zeros(len(self.tokenizer), np.int64)
+        batches = self.training()
+        for _ in range(steps):
+            counts += np.bincount(batch_targets(self.kind, next(batches)).numpy(), minlength=counts.size)
+        return counts
 
 
 # ---------------------------------------------------------------------------
@@ -454,7 +550,7 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
                  half: int | None = None, documents: dict | None = None) -> dict:
     """Held-out documents of the corpus (its validation split), tokenised and cut into rows.
 
-    The one builder of held-out text: the lab's common text (:func:`common_batches`),
+    The one builder of held-out text: the lab's common text (:meth:`Stream.common`),
     the post-hoc probe's evaluation text (:func:`heldout_batches`) and the released
     models' text (:mod:`tanbias.lab.analysis.pretrained`) all come from it. The
     documents are never in any of *our* training streams; a released model's own
@@ -596,19 +692,3 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
             inputs, labels = rows, rows.clone()
         out.append({"input_ids": inputs, "labels": labels})
     return out
-
-
-def common_batches(cfg, tok, n_batches: int) -> list[dict]:
-    """The held-out text every run of a kind is measured on: the natural mixture, seed
-    :data:`~tanbias.lab.config.MECH_SEED`, in the run's batch shape (:func:`heldout_batches`).
-
-    A run with aliasing (``cfg.alias > 0``) is shown the same text through its alias map
-    (:func:`alias_batch`, the draws seeded by ``MECH_SEED + ALIAS_SEED_OFFSET``): the batches
-    then carry ``types`` and ``aliased`` too."""
-    batches = heldout_batches(tok, cfg.kind, int(n_batches) * cfg.tokens_per_step, cfg.size.seq_len,
-                              seed=MECH_SEED, batch_size=cfg.size.batch_size, languages=cfg.languages)
-    aliases = alias_map_of(cfg, tok)
-    if aliases is None:
-        return batches
-    gen = torch.Generator().manual_seed(MECH_SEED + ALIAS_SEED_OFFSET)
-    return [alias_batch(b, original_ids(b), aliases, gen) for b in batches]

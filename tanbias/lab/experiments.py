@@ -1,53 +1,58 @@
-"""The lab's experiments as data: their designs, run names and configs (chapters 7, 8, 10).
+"""The lab's experiments as data: one :class:`Design` each, and their registry (chapters 7, 8, 10-13).
 
-An experiment's design is data, read by the runner (:mod:`tanbias.lab.pipeline`),
-the analyses and the chapters from here:
+An experiment is a grid of runs: for each architecture (:data:`~tanbias.lab.config.KINDS`),
+the levels of its one factor and its seeds. A :class:`Design` holds that grid, the form of
+its run names, the config of one run, the order its queue trains them in and the pinned
+registration its predictions and rules were committed in; the run names and their parser,
+the configs, the queue (:mod:`tanbias.lab.pipeline`), the run status, the loading of the
+committed runs and the complete seeds (:mod:`tanbias.lab.analysis.registered`) all derive
+from it. :data:`EXPERIMENTS` registers them, in the order they were designed:
 
-* **the 2x2 sweep** of chapter 8: architecture (:data:`~tanbias.lab.config.KINDS`)
-  x language mixture (:data:`~tanbias.lab.config.REGIMES`) x :data:`SWEEP_SEEDS`,
-  runs ``<kind>-<regime>-s<seed>`` (:func:`sweep_config`, :func:`parse_sweep_name`),
-  and the constant-learning-rate controls of the seed-0 natural runs
-  (:data:`CONTROL_RUNS`, :func:`control_config`);
-* **the dose-response experiment** of chapter 10: two knobs over a strongly
-  skewed language mixture (:data:`SKEWED_WEIGHTS`), each at four levels
-  (:data:`DOSE_LEVELS`), both architectures, :data:`DOSE_SEEDS`; runs
-  ``dose-<kind>-<level>-s<seed>`` (:func:`dose_config`, :func:`dose_names`,
-  :func:`parse_dose_name`).
+* :data:`SWEEP`, **the 2x2 sweep** of chapter 8: architecture x language mixture
+  (:data:`~tanbias.lab.config.REGIMES`) x :data:`SWEEP_SEEDS`, runs ``<kind>-<regime>-s<seed>``
+  (:func:`sweep_config`); beside it chapter 8's constant-learning-rate controls of the
+  seed-0 natural runs (:data:`CONTROL_RUNS`, :func:`control_config`);
+* :data:`DOSE`, **the dose-response experiment** of chapter 10: two knobs over a strongly
+  skewed language mixture (:data:`SKEWED_WEIGHTS`), each at four levels (:data:`DOSE_LEVELS`),
+  :data:`DOSE_SEEDS`; runs ``dose-<kind>-<level>-s<seed>`` (:func:`dose_config`);
+* :data:`ALIAS`, **the aliasing knob** of chapter 11: input aliasing at four levels
+  (:data:`ALIAS_LEVELS`) on the same skewed start, :data:`ALIAS_SEEDS`; runs
+  ``alias-<kind>-k<level>-s<seed>`` (:func:`alias_config`); a cell without aliases (``k0``)
+  is the causal test's control run where that run exists (the design borrows it);
+* :data:`CAUSAL`, **the causal test** of chapter 12: gradient surgery against matched
+  controls on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
+  :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>`` (:func:`causal_config`);
+* :data:`RIVALS`, **the rival accounts**: the standard output head against the unigram head
+  (:data:`RIVALS_HEADS`), crossed with the causal test's control, proxy and random arms and the
+  aliasing knob's top level (:data:`RIVALS_ARMS`), :data:`RIVALS_SEEDS` per cell, and long
+  control runs; its factor is the cell ``<head>-<arm>``, runs ``rivals-<kind>-<head>-<arm>-s<seed>``
+  (:func:`rivals_config`).
 
-* **the aliasing knob** of chapter 10 (issue 21): input aliasing at four levels
-  (:data:`ALIAS_LEVELS`) on the same skewed start, both architectures,
-  :data:`ALIAS_SEEDS`; runs ``alias-<kind>-k<level>-s<seed>`` (:func:`alias_config`,
-  :func:`alias_names`, :func:`parse_alias_name`), the level without aliases shared with
-  the causal test's control arm where that exists (:func:`alias_run`);
-* **the causal test** of chapter 11: gradient surgery against matched controls
-  on the dose experiment's skewed start, arms :data:`CAUSAL_ARMS`, seeds
-  :data:`CAUSAL_SEEDS` per architecture; runs ``causal-<kind>-<arm>-s<seed>``
-  (:func:`causal_config`, :func:`causal_names`, :func:`parse_causal_name`);
-* **the rival accounts** of the rivals chapter: the standard output head against the unigram
-  head, crossed with the causal test's control, proxy and random arms and the aliasing knob's
-  top level, :data:`RIVALS_SEEDS`, and long control runs; runs
-  ``rivals-<kind>-<head>-<arm>-s<seed>`` (:func:`rivals_config`, :func:`rivals_names`,
-  :func:`parse_rivals_name`).
+Chapter 7 reads two runs of the sweep. Every config function returns a full, checked
+:class:`~tanbias.lab.config.RunConfig`; the committed files under ``data/runs/configs/`` are
+their ``to_json()`` (:func:`design_config` finds the design of any run name).
 
-Every design function returns a full, checked :class:`~tanbias.lab.config.RunConfig`;
-the committed files under ``data/runs/configs/`` are their ``to_json()``.
+A new experiment is its own files (its config function here, its ``analysis/<name>_design``,
+``analysis/<name>`` and ``analysis/<name>_report`` modules) and one entry of :data:`EXPERIMENTS`:
+``python -m tanbias.lab <name>``, ``make <name>``, the queue's record ``data/runs/<name>.json``
+and the layer test's chain read the registry.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Callable
 
 from tanbias._checks import check_choice
 from tanbias.errors import ParameterError
 from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, RunConfig, check_kind
 
-__all__ = ["RUN_STEPS", "SWEEP_SEEDS", "SWEEP_NAME_RE", "CONTROL_RUNS", "parse_sweep_name", "sweep_config",
-           "control_config", "sweep_names", "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS",
-           "DOSE_SEEDS", "DOSE_NAME_RE", "parse_dose_name", "dose_config", "dose_names", "design_config",
-           "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "CAUSAL_NAME_RE", "causal_arms",
-           "parse_causal_name", "causal_config", "causal_names", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS",
-           "ALIAS_NAME_RE", "parse_alias_name", "alias_config", "alias_run", "alias_names", "alias_runs",
-           "RIVALS_HEADS", "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS",
-           "RIVALS_LONG_PROBE_STEPS", "RIVALS_NAME_RE", "parse_rivals_name", "rivals_config", "rivals_names"]
+__all__ = ["Design", "RUN_STEPS", "SWEEP_SEEDS", "CONTROL_RUNS", "sweep_config", "control_config", "SWEEP",
+           "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS", "DOSE_SEEDS", "dose_config", "DOSE",
+           "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "causal_arms", "causal_config",
+           "CAUSAL", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS", "alias_config", "ALIAS", "RIVALS_HEADS",
+           "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS", "RIVALS_LONG_PROBE_STEPS",
+           "rivals_config", "RIVALS", "EXPERIMENTS", "design_of", "design_config"]
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -55,35 +60,190 @@ RUN_STEPS = 320
 #: thread (two runs train side by side on two cores)
 _RUN_COMMON = {"size": "small", "steps": RUN_STEPS, "checkpoint_every": 40, "threads": 1}
 
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """One experiment of the lab as data: its grid of runs, their names and configs, its queue.
+
+    Parameters
+    ----------
+    name : str
+        The experiment's name: its command (``python -m tanbias.lab <name>``), its ``make``
+        target and its queue's record ``data/runs/<name>.json``.
+    title : str
+        What it is, in words (``"the dose experiment"``).
+    chapter : int or None
+        The chapter that reads it (None while no chapter does).
+    factor : str
+        The name of its one factor, the column of its run tables (``"level"``, ``"arm"``).
+    levels : dict
+        ``{kind: (level, ...)}``: the factor's levels per architecture, in the design's order.
+    seeds : dict
+        ``{kind: (seed, ...)}``: the registered seeds per architecture.
+    prefix : str
+        Run names are ``<prefix><kind>-<level>-s<seed>``.
+    build : callable
+        ``build(kind, level, seed, **overrides)``: the :class:`~tanbias.lab.config.RunConfig`
+        of one run (``overrides``: its ``steps``, ``size``, ``languages`` or further fields,
+        for smoke-size runs).
+    order : callable, optional
+        ``order(kind, level, seed)``: the sort key of the queue; ties go by name. Default: seed
+        by seed (each finished seed is a complete replicate), decoders before encoders (slower,
+        so two parallel workers stay balanced), levels in the design's order.
+    registration : str, optional
+        The stem of its pinned registration, ``data/preregistration/<registration>.toml``
+        (predictions and rules committed before its first run), with ``registration_sha256``;
+        ``posthoc_sha256`` pins ``<registration>-posthoc.toml``, the rules written after its runs.
+    borrow : callable, optional
+        ``borrow(kind, level, seed)``: the run of another design that is this cell (same
+        config), or None: such a cell is loaded from that run and never trained again.
+    sittings : bool
+        Its record ``data/runs/<name>.json`` keeps every sitting of the queue (False: the last one).
+    keep : callable, optional
+        ``keep(kind, level, seed)``: whether the grid has that cell (a design whose levels have
+        different seeds); default every level at every seed of :attr:`seeds`.
+    budget_hours : float, optional
+        The wall time its queue was given, all sittings together on 2 cores (``make bench``
+        reads its record against it).
+
+    Example
+    -------
+    >>> DOSE.run_name("decoder", "b37", 2), DOSE.parse("dose-decoder-b37-s2")
+    ('dose-decoder-b37-s2', ('decoder', 'b37', 2))
+    >>> len(CAUSAL.cells()), len(CAUSAL.names(seeds=(0,), kinds=("decoder",)))
+    (107, 7)
+    """
+    name: str
+    title: str
+    chapter: int | None
+    factor: str
+    levels: dict
+    seeds: dict
+    prefix: str
+    build: Callable[..., RunConfig]
+    order: Callable[[str, str, int], tuple] | None = None
+    registration: str | None = None
+    registration_sha256: str | None = None
+    posthoc_sha256: str | None = None
+    borrow: Callable[[str, str, int], str | None] | None = None
+    sittings: bool = True
+    keep: Callable[[str, str, int], bool] | None = None
+    budget_hours: float | None = None
+    pattern: re.Pattern = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        every = sorted({lv for levels in self.levels.values() for lv in levels}, key=len, reverse=True)
+        object.__setattr__(self, "pattern", re.compile(
+            rf"^{re.escape(self.prefix)}({'|'.join(KINDS)})-({'|'.join(map(re.escape, every))})-s(\d+)$"))
+
+    @property
+    def where(self) -> str:
+        """Its title and chapter, for help texts: ``'the dose experiment (chapter 10)'``."""
+        return self.title + ("" if self.chapter is None else f" (chapter {self.chapter})")
+
+    @property
+    def form(self) -> str:
+        """The form of a run name, for messages: ``'dose-<encoder|decoder>-<skewed|...>-s<seed>'``."""
+        every = dict.fromkeys(lv for levels in self.levels.values() for lv in levels)
+        return f"'{self.prefix}<{'|'.join(KINDS)}>-<{'|'.join(every)}>-s<seed>'"
+
+    def check_level(self, kind: str, level: str) -> str:
+        """``level`` if it is a level of ``kind`` in this design, else a ParameterError."""
+        return check_choice(self.factor, level, self.levels[check_kind(kind)])
+
+    def run_name(self, kind: str, level: str, seed: int) -> str:
+        """The name of the run this design trains for the cell ``(kind, level, seed)``."""
+        self.check_level(kind, level)
+        return f"{self.prefix}{kind}-{level}-s{int(seed)}"
+
+    def run(self, kind: str, level: str, seed: int) -> str:
+        """The run folder that holds the cell: a borrowed run of another design, or :meth:`run_name`.
+
+        >>> ALIAS.run("encoder", "k0", 3), ALIAS.run("decoder", "k0", 6), ALIAS.run("decoder", "k1", 0)
+        ('causal-encoder-control-s3', 'alias-decoder-k0-s6', 'alias-decoder-k1-s0')
+        """
+        own = self.run_name(kind, level, seed)
+        borrowed = self.borrow(kind, level, int(seed)) if self.borrow is not None else None
+        return borrowed or own
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` is a run name of this design."""
+        m = self.pattern.match(name)
+        return m is not None and m.group(2) in self.levels[m.group(1)]
+
+    def parse(self, name: str) -> tuple[str, str, int]:
+        """``(kind, level, seed)`` of one of this design's run names, else a ParameterError.
+
+        >>> CAUSAL.parse("causal-decoder-proxy-early-s3")
+        ('decoder', 'proxy-early', 3)
+        """
+        if not self.matches(name):
+            per_kind = ("" if len(set(self.levels.values())) == 1 else
+                        " (" + "; ".join(f"{k}: {'|'.join(v)}" for k, v in self.levels.items()) + ")")
+            raise ParameterError(f"run={name!r} is not a run of {self.title}: valid range is names {self.form}"
+                                 f"{per_kind}.")
+        m = self.pattern.match(name)
+        return m.group(1), m.group(2), int(m.group(3))
+
+    def config(self, kind: str, level: str, seed: int, **overrides) -> RunConfig:
+        """The config of the run of cell ``(kind, level, seed)`` (``overrides``: see ``build``)."""
+        self.check_level(kind, level)
+        return self.build(kind, level, int(seed), **overrides)
+
+    def config_of(self, name: str, **overrides) -> RunConfig:
+        """The config of the run ``name``."""
+        return self.config(*self.parse(name), **overrides)
+
+    def cells(self, seeds=None, kinds=KINDS) -> list[tuple[str, str, int, str]]:
+        """Every cell ``(kind, level, seed, run folder)`` in queue order, borrowed ones included.
+        ``seeds`` (one tuple for every architecture) replaces the registered :attr:`seeds`."""
+        keyed = []
+        for kind in kinds:
+            for seed in (self.seeds[check_kind(kind)] if seeds is None else tuple(seeds)):
+                for level in self.levels_of(kind, seed):
+                    key = (self.order(kind, level, int(seed)) if self.order is not None
+                           else (int(seed), kind != "decoder", self.levels[kind].index(level)))
+                    keyed.append((key, self.run_name(kind, level, seed),
+                                  (kind, level, int(seed), self.run(kind, level, seed))))
+        return [cell for _, _, cell in sorted(keyed, key=lambda k: k[:2])]
+
+    def levels_of(self, kind: str, seed: int) -> tuple[str, ...]:
+        """The levels the grid has at ``(kind, seed)``: every level of ``kind`` that :attr:`keep` keeps.
+
+        >>> RIVALS.levels_of("encoder", 6)
+        ('standard-control', 'standard-proxy', 'unigram-control', 'unigram-proxy')
+        """
+        return tuple(lv for lv in self.levels[check_kind(kind)]
+                     if self.keep is None or self.keep(kind, lv, int(seed)))
+
+    def names(self, seeds=None, kinds=KINDS) -> list[str]:
+        """The runs its queue trains, in order: :meth:`cells` less the borrowed ones."""
+        return [run for kind, level, seed, run in self.cells(seeds, kinds) if run == self.run_name(kind, level, seed)]
+
+    def describe_seeds(self) -> str:
+        """The registered seeds in words: ``'0-2'``, or per architecture.
+
+        >>> CAUSAL.describe_seeds()
+        'encoder 0-11, decoder 0-4'
+        """
+        def span(s):
+            consecutive = len(s) > 1 and tuple(s) == tuple(range(s[0], s[-1] + 1))
+            return f"{s[0]}-{s[-1]}" if consecutive else " ".join(map(str, s))
+
+        spans = {k: span(self.seeds[k]) for k in KINDS}
+        return spans[KINDS[0]] if len(set(spans.values())) == 1 else ", ".join(f"{k} {s}" for k, s in spans.items())
+
+
 # ---------------------------------------------------------------- the 2x2 sweep (chapter 8)
 SWEEP_SEEDS = (0, 1, 2)
-#: names of the 2x2 sweep's runs: ``<kind>-<regime>-s<seed>``
-SWEEP_NAME_RE = re.compile(rf"^({'|'.join(KINDS)})-({'|'.join(REGIMES)})-s(\d+)$")
 #: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
 CONTROL_RUNS = ("encoder-natural-s0-constant-lr", "decoder-natural-s0-constant-lr")
 
 
-def _parse_name(pattern, name: str, what: str, form: str, valid=lambda kind, level: True) -> tuple[str, str, int]:
-    """``(kind, level or arm, seed)`` of a run name matched by ``pattern``, whose three groups are
-    those; else a :class:`ParameterError` naming ``what`` run it is not and the ``form`` of one."""
-    m = pattern.match(name)
-    if m is None or not valid(m.group(1), m.group(2)):
-        raise ParameterError(f"run={name!r} is not {what}: valid range is names {form}.")
-    return m.group(1), m.group(2), int(m.group(3))
-
-
-def parse_sweep_name(name: str) -> tuple[str, str, int]:
-    """``(kind, regime, seed)`` of a sweep run's name ``<kind>-<regime>-s<seed>``.
-
-    >>> parse_sweep_name("decoder-balanced-s2")
-    ('decoder', 'balanced', 2)
-    """
-    return _parse_name(SWEEP_NAME_RE, name, "a sweep run", "'<encoder|decoder>-<natural|balanced>-s<seed>'")
-
-
-def sweep_config(kind: str, regime: str, seed: int) -> RunConfig:
+def sweep_config(kind: str, regime: str, seed: int, **overrides) -> RunConfig:
     """The config of one run of the 2x2 sweep: chapter 8's schedule on the corpus' own mixture
-    (``natural``) or the temperature-balanced one.
+    (``natural``) or the temperature-balanced one; ``overrides`` are further
+    :class:`~tanbias.lab.config.RunConfig` fields (smoke runs).
 
     >>> c = sweep_config("decoder", "balanced", 1)
     >>> c.name, c.steps, c.size.name, c.schedule
@@ -92,7 +252,7 @@ def sweep_config(kind: str, regime: str, seed: int) -> RunConfig:
     check_kind(kind)
     check_choice("regime", regime, REGIMES)
     return RunConfig.from_dict({"name": f"{kind}-{regime}-s{int(seed)}", "kind": kind, "regime": regime,
-                                "seed": int(seed), **_RUN_COMMON})
+                                "seed": int(seed), **_RUN_COMMON, **overrides})
 
 
 def control_config(kind: str) -> RunConfig:
@@ -100,17 +260,16 @@ def control_config(kind: str) -> RunConfig:
     return sweep_config(kind, "natural", 0).replace(name=f"{kind}-natural-s0-constant-lr", schedule="constant")
 
 
-def sweep_names(seeds=SWEEP_SEEDS) -> list[str]:
-    """The sweep's run names in the order ``make sweep`` trains them: seed by seed, decoders first
-    (slower, so two parallel workers stay balanced).
+#: the 2x2 sweep: its queue trains seed by seed, decoders first, the balanced regime first; its record
+#: ``data/runs/sweep.json`` is the last sitting (the controls are trained on their own with
+#: ``python -m tanbias.lab train data/runs/configs/<name>.json``)
+SWEEP = Design(name="sweep", title="the 2x2 sweep", chapter=8, factor="regime",
+               levels={k: REGIMES for k in KINDS}, seeds={k: SWEEP_SEEDS for k in KINDS}, prefix="",
+               build=sweep_config, order=lambda kind, regime, seed: (seed, kind != "decoder", regime != "balanced"),
+               sittings=False)
 
-    >>> sweep_names(seeds=(0,))
-    ['decoder-balanced-s0', 'decoder-natural-s0', 'encoder-balanced-s0', 'encoder-natural-s0']
-    """
-    return [f"{k}-{r}-s{int(s)}" for s in seeds for k in ("decoder", "encoder") for r in REGIMES[::-1]]
 
-
-# ---------------------------------------------------------------- the dose-response experiment
+# ---------------------------------------------------------------- the dose-response experiment (chapter 10)
 #: The dose experiment's natural mixture: word shares halving from one language to the next
 #: (English 50 %, German 25 %, ... Portuguese 0.4 %: 128x between the largest and the
 #: smallest), one dominant language and a long tail as in web data.
@@ -134,18 +293,6 @@ DOSE_KNOBS = ("language", "token")
 #: seeds per cell, from the power analysis of chapter 10 (3 seeds: a 1.25x end-to-end change
 #: in the decoder's late enrichment is detected with 80 % power)
 DOSE_SEEDS = (0, 1, 2)
-#: names of the dose runs: ``dose-<kind>-<level>-s<seed>``
-DOSE_NAME_RE = re.compile(rf"^dose-({'|'.join(KINDS)})-({'|'.join(DOSE_LEVELS)})-s(\d+)$")
-
-
-def parse_dose_name(name: str) -> tuple[str, str, int]:
-    """``(kind, level, seed)`` of a dose run's name ``dose-<kind>-<level>-s<seed>``.
-
-    >>> parse_dose_name("dose-decoder-b37-s2")
-    ('decoder', 'b37', 2)
-    """
-    return _parse_name(DOSE_NAME_RE, name, "a dose run",
-                       f"'dose-<encoder|decoder>-<{'|'.join(DOSE_LEVELS)}>-s<seed>'")
 
 
 def dose_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
@@ -172,25 +319,21 @@ def dose_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: 
     return RunConfig.from_dict(d)
 
 
-def dose_names(seeds=DOSE_SEEDS, kinds=KINDS, levels=None) -> list[str]:
-    """The dose runs' names in the order ``make dose`` trains them.
-
-    The token knob's runs (every seed) before the language knob's: the token knob is
-    the one that moves frequency concentration, so a budget cut short spends its time
-    where the mechanism's test needs it. Within a knob seed by seed (each finished
-    seed is a complete replicate), decoders before encoders (slower, so two
-    parallel workers stay balanced).
-
-    >>> dose_names(seeds=(0,), kinds=("decoder",))[:4]
-    ['dose-decoder-skewed-s0', 'dose-decoder-b16-s0', 'dose-decoder-b37-s0', 'dose-decoder-b100-s0']
-    """
-    levels = list(DOSE_LEVELS) if levels is None else [check_choice("level", lv, tuple(DOSE_LEVELS)) for lv in levels]
-    order = sorted(("token" not in DOSE_LEVELS[lv]["knobs"], int(seed), k != "decoder", DOSE_LEVELS[lv]["order"],
-                    f"dose-{check_kind(k)}-{lv}-s{int(seed)}") for seed in seeds for k in kinds for lv in levels)
-    return [o[-1] for o in order]
+#: the dose experiment. Its queue trains the token knob's runs (every seed) before the language
+#: knob's: the token knob is the one that moves frequency concentration, so a budget cut short
+#: spends its time where the mechanism's test needs it; within a knob seed by seed, decoders first.
+DOSE = Design(name="dose", title="the dose experiment", chapter=10, factor="level",
+              levels={k: tuple(DOSE_LEVELS) for k in KINDS}, seeds={k: DOSE_SEEDS for k in KINDS}, prefix="dose-",
+              build=dose_config,
+              order=lambda kind, level, seed: ("token" not in DOSE_LEVELS[level]["knobs"], seed, kind != "decoder",
+                                               DOSE_LEVELS[level]["order"]),
+              registration="dose",
+              registration_sha256="08c39fd658800c0a853fd46ca45acc2fc5dde9e8ba8eed956f6122dd4082dddc",
+              budget_hours=5,
+              posthoc_sha256="9ed954d29018675a719442e5c7cf0879e5d2a00b1b6968a41682a3442c2ecc48")
 
 
-# ---------------------------------------------------------------- the causal test (chapter 11)
+# ---------------------------------------------------------------- the causal test (chapter 12)
 #: the arms of the causal test: no surgery (``control``); the update's component in the layer
 #: inputs' top-r principal subspace removed (``proxy``) or in a random one (``random``); the whole
 #: update shrunk by the energy the proxy arm would remove (``uniform``); the proxy and uniform
@@ -203,11 +346,9 @@ CAUSAL_SURGERY = {"alpha": 0.0, "rank": 8, "every": 1}
 #: every arm of the causal test computes in float32, as chapter 10's runs (bfloat16 is 1.6x faster on a
 #: CPU with bfloat16 instructions, data/runs/sizes.json, but about 20x slower where it is emulated)
 CAUSAL_PRECISION = "fp32"
-#: seeds per architecture, from the power analysis of chapter 11 on chapter 10's realised seed-to-seed
+#: seeds per architecture, from the power analysis of chapter 12 on chapter 10's realised seed-to-seed
 #: SD of the primary outcome (tanbias.lab.analysis.causal_design.power_analysis)
 CAUSAL_SEEDS = {"decoder": (0, 1, 2, 3, 4), "encoder": tuple(range(12))}
-#: names of the causal runs: ``causal-<kind>-<arm>-s<seed>``
-CAUSAL_NAME_RE = re.compile(rf"^causal-({'|'.join(KINDS)})-({'|'.join(CAUSAL_ARMS)})-s(\d+)$")
 
 
 def causal_arms(kind: str) -> tuple[str, ...]:
@@ -219,17 +360,6 @@ def causal_arms(kind: str) -> tuple[str, ...]:
     """
     check_kind(kind)
     return CAUSAL_ARMS if kind == "decoder" else tuple(a for a in CAUSAL_ARMS if a != "tied")
-
-
-def parse_causal_name(name: str) -> tuple[str, str, int]:
-    """``(kind, arm, seed)`` of a causal run's name ``causal-<kind>-<arm>-s<seed>``.
-
-    >>> parse_causal_name("causal-decoder-proxy-early-s3")
-    ('decoder', 'proxy-early', 3)
-    """
-    return _parse_name(CAUSAL_NAME_RE, name, "a causal run",
-                       f"'causal-<encoder|decoder>-<{'|'.join(CAUSAL_ARMS)}>-s<seed>' (tied: decoder only)",
-                       valid=lambda kind, arm: arm in causal_arms(kind))
 
 
 def causal_config(kind: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
@@ -257,23 +387,19 @@ def causal_config(kind: str, arm: str, seed: int, steps: int = RUN_STEPS, size: 
     return cfg.replace(name=f"causal-{kind}-{arm}-s{int(seed)}")
 
 
-def causal_names(seeds=None, kinds=KINDS) -> list[str]:
-    """The causal runs' names in the order ``make causal`` trains them: the decoder's seeds, then
-    the encoder's, seed by seed (each finished seed is a complete replicate of every arm), arms
-    in :data:`CAUSAL_ARMS` order. The decoder reaches its registered power with 5 seeds, the
-    encoder needs 12: a budget cut short leaves one architecture complete rather than two
-    half done. ``seeds`` (one tuple for both architectures) replaces :data:`CAUSAL_SEEDS`.
-
-    >>> causal_names(seeds=(0, 1))[:2], causal_names(seeds=(0, 1))[7]
-    (['causal-decoder-control-s0', 'causal-decoder-proxy-s0'], 'causal-decoder-control-s1')
-    """
-    per_kind = {k: (CAUSAL_SEEDS[check_kind(k)] if seeds is None else tuple(seeds)) for k in kinds}
-    order = sorted((k != "decoder", int(s), CAUSAL_ARMS.index(a), f"causal-{k}-{a}-s{int(s)}")
-                   for k in kinds for s in per_kind[k] for a in causal_arms(k))
-    return [o[-1] for o in order]
+#: the causal test. Its queue trains the decoder's seeds, then the encoder's, seed by seed (each
+#: finished seed is a complete replicate of every arm), arms in :data:`CAUSAL_ARMS` order: the
+#: decoder reaches its registered power with 5 seeds, the encoder needs 12, so a budget cut short
+#: leaves one architecture complete rather than two half done.
+CAUSAL = Design(name="causal", title="the causal test", chapter=12, factor="arm",
+                levels={k: causal_arms(k) for k in KINDS}, seeds=CAUSAL_SEEDS, prefix="causal-", build=causal_config,
+                order=lambda kind, arm, seed: (kind != "decoder", seed, CAUSAL_ARMS.index(arm)),
+                registration="causal",
+                registration_sha256="2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c", budget_hours=6,
+                posthoc_sha256="a57806285d45b86a2ffbb7244a5f041e1e0b17e4d5007b38dcc5bf7ae23b1d43")
 
 
-# ---------------------------------------------------------------- the aliasing knob (chapter 10)
+# ---------------------------------------------------------------- the aliasing knob (chapter 11)
 #: the aliasing knob's threshold frequency: types at or below it keep one id (the direct knob's f0)
 ALIAS_F0 = FLATTEN_F0
 #: The aliasing knob's levels: the exponent of k_w = round((f_w / ALIAS_F0) ** exponent)
@@ -285,18 +411,6 @@ ALIAS_LEVELS: dict[str, float] = {"k0": 0.0, "k1": 0.21, "k2": 0.42, "k3": 0.68}
 #: (tanbias.lab.analysis.alias_design.power_analysis: 8 seeds detect a x1.25 end-to-end change of
 #: the late enrichment at its larger realised SD, 0.151, with 80 % power at alpha = 0.05)
 ALIAS_SEEDS = tuple(range(8))
-#: names of the aliasing runs: ``alias-<kind>-k<level>-s<seed>``
-ALIAS_NAME_RE = re.compile(rf"^alias-({'|'.join(KINDS)})-({'|'.join(ALIAS_LEVELS)})-s(\d+)$")
-
-
-def parse_alias_name(name: str) -> tuple[str, str, int]:
-    """``(kind, level, seed)`` of an aliasing run's name ``alias-<kind>-k<level>-s<seed>``.
-
-    >>> parse_alias_name("alias-encoder-k2-s7")
-    ('encoder', 'k2', 7)
-    """
-    return _parse_name(ALIAS_NAME_RE, name, "an aliasing run",
-                       f"'alias-<encoder|decoder>-<{'|'.join(ALIAS_LEVELS)}>-s<seed>'")
 
 
 def alias_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
@@ -315,50 +429,31 @@ def alias_config(kind: str, level: str, seed: int, steps: int = RUN_STEPS, size:
     return cfg.replace(name=f"alias-{kind}-{level}-s{int(seed)}")
 
 
-def alias_run(kind: str, level: str, seed: int) -> str:
-    """The run folder that holds the aliasing design's cell ``(kind, level, seed)``.
+def _causal_control(kind: str, level: str, seed: int) -> str | None:
+    """The causal test's control run that is the aliasing cell ``(kind, k0, seed)``, where that seed exists.
 
-    The level without aliases (``k0``) has the config of the causal test's ``control`` arm
-    (the skewed start in float32, no surgery, untied; trained after issue 14's probe-eval
-    fix): where that arm has the seed, its run is the cell (:data:`CAUSAL_SEEDS`), else the
-    cell is trained as ``alias-<kind>-k0-s<seed>``.
-
-    >>> alias_run("encoder", "k0", 3), alias_run("decoder", "k0", 6), alias_run("decoder", "k1", 0)
-    ('causal-encoder-control-s3', 'alias-decoder-k0-s6', 'alias-decoder-k1-s0')
+    The level without aliases has the config of the causal test's ``control`` arm (the skewed start
+    in float32, no surgery, untied; trained after the fix that scores the probe's held-out batches
+    with the run's own seed): where that arm has the seed, its run is the cell.
     """
-    check_kind(kind)
-    check_choice("level", level, tuple(ALIAS_LEVELS))
-    if level == "k0" and int(seed) in CAUSAL_SEEDS[kind]:
-        return f"causal-{kind}-control-s{int(seed)}"
-    return f"alias-{kind}-{level}-s{int(seed)}"
+    return CAUSAL.run_name(kind, "control", seed) if level == "k0" and seed in CAUSAL.seeds[kind] else None
 
 
-def alias_runs(seeds=ALIAS_SEEDS, kinds=KINDS) -> list[tuple[str, str, int, str]]:
-    """Every cell of the aliasing design: ``(kind, level, seed, run folder)``, in the order
-    :func:`alias_names` trains them (shared cells included)."""
-    order = sorted((int(s), k != "decoder", lv, k) for s in seeds for k in kinds for lv in ALIAS_LEVELS)
-    return [(k, lv, s, alias_run(k, lv, s)) for s, _, lv, k in order]
+#: the aliasing knob: its queue trains seed by seed, decoders first, levels in order; the ``k0``
+#: cells it shares with the causal test's control arm are not trained again
+ALIAS = Design(name="alias", title="the aliasing knob", chapter=11, factor="level",
+               levels={k: tuple(ALIAS_LEVELS) for k in KINDS}, seeds={k: ALIAS_SEEDS for k in KINDS}, prefix="alias-",
+               build=alias_config, registration="alias",
+               registration_sha256="7d3e6a5f68c2e1cb94295431c6b1e9e5b9ae8c994d33f42e58a0545ec75a0dc0",
+               borrow=_causal_control, budget_hours=4)
 
 
-def alias_names(seeds=ALIAS_SEEDS, kinds=KINDS) -> list[str]:
-    """The aliasing runs ``make alias`` trains, in order: seed by seed (each finished seed is a
-    complete replicate), decoders before encoders (slower, so two workers stay balanced), levels
-    in order; the ``k0`` cells shared with the causal test's control arm are not retrained.
-
-    >>> alias_names(seeds=(0,))
-    ['alias-decoder-k1-s0', 'alias-decoder-k2-s0', 'alias-decoder-k3-s0', 'alias-encoder-k1-s0', 'alias-encoder-k2-s0', 'alias-encoder-k3-s0']
-    >>> alias_names(seeds=(5,), kinds=("decoder",))[0]
-    'alias-decoder-k0-s5'
-    """
-    return [run for _, _, _, run in alias_runs(seeds, kinds) if run.startswith("alias-")]
-
-
-# ---------------------------------------------------------------- the rival accounts (the rivals chapter)
+# ---------------------------------------------------------------- the rival accounts (chapter 13)
 #: the output heads: the lab's standard head (no output bias) and the unigram head (a learnable
 #: output bias initialised to the log of the add-one-smoothed unigram of the run's own targets)
 RIVALS_HEADS = {"standard": "none", "unigram": "unigram"}
-#: the arms crossed with the heads: chapter 11's control, proxy and random arms and chapter 10's
-#: top aliasing level
+#: the arms crossed with the heads: the causal test's control, proxy and random arms and the
+#: aliasing knob's top level; "long" is the control arm at four times the steps
 RIVALS_ARMS = ("control", "proxy", "random", "k3")
 #: seeds per architecture and arm, from the power analysis on the causal runs' realised noise
 #: (data/preregistration/rivals.toml): the encoder needs 8 seeds in the primary family's cells
@@ -370,44 +465,31 @@ RIVALS_SEEDS = {"decoder": {arm: tuple(range(5)) for arm in RIVALS_ARMS},
 RIVALS_LONG_SEEDS = (0, 1)
 RIVALS_LONG_STEPS = 4 * RUN_STEPS
 RIVALS_LONG_PROBE_STEPS = 20
-#: names of the rivals' runs: ``rivals-<kind>-<head>-<arm>-s<seed>``, and ``...-long-s<seed>``
-RIVALS_NAME_RE = re.compile(rf"^rivals-({'|'.join(KINDS)})-({'|'.join(RIVALS_HEADS)})-"
-                            rf"({'|'.join((*RIVALS_ARMS, 'long'))})-s(\d+)$")
 
 
-def parse_rivals_name(name: str) -> tuple[str, str, str, int]:
-    """``(kind, head, arm, seed)`` of a rivals run's name (``arm`` is ``"long"`` for a long run).
-
-    >>> parse_rivals_name("rivals-encoder-unigram-k3-s4")
-    ('encoder', 'unigram', 'k3', 4)
-    """
-    m = RIVALS_NAME_RE.match(name)
-    if m is None:
-        raise ParameterError(f"run={name!r} is not a rivals run: valid range is names "
-                             f"'rivals-<encoder|decoder>-<{'|'.join(RIVALS_HEADS)}>-"
-                             f"<{'|'.join((*RIVALS_ARMS, 'long'))}>-s<seed>'.")
-    return m.group(1), m.group(2), m.group(3), int(m.group(4))
-
-
-def rivals_config(kind: str, head: str, arm: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
+def rivals_config(kind: str, cell: str, seed: int, steps: int = RUN_STEPS, size: str = "small",
                   languages=None, **overrides) -> RunConfig:
-    """The config of one rivals run: the causal test's base with ``head``'s output bias and
-    ``arm``'s surgery or aliasing; ``arm="long"`` is the control arm at
+    """The config of one rivals run, cell ``"<head>-<arm>"``: the causal test's base with the head's
+    output bias and the arm's surgery or aliasing; arm ``long`` is the control arm at
     :data:`RIVALS_LONG_STEPS` with :data:`RIVALS_LONG_PROBE_STEPS` probe steps.
 
     A standard-head control, proxy or random run has exactly the config of the causal run of
     that arm and seed but for its name; a standard-head ``k3`` run that of the aliasing run.
 
-    >>> c = rivals_config("decoder", "unigram", "proxy", 2)
+    >>> c = rivals_config("decoder", "unigram-proxy", 2)
     >>> c.name, c.output_bias, c.surgery.arm, c.precision
     ('rivals-decoder-unigram-proxy-s2', 'unigram', 'proxy', 'fp32')
-    >>> rivals_config("encoder", "standard", "random", 3).to_dict() == causal_config("encoder", "random", 3).replace(
-    ...     name="rivals-encoder-standard-random-s3").to_dict()
+    >>> rivals_config("encoder", "standard-random", 3) == causal_config("encoder", "random", 3).replace(
+    ...     name="rivals-encoder-standard-random-s3")
     True
-    >>> rivals_config("encoder", "standard", "long", 0).steps
+    >>> rivals_config("encoder", "standard-k3", 1) == alias_config("encoder", "k3", 1).replace(
+    ...     name="rivals-encoder-standard-k3-s1")
+    True
+    >>> rivals_config("encoder", "standard-long", 0).steps
     1280
     """
     check_kind(kind)
+    head, _, arm = cell.partition("-")
     check_choice("head", head, tuple(RIVALS_HEADS))
     check_choice("arm", arm, (*RIVALS_ARMS, "long"))
     if arm == "k3":
@@ -418,55 +500,60 @@ def rivals_config(kind: str, head: str, arm: str, seed: int, steps: int = RUN_ST
         cfg = cfg.replace(probe={"n_steps": RIVALS_LONG_PROBE_STEPS})
     else:
         cfg = causal_config(kind, arm, seed, steps=steps, size=size, languages=languages, **overrides)
-    return cfg.replace(name=f"rivals-{kind}-{head}-{arm}-s{int(seed)}", output_bias=RIVALS_HEADS[head])
+    return cfg.replace(name=f"rivals-{kind}-{cell}-s{int(seed)}", output_bias=RIVALS_HEADS[head])
 
 
-def rivals_names(kinds=KINDS, seeds=None, long: bool = True) -> list[str]:
-    """The rivals runs in the order ``make rivals`` trains them: seeds 0..4 first, a seed at a
-    time (decoders first, heads, then arms in :data:`RIVALS_ARMS` order), then the encoder's
-    further seeds of the primary cells, then the long runs. ``seeds`` (one tuple for every cell)
-    replaces :data:`RIVALS_SEEDS` (smoke tests).
+def _rivals_has(kind: str, cell: str, seed: int) -> bool:
+    """Whether the rivals grid has the cell: an arm at its registered seeds, a long run at seeds 0 and 1."""
+    arm = cell.partition("-")[2]
+    return seed in (RIVALS_LONG_SEEDS if arm == "long" else RIVALS_SEEDS[kind][arm])
 
-    >>> n = rivals_names()
-    >>> len(n), n[0], n[-1]
-    (100, 'rivals-decoder-standard-control-s0', 'rivals-encoder-unigram-long-s1')
-    >>> rivals_config("encoder", "standard", "k3", 1).to_dict() == alias_config("encoder", "k3", 1).replace(
-    ...     name="rivals-encoder-standard-k3-s1").to_dict()
-    True
+
+def _rivals_order(kind: str, cell: str, seed: int) -> tuple:
+    """The queue: seeds 0..4 of every cell first, a seed at a time (decoders first, heads, then arms),
+    then the encoder's further seeds of the primary cells, then the long runs."""
+    head, _, arm = cell.partition("-")
+    long = arm == "long"
+    return (long, seed >= 5, seed, kind != "decoder", list(RIVALS_HEADS).index(head),
+            (*RIVALS_ARMS, "long").index(arm))
+
+
+#: the rival accounts: the standard output head against the unigram head, crossed with the causal
+#: test's control, proxy and random arms and the aliasing knob's top level, and long control runs
+RIVALS = Design(name="rivals", title="the rival accounts", chapter=13, factor="cell",
+                levels={k: tuple(f"{h}-{a}" for h in RIVALS_HEADS for a in (*RIVALS_ARMS, "long")) for k in KINDS},
+                seeds={k: tuple(range(8 if k == "encoder" else 5)) for k in KINDS}, prefix="rivals-",
+                build=rivals_config, order=_rivals_order, keep=_rivals_has, registration="rivals",
+                registration_sha256="f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c",
+                budget_hours=9)
+
+
+# ---------------------------------------------------------------- the registry
+#: every experiment of the lab, by name, in the order they were designed: an experiment's analysis
+#: may read the experiments registered before it (the layer test's chain follows this order)
+EXPERIMENTS: dict[str, Design] = {d.name: d for d in (SWEEP, DOSE, ALIAS, CAUSAL, RIVALS)}
+
+
+def design_of(name: str) -> Design:
+    """The design that names the run ``name``, else a ParameterError listing every form.
+
+    >>> design_of("alias-encoder-k2-s7").title
+    'the aliasing knob'
     """
-    cells = []
-    for kind in kinds:
-        for arm in RIVALS_ARMS:
-            for seed in (RIVALS_SEEDS[check_kind(kind)][arm] if seeds is None else tuple(seeds)):
-                for head in RIVALS_HEADS:
-                    cells.append((int(seed) >= 5, int(seed), kind != "decoder", list(RIVALS_HEADS).index(head),
-                                  RIVALS_ARMS.index(arm), f"rivals-{kind}-{head}-{arm}-s{int(seed)}"))
-    names = [c[-1] for c in sorted(cells)]
-    if long:
-        names += [f"rivals-{kind}-{head}-long-s{s}" for s in RIVALS_LONG_SEEDS
-                  for kind in sorted(kinds, key=lambda k: k != "decoder") for head in RIVALS_HEADS]
-    return names
+    for design in EXPERIMENTS.values():
+        if design.matches(name):
+            return design
+    forms = "; ".join(f"{d.title}: {d.form}" for d in EXPERIMENTS.values())
+    raise ParameterError(f"run={name!r} is not a run of the lab's experiments: valid range is their names "
+                         f"({forms}) and the controls {list(CONTROL_RUNS)}.")
 
 
 def design_config(name: str) -> RunConfig:
-    """The config the experiments' design gives the run ``name`` (a sweep, control or dose run).
+    """The config the experiments' designs give the run ``name`` (any design's run, or a control).
 
     >>> design_config("dose-encoder-uniform-s0").temperature
     inf
     """
     if name in CONTROL_RUNS:
         return control_config(name.split("-")[0])
-    if SWEEP_NAME_RE.match(name):
-        return sweep_config(*parse_sweep_name(name))
-    if DOSE_NAME_RE.match(name):
-        return dose_config(*parse_dose_name(name))
-    if CAUSAL_NAME_RE.match(name):
-        return causal_config(*parse_causal_name(name))
-    if ALIAS_NAME_RE.match(name):
-        return alias_config(*parse_alias_name(name))
-    if RIVALS_NAME_RE.match(name):
-        return rivals_config(*parse_rivals_name(name))
-    raise ParameterError(f"run={name!r} is not a run of the lab's experiments: valid range is sweep names "
-                         "'<kind>-<regime>-s<seed>', the controls "
-                         f"{list(CONTROL_RUNS)}, dose names 'dose-<kind>-<level>-s<seed>', causal names "
-                         "'causal-<kind>-<arm>-s<seed>' and aliasing names 'alias-<kind>-k<level>-s<seed>'.")
+    return design_of(name).config_of(name)

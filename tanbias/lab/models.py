@@ -83,11 +83,12 @@ import torch
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
-from tanbias.lab.config import ARCH_KEYS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, check_kind, model_size
+from tanbias.lab.config import (ARCH_KEYS, BOS_ID, DEVICES, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, PRECISIONS,
+                               check_kind, model_size)
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
-           "log_unigram", "n_inputs_of", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
+           "log_unigram", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
 
 
@@ -104,7 +105,7 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, ti
         Size of the tokenizer's vocabulary (``len(tokenizer)``).
     tie_embeddings : bool
         Share the input embedding with the output layer (``tie_word_embeddings``; the lab's
-        models are untied, chapter 11's ``tied`` arm is not).
+        models are untied, chapter 12's ``tied`` arm is not).
     **overrides
         Any of ``hidden_size, num_hidden_layers, num_attention_heads, intermediate_size``
         (used for the size measurements).
@@ -242,15 +243,6 @@ def log_unigram(counts) -> np.ndarray:
     return np.log(c + 1.0) - np.log(float(c.sum()) + c.size)
 
 
-def n_inputs_of(cfg, tok) -> int:
-    """Rows of a run's input embedding: the vocabulary, plus the alias rows of an aliased run
-    (:func:`tanbias.lab.data.alias_map_of`)."""
-    from tanbias.lab.data import alias_map_of
-
-    aliases = alias_map_of(cfg, tok)
-    return len(tok) if aliases is None else aliases.n_inputs
-
-
 def load_trained(run, step: int | None = None):
     """The model of a trained run's last checkpoint (``work/ckpt.pt``), in eval mode.
 
@@ -282,6 +274,9 @@ def load_trained(run, step: int | None = None):
     try:
         state = torch.load(ckpt, map_location="cpu", weights_only=False)
         at = int(state["step"])
+        # the input embedding's rows: the vocabulary, and an aliased run's alias rows
+        # (tanbias.lab.data.Stream.n_inputs) as the run saved them
+        n_inputs = int(state["model"]["model.embed_tokens.weight"].shape[0])
     except FileNotFoundError:
         raise CorruptFileError(ckpt, regen, "checkpoint is missing (work/ is not committed)") from None
     except Exception as exc:
@@ -292,8 +287,7 @@ def load_trained(run, step: int | None = None):
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
     model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok),
-                       output_bias=np.zeros(len(tok)) if cfg.output_bias != "none" else None)
+                       n_inputs=n_inputs, output_bias=np.zeros(len(tok)) if cfg.output_bias != "none" else None)
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg
@@ -319,8 +313,6 @@ def resolve_device(device: str = "auto") -> "torch.device":
     >>> resolve_device("cpu")
     device(type='cpu')
     """
-    from tanbias.lab.config import DEVICES
-
     if device not in DEVICES:
         raise ParameterError(f"device={device!r} is out of range: valid values are {DEVICES}. "
                              "'auto' uses a CUDA GPU when there is one.")
@@ -339,8 +331,6 @@ def autocast(device, precision: str = "fp32"):
     ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
     torch.bfloat16
     """
-    from tanbias.lab.config import PRECISIONS
-
     if precision not in PRECISIONS:
         raise ParameterError(f"precision={precision!r} is out of range: valid values are {PRECISIONS}.")
     dev = torch.device(device)
@@ -353,8 +343,6 @@ def gemm_peak(n: int = 2048, repeats: int = 3, dtype: str = "fp32", device="cpu"
     The best of ``repeats`` products of two ``n x n`` matrices (after one warm-up);
     the reference for "fraction of the peak" figures, measured beside them.
     """
-    from tanbias.lab.config import PRECISIONS
-
     if dtype not in PRECISIONS:
         raise ParameterError(f"dtype={dtype!r} is out of range: valid values are {PRECISIONS}.")
     dev = torch.device(device)

@@ -1,4 +1,4 @@
-"""What happens after a training run, once: the analysis pipeline of the lab (chapters 5-8).
+"""What happens after a training run, once, and the queue of every experiment (chapters 5-13).
 
 * :func:`after_run` — from a trained run's captures and final checkpoint: the
   alignment tables (:func:`tanbias.lab.analysis.tables.analyse_run`), the
@@ -9,9 +9,10 @@
   call it;
 * :func:`reproduce` — re-run a committed run and compare;
 * :func:`run_queue` — train a list of configs in parallel, resuming and
-  (optionally) committing each run as it finishes; :func:`run_sweep` (the 2x2
-  of chapter 8, ``make sweep``) and :func:`run_dose` (the dose experiment of
-  chapter 10, ``make dose``) use it;
+  (optionally) committing each run as it finishes; :func:`run_experiment` trains an
+  experiment of :data:`tanbias.lab.experiments.EXPERIMENTS` with it (``make sweep``,
+  ``make dose``, ``make alias``, ``make causal``), from the config files
+  :func:`experiment_configs` writes;
 * :func:`smoke_pipeline` — the whole lab at smoke size in seconds (chapter 7).
 """
 from __future__ import annotations
@@ -30,13 +31,12 @@ from tanbias.lab.analysis.radii import measure_radii
 from tanbias.lab.analysis.tables import analyse_run
 from tanbias.lab.analysis.views import compute_views
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig
-from tanbias.lab.experiments import (DOSE_SEEDS, RUN_STEPS, causal_config, causal_names, design_config,
-                                     dose_config, dose_names, parse_causal_name, parse_dose_name, sweep_names)
+from tanbias.lab.experiments import Design
 from tanbias.lab.models import resolve_device
 from tanbias.lab.train import Interrupted, train
 
-__all__ = ["after_run", "train_and_analyse", "reproduce", "write_configs", "sweep_configs", "run_queue",
-           "run_sweep", "dose_configs", "run_dose", "smoke_pipeline"]
+__all__ = ["after_run", "train_and_analyse", "reproduce", "write_configs", "experiment_configs", "run_queue",
+           "run_experiment", "smoke_pipeline"]
 
 
 def after_run(run, progress: bool = True, device: str = "cpu") -> dict:
@@ -161,12 +161,30 @@ def write_configs(configs, configs_dir=None, write: bool = True) -> list[Path]:
     return paths
 
 
-def sweep_configs(configs_dir=None, write: bool = True) -> list[Path]:
-    """The 2x2 sweep's config files (:func:`~tanbias.lab.experiments.sweep_names`) in the order
-    ``make sweep`` trains them; written unless ``write=False``. (The constant-rate controls,
-    :data:`~tanbias.lab.experiments.CONTROL_RUNS`, are trained on their own with ``python -m
-    tanbias.lab train data/runs/configs/<name>.json``.)"""
-    return write_configs([design_config(n) for n in sweep_names()], configs_dir, write)
+def experiment_configs(design: Design, configs_dir=None, seeds=None, kinds=None, write: bool = True,
+                       **overrides) -> list[Path]:
+    """An experiment's config files in ``configs_dir`` (default ``data/runs/configs``), in the order
+    its queue trains them (:meth:`~tanbias.lab.experiments.Design.names`: the cells it borrows from
+    another design are not among them); written unless ``write=False``.
+
+    Parameters
+    ----------
+    design : Design
+        An experiment of :data:`~tanbias.lab.experiments.EXPERIMENTS`.
+    seeds : sequence of int, optional
+        One tuple for every architecture, instead of the design's seeds.
+    kinds : sequence of str, optional
+        The architectures (default both).
+    overrides
+        Keywords of the design's config function (``steps``, ``size``, ``languages``, further
+        :class:`~tanbias.lab.config.RunConfig` fields): smoke-size runs.
+
+    Returns
+    -------
+    list of Path
+    """
+    names = design.names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)}))
+    return write_configs([design.config_of(n, **overrides) for n in names], configs_dir, write)
 
 
 def _git_commit(files, message: str, cwd: Path, check: bool = True) -> str:
@@ -206,7 +224,7 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
 
 
 def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
-              report_name: str = "sweep.json", how: str = "", device: str = "auto") -> dict:
+              report_name: str = "queue.json", how: str = "", device: str = "auto", sittings: bool = True) -> dict:
     """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
 
     Each run uses one thread (its config's ``threads``), so ``jobs`` should not
@@ -214,8 +232,8 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     unless ``fresh``; an interrupted one resumes from its checkpoint and log. The
     log of each run goes to ``<run>/work/train.log``. The sitting's wall time so
     far and each finished run's exit status and time are written to
-    ``report_name`` beside the runs after every run (for the sweep, the sitting;
-    otherwise a list of sittings, earlier ones kept), so a sitting cut short
+    ``report_name`` beside the runs after every run (a list of sittings, earlier ones kept;
+    with ``sittings=False``, this sitting alone), so a sitting cut short
     still has its record. With ``commit``, each run that finishes is committed to
     git at once with that report (its manifest's files only), so an
     interruption loses at most the runs in progress.
@@ -239,7 +257,7 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     def report() -> None:
         """Write the report with this sitting as it stands (called under the lock after every run)."""
         sitting["wall_seconds"] = round(time.perf_counter() - t0, 1)
-        if report_name == "sweep.json":
+        if not sittings:
             doc = sitting
         else:
             prior = json.loads(path.read_text()) if path.exists() else {}
@@ -283,113 +301,22 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     return sitting
 
 
-def run_sweep(jobs: int = 2, fresh: bool = False, configs_dir=None, out_root=None, device: str = "auto",
-              paths=None) -> dict:
-    """Train every sweep config (the 2x2 of chapter 8) with ``jobs`` parallel processes (:func:`run_queue`).
+def run_experiment(design: Design, jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None,
+                   configs_dir=None, out_root=None, paths=None, device: str = "auto") -> dict:
+    """Train an experiment's runs (``python -m tanbias.lab <name>``, ``make <name>``): its config files
+    (:func:`experiment_configs`) with ``jobs`` parallel processes (:func:`run_queue`), complete runs
+    skipped, an interrupted one resumed from its checkpoint (the surgery's bases included), each run
+    committed as it finishes with ``commit``, together with the sitting's record
+    ``data/runs/<name>.json``.
 
-    ``paths`` replaces the design's configs (tests pass smoke-size ones).
+    ``seeds`` (one tuple for every architecture) replaces the design's; ``paths`` replaces the
+    design's config files (tests pass smoke-size ones from :func:`experiment_configs`).
     """
-    paths = sweep_configs(configs_dir) if paths is None else paths
-    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, device=device,
-                     how=f"python -m tanbias.lab sweep --jobs {jobs}" + (" --fresh" if fresh else ""))
-
-
-def dose_configs(configs_dir=None, seeds=DOSE_SEEDS, steps: int = RUN_STEPS, size: str = "small",
-                 write: bool = True, kinds=None, **overrides) -> list[Path]:
-    """The dose experiment's config files (chapter 10) in ``configs_dir``, in the order they run
-    (:func:`~tanbias.lab.experiments.dose_names`); written unless ``write=False``. ``kinds`` and
-    ``overrides`` (keywords of :func:`~tanbias.lab.experiments.dose_config`) make smoke-size sweeps."""
-    names = dose_names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)}))
-    return write_configs([dose_config(*parse_dose_name(n)[:2], parse_dose_name(n)[2], steps=steps, size=size,
-                                      **overrides) for n in names], configs_dir, write)
-
-
-def run_dose(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=DOSE_SEEDS, configs_dir=None,
-             out_root=None, paths=None, device: str = "auto") -> dict:
-    """The dose experiment (``make dose``): every dose config, complete runs skipped, interrupted ones resumed.
-
-    ``paths`` replaces the committed configs (tests pass smoke-size ones from :func:`dose_configs`).
-    """
-    paths = dose_configs(configs_dir, seeds=seeds) if paths is None else paths
-    how = f"python -m tanbias.lab dose --jobs {jobs}" + (" --commit" if commit else "") + (" --fresh" if fresh else "")
-    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="dose.json",
-                     how=how, device=device)
-
-
-def causal_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: str = "small",
-                   write: bool = True, kinds=None, **overrides) -> list[Path]:
-    """The causal test's config files (chapter 11) in ``configs_dir``, in the order they run
-    (:func:`~tanbias.lab.experiments.causal_names`; ``seeds`` replaces the design's
-    :data:`~tanbias.lab.experiments.CAUSAL_SEEDS`); written unless ``write=False``. ``kinds``
-    and ``overrides`` (keywords of :func:`~tanbias.lab.experiments.causal_config`) make smoke-size runs."""
-    names = causal_names(seeds, **({} if kinds is None else {"kinds": tuple(kinds)}))
-    return write_configs([causal_config(*parse_causal_name(n), steps=steps, size=size, **overrides) for n in names],
-                         configs_dir, write)
-
-
-def alias_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: str = "small",
-                  write: bool = True, kinds=None, **overrides) -> list[Path]:
-    """The aliasing knob's config files (chapter 10, issue 21) in ``configs_dir``, in the order they
-    run (:func:`~tanbias.lab.experiments.alias_names`: the k0 cells shared with the causal test's
-    control arm are not among them); ``seeds`` replaces :data:`~tanbias.lab.experiments.ALIAS_SEEDS`;
-    written unless ``write=False``. ``kinds`` and ``overrides`` make smoke-size runs."""
-    from tanbias.lab.experiments import ALIAS_SEEDS, alias_config, alias_names, parse_alias_name
-
-    names = alias_names(ALIAS_SEEDS if seeds is None else tuple(seeds),
-                        **({} if kinds is None else {"kinds": tuple(kinds)}))
-    return write_configs([alias_config(*parse_alias_name(n), steps=steps, size=size, **overrides) for n in names],
-                         configs_dir, write)
-
-
-def run_alias(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
-              out_root=None, paths=None, device: str = "auto") -> dict:
-    """The aliasing knob (``make alias``): every aliasing config, two at a time, complete runs skipped,
-    an interrupted one resumed from its checkpoint, each run committed as it finishes with ``commit``
-    (with the sitting's record ``data/runs/alias.json``)."""
-    paths = alias_configs(configs_dir, seeds=seeds) if paths is None else paths
-    how = (f"python -m tanbias.lab alias --jobs {jobs}" + (" --commit" if commit else "")
+    paths = experiment_configs(design, configs_dir, seeds=seeds) if paths is None else paths
+    how = (f"python -m tanbias.lab {design.name} --jobs {jobs}" + (" --commit" if commit else "")
            + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
-    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="alias.json",
-                     how=how, device=device)
-
-
-def run_causal(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
-               out_root=None, paths=None, device: str = "auto") -> dict:
-    """The causal test (``make causal``): every causal config, two at a time, complete runs skipped,
-    an interrupted one resumed from its checkpoint (the surgery's bases included), each run
-    committed as it finishes with ``commit``.
-
-    ``paths`` replaces the committed configs (tests pass smoke-size ones from :func:`causal_configs`).
-    """
-    paths = causal_configs(configs_dir, seeds=seeds) if paths is None else paths
-    how = (f"python -m tanbias.lab causal --jobs {jobs}" + (" --commit" if commit else "")
-           + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
-    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="causal.json",
-                     how=how, device=device)
-
-
-def rivals_configs(configs_dir=None, seeds=None, steps: int = RUN_STEPS, size: str = "small",
-                   write: bool = True, kinds=None, long: bool = True, **overrides) -> list[Path]:
-    """The rivals experiment's config files in ``configs_dir``, in the order they run
-    (:func:`~tanbias.lab.experiments.rivals_names`); ``seeds``, ``steps``, ``size``, ``kinds``,
-    ``long`` and ``overrides`` make smoke-size runs."""
-    from tanbias.lab.experiments import parse_rivals_name, rivals_config, rivals_names
-
-    names = rivals_names(**({} if kinds is None else {"kinds": tuple(kinds)}), seeds=seeds, long=long)
-    return write_configs([rivals_config(*parse_rivals_name(n), steps=steps, size=size, **overrides) for n in names],
-                         configs_dir, write)
-
-
-def run_rivals(jobs: int = 2, fresh: bool = False, commit: bool = False, seeds=None, configs_dir=None,
-               out_root=None, paths=None, device: str = "auto") -> dict:
-    """The rival accounts (``make rivals``): every rivals config, two at a time, complete runs skipped,
-    an interrupted one resumed from its checkpoint, each run committed as it finishes with
-    ``commit`` (with the sitting's record ``data/runs/rivals.json``)."""
-    paths = rivals_configs(configs_dir, seeds=seeds) if paths is None else paths
-    how = (f"python -m tanbias.lab rivals --jobs {jobs}" + (" --commit" if commit else "")
-           + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
-    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name="rivals.json",
-                     how=how, device=device)
+    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit,
+                     report_name=f"{design.name}.json", how=how, device=device, sittings=design.sittings)
 
 
 def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:

@@ -13,8 +13,12 @@ per-layer scale first, so they do not underflow; every metric is scale-free) in
 Released EuroBERT, GPT-NeoX and Llama checkpoints get the same hooks post hoc
 (:mod:`tanbias.lab.analysis.posthoc`).
 
+The held-out score at the probe steps (:class:`ProbeEval`, a hook of the
+training loop: :class:`tanbias.lab.hooks.Hook`) is logged beside the captures.
+
 The analysis of the captures (alignment tables, radii) is
-:mod:`tanbias.lab.analysis.tables`; this module only captures.
+:mod:`tanbias.lab.analysis.tables`; this module only captures and scores.
+Importing it loads no torch (the chapters that read committed tables import it).
 """
 from __future__ import annotations
 
@@ -24,11 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.hooks import Hook
 from tanbias.lab.runs import atomic_save_npz
 
-__all__ = ["probe_steps", "layer_activations", "F16_SAFE", "BLOCK_LISTS", "ResidualProbe", "residual_modules", "pack_capture",
-           "output_spectrum", "load_capture",
-           "CaptureWriter", "CAPTURE_VERSION"]
+__all__ = ["probe_steps", "layer_activations", "F16_SAFE", "BLOCK_LISTS", "ResidualProbe", "residual_modules",
+           "pack_capture",
+           "output_spectrum", "load_capture", "CaptureWriter", "CAPTURE_VERSION", "ProbeEval"]
 
 CAPTURE_VERSION = 1
 
@@ -309,3 +314,52 @@ def load_capture(path, regenerate: str) -> dict:
     except Exception as exc:
         raise CorruptFileError(path, regenerate, f"unreadable probe capture: {exc}") from None
     return cap
+
+
+class ProbeEval(Hook):
+    """The held-out score of a run at every probe step and after the last (``probe_eval_batches > 0``).
+
+    On rank 0, before the training step of every probe step and once after the last
+    step, the model is scored (:func:`tanbias.lab.models.evaluate`, the run's precision)
+    on the ``cfg.probe_eval_batches`` batches of its stream's probe-eval text
+    (:meth:`tanbias.lab.data.Stream.probe_eval`), one text for every seed of a design,
+    and a record ``{"type": "probe_eval", "step", "loss", "accuracy", "tokens"}`` is
+    logged in ``metrics.jsonl`` (a resumed run does not score a step twice). The
+    summary gets ``probe_eval_seconds``: the seconds the loop spent at its probe steps'
+    measurements.
+
+    Parameters
+    ----------
+    batches : list of dict
+        The probe-eval batches.
+    precision : {"fp32", "bf16"}
+        The run's precision.
+    scored : set of int
+        The steps already scored (in the log of a resumed run).
+    """
+
+    def __init__(self, batches: list, precision: str, scored: set):
+        self.batches = batches
+        self.precision = precision
+        self.scored = scored
+
+    @classmethod
+    def for_run(cls, run) -> "ProbeEval | None":
+        """The hook of ``run`` on rank 0 when its config scores probe-eval batches; else None."""
+        if not run.ctx.main or run.cfg.probe_eval_batches == 0:
+            return None
+        return cls(run.stream.probe_eval(run.cfg.probe_eval_batches), run.cfg.precision,
+                   run.logged_steps("probe_eval"))
+
+    def at_probe_step(self, run, step: int) -> None:
+        from tanbias.lab.models import evaluate        # torch: this module loads none when imported
+
+        if step in self.scored:
+            return
+        res = evaluate(run.model, self.batches, self.precision)
+        run.log({"type": "probe_eval", "step": step, "loss": res["loss"], "accuracy": res["accuracy"],
+                 "tokens": res["tokens"]})
+        self.scored.add(step)
+
+    def write(self, run) -> dict:
+        return {"probe_eval_seconds": round(run.hook_seconds, 1)}

@@ -16,7 +16,7 @@ A run lives in ``data/runs/<name>/`` (``TANBIAS_RUNS_DIR`` overrides the parent)
     summary.json      evaluation vs unigram baseline, timings               (committed)
     views.json        per-layer numbers of the trained views of chapters 5, 6 (committed)
     tokens.csv        per-token radius t on a common held-out text (ch 8)  (committed)
-    premise.csv       count-matched premise per layer on that text (ch 11) (committed; runs from ch 11 on)
+    premise.csv       count-matched premise per layer on that text (ch 12) (committed; runs from ch 12 on)
     manifest.json     config, seed, versions, git commit, sha256 of every committed file
     work/             checkpoint + raw probe captures (git-ignored, large)
 
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+import tanbias
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.config import RunConfig
 
@@ -142,6 +143,13 @@ def atomic_save_npz(path, **arrays) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def atomic_save_npy(path, array) -> None:
+    """Save one array as ``.npy`` atomically (:func:`atomic_write_bytes`)."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array))
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def append_jsonl(path, record: dict) -> None:
     """Append one JSON line and fsync: a record that was logged survives a kill."""
     with open(path, "a", encoding="utf-8") as f:
@@ -192,7 +200,6 @@ def git_commit() -> dict:
 
 def write_manifest(run, config: RunConfig, extra: dict | None = None) -> dict:
     """Write ``manifest.json``: config, seed, versions, git commit, checksums of committed files."""
-    import tanbias
     d = run_dir(run)
     try:
         import torch
@@ -273,7 +280,7 @@ class RunData:
     anisotropy: "object" = None    # pandas.DataFrame per probe step, layer and positions (anisotropy.csv)
     probe_evals: "object" = None   # pandas.DataFrame of held-out losses at the probe steps, if logged
     premise: "object" = None       # pandas.DataFrame of the count-matched premise per layer (premise.csv)
-    #: an aliased run's (chapter 10's aliasing knob): counts of the input ids it was shown
+    #: an aliased run's (chapter 11's aliasing knob): counts of the input ids it was shown
     #: (input_counts.npy), radii per merged type (types.csv), its aliases' convergence (alias.csv)
     input_counts: np.ndarray | None = None
     types: "object" = None
@@ -310,7 +317,7 @@ def load_run(run) -> RunData:
 
     def anisotropy():
         a = table("anisotropy.csv")
-        if "positions" not in a.columns:         # analysed before chapter 11: every captured position
+        if "positions" not in a.columns:         # analysed before chapter 12: every captured position
             a.insert(a.columns.get_loc("layer") + 1, "positions", "all")
         return a
 

@@ -1,4 +1,4 @@
-"""Gradient surgery on the updates of the maps that read the residual stream (chapter 11).
+"""Gradient surgery on the updates of the maps that read the residual stream (chapter 12).
 
 The gradient side of the tangent-bias hypothesis says that the weight updates
 of the maps that read the residual stream are concentrated in its tangent
@@ -32,8 +32,10 @@ input space and one ``P`` (:data:`READERS`). The arms (:data:`~tanbias.lab.confi
 
 :class:`Surgery` holds the hooks, the bases and the per-step figures; its state
 (the bases in use) is saved in the run's checkpoint, so a resumed run applies
-the surgery exactly as an uninterrupted one. The settings are
-:class:`~tanbias.lab.config.SurgerySettings`.
+the surgery exactly as an uninterrupted one. It is a hook of the training loop
+(:class:`tanbias.lab.hooks.Hook`): armed before each step's forward pass, applied
+after the optimizer's step, its figures added to the step's record, its state
+checkpointed. The settings are :class:`~tanbias.lab.config.SurgerySettings`.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ import torch
 from tanbias._checks import check_int, check_real
 from tanbias.errors import ParameterError
 from tanbias.lab.config import N_SPECIAL, SurgerySettings
+from tanbias.lab.hooks import Hook
 
 __all__ = ["READERS", "scale_in_subspace", "share_in_subspace", "removed_share", "top_basis",
            "top_basis_and_sharpness", "random_basis",
@@ -127,7 +130,7 @@ def random_basis(D: int, r: int, seed) -> torch.Tensor:
 
 
 def worked_example(alpha: float, rank: int, D: int = 24, n: int = 512, planted: int = 4, seed: int = 0) -> dict:
-    """The surgery on one small update, direction by direction (chapter 11's widget).
+    """The surgery on one small update, direction by direction (chapter 12's widget).
 
     A map reads inputs ``X`` (``n × D``) with ``planted`` strong principal directions (standard
     deviation 3) among weak ones (0.5), in a random rotation; its update is a gradient step
@@ -189,12 +192,17 @@ class _Moments:
         return (self.ss - self.n * torch.outer(mu, mu)) / (self.n - 1)
 
 
-class Surgery:
+class Surgery(Hook):
     """The gradient surgery of one run: hooks on the reading maps, the bases, the per-step figures.
 
     Use :meth:`begin` before the step's forward pass (it arms the input hooks and
     snapshots the weights) and :meth:`finish` after the optimizer's step (it replaces
-    the update). Steps outside the surgery window cost nothing.
+    the update). Steps outside the surgery window cost nothing. As a hook of the
+    training loop (:class:`~tanbias.lab.hooks.Hook`, given to
+    :func:`~tanbias.lab.train.train_step`) it does both at the step's fixed points, adds
+    its figures (``last``) to the step's record and keeps its bases in the
+    checkpoint under ``"surgery"``. One process only: each rank would estimate its own
+    subspace and the replicas would drift apart.
 
     Parameters
     ----------
@@ -231,6 +239,35 @@ class Surgery:
         #: sigma_r / sigma_(r+1) of each group's inputs where its proxy was re-estimated this step
         self._sharpness: dict = {}
         self._hooks = [maps[0].register_forward_pre_hook(self._hook(name)) for name, maps in self.groups]
+
+    # ------------------------------------------------------------------ the training loop's points
+    checkpoint_key = "surgery"
+
+    @classmethod
+    def check(cls, cfg, ctx) -> None:
+        """Refuse a surgery run under torchrun (more than one process)."""
+        if cfg.surgery is not None and ctx.distributed:
+            raise ParameterError(f"surgery={cfg.surgery.arm!r} is not allowed under torchrun: valid range is "
+                                 "one process (each rank would estimate its own subspace and the replicas "
+                                 "would drift apart). Run it with python -m tanbias.lab train.")
+
+    @classmethod
+    def for_run(cls, run) -> "Surgery | None":
+        """The surgery of ``run``'s config, on its model; None without one."""
+        cfg = run.cfg
+        return cls(run.model, cfg.surgery, cfg.steps, cfg.seed) if cfg.surgery is not None else None
+
+    def before_forward(self, step: int, batch: dict) -> None:
+        self.begin(step, batch["input_ids"])
+
+    def after_optimizer_step(self, step: int) -> None:
+        self.finish(step)
+
+    def step_record(self, step: int) -> dict:
+        return self.last
+
+    def close(self) -> None:
+        self.remove()
 
     # ------------------------------------------------------------------ hooks
     def _hook(self, name: str):

@@ -3,15 +3,16 @@
 ``python -m tanbias.lab train CONFIG`` calls :func:`train`. A run
 
 * trains the encoder (EuroBERT, masked LM) or the decoder (Llama, causal LM) of
-  :mod:`tanbias.lab.models` on a language mixture of the corpus' training split
-  (:mod:`tanbias.lab.data`),
+  :mod:`tanbias.lab.models` on its data stream (:class:`tanbias.lab.data.Stream`:
+  a language mixture of the corpus' training split, built once from the config),
   with AdamW (linear warm-up, cosine decay to 10 %, clip 1.0), every step through
   :func:`train_step` (one process or one rank of N);
 * shows a tqdm bar with the loss and tokens/s;
 * logs one JSON record per step to ``metrics.jsonl`` (append-only, fsync per line);
 * checkpoints every ``checkpoint_every`` steps to ``work/ckpt.pt`` (temp file +
   ``os.replace``): model, optimizer, scheduler, RNG states (torch, numpy,
-  python), the data-stream position (batches consumed), token counts, elapsed time;
+  python), the data-stream position (batches consumed), token counts, elapsed time,
+  and the state of each of its hooks;
 * is resumable: killed at any point and run again, it restarts from the last
   checkpoint, regenerates the data stream up to its position, recomputes the
   steps logged after the checkpoint and checks them against the log instead of
@@ -23,6 +24,13 @@
 * captures the probe at log-spaced steps (:mod:`tanbias.lab.probe`), then
   evaluates on held-out batches against the unigram baseline and writes the
   summary and the manifest (:mod:`tanbias.lab.runs`).
+
+The loop names no experiment: what an experiment adds to a run (the held-out score
+at the probe steps, the aliasing knob's counts and convergence, gradient surgery) is
+a hook (:class:`tanbias.lab.hooks.Hook`) registered in :data:`HOOKS`, which the loop
+calls at fixed points. :func:`train` runs in three parts: ``_resume`` (set up,
+hooks, checkpoint), ``_steps`` (the step loop) and ``_finish`` (the final
+measurements, the evaluation and the files).
 
 What happens after a run (the alignment tables, the trained views, the radii)
 is :func:`tanbias.lab.pipeline.after_run`; ``python -m tanbias.lab train``
@@ -41,32 +49,31 @@ import random
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import distributed, runs
+from tanbias.lab.aliasing import AliasingHook
+from tanbias.lab.checkpoints import save_revision
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
-from tanbias.lab.aliasing import alias_convergence
-from tanbias.lab.data import (
-    alias_map_of,
-    batch_targets,
-    check_languages,
-    common_batches,
-    original_ids,
-    probe_eval_batches,
-    training_streams,
-    training_target_counts,
-)
-from tanbias.lab.models import autocast, evaluate, log_unigram, make_model, n_inputs_of, resolve_device, to_device, unigram_baseline
-from tanbias.lab.probe import CaptureWriter, ResidualProbe, output_spectrum, probe_steps, residual_modules
-from tanbias.lab.tokenizer import load_tokenizer
+from tanbias.lab.data import Stream, batch_targets, check_languages, original_ids
+from tanbias.lab.hooks import Hook
+from tanbias.lab.models import autocast, evaluate, log_unigram, make_model, resolve_device, to_device, unigram_baseline
+from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, output_spectrum, probe_steps, residual_modules
+from tanbias.lab.surgery import Surgery
 
 __all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
-           "Interrupted"]
+           "Interrupted", "HOOKS", "TrainingRun"]
+
+#: the experiments' hooks of the training loop (:class:`~tanbias.lab.hooks.Hook`), in the order the
+#: loop calls them: a probe step is scored on held-out text before its aliases' convergence is measured
+HOOKS: tuple[type[Hook], ...] = (ProbeEval, AliasingHook, Surgery)
 
 
 class Interrupted(RuntimeError):
@@ -94,14 +101,21 @@ def as_config(config) -> RunConfig:
     return load_config(config)
 
 
-def setup_training(cfg: RunConfig, device=None):
-    """Tokenizer, model (on ``device``, default the CPU), AdamW and its schedule for a run config."""
+def setup_training(cfg: RunConfig, device=None, stream: Stream | None = None):
+    """Data stream, model (on ``device``, default the CPU), AdamW and its schedule for a run config.
+
+    ``stream`` is the run's :class:`~tanbias.lab.data.Stream` (built from ``cfg`` when not
+    given); the model's input embedding has its rows (an aliased run's alias rows too), and a
+    unigram-head run's output bias starts at the log of the add-one-smoothed unigram of the
+    stream's training targets (:meth:`~tanbias.lab.data.Stream.target_counts`).
+    Returns ``(stream, model, optimizer, schedule)``; the tokenizer is ``stream.tokenizer``.
+    """
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    tok = load_tokenizer()
-    bias = log_unigram(training_target_counts(cfg, tok)) if cfg.output_bias == "unigram" else None
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs_of(cfg, tok), output_bias=bias)
+    stream = Stream.from_config(cfg) if stream is None else stream
+    bias = log_unigram(stream.target_counts(cfg.steps)) if cfg.output_bias == "unigram" else None
+    model = make_model(cfg.kind, cfg.size, vocab_size=len(stream.tokenizer), seed=cfg.seed,
+                       tie_embeddings=cfg.tie_embeddings, n_inputs=stream.n_inputs, output_bias=bias)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"
@@ -115,7 +129,7 @@ def setup_training(cfg: RunConfig, device=None):
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-8)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg.steps, cfg.warmup_steps, cfg.schedule))
-    return tok, model, opt, sched
+    return stream, model, opt, sched
 
 
 @dataclass
@@ -130,7 +144,7 @@ class Capture:
 
 
 def train_step(model, opt, sched, batch, precision: str, device, capture: Capture | None = None,
-               ctx: distributed.Context | None = None, step_model=None, surgery=None, step: int = 0):
+               ctx: distributed.Context | None = None, step_model=None, hooks=(), step: int = 0):
     """One optimizer step on ``batch`` (already on ``device``): one process's, or one rank's under torchrun.
 
     Forward and loss under :func:`~tanbias.lab.models.autocast`, backward, gradient
@@ -149,10 +163,10 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
     step_model : torch.nn.Module, optional
         What computes the loss: the :class:`~tanbias.lab.distributed.LossModule` that
         DistributedDataParallel wraps under torchrun (default: ``model``'s own).
-    surgery : tanbias.lab.surgery.Surgery, optional
-        The run's gradient surgery (chapter 11): armed before the forward pass of step
-        ``step``, applied to the update after the optimizer's step (its figures in
-        ``surgery.last``).
+    hooks : sequence of tanbias.lab.hooks.Hook
+        Called before the forward pass of step ``step`` (``before_forward``) and after the
+        optimizer's step (``after_optimizer_step``): the gradient surgery of chapter 12
+        (:class:`~tanbias.lab.surgery.Surgery`) replaces the update there.
 
     Returns
     -------
@@ -165,8 +179,8 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
     step_model = distributed.LossModule(model) if step_model is None else step_model
     if capture is not None:
         capture.probe.arm()
-    if surgery is not None:
-        surgery.begin(step, batch["input_ids"])
+    for hook in hooks:
+        hook.before_forward(step, batch)
     with autocast(device, precision):
         loss_sum, nc = step_model(batch["input_ids"], batch["labels"])
     n, correct = (int(v) for v in distributed.all_sum(nc, ctx))
@@ -191,39 +205,112 @@ def train_step(model, opt, sched, batch, precision: str, device, capture: Captur
         seconds = time.perf_counter() - t
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
-    if surgery is not None:
-        surgery.finish(step)
+    for hook in hooks:
+        hook.after_optimizer_step(step)
     sched.step()
     return logged.detach(), n, correct, seconds
 
 
-def _save_checkpoint(path, model, opt, sched, step, counts, elapsed, probe_seconds, surgery=None,
-                     input_counts=None):
+@dataclass(eq=False)
+class TrainingRun:
+    """A run in the training loop of :func:`train`: the loop's state, and what its hooks read.
+
+    Hooks (:class:`~tanbias.lab.hooks.Hook`) read ``cfg``, ``stream``, ``model``,
+    ``ctx``, ``device`` and ``dir``, log through :meth:`log`, find what a resumed run
+    logged with :meth:`logged_steps`, and use :attr:`modules`, :meth:`to_device` and
+    :attr:`hook_seconds`. The rest is the loop's: the first step to train, the type
+    counts of the stream consumed, the seconds spent, the step records.
+    """
+    cfg: RunConfig
+    #: the run folder
+    dir: Path
+    ctx: distributed.Context
+    device: torch.device
+    stream: Stream
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler
+    #: what computes the loss (DistributedDataParallel's wrapper under torchrun)
+    step_model: torch.nn.Module
+    #: the log as read when the run started or resumed
+    records: list
+    #: the run's hooks, in the order of :data:`HOOKS`
+    hooks: list = field(default_factory=list)
+    #: the first step to train (a resumed run: its checkpoint's)
+    start: int = 0
+    #: counts of every type in the training stream consumed (``token_counts.npy``)
+    counts: np.ndarray | None = None
+    #: seconds spent in the training steps
+    elapsed: float = 0.0
+    #: seconds spent on the probe's captures
+    probe_seconds: float = 0.0
+    #: seconds spent in the hooks' measurements at the probe steps (not counted after a resume)
+    hook_seconds: float = 0.0
+    #: the step records, logged or recomputed after a resume, by step
+    logged: dict = field(default_factory=dict)
+    #: steps recomputed after a resume whose loss differs from the one logged
+    mismatches: int = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "metrics.jsonl"
+
+    @cached_property
+    def probe_steps(self) -> set[int]:
+        """The steps the probe captures (none when the config disables it)."""
+        p = self.cfg.probe
+        return set(probe_steps(self.cfg.steps, p.n_steps)) if p.enabled else set()
+
+    @cached_property
+    def modules(self) -> list:
+        """The model's residual-stream modules, layer 0 (the embedding) to L
+        (:func:`~tanbias.lab.probe.residual_modules`)."""
+        return residual_modules(self.model)
+
+    def log(self, record: dict) -> None:
+        """Append ``record`` to ``metrics.jsonl`` (rank 0 writes the log)."""
+        if self.ctx.main:
+            runs.append_jsonl(self.log_path, record)
+
+    def logged_steps(self, kind: str) -> set[int]:
+        """The steps of the log's records of type ``kind`` when the run (re)started."""
+        return {r["step"] for r in self.records if r.get("type") == kind}
+
+    def to_device(self, batch: dict) -> dict:
+        """``batch``'s tensors on the run's device (:func:`~tanbias.lab.models.to_device`)."""
+        return to_device(batch, self.device)
+
+
+def _save_checkpoint(run: TrainingRun, step: int) -> None:
+    """The run's state after ``step`` steps (hooks' states under their keys), written atomically."""
     buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                "step": step, "counts": counts, "elapsed": elapsed, "probe_seconds": probe_seconds,
-                **({"input_counts": input_counts} if input_counts is not None else {}),
-                **({"surgery": surgery.state_dict()} if surgery is not None else {}),
+    torch.save({"model": run.model.state_dict(), "opt": run.opt.state_dict(), "sched": run.sched.state_dict(),
+                "step": step, "counts": run.counts, "elapsed": run.elapsed, "probe_seconds": run.probe_seconds,
+                **{h.checkpoint_key: h.state_dict() for h in run.hooks if h.checkpoint_key is not None},
                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
                         "python": random.getstate()}}, buf)
-    runs.atomic_write_bytes(path, buf.getvalue())
+    runs.atomic_write_bytes(runs.checkpoint_path(run.dir), buf.getvalue())
 
 
-def _load_checkpoint(path, model, opt, sched, surgery=None):
+def _load_checkpoint(run: TrainingRun) -> None:
+    """Restore the run's state (model, optimizer, schedule, hooks, RNGs, position) from its checkpoint."""
+    path = runs.checkpoint_path(run.dir)
     try:
         ck = torch.load(path, map_location="cpu", weights_only=False)
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
-        sched.load_state_dict(ck["sched"])
-        if surgery is not None:
-            surgery.load_state_dict(ck["surgery"])
+        run.model.load_state_dict(ck["model"])
+        run.opt.load_state_dict(ck["opt"])
+        run.sched.load_state_dict(ck["sched"])
+        for h in run.hooks:
+            if h.checkpoint_key is not None:
+                h.load_state_dict(ck[h.checkpoint_key])
+        run.start, run.counts, run.elapsed = ck["step"], ck["counts"], ck["elapsed"]
     except Exception as exc:
         raise CorruptFileError(path, runs.regenerate_command(Path(path).parents[1]),
                                f"unreadable checkpoint: {exc}") from None
+    run.probe_seconds = ck.get("probe_seconds", 0.0)
     torch.set_rng_state(ck["rng"]["torch"])
     np.random.set_state(ck["rng"]["numpy"])
     random.setstate(ck["rng"]["python"])
-    return ck
 
 
 def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = None,
@@ -262,14 +349,11 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
     dev = resolve_device(device)
     ctx = distributed.context(dev)          # torchrun: rank, world size, this rank's device
     dev = ctx.device
-    if ctx.distributed:
-        if cfg.surgery is not None:
-            raise ParameterError(f"surgery={cfg.surgery.arm!r} is not allowed under torchrun: valid range is "
-                                 "one process (each rank would estimate its own subspace and the replicas "
-                                 "would drift apart). Run it with python -m tanbias.lab train.")
-        if cfg.size.batch_size % ctx.world:
-            raise ParameterError(f"batch_size={cfg.size.batch_size} is out of range for "
-                                 f"{ctx.world} processes: valid range is multiples of {ctx.world}.")
+    for hook in HOOKS:                      # before the run's folder is touched
+        hook.check(cfg, ctx)
+    if ctx.distributed and cfg.size.batch_size % ctx.world:
+        raise ParameterError(f"batch_size={cfg.size.batch_size} is out of range for "
+                             f"{ctx.world} processes: valid range is multiples of {ctx.world}.")
     if ctx.main:
         cfg = _train_setup_files(d, cfg, fresh)
     ctx.barrier()
@@ -303,118 +387,86 @@ def _train_setup_files(d: Path, cfg: RunConfig, fresh: bool) -> RunConfig:
 
 
 def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
-    """The training loop of :func:`train` (every rank runs it; rank 0 writes)."""
-    from tqdm.auto import tqdm
+    """The training loop of :func:`train` (every rank runs it; rank 0 writes): resume, steps, finish."""
+    run = _resume(cfg, d, ctx, dev)
+    _steps(run, stop_after, progress)
+    return _finish(run)
 
-    tok, model, opt, sched = setup_training(cfg, dev)
-    surgery = None
-    if cfg.surgery is not None:
-        from tanbias.lab.surgery import Surgery
 
-        surgery = Surgery(model, cfg.surgery, cfg.steps, cfg.seed)
+def _resume(cfg: RunConfig, d: Path, ctx, dev) -> TrainingRun:
+    """A run set up to train: its stream, model, optimizer and log, its hooks (:data:`HOOKS`), and,
+    when the folder has a checkpoint, the state it saved (a resumed run starts at its step)."""
+    stream, model, opt, sched = setup_training(cfg, dev)
     step_model = distributed.LossModule(model)
     if ctx.distributed:
         from torch.nn.parallel import DistributedDataParallel
 
         step_model = DistributedDataParallel(step_model, device_ids=[dev.index] if dev.type == "cuda" else None)
-    tokens_per_step = cfg.tokens_per_step
-    vocab = len(tok)
-    ckpt = runs.checkpoint_path(d)
-    aliases = alias_map_of(cfg, tok)
-    start, counts, elapsed, probe_seconds = 0, np.zeros(vocab, np.int64), 0.0, 0.0
-    # an aliased run also counts the input ids its text is shown as (link 0 of the aliasing knob)
-    input_counts = np.zeros(aliases.n_inputs, np.int64) if aliases is not None else None
-    if ckpt.exists():
-        ck = _load_checkpoint(ckpt, model, opt, sched, surgery)
-        start, counts, elapsed = ck["step"], ck["counts"], ck["elapsed"]
-        probe_seconds = ck.get("probe_seconds", 0.0)
-        if aliases is not None:
-            input_counts = ck["input_counts"]
     log_path = d / "metrics.jsonl"
     records = runs.read_jsonl(log_path)
     if ctx.main and log_path.exists():  # drop a torn final line so appends stay valid JSONL
         good = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
         if log_path.read_text(encoding="utf-8") != good:
             runs.atomic_write_text(log_path, good)
-    logged = {r["step"]: r for r in records if r.get("type") == "step"}
-    mismatches = 0
-    pset = set(probe_steps(cfg.steps, cfg.probe.n_steps)) if cfg.probe.enabled else set()
+    run = TrainingRun(cfg, d, ctx, dev, stream, model, opt, sched, step_model, records,
+                      counts=np.zeros(len(stream.tokenizer), np.int64),
+                      logged={r["step"]: r for r in records if r.get("type") == "step"})
+    run.hooks = [h for cls in HOOKS if (h := cls.for_run(run)) is not None]
+    if runs.checkpoint_path(d).exists():
+        _load_checkpoint(run)
+    return run
+
+
+def _steps(run: TrainingRun, stop_after: int | None, progress: bool) -> None:
+    """The step loop, from the run's first step to its last: the hooks at their points, the probe's
+    captures, one record per step (a step logged before a resume is recomputed and compared,
+    not logged twice), the checkpoints; ``stop_after`` and ``TANBIAS_KILL_AFTER_STEP`` stop it."""
+    from tqdm.auto import tqdm
+
+    cfg, ctx, pset = run.cfg, run.ctx, run.probe_steps
     # under torchrun every rank captures all its positions; rank 0 gathers and keeps the first tokens
-    probe_tokens = cfg.probe.tokens if not ctx.distributed else tokens_per_step // ctx.world
-    probe = ResidualProbe(model, probe_tokens) if pset else None
+    probe = (ResidualProbe(run.model, cfg.probe.tokens if not ctx.distributed else cfg.tokens_per_step // ctx.world)
+             if pset else None)
     kill_after = os.environ.get("TANBIAS_KILL_AFTER_STEP")
     kill_rank = os.environ.get("TANBIAS_KILL_RANK")         # under torchrun: kill only this rank
-
-    train_batches, valid_batches = training_streams(cfg, tok)
-    # held-out batches scored at every probe step: distinct batches of one text that every seed
-    # of the design shares (data.probe_eval_batches)
-    probe_eval = probe_eval_batches(cfg, tok)
-    probe_evals = {r["step"] for r in records if r.get("type") == "probe_eval"}
-    eval_seconds = 0.0
-    # an aliased run measures, at every probe step and at the end, whether a type's aliases converge
-    # (aliasing.alias_convergence, on the first batch of the common held-out text)
-    conv_batch = common_batches(cfg, tok, 1)[0] if (aliases is not None and ctx.main) else None
-    conv_done = {r["step"] for r in records if r.get("type") == "alias"}
-    conv_modules = residual_modules(model) if conv_batch is not None else None
-
-    def converge(at: int) -> None:
-        rows = alias_convergence(model, conv_modules, to_device(conv_batch, dev), aliases, cfg.size.seq_len)
-        runs.append_jsonl(log_path, {"type": "alias", "step": at, "rows": rows})
-        conv_done.add(at)
-
-    for _ in range(start):             # the data-stream position: regenerate and skip
-        next(train_batches)
-    bar = tqdm(total=cfg.steps, initial=start, desc=cfg.name, unit="step",
-               disable=not progress, dynamic_ncols=True)
-    model.train()
+    batches = run.stream.training()
+    for _ in range(run.start):         # the data-stream position: regenerate and skip
+        next(batches)
+    bar = tqdm(total=cfg.steps, initial=run.start, desc=cfg.name, unit="step", disable=not progress,
+               dynamic_ncols=True)
+    run.model.train()
     # captures are packed and written on a thread beside the steps; leaving this block waits
     # for them (and re-raises a failed write)
     with CaptureWriter() as writer:
-        for step in range(start, cfg.steps):
-            if ctx.main and probe_eval and step in pset and step not in probe_evals:
+        for step in range(run.start, cfg.steps):
+            if ctx.main and step in pset:
                 te = time.perf_counter()
-                res = evaluate(model, probe_eval, cfg.precision)
-                runs.append_jsonl(log_path, {"type": "probe_eval", "step": step, "loss": res["loss"],
-                                             "accuracy": res["accuracy"], "tokens": res["tokens"]})
-                probe_evals.add(step)
-                eval_seconds += time.perf_counter() - te
-            if conv_batch is not None and step in pset and step not in conv_done:
-                te = time.perf_counter()
-                converge(step)
-                eval_seconds += time.perf_counter() - te
+                for hook in run.hooks:
+                    hook.at_probe_step(run, step)
+                run.hook_seconds += time.perf_counter() - te
             t0 = time.perf_counter()
-            batch = next(train_batches)
-            counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=vocab)
-            if input_counts is not None:
-                input_counts += np.bincount(batch["aliased"].reshape(-1).numpy(), minlength=aliases.n_inputs)
-            probing = step in pset
-            capture = Capture(probe, writer, runs.capture_path(d, step), cfg.probe.tokens) if probing else None
-            logged_loss, n, correct, tp = train_step(model, opt, sched, to_device(distributed.shard(batch, ctx), dev),
-                                                     cfg.precision, dev, capture=capture, ctx=ctx,
-                                                     step_model=step_model, surgery=surgery, step=step)
-            probe_seconds += tp
+            batch = next(batches)
+            run.counts += np.bincount(original_ids(batch).reshape(-1).numpy(), minlength=run.counts.size)
+            for hook in run.hooks:
+                hook.before_step(run, step, batch)
+            capture = (Capture(probe, writer, runs.capture_path(run.dir, step), cfg.probe.tokens)
+                       if step in pset else None)
+            loss, n, correct, tp = train_step(run.model, run.opt, run.sched,
+                                              run.to_device(distributed.shard(batch, ctx)), cfg.precision,
+                                              run.device, capture=capture, ctx=ctx, step_model=run.step_model,
+                                              hooks=run.hooks, step=step)
+            run.probe_seconds += tp
             dt = time.perf_counter() - t0
-            elapsed += dt
-            rec = {"type": "step", "step": step, "loss": float(logged_loss.detach()), "accuracy": correct / max(n, 1),
-                   "scored": n, "tokens": (step + 1) * tokens_per_step, "lr": sched.get_last_lr()[0],
-                   "seconds": round(elapsed, 3), "tokens_per_s": round(tokens_per_step / dt, 1),
-                   "probe": probing, **(surgery.last if surgery is not None else {})}
-            if step in logged:
-                if abs(logged[step]["loss"] - rec["loss"]) > REPRODUCE_TOLERANCE["loss_atol"]:
-                    mismatches += 1
-            else:
-                if ctx.main:
-                    runs.append_jsonl(log_path, rec)
-                logged[step] = rec
+            run.elapsed += dt
+            rec = _log_step(run, step, float(loss), n, correct, dt, probed=capture is not None)
             bar.update(1)
             bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}")
             done = step + 1
             if ctx.main and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
                 tw = time.perf_counter()
                 writer.wait()                # a checkpoint never counts a capture not yet written
-                probe_seconds += time.perf_counter() - tw
-                _save_checkpoint(ckpt, model, opt, sched, done, counts, elapsed, probe_seconds, surgery,
-                                 input_counts)
+                run.probe_seconds += time.perf_counter() - tw
+                _save_checkpoint(run, done)
             if stop_after is not None and done == stop_after:
                 bar.close()
                 raise Interrupted(f"stopped after step {step} (stop_after={stop_after})")
@@ -423,66 +475,70 @@ def _train(cfg: RunConfig, d: Path, ctx, dev, stop_after, progress) -> dict:
     bar.close()
     if probe is not None:
         probe.remove()
-    if surgery is not None:
-        surgery.remove()
-    if ctx.main and probe_eval and cfg.steps not in probe_evals:
-        # the trained model on the same held-out text as every probe step (its final point)
-        res = evaluate(model, probe_eval, cfg.precision)
-        runs.append_jsonl(log_path, {"type": "probe_eval", "step": cfg.steps, "loss": res["loss"],
-                                     "accuracy": res["accuracy"], "tokens": res["tokens"]})
-    if conv_batch is not None and cfg.steps not in conv_done:
-        converge(cfg.steps)            # the trained model, after its last step
-    if not ctx.main:                   # rank 0 evaluates and writes the run's files
-        return {"run": cfg.name, "rank": ctx.rank, "world": ctx.world, "device": dev.type,
-                "probe_steps": sorted(pset), "steps": cfg.steps}
 
-    # ---------------------------------------------------------------- evaluation
-    evals = [r for r in runs.read_jsonl(log_path) if r.get("type") == "eval"]
+
+def _log_step(run: TrainingRun, step: int, loss: float, n: int, correct: int, seconds: float,
+              probed: bool) -> dict:
+    """The record of ``step`` (its hooks' fields included), logged; a step logged before a resume
+    is not logged twice: its loss is compared with the log's (``run.mismatches`` counts a difference)."""
+    tokens = run.cfg.tokens_per_step
+    rec = {"type": "step", "step": step, "loss": loss, "accuracy": correct / max(n, 1), "scored": n,
+           "tokens": (step + 1) * tokens, "lr": run.sched.get_last_lr()[0], "seconds": round(run.elapsed, 3),
+           "tokens_per_s": round(tokens / seconds, 1), "probe": probed,
+           **{k: v for h in run.hooks for k, v in h.step_record(step).items()}}
+    if step in run.logged:
+        if abs(run.logged[step]["loss"] - loss) > REPRODUCE_TOLERANCE["loss_atol"]:
+            run.mismatches += 1
+    else:
+        run.log(rec)
+        run.logged[step] = rec
+    return rec
+
+
+def _finish(run: TrainingRun) -> dict:
+    """After the last step: the hooks closed and their measurements of the trained model; then, on
+    rank 0, the evaluation on held-out batches against the unigram baseline, the counts, the
+    hooks' files, the summary and the manifest. Returns the summary (another rank's: a stub)."""
+    cfg, ctx = run.cfg, run.ctx
+    for hook in run.hooks:
+        hook.close()
+    if not ctx.main:                   # rank 0 measures, evaluates and writes the run's files
+        return {"run": cfg.name, "rank": ctx.rank, "world": ctx.world, "device": run.device.type,
+                "probe_steps": sorted(run.probe_steps), "steps": cfg.steps}
+    for hook in run.hooks:
+        hook.at_probe_step(run, cfg.steps)        # the trained model, after its last step
+    evals = [r for r in runs.read_jsonl(run.log_path) if r.get("type") == "eval"]
     if evals:
         ev = evals[-1]
     else:
-        vb = [next(valid_batches) for _ in range(cfg.eval_batches)]
-        res = evaluate(model, vb, cfg.precision)
+        valid = run.stream.validation()
+        vb = [next(valid) for _ in range(cfg.eval_batches)]
+        res = evaluate(run.model, vb, cfg.precision)
         targets = torch.cat([batch_targets(cfg.kind, b) for b in vb]).numpy()
-        uni = unigram_baseline(counts, targets, exclude_special=cfg.kind == "encoder")
+        uni = unigram_baseline(run.counts, targets, exclude_special=cfg.kind == "encoder")
         ev = {"type": "eval", "step": cfg.steps, **{k: res[k] for k in ("loss", "perplexity", "accuracy", "tokens")},
               "unigram_loss": uni["loss"], "unigram_perplexity": uni["perplexity"],
               "unigram_accuracy": uni["accuracy"]}
-        runs.append_jsonl(log_path, ev)
-    runs.atomic_write_bytes(d / "token_counts.npy", _npy_bytes(counts))
-    if input_counts is not None:
-        runs.atomic_write_bytes(d / "input_counts.npy", _npy_bytes(input_counts))
-        import pandas as pd
-
-        conv = [{"run": cfg.name, "step": r["step"], **row} for r in runs.read_jsonl(log_path)
-                if r.get("type") == "alias" for row in r["rows"]]
-        cols = ["run", "step", "layer", "type_id", "k", "shown", "n", "between", "within", "ratio"]
-        runs.atomic_write_text(d / "alias.csv", pd.DataFrame(conv, columns=cols).sort_values(
-            ["step", "type_id", "layer"]).to_csv(index=False, float_format="%.6g"))
-    steps_log = [logged[s] for s in sorted(logged)]
-    first = np.mean([r["loss"] for r in steps_log[:10]])
-    last = np.mean([r["loss"] for r in steps_log[-10:]])
+        run.log(ev)
+    runs.atomic_save_npy(run.dir / "token_counts.npy", run.counts)
+    added = {k: v for hook in run.hooks for k, v in hook.write(run).items()}
+    steps_log = [run.logged[s] for s in sorted(run.logged)]
+    tokens = cfg.steps * cfg.tokens_per_step
     summary = {"run": cfg.name, "kind": cfg.kind, "regime": cfg.regime, "seed": cfg.seed,
-               "steps": cfg.steps, "tokens": cfg.steps * tokens_per_step,
-               "parameters": int(sum(p.numel() for p in model.parameters())),
-               "train_seconds": round(elapsed, 1),
-               "tokens_per_s": round(cfg.steps * tokens_per_step / max(elapsed, 1e-9), 1),
-               "probe_seconds": round(probe_seconds, 2), "probe_steps": sorted(pset),
-               **({"probe_eval_seconds": round(eval_seconds, 1)} if probe_eval else {}),
-               "loss_first10": float(first), "loss_last10": float(last),
+               "steps": cfg.steps, "tokens": tokens,
+               "parameters": int(sum(p.numel() for p in run.model.parameters())),
+               "train_seconds": round(run.elapsed, 1),
+               "tokens_per_s": round(tokens / max(run.elapsed, 1e-9), 1),
+               "probe_seconds": round(run.probe_seconds, 2), "probe_steps": sorted(run.probe_steps), **added,
+               "loss_first10": float(np.mean([r["loss"] for r in steps_log[:10]])),
+               "loss_last10": float(np.mean([r["loss"] for r in steps_log[-10:]])),
                "eval": {k: v for k, v in ev.items() if k not in ("type", "step")},
                "learns": bool(ev["loss"] < ev["unigram_loss"]),
-               "device": dev.type, "precision": cfg.precision, "processes": ctx.world,
-               "resume_mismatches": mismatches}
-    runs.atomic_write_text(d / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    runs.write_manifest(d, cfg)
+               "device": run.device.type, "precision": cfg.precision, "processes": ctx.world,
+               "resume_mismatches": run.mismatches}
+    runs.atomic_write_text(run.dir / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    runs.write_manifest(run.dir, cfg)
     return summary
-
-
-def _npy_bytes(a) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(a))
-    return buf.getvalue()
 
 
 def train_revisions(config, root, at=None, device: str = "cpu") -> Path:
@@ -506,17 +562,14 @@ def train_revisions(config, root, at=None, device: str = "cpu") -> Path:
     pathlib.Path
         ``root``.
     """
-    from tanbias._checks import check_int
-    from tanbias.lab.checkpoints import save_revision
-
     cfg = as_config(config)
     at = sorted({check_int("at", s, lo=0, hi=cfg.steps) for s in ((0, cfg.steps) if at is None else at)})
     dev = resolve_device(device)
-    tok, model, opt, sched = setup_training(cfg, dev)
-    batches, _ = training_streams(cfg, tok)
+    stream, model, opt, sched = setup_training(cfg, dev)
+    batches = stream.training()
     for step in range(at[-1] + 1):
         if step in at:
-            save_revision(model, tok, root, f"step{step}")
+            save_revision(model, stream.tokenizer, root, f"step{step}")
         if step < at[-1]:
             train_step(model, opt, sched, to_device(next(batches), dev), cfg.precision, dev)
     return Path(root)

@@ -1,14 +1,23 @@
-"""Analysis of trained runs and released models (chapters 5-10), in layer order:
+"""Analysis of trained runs and released models (chapters 5-13), in layer order:
 
 * :mod:`~tanbias.lab.analysis.tables`             alignment / radius tables from the probe's captures
 * :mod:`~tanbias.lab.analysis.views`              the numbers of the trained views of chapters 5, 6
 * :mod:`~tanbias.lab.analysis.radii`              per-token radii on a common held-out text (``tokens.csv``)
-* :mod:`~tanbias.lab.analysis.sweep`              statistics of runs and of the 2x2 sweep, verdicts
-* :mod:`~tanbias.lab.analysis.sweep_report`       the numbers chapters 7, 8 and the closing page glue
+* :mod:`~tanbias.lab.analysis.registered`         what every experiment shares: its runs, its pinned
+  registration, power, Holm, the t interval, the learning check, the matched-progress reading
+* each experiment of :data:`tanbias.lab.experiments.EXPERIMENTS`, in the registry's order:
+  ``<name>_design`` (what was fixed before its runs), ``<name>`` (its runs measured),
+  ``<name>_report`` (the numbers, checks and words its chapters quote):
+
+  * :mod:`~tanbias.lab.analysis.sweep`, :mod:`~tanbias.lab.analysis.sweep_report`: the 2x2 sweep (chapters 7, 8)
+  * :mod:`~tanbias.lab.analysis.dose_design`, :mod:`~tanbias.lab.analysis.dose`,
+    :mod:`~tanbias.lab.analysis.dose_report`: the dose experiment (chapter 10)
+  * :mod:`~tanbias.lab.analysis.alias_design`, :mod:`~tanbias.lab.analysis.alias`,
+    :mod:`~tanbias.lab.analysis.alias_report`: the aliasing knob (chapter 11)
+  * :mod:`~tanbias.lab.analysis.causal_design`, :mod:`~tanbias.lab.analysis.causal`,
+    :mod:`~tanbias.lab.analysis.causal_report`: the causal test (chapter 12)
+
 * :mod:`~tanbias.lab.analysis.posthoc`            the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)
 * :mod:`~tanbias.lab.analysis.pretrained_report`  the numbers, checks and tables of chapter 9
-* :mod:`~tanbias.lab.analysis.dose_design`        the dose experiment's predictions and power
-* :mod:`~tanbias.lab.analysis.dose`               the dose runs' statistics
-* :mod:`~tanbias.lab.analysis.dose_report`        the numbers, checks and verdicts of chapter 10
 """

@@ -1,72 +1,65 @@
-"""The aliasing knob's runs, measured: the chain per input id and per merged type (chapter 10, issue 21).
+"""The aliasing knob's runs, measured: the chain per input id and per merged type (chapter 11).
 
 The design and the rules are ``data/preregistration/alias.toml``
 (:mod:`tanbias.lab.analysis.alias_design`); this module applies them to the
 committed runs of every cell ``(kind, level, seed)`` of
-:func:`tanbias.lab.experiments.alias_runs` (the k0 cells shared with the causal
-test's control arm where that seed exists):
+:data:`tanbias.lab.experiments.ALIAS` (the k0 cells are the causal test's control
+runs where that seed exists):
 
-* :func:`cell_status`, :func:`load_alias`;
+* :func:`load_alias`, the committed runs by cell (their status and complete seeds are
+  :mod:`tanbias.lab.analysis.registered`'s);
 * :func:`run_table`: one row per cell, in the dose table's form (``on_alias``,
   ``x_alias``, every reading), plus the merged types' link 0 and link 1, how much
   the run learned, and the convergence of its aliases;
-* :func:`responses`: chapter 10's registered test on every reading
+* :func:`responses`: the dose experiment's registered test (chapter 10) on every reading
   (:func:`tanbias.lab.analysis.dose.dose_response` with this knob's positions and
-  predictions); :func:`joint_multiplicity`: Holm across chapter 10's whole verdict
-  table, the direct and language knobs' 24 rows and these 14 (rows not yet
-  estimable enter with p = 1, so the family stays the registered 38);
+  predictions); :func:`joint_multiplicity`: Holm across the joint verdict table of
+  chapters 10 and 11, the direct and language knobs' 24 rows and these 14 (by the one rule of
+  :func:`tanbias.lab.analysis.registered.holm`: rows not yet estimable stay in the
+  family with p = 1, so it stays the registered 38);
 * :func:`learning_contrast`: does aliasing slow learning less than the direct
   knob's removal of words? (``[rule.learning]``);
 * :func:`convergence_table`, :func:`convergence_words`: do a type's aliases become
   one cloud? (``[rule.convergence]``);
 * :func:`analyse_alias` (:class:`AliasAnalysis`) and :func:`chapter10_analyses`,
-  the dose analysis read with the joint family, which chapter 10 and the closing page read.
+  the dose analysis read with the joint family, which chapters 10 and 11 and the closing page read.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
-from tanbias.lab.analysis.alias_design import READINGS, positions, registration
+from tanbias.lab import runs
+from tanbias.lab.analysis import dose, registered, sweep
+from tanbias.lab.analysis.alias_design import FAMILY_ROWS, READINGS, positions, registration
+from tanbias.lab.analysis.dose_design import level_positions
+from tanbias.lab.analysis.registered import complete_seeds, holm, learning, t_interval
 from tanbias.lab.config import KINDS, N_SPECIAL
-from tanbias.lab.experiments import ALIAS_LEVELS, ALIAS_SEEDS, alias_runs
+from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, ALIAS_SEEDS
+from tanbias.theory.alignment import frequency_buckets
+from tanbias.theory.frequency import concentration
+from tanbias.theory.token_clouds import unbiased_radius
 
-__all__ = ["cell_status", "load_alias", "frequent_bucket", "run_table", "predicted", "responses",
-           "joint_multiplicity", "learning_change", "learning_contrast", "convergence_table", "convergence_words",
-           "cloud_word", "complete_seeds", "AliasAnalysis", "analyse_alias", "chapter10_analyses"]
+__all__ = ["load_alias", "frequent_bucket", "run_table", "predicted", "responses", "joint_multiplicity",
+           "learning_change", "learning_contrast", "convergence_table", "convergence_words", "cloud_word",
+           "AliasAnalysis", "analyse_alias", "chapter10_analyses"]
 
 ALPHA = 0.05
 
 
-def cell_status(runs_dir=None) -> "object":
-    """Every cell of the design: ``kind, level, seed, run, shared`` (a causal control run) and
-    ``committed`` (complete: its manifest lists ``tokens.csv``)."""
-    import pandas as pd
-
-    from tanbias.lab import runs
-
-    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
-    return pd.DataFrame([{"kind": k, "level": lv, "seed": s, "run": run, "shared": not run.startswith("alias-"),
-                          "committed": runs.is_complete(root / run)} for k, lv, s, run in alias_runs()])
-
-
 def load_alias(runs_dir=None, cells=None) -> dict:
     """The committed runs of the design's cells (checksums verified): ``{(kind, level, seed): RunData}``.
-    ``cells`` (``(kind, level, seed, run)`` tuples) replaces :func:`~tanbias.lab.experiments.alias_runs`."""
-    from tanbias.lab import runs
-
-    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
-    cells = alias_runs() if cells is None else cells
-    return {(k, lv, int(s)): runs.load_run(root / run) for k, lv, s, run in cells if runs.is_complete(root / run)}
+    ``cells`` (``(kind, level, seed, run)`` tuples) replace the design's
+    (:meth:`ALIAS.cells() <tanbias.lab.experiments.Design.cells>`)."""
+    cells = ALIAS.cells() if cells is None else cells
+    loaded = registered.load(ALIAS, runs_dir, names=[run for *_, run in cells])
+    return {(k, lv, int(s)): loaded[run] for k, lv, s, run in cells if run in loaded}
 
 
 def frequent_bucket(loaded: dict) -> np.ndarray:
     """The frequency bucket of every type: three fixed buckets of the summed training type counts of
     the k0 cells (bucket 0 the most frequent), as ``[rule] link1`` says; the special tokens left out."""
-    from tanbias.theory.alignment import frequency_buckets
-
     start = [np.asarray(r.token_counts, float) for (k, lv, s), r in loaded.items() if lv == "k0"]
     if not start:
         raise ValueError("no k0 cell is committed: the frequency buckets are the k0 runs' (make causal, make alias).")
@@ -74,8 +67,6 @@ def frequent_bucket(loaded: dict) -> np.ndarray:
 
 
 def _unbiased(df):
-    from tanbias.theory.token_clouds import unbiased_radius
-
     return unbiased_radius(df["t"].to_numpy(float), df["count_text"].to_numpy(float))
 
 
@@ -118,9 +109,7 @@ def run_table(loaded: dict) -> "object":
     """
     import pandas as pd
 
-    from tanbias.theory.frequency import concentration
-    from tanbias.lab.analysis import sweep
-    from tanbias.lab.data import alias_map_of
+    from tanbias.lab.data import Stream
     from tanbias.lab.tokenizer import load_tokenizer
 
     if not loaded:
@@ -134,7 +123,7 @@ def run_table(loaded: dict) -> "object":
     pos = positions()
     rows = []
     for (kind, level, seed), r in loaded.items():
-        amap = alias_map_of(r.config, tok)
+        amap = Stream.from_config(r.config, tok).aliases
         type_of = (lambda ids: ids) if amap is None else amap.type_of
         shown = r.input_counts if r.input_counts is not None else r.token_counts
         c = concentration(np.asarray(shown, float)[N_SPECIAL:])
@@ -155,28 +144,12 @@ def run_table(loaded: dict) -> "object":
                      "mean_cosine_late": float(an["mean_cosine"].mean()),
                      "isoscore_late": float(an["isoscore_star"].mean()),
                      "participation_late": float(an["participation_ratio"].mean()),
-                     **_learning(r.evaluation),
+                     **learning(r.evaluation),
                      "log_convergence": _convergence_summary(r.convergence, r.config.steps),
                      "log_convergence_init": _convergence_summary(r.convergence, 0),
                      "extra_rows": 0 if amap is None else amap.n_inputs - amap.vocab,
                      "diverged": bool(not np.isfinite(losses).all())})
     return pd.DataFrame(rows)
-
-
-def _learning(ev: dict) -> dict:
-    """How much a run learned, from its final evaluation (as chapter 10's run table reads it)."""
-    loss, uni = ev.get("loss", np.nan), ev.get("unigram_loss", np.nan)
-    return {"eval_loss": loss, "unigram_loss": uni, "gain": float(uni - loss),
-            "accuracy": ev.get("accuracy", np.nan), "unigram_accuracy": ev.get("unigram_accuracy", np.nan)}
-
-
-def complete_seeds(table, kind: str) -> list[int]:
-    """The seeds of ``kind`` with every level committed and none diverged (``[rule] complete``)."""
-    out = []
-    for seed, g in table[table["kind"] == kind].groupby("seed"):
-        if set(g["level"]) >= set(ALIAS_LEVELS) and not g["diverged"].any():
-            out.append(int(seed))
-    return sorted(out)
 
 
 def predicted(metric: str) -> str:
@@ -195,40 +168,34 @@ def predicted(metric: str) -> str:
 
 
 def responses(table) -> "object":
-    """Chapter 10's registered test on every reading of :data:`~tanbias.lab.analysis.alias_design.READINGS`
-    and architecture, over the complete seeds (``[rule] test``), unadjusted; ``knob`` is ``"alias"``."""
+    """The dose experiment's registered test (chapter 10) on every reading of
+    :data:`~tanbias.lab.analysis.alias_design.READINGS` and architecture, over the complete seeds
+    (``[rule] test``), unadjusted; ``knob`` is ``"alias"``."""
     import pandas as pd
-
-    from tanbias.lab.analysis.dose import dose_response
 
     rows = []
     for metric in READINGS:
         for kind in KINDS:
-            t = table[table["seed"].isin(complete_seeds(table, kind)) | (table["kind"] != kind)]
-            rows.append(dose_response(t, metric, "alias", kind, positions=positions(), predicted=predicted(metric)))
+            t = table[table["seed"].isin(complete_seeds(ALIAS, table, kind)) | (table["kind"] != kind)]
+            rows.append(dose.dose_response(t, metric, "alias", kind, positions=positions(),
+                                           predicted=predicted(metric)))
     return pd.DataFrame(rows)
 
 
 def joint_multiplicity(dose_responses, alias_responses) -> tuple:
-    """Holm across chapter 10's whole verdict table (``[rule] multiplicity``): the dose rows (their
-    unadjusted reading) and the aliasing rows, one family of 38; rows without a p-value (too few
-    seeds yet) enter with p = 1, so the family stays the registered one while the design is interim.
-    Returns ``(dose rows, alias rows)``, each read at the joint adjusted p (``p_holm``, ``observed``,
-    ``verdict``, ``progress_survives``; the unadjusted reading in ``*_unadjusted``)."""
+    """Holm across the joint verdict table of chapters 10 and 11 (``[rule] multiplicity``): the dose rows (their
+    unadjusted reading) and the aliasing rows, one family of :data:`~tanbias.lab.analysis.alias_design.FAMILY_ROWS`
+    (:func:`tanbias.lab.analysis.dose.apply_multiplicity`; rows without a p-value, too few seeds yet,
+    stay in it with p = 1 and read ``"n/a"``, so the family stays the registered one while the design
+    is interim). Returns ``(dose rows, alias rows)``, each read at the joint adjusted p (``p_holm``,
+    ``observed``, ``verdict``, ``progress_survives``; the unadjusted reading in ``*_unadjusted``)."""
     import pandas as pd
-
-    from tanbias.lab.analysis.dose import apply_multiplicity
 
     d = dose_responses.copy()
     if "verdict_unadjusted" in d:           # already read at Holm: start from the unadjusted reading
         d["observed"], d["verdict"] = d["observed_unadjusted"], d["verdict_unadjusted"]
     both = pd.concat([d.assign(_part="dose"), alias_responses.assign(_part="alias")], ignore_index=True)
-    missing = both["p"].isna()
-    both["p"] = both["p"].fillna(1.0)
-    r = apply_multiplicity(both)
-    r.loc[missing.to_numpy(), ["p", "p_holm"]] = np.nan
-    r.loc[missing.to_numpy(), "observed"] = "n/a"
-    r.loc[missing.to_numpy(), "verdict"] = "not decided"
+    r = dose.apply_multiplicity(both, family=FAMILY_ROWS)
     out = [r[r["_part"] == part].drop(columns="_part").reset_index(drop=True) for part in ("dose", "alias")]
     return out[0], out[1]
 
@@ -240,10 +207,7 @@ def learning_change(table, kind: str, knob: str) -> dict:
     (the dose table for ``token``, :func:`run_table` for ``alias``). Returns ``change, se, df``."""
     import statsmodels.formula.api as smf
 
-    from tanbias.lab.analysis.dose import knob_runs
-    from tanbias.lab.analysis.dose_design import level_positions
-
-    g = knob_runs(table, knob, kind).dropna(subset=["gain", "log_collision"])
+    g = dose.knob_runs(table, knob, kind).dropna(subset=["gain", "log_collision"])
     order = positions() if knob == "alias" else level_positions(knob)
     start, flat = min(order, key=order.get), max(order, key=order.get)
     seeds = g.groupby("seed")["level"].nunique()
@@ -263,11 +227,10 @@ def learning_contrast(alias_table, dose_table) -> "object":
     ``not told apart``, or ``undecided`` without an estimate)."""
     import pandas as pd
     from scipy import stats
-    from statsmodels.stats.multitest import multipletests
 
     rows = []
     for kind in KINDS:
-        t = alias_table[alias_table["seed"].isin(complete_seeds(alias_table, kind))]
+        t = alias_table[alias_table["seed"].isin(complete_seeds(ALIAS, alias_table, kind))]
         a, b = learning_change(t, kind, "alias"), learning_change(dose_table, kind, "token")
         d = a["change"] - b["change"]
         se = float(np.hypot(a["se"], b["se"]))
@@ -277,10 +240,7 @@ def learning_contrast(alias_table, dose_table) -> "object":
         rows.append({"kind": kind, "alias_change": a["change"], "alias_se": a["se"], "token_change": b["change"],
                      "token_se": b["se"], "difference": d, "lo": d - h, "hi": d + h, "df": df, "p": p})
     out = pd.DataFrame(rows)
-    ok = out["p"].notna().to_numpy()
-    out["p_holm"] = np.nan
-    if ok.any():
-        out.loc[ok, "p_holm"] = multipletests(out.loc[ok, "p"], method="holm")[1]
+    out["p_holm"] = holm(out["p"], family=len(KINDS))
     out["word"] = ["undecided" if not np.isfinite(p) else "less" if p < ALPHA and d > 0 else
                    "more" if p < ALPHA and d < 0 else "not told apart" for p, d in zip(out["p_holm"], out["difference"])]
     return out
@@ -323,11 +283,9 @@ def convergence_words(table) -> "object":
     ``init_word``: by the same rule, a reading the registration shows but does not name)."""
     import pandas as pd
 
-    from tanbias.lab.analysis.sweep import t_interval
-
     rows = []
     for kind in KINDS:
-        t = table[(table["kind"] == kind) & table["seed"].isin(complete_seeds(table, kind))]
+        t = table[(table["kind"] == kind) & table["seed"].isin(complete_seeds(ALIAS, table, kind))]
         for level in list(ALIAS_LEVELS)[1:]:
             x = t.loc[t["level"] == level]
             m, lo, hi, n = t_interval(x["log_convergence"])
@@ -340,8 +298,8 @@ def convergence_words(table) -> "object":
 
 @dataclass
 class AliasAnalysis:
-    """Everything the aliasing section of chapter 10 shows (:func:`analyse_alias`)."""
-    status: object        # cell_status
+    """Everything chapter 11 shows of the aliasing knob (:func:`analyse_alias`)."""
+    status: object        # registered.run_status(ALIAS)
     table: object         # run_table
     responses: object     # responses, read at the joint Holm family (joint_multiplicity)
     learning: object      # learning_contrast
@@ -361,11 +319,9 @@ def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
     """
     import pandas as pd
 
-    from tanbias.lab.analysis import dose
-
     da = dose.analyse_dose() if dose_analysis is None else dose_analysis
     loaded = load_alias() if loaded is None else loaded
-    status = cell_status()
+    status = registered.run_status(ALIAS)
     if loaded:
         table = run_table(loaded)
         raw = responses(table)
@@ -376,7 +332,7 @@ def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
         raw = pd.DataFrame([dose.dose_response(empty, m, "alias", k, positions=positions(), predicted=predicted(m))
                             for m in READINGS for k in KINDS])
     dose_rows, alias_rows = joint_multiplicity(da.responses, raw)
-    seeds = {k: complete_seeds(table, k) if len(table) else [] for k in KINDS}
+    seeds = {k: complete_seeds(ALIAS, table, k) if len(table) else [] for k in KINDS}
     aa = AliasAnalysis(status=status, table=table, responses=alias_rows,
                        learning=learning_contrast(table, da.table) if len(table) else pd.DataFrame(),
                        convergence=convergence_table(loaded), clouds=convergence_words(table) if len(table)
@@ -387,10 +343,8 @@ def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
 
 def chapter10_analyses() -> tuple:
     """``(DoseAnalysis, AliasAnalysis)`` of the committed runs, memoised on disk
-    (:func:`tanbias.lab.runs.memoised`): chapter 10 and the closing page read the dose analysis with
+    (:func:`tanbias.lab.runs.memoised`): chapters 10 and 11 and the closing page read the dose analysis with
     the joint Holm family, and the aliasing analysis, from one computation."""
-    from tanbias.lab import runs
-
     def compute():
         aa, da = analyse_alias()
         return da, aa

@@ -1,4 +1,4 @@
-"""The aliasing knob's design, fixed before its runs: registration, levels, power (chapter 10, issue 21).
+"""The aliasing knob's design, fixed before its runs: registration, levels, power (chapter 11).
 
 Chapter 10's direct knob subsamples frequent types and so changes the text the
 models read; its realistic knob hardly moves frequencies. The aliasing knob
@@ -8,28 +8,27 @@ text, the targets and the loss stay. This module holds what was fixed before the
 first aliasing run:
 
 * the registration ``data/preregistration/alias.toml`` (design, predictions, rules;
-  :func:`registration`, pinned by :data:`REGISTRATION_SHA256`);
+  :func:`registration`, pinned by :data:`tanbias.lab.experiments.ALIAS`);
 * :func:`expected_concentration`: each level's expected input collision probability
   from the corpus alone, beside the direct knob's levels it was matched to;
 * :func:`power_analysis`: the power of the registered test at chapter 10's realised
   residual SDs, and the seeds it asks for.
 
-The levels, seeds and run names are :mod:`tanbias.lab.experiments`; the statistics of
+The levels, seeds and run names are :data:`tanbias.lab.experiments.ALIAS`; the statistics of
 the runs :mod:`tanbias.lab.analysis.alias`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis.dose_design import load_registration, power_at
+from tanbias.lab.analysis import dose, dose_design, registered
+from tanbias.lab.analysis.registered import power_at
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import ALIAS_F0, ALIAS_LEVELS, ALIAS_SEEDS, alias_names, alias_runs
+from tanbias.lab.experiments import ALIAS, ALIAS_F0, ALIAS_LEVELS, ALIAS_SEEDS, alias_config
 
-__all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "POWER_READING", "FAMILY_ROWS",
+__all__ = ["registration", "TARGET_RATIO", "TARGET_POWER", "POWER_READING", "FAMILY_ROWS",
            "READINGS", "positions", "expected_concentration", "power_analysis", "design_numbers"]
 
-#: the sha256 of ``data/preregistration/alias.toml``: the code refuses a registration that changed
-REGISTRATION_SHA256 = "7d3e6a5f68c2e1cb94295431c6b1e9e5b9ae8c994d33f42e58a0545ec75a0dc0"
 #: the end-to-end change the design is powered for, its power, and the reading it is read on
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
@@ -44,13 +43,14 @@ READINGS = {
     "mean_cosine_late": "mean cosine of the activations (last step, mean over layers)",
     "isoscore_late": "IsoScore* of the activations (last step, mean over layers)",
 }
-#: Holm's family once the aliasing rows join chapter 10's verdict table: 24 + 7 x 2
+#: Holm's family once the aliasing rows (chapter 11) join the dose experiment's verdict table (chapter 10): 24 + 7 x 2
 FAMILY_ROWS = 24 + len(READINGS) * len(KINDS)
 
 
 def registration() -> dict:
-    """``data/preregistration/alias.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`."""
-    return load_registration("alias", REGISTRATION_SHA256)
+    """``data/preregistration/alias.toml``, parsed, its sha256 checked against the pin of
+    :data:`~tanbias.lab.experiments.ALIAS` (:func:`tanbias.lab.analysis.registered.registration`)."""
+    return registered.registration(ALIAS)
 
 
 def positions() -> dict[str, float]:
@@ -66,7 +66,7 @@ def positions() -> dict[str, float]:
 def expected_concentration(kind: str = "decoder") -> "object":
     """Each aliasing level's expected concentration, from the corpus alone (before any run).
 
-    The skewed start's expected type frequencies (:func:`tanbias.lab.data.stream_frequencies`),
+    The skewed start's expected type frequencies (:attr:`tanbias.lab.data.Stream.frequencies`),
     each level's alias counts (:func:`tanbias.lab.aliasing.alias_counts`) and the input
     stream's collision probability ``Σ p_w² / k_w`` (:func:`tanbias.lab.aliasing.input_collision`).
     One row per level: ``level, exponent, collision, ratio`` (the start's over the level's),
@@ -77,17 +77,14 @@ def expected_concentration(kind: str = "decoder") -> "object":
     import pandas as pd
 
     from tanbias.lab.aliasing import alias_counts, input_collision
-    from tanbias.lab.analysis.dose_design import expected_concentration as token_expected
-    from tanbias.lab.analysis.dose_design import level_positions
-    from tanbias.lab.data import stream_frequencies
-    from tanbias.lab.experiments import alias_config
+    from tanbias.lab.data import Stream
     from tanbias.lab.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
-    f = stream_frequencies(alias_config(kind, "k0", 0), tok)
+    f = Stream.from_config(alias_config(kind, "k0", 0), tok).frequencies
     c0 = input_collision(f, np.ones(f.size, np.int64))
-    token = token_expected(kind).set_index("level")["ratio"]
-    token_levels = list(level_positions("token"))
+    token = dose_design.expected_concentration(kind).set_index("level")["ratio"]
+    token_levels = list(dose_design.level_positions("token"))
     rows = []
     for i, (level, exponent) in enumerate(ALIAS_LEVELS.items()):
         k = alias_counts(f, exponent, ALIAS_F0)
@@ -113,8 +110,6 @@ def power_analysis(responses=None, seeds=range(3, 11)) -> "object":
     import pandas as pd
 
     if responses is None:
-        from tanbias.lab.analysis import dose
-
         responses = dose.analyse_dose().responses
     r = responses[responses["knob"] == "token"]
     x = list(positions().values())
@@ -131,7 +126,7 @@ def power_analysis(responses=None, seeds=range(3, 11)) -> "object":
 
 
 def design_numbers(expected, power) -> dict:
-    """The numbers chapter 10's aliasing section quotes from :func:`expected_concentration` and
+    """The numbers chapter 11 quotes from :func:`expected_concentration` and
     :func:`power_analysis`: the levels' exponents and ratios, the power behind the seeds."""
     e = expected.set_index("level")
     p = power[(power["metric"] == POWER_READING)]
@@ -139,10 +134,10 @@ def design_numbers(expected, power) -> dict:
     worst = sd.idxmax()
     pw = p[p["kind"] == worst].set_index("seeds")
     n = len(ALIAS_SEEDS)
-    shared = sum(1 for _, _, _, run in alias_runs() if not run.startswith("alias-"))
+    shared = sum(1 for kind, level, seed, run in ALIAS.cells() if run != ALIAS.run_name(kind, level, seed))
     return {"alias_span": float(e.loc["k3", "ratio"]), "alias_rows_k3": int(e.loc["k3", "extra_rows"]),
             "alias_types_k3": int(e.loc["k3", "aliased_types"]), "alias_kmax": int(e.loc["k3", "k_max"]),
             "alias_sd": float(sd.max()), "alias_seeds": n, "alias_power": float(pw.loc[n, "power"]),
             "alias_power_fewer": float(pw.loc[n - 1, "power"]), "alias_power_holm": float(pw.loc[n, "power_holm"]),
             "alias_family": FAMILY_ROWS, "alias_cells": n * len(ALIAS_LEVELS) * len(KINDS),
-            "alias_trained": len(alias_names()), "alias_shared": shared}
+            "alias_trained": len(ALIAS.names()), "alias_shared": shared}

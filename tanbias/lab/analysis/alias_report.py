@@ -1,9 +1,9 @@
-"""The numbers, tables and words chapter 10's aliasing section and the closing page quote (issue 21).
+"""The numbers, tables and words chapter 11 (the aliasing knob) and the closing page quote.
 
-:func:`alias_numbers` returns the numbers the chapter glues (``ch10_`` keys, the
+:func:`alias_numbers` returns the numbers the chapter glues (``ch11_`` keys, the
 aliasing ones prefixed ``alias_``): the progress of ``make alias``, each reading's
 end-to-end change along the knob with its interval and raw and Holm-adjusted p
-(over chapter 10's joint family), the text's own collision change (a check of the
+(over the joint family of chapters 10 and 11), the text's own collision change (a check of the
 design), the learning comparison with the direct knob, and the convergence of the
 aliases. :func:`verdict_rows` is the aliasing rows of the verdict table;
 :func:`balancing_words` and :func:`closing_verdict` the closing page's "weaker
@@ -17,8 +17,12 @@ import numpy as np
 
 from tanbias.lab.analysis.alias import AliasAnalysis
 from tanbias.lab.analysis.alias_design import READINGS
-from tanbias.lab.analysis.dose import POSTHOC
+from tanbias.lab.analysis.dose import POSTHOC, verdict_table
+from tanbias.lab.analysis.dose_report import balancing_components
+from tanbias.lab.analysis.registered import t_interval
+from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
+from tanbias.stats import check_words
 
 __all__ = ["SHORT", "alias_numbers", "verdict_rows", "learning_table", "convergence_summary", "status_table",
            "balancing_words", "closing_verdict", "knob_properties", "words_of", "word_checks"]
@@ -34,12 +38,12 @@ _BALANCING = {*POSTHOC["balancing"]["alignment"], *POSTHOC["balancing"]["anisotr
 
 
 def alias_numbers(aa: AliasAnalysis) -> dict:
-    """The numbers chapter 10 quotes from the aliasing knob (without the ``ch10_`` prefix).
+    """The numbers chapter 11 quotes from the aliasing knob (without the ``ch11_`` prefix).
 
     ``alias_done`` (committed cells), ``alias_complete_<kind>`` (complete seeds). For each reading
     and architecture (``alias_<short>_<kind>``, :data:`SHORT`): the end-to-end change from k0 to k3
     (a ratio for ln readings, a difference otherwise) with ``_lo``, ``_hi`` (95 %), ``_p`` and
-    ``_p_holm`` (the joint family of chapter 10's 38 rows), and the same change at matched training
+    ``_p_holm`` (the joint family of 38 rows: chapter 10's 24 and these 14), and the same change at matched training
     progress, ``_progress`` with ``_progress_lo``, ``_progress_hi``, for the readings the balancing
     words read (late enrichment, mean cosine, IsoScore*);
     ``alias_xgain_<kind>``: the correlation of the knob with the gain over unigram across the runs
@@ -73,8 +77,6 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
         g = t[(t["kind"] == kind) & t["seed"].isin(aa.seeds[kind])] if len(t) else t
         typecol = np.nan, np.nan, np.nan
         if len(g) and {"k0", "k3"} <= set(g["level"]) and len(aa.seeds[kind]) >= 2:
-            from tanbias.lab.analysis.sweep import t_interval
-
             w = g.pivot_table(index="seed", columns="level", values="log_type_collision")
             m, lo, hi, _ = t_interval((w["k3"] - w["k0"]).to_numpy())
             typecol = np.exp(m), np.exp(lo), np.exp(hi)
@@ -95,9 +97,7 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
 
 
 def verdict_rows(aa: AliasAnalysis) -> "object":
-    """The aliasing knob's rows of chapter 10's verdict table, in its columns (read at the joint family)."""
-    from tanbias.lab.analysis.dose import verdict_table
-
+    """The aliasing knob's rows of the joint verdict table, in its columns (read at the joint family)."""
     return verdict_table(aa.responses)
 
 
@@ -133,10 +133,9 @@ def status_table(aa: AliasAnalysis) -> "object":
 
 def balancing_words(aa: AliasAnalysis) -> dict:
     """``[rule.balancing]``: the aliasing knob's four words (alignment and anisotropy of each
-    architecture) by chapter 10's rule of issue 18 (:func:`tanbias.lab.analysis.dose_report.balancing_components`
-    with ``knob="alias"``); ``undecided`` while the design is interim."""
-    from tanbias.lab.analysis.dose_report import balancing_components
-
+    architecture) by the rule added after the dose runs (``dose-posthoc.toml`` ``[balancing]``,
+    :func:`tanbias.lab.analysis.dose_report.balancing_components` with ``knob="alias"``); ``undecided``
+    while the design is interim."""
     words = balancing_components(aa.responses, knob="alias")
     return {k: "undecided" for k in words} if aa.interim else words
 
@@ -145,24 +144,19 @@ def closing_verdict(aa: AliasAnalysis) -> str:
     """The closing page's "weaker under balancing" (``[rule.balancing] closing``): the aliasing knob's
     property (:func:`tanbias.lab.analysis.sweep.balancing_property` of :func:`balancing_words`),
     ``undecided (interim)`` while a registered seed is incomplete."""
-    from tanbias.lab.analysis.sweep import balancing_property
-
     return "undecided (interim)" if aa.interim else balancing_property(balancing_words(aa))
 
 
 def knob_properties(aa: AliasAnalysis, da) -> dict:
-    """The property by the same rule along each of chapter 10's three knobs: ``alias``, ``token`` (the
+    """The property by the same rule along each of the three knobs of chapters 10 and 11: ``alias``, ``token`` (the
     direct knob) and ``language`` (the realistic one), ``da`` read with the joint family."""
-    from tanbias.lab.analysis.dose_report import balancing_components
-    from tanbias.lab.analysis.sweep import balancing_property
-
     return {"alias": closing_verdict(aa),
             **{knob: balancing_property(balancing_components(da.responses, knob=knob))
                for knob in ("token", "language")}}
 
 
 def words_of(aa: AliasAnalysis) -> dict:
-    """Every word chapter 10's aliasing section and the closing page state about the runs, by name,
+    """Every word chapter 11 and the closing page state about the runs, by name,
     for :func:`word_checks`:
 
     * ``every seed complete`` (``yes`` or ``no``) and ``closing`` (:func:`closing_verdict`);
@@ -192,6 +186,4 @@ def words_of(aa: AliasAnalysis) -> dict:
 def word_checks(aa: AliasAnalysis, expected: dict) -> list:
     """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
     :func:`words_of` (a name it does not know raises ``KeyError`` naming the known ones)."""
-    from tanbias.stats import check_words
-
     return check_words(words_of(aa), expected)

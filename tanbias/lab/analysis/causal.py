@@ -1,10 +1,11 @@
-"""The causal test measured: the runs' outcomes and the registered rules applied (chapter 11).
+"""The causal test measured: the runs' outcomes and the registered rules applied (chapter 12).
 
 The design and the rules are fixed in ``data/preregistration/causal.toml``
 (:mod:`tanbias.lab.analysis.causal_design`); this module applies them to the
 committed runs ``causal-<kind>-<arm>-s<seed>``:
 
-* :func:`run_status` (every registered run, committed or not), :func:`load_causal`;
+* the runs of :data:`tanbias.lab.experiments.CAUSAL`, their status, the committed ones
+  and their complete seeds: :mod:`tanbias.lab.analysis.registered`;
 * :func:`run_table` (one row per run: the primary outcome and every secondary
   one) and :func:`trajectory_table` (the primary outcome at every probe step, per
   layer and as the layer mean);
@@ -14,27 +15,32 @@ committed runs ``causal-<kind>-<arm>-s<seed>``:
 * the rules: :func:`causal_rows` (prediction 1, Holm across the six contrasts,
   with the learning check), :func:`early_share` (prediction 2),
   :func:`reinforcing` (prediction 3), :func:`rival_rows` (4), :func:`cost_rows` (5);
+* post hoc, :func:`matched_progress`: every contrast at matched held-out loss (the
+  matched-progress reading of :mod:`tanbias.lab.analysis.registered`);
 * :func:`analyse_causal`: all of it, and whether it is interim (fewer seeds than
   registered).
 
-The numbers chapter 11 and the closing page quote are :mod:`tanbias.lab.analysis.causal_report`.
+The numbers chapter 12 and the closing page quote are :mod:`tanbias.lab.analysis.causal_report`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from tanbias._checks import check_choice
 from tanbias.lab import runs
-from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms, causal_names, parse_causal_name
+from tanbias.lab.analysis import registered, sweep
+from tanbias.lab.analysis.causal_design import FAMILY
+from tanbias.lab.analysis.registered import (complete_seeds, holm, learning, progress_word, relative_word, t_interval,
+                                             value_at_progress)
+from tanbias.lab.config import EARLY_FRAC, KINDS, PROBE_STEPS
+from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
+from tanbias.stats import interval_word
 
-__all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_status", "load_causal",
-           "run_table", "trajectory_table", "complete_seeds", "fit_contrasts", "causal_rows", "causal_word",
-           "early_share", "reinforcing", "rival_rows", "cost_rows", "value_at_progress", "matched_progress",
-           "CausalAnalysis", "analyse_causal"]
+__all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_table", "trajectory_table",
+           "fit_contrasts", "causal_rows", "causal_word", "early_share", "reinforcing", "rival_rows", "cost_rows",
+           "matched_progress", "CausalAnalysis", "analyse_causal", "from_tables"]
 
 #: the outcomes of one run (columns of :func:`run_table`) and what they are
 OUTCOMES = {
@@ -57,30 +63,6 @@ EARLY_THRESHOLD = 0.5
 CAUSAL_CONTRASTS = (("proxy", "control"), ("proxy", "random"), ("proxy", "uniform"))
 
 
-def run_status(runs_dir=None) -> "object":
-    """Every registered causal run: ``run, kind, arm, seed, committed`` (its manifest lists
-    ``tokens.csv``) and ``minutes`` of training (from its summary, where committed)."""
-    import json
-
-    import pandas as pd
-
-    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
-    rows = []
-    for name in causal_names():
-        kind, arm, seed = parse_causal_name(name)
-        done = runs.is_complete(root / name)
-        minutes = (json.loads((root / name / "summary.json").read_text())["train_seconds"] / 60 if done else np.nan)
-        rows.append({"run": name, "kind": kind, "arm": arm, "seed": seed, "committed": done, "minutes": minutes})
-    return pd.DataFrame(rows)
-
-
-def load_causal(names=None, runs_dir=None) -> dict:
-    """The committed causal runs (checksums verified), ``{name: RunData}``, in design order."""
-    root = runs.RUNS_DIR if runs_dir is None else Path(runs_dir)
-    names = causal_names() if names is None else list(names)
-    return {n: runs.load_run(root / n) for n in names if runs.is_complete(root / n)}
-
-
 def _layer_mean(an, column: str) -> float:
     return float(an[column].mean())
 
@@ -92,8 +74,6 @@ def run_table(loaded: dict) -> "object":
     (a non-finite training loss)."""
     import pandas as pd
 
-    from tanbias.lab.analysis import sweep
-
     if not loaded:
         raise ValueError("no causal run is committed yet: run `make causal` (python -m tanbias.lab causal "
                          "--jobs 2 --commit) first.")
@@ -102,7 +82,7 @@ def run_table(loaded: dict) -> "object":
               & (met["phase"] == "late")].set_index("run")["log_enrichment"]
     rows = []
     for name, r in loaded.items():
-        kind, arm, seed = parse_causal_name(name)
+        kind, arm, seed = CAUSAL.parse(name)
         an = r.anisotropy
         an = an[(an["positions"] == "content") & (an["layer"] >= 1)]
         last = an[an["step"] == an["step"].max()]
@@ -118,7 +98,7 @@ def run_table(loaded: dict) -> "object":
                      "log_top1": float(np.log(_layer_mean(last, "top1_share"))),
                      "log_enrichment_late": float(met.get(name, np.nan)),
                      "heldout_loss": float(final.iloc[-1]) if len(final) else np.nan,
-                     "gain": float(ev.get("unigram_loss", np.nan) - ev.get("loss", np.nan)),
+                     "gain": learning(ev)["gain"],
                      "premise_rho": float(prem.loc[prem["layer"].idxmax(), "spearman"]) if prem is not None
                      else np.nan,
                      "share": float(m["surgery_share"].mean()) if "surgery_share" in m else np.nan,
@@ -136,7 +116,7 @@ def trajectory_table(loaded: dict) -> "object":
 
     frames = []
     for name, r in loaded.items():
-        kind, arm, seed = parse_causal_name(name)
+        kind, arm, seed = CAUSAL.parse(name)
         an = r.anisotropy
         an = an[(an["positions"] == "content") & (an["layer"] >= 1)]
         per = an[["step", "layer"]].assign(log_mean_cosine=np.log(an["mean_cosine"].to_numpy(float)))
@@ -152,18 +132,6 @@ def trajectory_table(loaded: dict) -> "object":
     return out[TRAJECTORY_COLUMNS]
 
 
-def complete_seeds(table, kind: str) -> list[int]:
-    """The seeds of ``kind`` whose every arm is in ``table`` and none diverged (the rule's ``complete``
-    and ``diverged``)."""
-    check_choice("kind", kind, KINDS)
-    arms = set(causal_arms(kind))
-    out = []
-    for seed, g in table[table["kind"] == kind].groupby("seed"):
-        if set(g["arm"]) >= arms and not g["diverged"].any():
-            out.append(int(seed))
-    return sorted(out)
-
-
 def fit_contrasts(table, outcome: str, kind: str, pairs, confidence: float = 1 - ALPHA) -> "object":
     """Seed-paired contrasts of arms of one architecture: OLS ``outcome ~ C(seed) + C(arm)`` over the
     complete seeds (statsmodels), each pair ``(a, b)`` the difference of the two arms' effects.
@@ -176,7 +144,7 @@ def fit_contrasts(table, outcome: str, kind: str, pairs, confidence: float = 1 -
     import statsmodels.formula.api as smf
 
     check_choice("outcome", outcome, tuple(OUTCOMES))
-    seeds = complete_seeds(table, kind)
+    seeds = complete_seeds(CAUSAL, table, kind)
     d = table[(table["kind"] == kind) & table["seed"].isin(seeds)].copy()
     rows = []
     fit = None
@@ -205,9 +173,10 @@ def causal_rows(table) -> "object":
     ``control``, ``random``, ``uniform``, per architecture) with Holm-adjusted p (``p_holm``), the
     learning check on held-out loss (``loss_estimate``, ``loss_lo``, ``loss_hi``; ``learning_differs``:
     the proxy arm's loss is higher than a specificity comparator's, 95 % interval above 0) and
-    ``significant`` (Holm-adjusted p below α)."""
+    ``significant`` (Holm-adjusted p below α). Holm's family is the registered six contrasts
+    (:func:`tanbias.lab.analysis.registered.holm`: while an architecture has too few seeds, an
+    interim reading, its contrasts stay in the family with p = 1)."""
     import pandas as pd
-    from statsmodels.stats.multitest import multipletests
 
     frames = []
     for kind in KINDS:
@@ -216,13 +185,7 @@ def causal_rows(table) -> "object":
         c["loss_estimate"], c["loss_lo"], c["loss_hi"] = loss["estimate"], loss["lo"], loss["hi"]
         frames.append(c)
     rows = pd.concat(frames, ignore_index=True)
-    ok = rows["p"].notna().to_numpy()
-    rows["p_holm"] = np.nan
-    if ok.any():
-        # the registered family is all six contrasts: while an architecture has too few seeds
-        # (an interim reading), its contrasts enter Holm's step-down with p = 1, so the family
-        # stays six and the others are not adjusted as if it were three
-        rows.loc[ok, "p_holm"] = multipletests(rows["p"].fillna(1.0), alpha=ALPHA, method="holm")[1][ok]
+    rows["p_holm"] = holm(rows["p"], family=FAMILY)
     rows["significant"] = rows["p_holm"] < ALPHA
     rows["learning_differs"] = (rows["contrast"] != "proxy - control") & (rows["loss_lo"] > 0)
     return rows
@@ -247,7 +210,7 @@ def causal_word(rows, kind: str) -> str:
 
 def _seed_values(table, kind: str, outcome: str = PRIMARY):
     """Arm -> array over the complete seeds (same order) of ``outcome``."""
-    seeds = complete_seeds(table, kind)
+    seeds = complete_seeds(CAUSAL, table, kind)
     t = table[(table["kind"] == kind) & table["seed"].isin(seeds)]
     p = t.pivot_table(index="seed", columns="arm", values=outcome).loc[seeds]
     return {a: p[a].to_numpy(float) for a in p.columns}
@@ -281,17 +244,6 @@ def early_share(table, kind: str, main_word: str, n_boot: int = 4000, rng=0) -> 
     return out
 
 
-def _t_interval(x, confidence: float):
-    from scipy import stats
-
-    x = np.asarray(x, float)
-    n = len(x)
-    if n < 2:
-        return float(x.mean()) if n else np.nan, np.nan, np.nan
-    h = stats.t.ppf(0.5 + confidence / 2, n - 1) * x.std(ddof=1) / np.sqrt(n)
-    return float(x.mean()), float(x.mean() - h), float(x.mean() + h)
-
-
 def window_end(steps: int) -> int:
     """The last probe step inside the early window (the surgery's steps ``0 .. round(EARLY_FRAC steps) − 1``):
     step 75 of a 320-step run.
@@ -299,8 +251,7 @@ def window_end(steps: int) -> int:
     >>> window_end(320)
     75
     """
-    from tanbias.lab.config import EARLY_FRAC, PROBE_STEPS
-    from tanbias.lab.probe import probe_steps
+    from tanbias.lab.probe import probe_steps        # here: it imports torch
 
     end = int(round(EARLY_FRAC * steps))
     return max(s for s in probe_steps(steps, min(PROBE_STEPS, steps)) if s < end)
@@ -311,8 +262,9 @@ def reinforcing(traj, table, kind: str) -> dict:
     primary outcome, per seed, at the window's end (:func:`window_end`) and at the last probe step;
     ``d = g(last) − g(window end)``, both with seed-paired t intervals at ``1 − α/2``; the word
     ``grows`` (d on the gap's side), ``decays`` (the other side), ``neither detected``, or
-    ``not assessable`` (the gap at the window's end is not told apart from 0)."""
-    seeds = complete_seeds(table, kind)
+    ``not assessable`` (the gap at the window's end is not told apart from 0); the words are
+    :func:`~tanbias.lab.analysis.registered.relative_word` of d against the gap."""
+    seeds = complete_seeds(CAUSAL, table, kind)
     t = traj[(traj["kind"] == kind) & (traj["layer"] == "mean") & traj["seed"].isin(seeds)
              & traj["arm"].isin(["proxy-early", "control"])]
     out = {"kind": kind, "n_seeds": len(seeds), "word": "not assessable"}
@@ -323,15 +275,15 @@ def reinforcing(traj, table, kind: str) -> dict:
     p = t.pivot_table(index=["seed", "step"], columns="arm", values="log_mean_cosine")
     gap = (p["proxy-early"] - p["control"]).unstack("step")
     conf = 1 - ALPHA / 2
-    out.update(zip(("gap_end", "gap_end_lo", "gap_end_hi"), _t_interval(gap[end], conf)))
-    out.update(zip(("gap_last", "gap_last_lo", "gap_last_hi"), _t_interval(gap[last], conf)))
-    out.update(zip(("d", "d_lo", "d_hi"), _t_interval(gap[last] - gap[end], conf)))
+    out.update(zip(("gap_end", "gap_end_lo", "gap_end_hi"), t_interval(gap[end], conf)[:3]))
+    out.update(zip(("gap_last", "gap_last_lo", "gap_last_hi"), t_interval(gap[last], conf)[:3]))
+    out.update(zip(("d", "d_lo", "d_hi"), t_interval(gap[last] - gap[end], conf)[:3]))
     out["window_end"], out["last_step"] = end, last
-    if not (out["gap_end_lo"] > 0 or out["gap_end_hi"] < 0):
+    side = {"positive": "+", "negative": "-"}.get(interval_word(out["gap_end_lo"], out["gap_end_hi"]))
+    if side is None:
         return out
-    side = 1.0 if out["gap_end_lo"] > 0 else -1.0
-    lo, hi = sorted((side * out["d_lo"], side * out["d_hi"]))
-    out["word"] = "grows" if lo > 0 else "decays" if hi < 0 else "neither detected"
+    out["word"] = {"same": "grows", "opposite": "decays"}.get(relative_word(side, out["d_lo"], out["d_hi"]),
+                                                              "neither detected")
     return out
 
 
@@ -347,42 +299,10 @@ def cost_rows(table) -> "object":
     architecture, 95 % t intervals, and the interval's word (:func:`tanbias.stats.interval_word`)."""
     import pandas as pd
 
-    from tanbias.stats import interval_word
-
     c = pd.concat([fit_contrasts(table, "heldout_loss", k, (("proxy", "control"),)) for k in KINDS],
                   ignore_index=True)
-    c["word"] = [interval_word(lo, hi) if np.isfinite(lo) else "undecided" for lo, hi in zip(c["lo"], c["hi"])]
+    c["word"] = [interval_word(lo, hi) for lo, hi in zip(c["lo"], c["hi"])]
     return c
-
-
-def value_at_progress(steps, loss, outcome, level: float, last: bool = False) -> float:
-    """The outcome of one run at the held-out loss ``level`` (causal-posthoc.toml [matched_progress]).
-
-    ``steps``, ``loss`` and ``outcome`` are the run's probe steps and the held-out loss and outcome
-    at each. With ``last`` (the run that learned less: ``level`` is its own final loss) the outcome
-    at the last probe step; otherwise the outcome at the first probe step whose loss is at most
-    ``level``, linearly interpolated in loss from the step before it.
-
-    >>> value_at_progress([0, 10, 20], [9.0, 7.0, 6.0], [0.0, 1.0, 3.0], 6.5)
-    2.0
-    >>> value_at_progress([0, 10, 20], [9.0, 7.0, 6.0], [0.0, 1.0, 3.0], 6.0, last=True)
-    3.0
-    """
-    order = np.argsort(np.asarray(steps))
-    loss, outcome = np.asarray(loss, float)[order], np.asarray(outcome, float)[order]
-    if not len(loss) or not np.isfinite(loss).all():
-        return np.nan
-    if last:
-        return float(outcome[-1])
-    below = np.flatnonzero(loss <= level)
-    if not len(below):
-        raise ValueError(f"level={level!r}: the run's held-out loss never reaches it (its lowest is "
-                         f"{loss.min():.4g}); pass last=True for the run that learned less")
-    i = int(below[0])
-    if i == 0:
-        return float(outcome[0])
-    w = (loss[i - 1] - level) / (loss[i - 1] - loss[i])
-    return float(outcome[i - 1] + w * (outcome[i] - outcome[i - 1]))
 
 
 def matched_progress(traj, table, rows) -> "object":
@@ -392,22 +312,22 @@ def matched_progress(traj, table, rows) -> "object":
 
     Per architecture, seed and pair (rule.causal's three contrasts; the decoder's ``tied − control``
     too): ``L*`` is the larger of the two runs' final held-out losses, each run's ln layer-mean
-    cosine is read at ``L*`` (:func:`value_at_progress`), and the per-seed differences get a 95 %
-    seed t interval. ``rows`` is :func:`causal_rows` (the registered contrasts, whose estimate and
-    Holm significance the word reads).
+    cosine is read at ``L*`` (:func:`~tanbias.lab.analysis.registered.value_at_progress`), and the
+    per-seed differences get a 95 % seed t interval. ``rows`` is :func:`causal_rows` (the registered
+    contrasts, whose estimate and Holm significance the word reads).
 
     Returns a DataFrame, one row per architecture and pair: ``kind, contrast, estimate, lo, hi``
     (ln units), ``n_seeds``, ``loss_gap`` (mean over seeds of the first arm's final held-out loss
     minus the second's), ``registered`` (the registered estimate) and ``word``: ``survives``,
-    ``reverses``, ``not told apart from progress`` or ``n/a`` (the registered contrast not
-    Holm-significant or not estimable).
+    ``reverses``, ``not told apart from progress`` (:func:`~tanbias.lab.analysis.registered.progress_word`)
+    or ``n/a`` (the registered contrast not Holm-significant or not estimable).
     """
     import pandas as pd
 
     out = []
     reg = rows.set_index(["kind", "contrast"]) if len(rows) else None
     for kind in KINDS:
-        seeds = complete_seeds(table, kind)
+        seeds = complete_seeds(CAUSAL, table, kind)
         t = traj[(traj["kind"] == kind) & (traj["layer"] == "mean") & traj["seed"].isin(seeds)]
         pairs = (*CAUSAL_CONTRASTS, ("tied", "control")) if kind == "decoder" else CAUSAL_CONTRASTS
         for a, b in pairs:
@@ -421,17 +341,16 @@ def matched_progress(traj, table, rows) -> "object":
                 vb = value_at_progress(rb["step"], rb["heldout_loss"], rb["log_mean_cosine"], level, last=lb > la)
                 diffs.append(va - vb)
                 gaps.append(la - lb)
-            est, lo, hi = _t_interval(diffs, 1 - ALPHA)
+            est, lo, hi, _ = t_interval(diffs, 1 - ALPHA)
             contrast = f"{a} - {b}"
             word, registered = "n/a", np.nan
             key = (kind, contrast)
             if reg is not None and key in reg.index:
                 r = reg.loc[key]
                 registered = float(r["estimate"])
-                if bool(r["significant"]) and np.isfinite(lo):
-                    side = np.sign(registered)
-                    lo_s, hi_s = sorted((side * lo, side * hi))
-                    word = "survives" if lo_s > 0 else "reverses" if hi_s < 0 else "not told apart from progress"
+                if bool(r["significant"]):
+                    matched = progress_word(registered, lo, hi)
+                    word = "n/a" if matched == "undecided" else matched
             elif kind == "decoder" and contrast == "tied - control":
                 registered = float("nan")          # a rival: rule.rivals reports it with no verdict
             out.append({"kind": kind, "contrast": contrast, "estimate": est, "lo": lo, "hi": hi,
@@ -442,7 +361,7 @@ def matched_progress(traj, table, rows) -> "object":
 
 @dataclass
 class CausalAnalysis:
-    """Everything chapter 11 shows: the status, the run table, the trajectories and each rule's rows."""
+    """Everything chapter 12 shows: the status, the run table, the trajectories and each rule's rows."""
     status: "object"
     table: "object"
     trajectory: "object"
@@ -467,26 +386,25 @@ class CausalAnalysis:
 
 
 def analyse_causal(loaded: dict | None = None, runs_dir=None) -> CausalAnalysis:
-    """Apply every registered rule of the causal test to the committed runs (:func:`load_causal`).
+    """Apply every registered rule of the causal test to the committed runs
+    (:func:`tanbias.lab.analysis.registered.load` of :data:`~tanbias.lab.experiments.CAUSAL`).
 
     On the committed runs (neither argument given) the result is memoised on disk
-    (:func:`tanbias.lab.runs.memoised`): chapter 11, the closing page and the tests read one
+    (:func:`tanbias.lab.runs.memoised`): chapter 12, the closing page and the tests read one
     computation.
     """
     import pandas as pd
 
     if loaded is None and runs_dir is None:
-        from tanbias.lab import runs
-
-        return runs.memoised("analyse_causal", lambda: analyse_causal(load_causal()))
-    loaded = load_causal(runs_dir=runs_dir) if loaded is None else loaded
+        return runs.memoised("analyse_causal", lambda: analyse_causal(registered.load(CAUSAL)))
+    loaded = registered.load(CAUSAL, runs_dir) if loaded is None else loaded
     if loaded:
         table, traj = run_table(loaded), trajectory_table(loaded)
     else:                          # nothing committed yet: every rule reads "too few seeds"
         table = pd.DataFrame(columns=["run", "kind", "arm", "seed", "steps", *OUTCOMES, "share", "removed",
                                       "diverged"])
         traj = pd.DataFrame(columns=TRAJECTORY_COLUMNS)
-    return from_tables(table, traj, run_status(runs_dir))
+    return from_tables(table, traj, registered.run_status(CAUSAL, runs_dir))
 
 
 def from_tables(table, trajectory, status, *, interim: bool | None = None) -> CausalAnalysis:
@@ -499,7 +417,7 @@ def from_tables(table, trajectory, status, *, interim: bool | None = None) -> Ca
     """
     rows = causal_rows(table)
     words = {k: causal_word(rows, k) for k in KINDS}
-    seeds = {k: complete_seeds(table, k) for k in KINDS}
+    seeds = {k: complete_seeds(CAUSAL, table, k) for k in KINDS}
     if interim is None:
         interim = any(len(seeds[k]) < len(CAUSAL_SEEDS[k]) for k in KINDS)
     return CausalAnalysis(

@@ -1,18 +1,18 @@
-"""The causal test's design, fixed before its runs: registration and power (chapter 11).
+"""The causal test's design, fixed before its runs: registration and power (chapter 12).
 
-Chapter 11 intervenes on the gradient side's chain with the surgery of
+Chapter 12 intervenes on the gradient side's chain with the surgery of
 :mod:`tanbias.lab.surgery` against matched controls (the arms of
 :data:`tanbias.lab.experiments.CAUSAL_ARMS`). This module holds what was fixed
 *before* the first run:
 
 * the registration, ``data/preregistration/causal.toml`` (predictions, primary
-  outcome, decision rules; :func:`registration`, pinned by :data:`REGISTRATION_SHA256`),
-  and, apart from it, ``data/preregistration/causal-posthoc.toml``, a reading written after
-  86 runs were seen (:func:`posthoc`, pinned by :data:`POSTHOC_SHA256`);
+  outcome, decision rules; :func:`registration`), and, apart from it,
+  ``data/preregistration/causal-posthoc.toml``, a reading written after 86 runs were
+  seen (:func:`posthoc`), both pinned by :data:`tanbias.lab.experiments.CAUSAL`;
 * :func:`primary_sd`, the realised seed-to-seed noise of the primary outcome in
   chapter 10's committed runs, and :func:`power_analysis`, the number of seeds
   that detects a ×1.25 change of it with 80 % power after Holm across the primary
-  family (:data:`FAMILY`).
+  family (:data:`FAMILY`; :func:`tanbias.lab.analysis.registered.contrast_power`).
 
 The statistics of the runs are :mod:`tanbias.lab.analysis.causal`.
 """
@@ -20,20 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias._checks import check_int, check_real
-from tanbias.lab.analysis.dose_design import load_registration, seed_blocked_sd, t_test_power
+from tanbias._checks import check_int
+from tanbias.lab.analysis import dose, registered
+from tanbias.lab.analysis.registered import contrast_power, seed_blocked_sd, seeds_needed
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import CAUSAL_SEEDS, causal_arms
+from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
 
-__all__ = ["REGISTRATION_SHA256", "registration", "POSTHOC_SHA256", "posthoc", "TARGET_RATIO", "TARGET_POWER",
-           "FAMILY", "ALPHA",
-           "primary_sd", "contrast_power", "seeds_needed", "power_analysis", "design_numbers"]
+__all__ = ["registration", "posthoc", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA", "primary_sd",
+           "power_analysis", "design_numbers"]
 
-#: the sha256 of ``data/preregistration/causal.toml``: the code refuses a registration that changed
-REGISTRATION_SHA256 = "2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c"
-#: the sha256 of ``data/preregistration/causal-posthoc.toml`` (the matched-progress reading, written
-#: after the data on 2026-12-03; never a registered rule)
-POSTHOC_SHA256 = "a57806285d45b86a2ffbb7244a5f041e1e0b17e4d5007b38dcc5bf7ae23b1d43"
 #: the change of the primary outcome the design is powered for, and the power
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
@@ -43,16 +38,16 @@ ALPHA = 0.05
 
 
 def registration() -> dict:
-    """``data/preregistration/causal.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
-    (:func:`~tanbias.lab.analysis.dose_design.load_registration`)."""
-    return load_registration("causal", REGISTRATION_SHA256)
+    """``data/preregistration/causal.toml``, parsed, its sha256 checked against the pin of
+    :data:`~tanbias.lab.experiments.CAUSAL` (:func:`tanbias.lab.analysis.registered.registration`)."""
+    return registered.registration(CAUSAL)
 
 
 def posthoc() -> dict:
-    """``data/preregistration/causal-posthoc.toml``, parsed, its sha256 checked against
-    :data:`POSTHOC_SHA256`: the matched-training-progress reading that chapter 11 shows beside the
-    registered words (written after the data; it changes none of them)."""
-    return load_registration("causal-posthoc", POSTHOC_SHA256)
+    """``data/preregistration/causal-posthoc.toml``, parsed, its sha256 checked against the pin of
+    :data:`~tanbias.lab.experiments.CAUSAL`: the matched-training-progress reading that chapter 12
+    shows beside the registered words (written after the data on 2026-12-03; it changes none of them)."""
+    return registered.registration(CAUSAL, posthoc=True)
 
 
 def primary_sd(kind: str, loaded=None, table=None) -> dict:
@@ -71,8 +66,6 @@ def primary_sd(kind: str, loaded=None, table=None) -> dict:
     dict
         ``sd``, ``df`` (its degrees of freedom), ``n_seeds``, ``n_levels``.
     """
-    from tanbias.lab.analysis import dose
-
     check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0, hint=f"kind must be one of {KINDS}.")
     # the committed runs' table comes from the memoised analysis of chapter 10
     if table is None:
@@ -82,47 +75,16 @@ def primary_sd(kind: str, loaded=None, table=None) -> dict:
                                   .to_numpy(float)))
 
 
-def contrast_power(ratio: float, sd: float, n_seeds: int, n_arms: int, alpha: float = ALPHA / FAMILY) -> float:
-    """Power of one seed-paired contrast of two arms to detect a change by ``ratio``.
-
-    The model is ``ln y_sa = seed_s + arm_a + e`` (noise sd ``sd``) over ``n_arms`` arms
-    and ``n_seeds`` seeds; a contrast of two arms has standard error ``sd √(2 / n_seeds)``
-    and ``(n_seeds − 1)(n_arms − 1)`` residual degrees of freedom; the two-sided t test at
-    ``alpha`` (default: Holm's first threshold over :data:`FAMILY`, i.e. Bonferroni's, the
-    conservative one).
-
-    >>> round(contrast_power(1.25, 0.145, 12, 6), 2) >= 0.8
-    True
-    """
-    ratio = check_real("ratio", ratio, 0)
-    sd = check_real("sd", sd, 0)
-    n_seeds = check_int("n_seeds", n_seeds, lo=2)
-    n_arms = check_int("n_arms", n_arms, lo=2)
-    alpha = check_real("alpha", alpha, 0, 1)
-    se = sd * np.sqrt(2.0 / n_seeds)
-    return t_test_power(abs(float(np.log(ratio))), se, (n_seeds - 1) * (n_arms - 1), alpha)
-
-
-def seeds_needed(sd: float, n_arms: int, ratio: float = TARGET_RATIO, power: float = TARGET_POWER,
-                 alpha: float = ALPHA / FAMILY, at_least: int = 5) -> int:
-    """The fewest seeds (at least ``at_least``) at which :func:`contrast_power` reaches ``power``."""
-    for n in range(at_least, 200):
-        if contrast_power(ratio, sd, n, n_arms, alpha) >= power:
-            return n
-    raise ValueError(f"sd={sd} needs more than 200 seeds for power {power}: valid range is a smaller sd.")
-
-
 def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> "object":
-    """The design's power per architecture and number of seeds (the numbers chapter 11 quotes).
+    """The design's power per architecture and number of seeds (the numbers chapter 12 quotes).
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``arms``, ``seeds``,
-    ``power`` (×1.25 at α = 0.05 / 6), ``needed`` (:func:`seeds_needed`) and ``chosen``
+    ``power`` (×1.25 at α = 0.05 / 6), ``needed``
+    (:func:`~tanbias.lab.analysis.registered.seeds_needed`) and ``chosen``
     (the design's :data:`~tanbias.lab.experiments.CAUSAL_SEEDS`). ``loaded`` and ``table`` as
     in :func:`primary_sd`.
     """
     import pandas as pd
-
-    from tanbias.lab.analysis import dose
 
     # one run table for both architectures: the memoised analysis', or one computed from ``loaded``
     if table is None:
@@ -131,16 +93,17 @@ def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> "object":
     for kind in KINDS:
         s = primary_sd(kind, table=table)
         arms = len(causal_arms(kind))
-        need = seeds_needed(s["sd"], arms)
+        need = seeds_needed(s["sd"], arms, TARGET_RATIO, TARGET_POWER, ALPHA / FAMILY)
         for n in seeds:
             rows.append({"kind": kind, "sd": s["sd"], "sd_df": s["df"], "arms": arms, "seeds": int(n),
-                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), arms), "needed": need,
+                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), arms, ALPHA / FAMILY),
+                         "needed": need,
                          "chosen": int(n) == len(CAUSAL_SEEDS[kind])})
     return pd.DataFrame(rows)
 
 
 def design_numbers(power) -> dict:
-    """The numbers chapter 11's design section quotes, from :func:`power_analysis`: per architecture
+    """The numbers chapter 12's design section quotes, from :func:`power_analysis`: per architecture
     ``sd_<kind>`` (its df ``sd_df``), ``seeds_<kind>`` (chosen), ``power_<kind>`` (at the chosen
     seeds) and ``power_fewer_<kind>`` (at one seed fewer); ``family`` and ``target_ratio``."""
     out = {"family": FAMILY, "target_ratio": TARGET_RATIO, "sd_df": int(power["sd_df"].iloc[0])}

@@ -1,6 +1,6 @@
-"""The numbers, tables and words chapter 11 and the closing page quote from the causal test.
+"""The numbers, tables and words chapter 12 and the closing page quote from the causal test.
 
-:func:`causal_numbers` returns the numbers the chapter glues (``ch11_`` keys):
+:func:`causal_numbers` returns the numbers the chapter glues (``ch12_`` keys):
 the progress of ``make causal``, and for every architecture with at least two
 complete seeds the registered contrasts as ratios of the primary outcome with
 their intervals, the surgery's energy shares, the early share, the gap
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis.causal import CausalAnalysis
-from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import CAUSAL_SEEDS
+from tanbias.lab.analysis.causal import OUTCOMES, PRIMARY, CausalAnalysis, fit_contrasts
+from tanbias.lab.config import KINDS, SIZES
+from tanbias.lab.experiments import CAUSAL_SEEDS, CAUSAL_SURGERY
+from tanbias.stats import check_words, interval_word
 
 __all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
            "progress_words", "progress_table", "words_of", "word_checks", "secondary_table", "descriptive_table"]
@@ -30,7 +31,7 @@ def _key(contrast: str) -> str:
 
 
 def causal_numbers(ca: CausalAnalysis) -> dict:
-    """The numbers chapter 11 quotes (without its ``ch11_`` prefix).
+    """The numbers chapter 12 quotes (without its ``ch12_`` prefix).
 
     Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
     arm is committed; the registered numbers are in :func:`~tanbias.lab.analysis.causal_design.design_numbers`).
@@ -62,9 +63,6 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     # update energy in the proxy subspace, beside a random subspace's expected r / D
     proxy = ca.table[ca.table["arm"].isin(["proxy", "proxy-early"])] if len(ca.table) else ca.table
     if len(proxy):
-        from tanbias.lab.config import SIZES
-        from tanbias.lab.experiments import CAUSAL_SURGERY
-
         out["proxy_share"] = float(proxy["share"].mean())
         out["proxy_share_runs"] = int(len(proxy))
         out["random_share_expected"] = CAUSAL_SURGERY["rank"] / SIZES["small"].hidden_size
@@ -213,16 +211,13 @@ def closing_words(ca: CausalAnalysis) -> dict:
 
 
 def words_of(ca: CausalAnalysis) -> dict:
-    """Every word chapter 11 and the closing page state about the runs, by name, for
+    """Every word chapter 12 and the closing page state about the runs, by name, for
     :func:`word_checks`: :func:`closing_words`; per architecture of :func:`analysed_kinds`
     ``causal, <kind>``, ``early, <kind>``, ``reinforcing, <kind>``, ``cost, <kind>``, ``matched,
     <kind>, <contrast>`` (:func:`progress_words`), ``learning differs, <kind>, <contrast>`` (``yes`` or
     ``no``), ``secondary, <kind>, <outcome>`` (the interval word of proxy − control on a secondary
     outcome), ``loss, <kind>, <contrast>`` (the interval word of a contrast of held-out loss, the
     early arm's included) and ``every seed complete`` (``yes`` or ``no``)."""
-    from tanbias.lab.analysis.causal import OUTCOMES, PRIMARY, fit_contrasts
-    from tanbias.stats import interval_word
-
     out = {**closing_words(ca), "every seed complete": "no" if ca.interim else "yes"}
     out.update({f"matched, {k}, {c}": w for (k, c), w in progress_words(ca).items()})
     for kind in analysed_kinds(ca):
@@ -246,8 +241,6 @@ def word_checks(ca: CausalAnalysis, expected: dict) -> list:
     """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
     :func:`words_of` (:func:`tanbias.stats.check_words`: a name it does not know raises ``KeyError``
     naming the known ones)."""
-    from tanbias.stats import check_words
-
     return check_words(words_of(ca), expected)
 
 
@@ -256,8 +249,6 @@ def secondary_table(ca: CausalAnalysis) -> "object":
     outcome, architecture and contrast, the difference in the outcome's own units (ln units for the
     ln outcomes, nats for the losses, ρ for the premise)."""
     import pandas as pd
-
-    from tanbias.lab.analysis.causal import OUTCOMES, PRIMARY
 
     frames = [ca.secondary(o).assign(outcome=OUTCOMES[o]) for o in OUTCOMES if o != PRIMARY]
     c = pd.concat(frames, ignore_index=True)

@@ -1,6 +1,7 @@
 """The dose experiment's runs, measured: the chain's links per run and their dose-response (chapter 10).
 
-* :func:`load_dose`, :func:`run_status` — the committed dose runs;
+* :func:`run_status` — the committed dose runs per cell
+  (:func:`tanbias.lab.analysis.registered.load` loads them);
 * :func:`run_table` — one row per run: the knob's level and every link of the
   chain (concentration, η_g of the frequent types, enrichment, anisotropy);
 * :func:`dose_response`, :func:`all_responses`, :func:`architecture_interaction`
@@ -11,7 +12,8 @@
 * :func:`analyse_dose` — every table at once (:class:`DoseAnalysis`).
 
 The predictions these are judged against are :mod:`tanbias.lab.analysis.dose_design`;
-an interval's sign is :func:`tanbias.stats.interval_word`.
+an interval's sign is :func:`tanbias.stats.interval_word`; Holm, the t interval, the learning
+check and the matched-progress reading are :mod:`tanbias.lab.analysis.registered`'s.
 """
 from __future__ import annotations
 
@@ -19,76 +21,52 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanbias.lab.analysis.dose_design import (
-    LINKS,
-    REGISTRATION,
-    level_positions,
-    load_registration,
-    predicted_sign,
-)
-from tanbias.lab.config import EARLY_FRAC, KINDS
-from tanbias.lab.experiments import DOSE_LEVELS, dose_names
+from tanbias.lab import runs
+from tanbias.lab.analysis import registered, sweep
+from tanbias.lab.analysis.dose_design import LINKS, REGISTRATION, level_positions, predicted_sign
+from tanbias.lab.analysis.registered import (detectable_ratio, holm, learning, load, power_at, progress_word,
+                                             registration, t_interval)
+from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL
+from tanbias.lab.experiments import DOSE, DOSE_KNOBS, DOSE_LEVELS, dose_config
 from tanbias.stats import interval_word
+from tanbias.theory.alignment import frequency_buckets
+from tanbias.theory.frequency import concentration
 
-__all__ = ["POSTHOC_SHA256", "POSTHOC", "run_status", "load_dose", "reference_buckets", "run_table", "knob_runs",
+__all__ = ["POSTHOC", "FAMILY", "run_status", "reference_buckets", "run_table", "knob_runs",
            "SIGN_OF_WORD", "verdict_word", "dose_response", "apply_multiplicity", "all_responses",
            "architecture_interaction", "knob_comparison", "knob_comparisons", "learning_table", "realised_power",
            "adaptive_frame", "ADAPTIVE_CELL", "within_cell_sd", "adaptive_association", "verdict_table",
            "DoseAnalysis", "analyse_dose", "measured_concentration"]
 
-#: the sha256 of ``data/preregistration/dose-posthoc.toml``
-POSTHOC_SHA256 = "9ed954d29018675a719442e5c7cf0879e5d2a00b1b6968a41682a3442c2ecc48"
-#: the rules added after the dose runs were seen (issue 18, 2026-12-02; not pre-registered):
-#: Holm across the verdict table, the training-progress check, "weaker under balancing" with
-#: anisotropy, the language-knob comparison, the clustered "possibly adaptive", the realised power
-POSTHOC: dict = load_registration("dose-posthoc", POSTHOC_SHA256)
+#: the rules added after the dose runs were seen (``data/preregistration/dose-posthoc.toml``, dated
+#: 2026-12-02; not pre-registered): Holm across the verdict table, the training-progress check,
+#: "weaker under balancing" with anisotropy, the language-knob comparison, the clustered "possibly
+#: adaptive", the realised power
+POSTHOC: dict = registration(DOSE, posthoc=True)
+#: Holm's family of the verdict table (``[multiplicity]``): every reading x knob x architecture
+FAMILY = len(LINKS) * len(DOSE_KNOBS) * len(KINDS)
 
 
 def run_status(runs_dir=None) -> "object":
-    """Which dose runs are committed: one row per (kind, level) with the seeds complete."""
-    import pandas as pd
-
-    from tanbias.lab import runs
-    from tanbias.lab.experiments import parse_dose_name
-
-    root = runs.RUNS_DIR if runs_dir is None else runs_dir
-    rows = []
-    for name in dose_names():
-        kind, level, seed = parse_dose_name(name)
-        done = runs.is_complete(root / name)
-        rows.append({"kind": kind, "level": level, "knob": "+".join(DOSE_LEVELS[level]["knobs"]),
-                     "seed": seed, "complete": done})
-    df = pd.DataFrame(rows)
+    """Which dose runs are committed: one row per (kind, level) with the seeds complete
+    (:func:`tanbias.lab.analysis.registered.run_status`, counted per cell)."""
+    df = registered.run_status(DOSE, runs_dir)
+    df.insert(2, "knob", ["+".join(DOSE_LEVELS[lv]["knobs"]) for lv in df["level"]])
     return (df.groupby(["kind", "knob", "level"], sort=False)
-            .agg(**{"runs complete": ("complete", "sum"), "runs planned": ("seed", "count")}).reset_index())
+            .agg(**{"runs complete": ("committed", "sum"), "runs planned": ("seed", "count")}).reset_index())
 
 
 # --------------------------------------------------------------------------- the runs, measured
-def load_dose(names=None, runs_dir=None) -> dict:
-    """The committed dose runs that are complete (checksums verified), by name."""
-    from tanbias.lab import runs
-
-    root = runs.RUNS_DIR if runs_dir is None else runs_dir
-    out = {}
-    for name in (dose_names() if names is None else names):
-        if runs.is_complete(root / name):
-            out[name] = runs.load_run(root / name)
-    return out
-
-
 def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     """Frequency bucket of every token id at the *skewed start* (expected stream frequencies).
 
     Fixed across levels, so link 1 follows the same types as the knob makes them
     rarer: bucket 0 = the types that are frequent before any flattening.
     """
-    from tanbias.theory.alignment import frequency_buckets
-    from tanbias.lab.config import N_SPECIAL
-    from tanbias.lab.data import stream_frequencies
-    from tanbias.lab.experiments import dose_config
+    from tanbias.lab.data import Stream
     from tanbias.lab.tokenizer import load_tokenizer
 
-    f = stream_frequencies(dose_config(kind, "skewed", 0), load_tokenizer())
+    f = Stream.from_config(dose_config(kind, "skewed", 0), load_tokenizer()).frequencies
     return frequency_buckets(f * 1e9, n_buckets, n_special=N_SPECIAL)
 
 
@@ -112,17 +90,11 @@ def run_table(loaded: dict, buckets=None) -> "object":
     """
     import pandas as pd
 
-    from tanbias.theory.alignment import frequency_buckets
-    from tanbias.theory.frequency import concentration
-    from tanbias.lab.analysis import sweep
-    from tanbias.lab.config import N_SPECIAL
-    from tanbias.lab.experiments import parse_dose_name
-
     if not loaded:
         raise ValueError("no complete dose run is committed yet: run `make dose` (or python -m tanbias.lab "
                          "dose --jobs 2 --commit) first.")
     if buckets is None:
-        start = [np.asarray(r.token_counts, float) for n, r in loaded.items() if parse_dose_name(n)[1] == "skewed"]
+        start = [np.asarray(r.token_counts, float) for n, r in loaded.items() if DOSE.parse(n)[1] == "skewed"]
         buckets = (frequency_buckets(np.sum(start, axis=0), 3, n_special=N_SPECIAL) if start
                    else reference_buckets())
     buckets = np.asarray(buckets)
@@ -132,7 +104,7 @@ def run_table(loaded: dict, buckets=None) -> "object":
     pos_t, pos_l = level_positions("token"), level_positions("language")
     rows = []
     for name, r in loaded.items():
-        kind, level, seed = parse_dose_name(name)
+        kind, level, seed = DOSE.parse(name)
         c = concentration(np.asarray(r.token_counts, float)[N_SPECIAL:])
         tok = sweep.tokens_table({name: r})         # t freed of its count bias
         last = int(tok["layer"].max())
@@ -156,15 +128,8 @@ def run_table(loaded: dict, buckets=None) -> "object":
                      "mean_cosine_late": float(an["mean_cosine"].mean()),
                      "isoscore_late": float(an["isoscore_star"].mean()),
                      "participation_late": float(an["participation_ratio"].mean()),
-                     **_learning(r.evaluation)})
+                     **learning(r.evaluation)})
     return pd.DataFrame(rows)
-
-
-def _learning(ev: dict) -> dict:
-    """How much a run learned, from its final evaluation (``summary.json``'s ``eval``)."""
-    loss, uni = ev.get("loss", np.nan), ev.get("unigram_loss", np.nan)
-    return {"eval_loss": loss, "unigram_loss": uni, "gain": float(uni - loss),
-            "accuracy": ev.get("accuracy", np.nan), "unigram_accuracy": ev.get("unigram_accuracy", np.nan)}
 
 
 def knob_runs(table, knob: str, kind: str | None = None):
@@ -232,7 +197,7 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     own level ``positions`` (level -> x in [0, 1]) and ``predicted`` sign; its table has the
     columns ``on_<knob>`` and ``x_<knob>``.
 
-    Checks of the test (issue 18, ``dose-posthoc.toml``): ``resid_sd`` (the realised
+    Checks of the test (the rules added after the dose runs, ``dose-posthoc.toml``): ``resid_sd`` (the realised
     residual SD), ``seed_F``/``seed_p`` (do the seed intercepts explain anything: F test
     against the line without them), and the training-progress ANCOVA: the same
     regression with the run's gain over unigram as a covariate, its end-to-end change
@@ -242,8 +207,6 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     import statsmodels.formula.api as smf
     from scipy import stats
     from statsmodels.stats.anova import anova_lm
-
-    from tanbias.lab.analysis.sweep import t_interval
 
     g = knob_runs(table, knob, kind).copy()
     xcol = f"x_{knob}" if metric == "log_collision" else x
@@ -322,16 +285,19 @@ def dose_response(table, metric: str, knob: str, kind: str, x: str = "log_collis
     return out
 
 
-def apply_multiplicity(responses, rules: dict | None = None):
-    """The verdict table read at Holm-adjusted p (``dose-posthoc.toml`` ``[multiplicity]``, issue 18).
+def apply_multiplicity(responses, rules: dict | None = None, family: int | None = None):
+    """The verdict table read at Holm-adjusted p (``dose-posthoc.toml`` ``[multiplicity]``, the rule
+    added after the dose runs).
 
-    Holm (statsmodels ``multipletests``) over every row with a p-value; a row's
-    ``observed`` sign is the end-to-end change's sign where the adjusted ``p_holm``
-    is below alpha, else ``"0"``, and its ``verdict`` is the registered word of
-    (predicted, observed). The unadjusted reading stays in ``observed_unadjusted``
-    and ``verdict_unadjusted``. ``progress_survives``: whether the observed sign
-    survives the training-progress ANCOVA (``[progress]``; None where there is no
-    sign to survive or no ANCOVA).
+    Holm over every row (:func:`tanbias.lab.analysis.registered.holm`: a row whose p cannot
+    be computed stays in the family with p = 1 and reads ``"n/a"``; ``family``, the registered
+    size, is checked when given); a row's ``observed`` sign is the end-to-end change's sign
+    where the adjusted ``p_holm`` is below alpha, else ``"0"``, and its ``verdict`` is the
+    registered word of (predicted, observed). The unadjusted reading stays in
+    ``observed_unadjusted`` and ``verdict_unadjusted``. ``progress_survives``: whether the
+    observed sign survives the training-progress ANCOVA (``[progress]``,
+    :func:`tanbias.lab.analysis.registered.progress_word`; None where there is no sign to
+    survive or no ANCOVA).
 
     >>> import pandas as pd
     >>> r = pd.DataFrame({"p": [0.001, 0.02, 0.04], "end_to_end": [-1.0, 0.5, 0.2],
@@ -339,17 +305,13 @@ def apply_multiplicity(responses, rules: dict | None = None):
     >>> apply_multiplicity(r)[["p_holm", "observed", "verdict"]].round(3).values.tolist()
     [[0.003, '-', 'as predicted'], [0.04, '+', 'a trend not predicted'], [0.04, '+', 'as predicted']]
     """
-    from statsmodels.stats.multitest import multipletests
-
     rules = POSTHOC["multiplicity"] if rules is None else rules
     alpha = float(rules["alpha"])
     r = responses.copy()
     if "observed" in r:
         r["observed_unadjusted"], r["verdict_unadjusted"] = r["observed"], r["verdict"]
     ok = r["p"].notna().to_numpy()
-    adj = np.full(len(r), np.nan)
-    if ok.any():
-        adj[ok] = multipletests(r.loc[ok, "p"].to_numpy(float), alpha=alpha, method=rules["method"])[1]
+    adj = holm(r["p"], family)
     r["p_holm"] = adj
     sign = np.where(r["end_to_end"].to_numpy(float) > 0, "+", "-")
     r["observed"] = [str(o) for o in np.where(~ok, "n/a", np.where(adj < alpha, sign, "0"))]
@@ -357,20 +319,20 @@ def apply_multiplicity(responses, rules: dict | None = None):
     r["agrees"] = [o == pr if pr in ("+", "-", "0") and o != "n/a" else None
                    for o, pr in zip(r["observed"], r["predicted"])]
     if "progress_lo" in r:
-        word = [SIGN_OF_WORD[interval_word(lo, hi)] for lo, hi in zip(r["progress_lo"], r["progress_hi"])]
-        r["progress_survives"] = [None if o not in ("+", "-") or w == "n/a" else bool(w == o)
-                                  for o, w in zip(r["observed"], word)]
+        word = [progress_word(o, lo, hi) for o, lo, hi in zip(r["observed"], r["progress_lo"], r["progress_hi"])]
+        r["progress_survives"] = [None if w == "undecided" else w == "survives" for w in word]
     return r
 
 
 def all_responses(table, metrics=tuple(LINKS), adjust: bool = True) -> "object":
     """:func:`dose_response` for every link, knob and architecture, as one table, read at
-    Holm-adjusted p (:func:`apply_multiplicity`; ``adjust=False``: each row alone, as registered)."""
+    Holm-adjusted p over its rows (:func:`apply_multiplicity`; the registered :data:`FAMILY`
+    with every link; ``adjust=False``: each row alone, as registered)."""
     import pandas as pd
 
     r = pd.DataFrame([dose_response(table, m, knob, kind) for m in metrics
                       for knob in ("token", "language") for kind in KINDS])
-    return apply_multiplicity(r) if adjust else r
+    return apply_multiplicity(r, family=FAMILY if tuple(metrics) == tuple(LINKS) else None) if adjust else r
 
 
 def architecture_interaction(table, metric: str = "log_enrichment_late", knob: str = "token",
@@ -437,18 +399,14 @@ def knob_comparison(table, metric: str = "log_enrichment_late", kind: str = "dec
 
 
 def knob_comparisons(table, metric: str | None = None) -> "object":
-    """:func:`knob_comparison` for both architectures, with Holm over the two (``p_holm``)."""
+    """:func:`knob_comparison` for both architectures, with Holm over the two (``p_holm``,
+    :func:`tanbias.lab.analysis.registered.holm`)."""
     import pandas as pd
-    from statsmodels.stats.multitest import multipletests
 
     rule = POSTHOC["knob_comparison"]
     metric = rule["reading"] if metric is None else metric
     df = pd.DataFrame([knob_comparison(table, metric, kind) for kind in KINDS])
-    ok = df["p"].notna().to_numpy()
-    df["p_holm"] = np.nan
-    if ok.any():
-        df.loc[ok, "p_holm"] = multipletests(df.loc[ok, "p"].to_numpy(float),
-                                             method=POSTHOC["multiplicity"]["method"])[1]
+    df["p_holm"] = holm(df["p"], family=len(KINDS))
     return df
 
 
@@ -477,9 +435,9 @@ def realised_power(responses, power, metric: str = "log_enrichment_late", knob: 
 
     One row per architecture: the planned residual SD (chapter 8's 2x2, its df), the
     realised one (the registered regression's residual SD, its df), the detectable
-    end-to-end ratio at 80 % power from each (:func:`~tanbias.lab.analysis.dose_design.detectable_ratio`),
+    end-to-end ratio at 80 % power from each (:func:`~tanbias.lab.analysis.registered.detectable_ratio`),
     the power of the registered test for the design's ``target`` ratio at each SD
-    (:func:`~tanbias.lab.analysis.dose_design.power_at`), the F test of the seed
+    (:func:`~tanbias.lab.analysis.registered.power_at`), the F test of the seed
     intercepts, and the measured end-to-end ratio with its interval.
 
     Parameters
@@ -490,8 +448,6 @@ def realised_power(responses, power, metric: str = "log_enrichment_late", knob: 
         :func:`tanbias.lab.analysis.dose_design.power_analysis` (the planned figures).
     """
     import pandas as pd
-
-    from tanbias.lab.analysis.dose_design import detectable_ratio, power_at
 
     x = list(level_positions(knob).values())
     rows = []
@@ -521,7 +477,7 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
     activations (``anisotropy.csv``); ``heldout_loss``: the held-out batches
     scored at that step (``probe_eval`` records, before the step's update; in the
     committed runs one batch of the run's own seed's validation stream, scored
-    twice: :func:`tanbias.lab.data.probe_eval_batches`); ``train_loss``: the mean
+    twice: :meth:`tanbias.lab.data.Stream.probe_eval`); ``train_loss``: the mean
     training loss of the ``window`` steps up to and including it;
     ``gap = heldout_loss - train_loss`` (positive when the model does better on its
     training stream than on held-out text of the same distribution); ``frac``, the
@@ -529,13 +485,11 @@ def adaptive_frame(loaded: dict, window: int = 10) -> "object":
     """
     import pandas as pd
 
-    from tanbias.lab.experiments import parse_dose_name
-
     rows = []
     for name, r in loaded.items():
         if r.anisotropy is None or r.probe_evals is None:
             continue
-        kind, level, seed = parse_dose_name(name)
+        kind, level, seed = DOSE.parse(name)
         an = r.anisotropy[(r.anisotropy["layer"] >= 1) & (r.anisotropy["positions"] == "all")].groupby("step")[["participation_ratio", "isoscore_star"]].mean()
         ev = r.probe_evals.set_index("step")["loss"]
         tr = r.metrics.set_index("step")["loss"]
@@ -578,7 +532,7 @@ def adaptive_association(frame, y: str = "heldout_loss", x: str = "participation
                          early_frac: float = EARLY_FRAC) -> dict:
     """Association of ``y`` with ``x`` within an (architecture, level, step) cell: across seeds only.
 
-    ``dose-posthoc.toml`` ``[adaptive]`` (issue 18): ``x`` is put in units of its
+    ``dose-posthoc.toml`` ``[adaptive]`` (the rule added after the dose runs): ``x`` is put in units of its
     within-cell SD (:func:`within_cell_sd`, ``sd_within``); OLS
     ``y ~ xs + C(kind):C(level):C(step)`` gives every cell its own mean, so the knob's
     own effect and training progress are absorbed, and ``within`` is the association
@@ -674,9 +628,7 @@ def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
     the closing page and the tests read one computation.
     """
     if loaded is None:
-        from tanbias.lab import runs
-
-        return runs.memoised("analyse_dose", lambda: analyse_dose(load_dose()))
+        return runs.memoised("analyse_dose", lambda: analyse_dose(load(DOSE)))
     table = run_table(loaded)
     frame = adaptive_frame(loaded)
     return DoseAnalysis(

@@ -14,12 +14,12 @@ language mixture (:data:`tanbias.lab.experiments.SKEWED_WEIGHTS`):
 This module holds what was fixed *before* the runs: :data:`PREDICTIONS` (sign
 and shape of each link, as the hypothesis states them) and the decision rule,
 both read from ``data/preregistration/dose.toml`` (:data:`REGISTRATION`, pinned
-by its sha256; :func:`load_registration` reads any experiment's registration,
-and the rules added after the runs, ``dose-posthoc.toml``),
+by its sha256: :func:`tanbias.lab.analysis.registered.registration`),
 :func:`expected_concentration` (each level's frequency concentration from the
 corpus alone) and :func:`power_analysis` (the smallest end-to-end effect the
-design detects, from the seed-to-seed variation of chapter 8's committed 2x2).
-The levels, seeds and run names are :mod:`tanbias.lab.experiments`; the
+design detects, from the seed-to-seed variation of chapter 8's committed 2x2,
+with :func:`tanbias.lab.analysis.registered.detectable_ratio`).
+The levels, seeds and run names are :data:`tanbias.lab.experiments.DOSE`; the
 statistics of the runs :mod:`tanbias.lab.analysis.dose`; the numbers the
 chapter quotes :mod:`tanbias.lab.analysis.dose_report`.
 """
@@ -27,63 +27,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias._checks import check_int, check_real
-from tanbias.errors import CorruptFileError
-from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import DOSE_LEVELS, DOSE_SEEDS, dose_names
-from tanbias.lab.runs import ROOT
+from tanbias._checks import check_int
+from tanbias.lab.analysis import sweep
+from tanbias.lab.analysis.registered import detectable_ratio, power_at, registration, seed_blocked_sd
+from tanbias.lab.config import KINDS, N_SPECIAL
+from tanbias.lab.experiments import DOSE, DOSE_LEVELS, DOSE_SEEDS, SKEWED_WEIGHTS, dose_config
+from tanbias.theory.frequency import concentration
 
-__all__ = ["REGISTRATION_DIR", "REGISTRATION_SHA256", "load_registration", "REGISTRATION", "PREDICTIONS", "LINKS",
-           "predicted_sign", "level_positions", "expected_concentration", "residual_sd", "seed_blocked_sd", "t_test_power", "detectable_ratio", "power_at", "power_analysis", "predictions_table", "design_numbers"]
-
-#: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
-#: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
-#: added after the data were seen, dated, with their reason)
-REGISTRATION_DIR = ROOT / "data" / "preregistration"
-#: the sha256 of ``data/preregistration/dose.toml``: the code refuses a registration that changed
-REGISTRATION_SHA256 = "08c39fd658800c0a853fd46ca45acc2fc5dde9e8ba8eed956f6122dd4082dddc"
-
-
-def load_registration(name: str = "dose", sha256: str | None = REGISTRATION_SHA256, directory=None) -> dict:
-    """An experiment's registration file (``<directory>/<name>.toml``), parsed, its sha256 checked.
-
-    Parameters
-    ----------
-    name : str
-        The file's stem: ``"dose"`` (the predictions and decision rule of chapter 10, as
-        committed) or ``"dose-posthoc"`` (the rules added after the runs, issue 18).
-    sha256 : str or None
-        The pinned hash; None reads the file unchecked.
-    directory : path-like, optional
-        Default :data:`REGISTRATION_DIR`.
-
-    Raises
-    ------
-    CorruptFileError
-        The file is missing, is not TOML, or its sha256 is not the pinned one (a registration
-        is a commitment: restore it from git, never rewrite it).
-    """
-    import hashlib
-    import tomllib
-    from pathlib import Path
-
-    path = Path(REGISTRATION_DIR if directory is None else directory) / f"{name}.toml"
-    restore = f"git checkout -- {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
-    if not path.exists():
-        raise CorruptFileError(path, restore, "the registration file is missing")
-    raw = path.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
-    if sha256 is not None and digest != sha256:
-        raise CorruptFileError(path, restore, f"sha256 {digest} is not the pinned {sha256}")
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise CorruptFileError(path, restore, f"not TOML: {err}") from err
-
+__all__ = ["REGISTRATION", "PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration",
+           "residual_sd", "power_analysis", "predictions_table", "design_numbers"]
 
 #: the predictions and the decision rule of the dose experiment, as committed before its runs
-#: (``data/preregistration/dose.toml``; its header gives what the git history shows)
-REGISTRATION: dict = load_registration()
+#: (``data/preregistration/dose.toml``, pinned by :data:`~tanbias.lab.experiments.DOSE`; its header
+#: gives what the git history shows)
+REGISTRATION: dict = registration(DOSE)
 #: What the tangent-bias hypothesis predicts along each knob, written down before any dose run
 #: existed: ``{link: {"link": ..., "token": {"sign", "shape"}, "language": {...}}}``, read from
 #: :data:`REGISTRATION`. "falls" = concentration of frequencies, x, goes from the skewed start
@@ -135,7 +92,7 @@ def level_positions(knob: str) -> dict[str, float]:
 def expected_concentration(kind: str = "decoder") -> "object":
     """Each level's expected frequency concentration, from the corpus alone (before any run).
 
-    The training stream's expected type frequencies (:func:`tanbias.lab.data.stream_frequencies`)
+    The training stream's expected type frequencies (:attr:`tanbias.lab.data.Stream.frequencies`)
     times the token knob's keep probabilities, then :func:`tanbias.theory.frequency.concentration`.
     One row per level: ``level, knobs, x_token, x_language, collision, effective_types,
     top_share, kept`` (the share of occurrences the token knob keeps) and
@@ -143,18 +100,16 @@ def expected_concentration(kind: str = "decoder") -> "object":
     """
     import pandas as pd
 
-    from tanbias.theory.frequency import concentration
-    from tanbias.lab.config import N_SPECIAL
-    from tanbias.lab.data import keep_probabilities, stream_frequencies
-    from tanbias.lab.experiments import dose_config
+    from tanbias.lab.data import Stream, keep_probabilities
     from tanbias.lab.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
     rows = []
     for level, spec in DOSE_LEVELS.items():
         cfg = dose_config(kind, level, 0)
-        f = stream_frequencies(cfg, tok)
-        kept = f * keep_probabilities(f, cfg.flatten, cfg.flatten_f0) if cfg.flatten > 0 else f
+        stream = Stream.from_config(cfg, tok)
+        f = stream.frequencies
+        kept = f * stream.keep if stream.keep is not None else f
         c = concentration(kept[N_SPECIAL:])
         rows.append({"level": level, "knobs": "+".join(spec["knobs"]),
                      "x_token": level_positions("token").get(level, np.nan),
@@ -178,8 +133,6 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     dict
         ``sd``, ``df`` (its degrees of freedom), ``n_seeds``.
     """
-    from tanbias.lab.analysis import sweep
-
     check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0,
               hint=f"kind must be one of {KINDS}.")
     loaded = sweep.load_sweep() if loaded is None else loaded
@@ -190,80 +143,6 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     return {k: v for k, v in seed_blocked_sd(y).items() if k != "n_levels"}
 
 
-def seed_blocked_sd(y) -> dict:
-    """Residual standard deviation of a seeds x levels table under the additive model ``seed + level``.
-
-    ``sd`` with ``df = (seeds − 1)(levels − 1)`` degrees of freedom, ``n_seeds``, ``n_levels``: the
-    noise a seed-paired comparison of two levels (or arms) sees.
-
-    >>> seed_blocked_sd([[0.0, 1.0], [1.0, 2.0]])["sd"]           # purely additive: no residual
-    0.0
-    """
-    y = np.asarray(y, float)
-    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
-    df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return {"sd": float(np.sqrt((r ** 2).sum() / df)), "df": int(df), "n_seeds": int(y.shape[0]),
-            "n_levels": int(y.shape[1])}
-
-
-def t_test_power(effect: float, se: float, df: int, alpha: float) -> float:
-    """Power of a two-sided t test at ``alpha`` (``df`` degrees of freedom) to detect ``effect``
-    estimated with standard error ``se``: the noncentral t's mass beyond both critical values."""
-    from scipy import stats
-
-    crit = stats.t.ppf(1 - alpha / 2, df)
-    nc = effect / se
-    # the far tail: nct.cdf(-crit) is tiny (and NaN in scipy for large nc)
-    lower = np.nan_to_num(stats.nct.cdf(-crit, df, nc), nan=0.0)
-    return float(stats.nct.sf(crit, df, nc) + lower)
-
-
-def detectable_ratio(sd: float, n_seeds: int, positions, power: float = 0.8, alpha: float = 0.05) -> float:
-    """Smallest end-to-end ratio (flattest / start) a seed-paired regression detects with this power.
-
-    The model is ``log y_sj = a_s + b x_j + e`` (a seed's own intercept ``a_s``,
-    design positions ``x_j`` in [0, 1], noise sd ``sd``); ``exp(|b|)`` is the
-    end-to-end ratio. The slope's standard error is ``sd / sqrt(n_seeds Σ(x_j - x̄)^2)``
-    with ``n_seeds * n_levels - n_seeds - 1`` degrees of freedom, and the power of
-    the two-sided t test at level ``alpha`` comes from the noncentral t.
-
-    >>> r = detectable_ratio(0.086, 3, [0, 1/3, 2/3, 1])
-    >>> 1.2 < r < 1.3
-    True
-    """
-    from scipy.optimize import brentq
-
-    sd = check_real("sd", sd, 0)
-    n_seeds = check_int("n_seeds", n_seeds, lo=2)
-    power = check_real("power", power, 0, 1)
-    alpha = check_real("alpha", alpha, 0, 1)
-    x = np.asarray(positions, float)
-    sxx = float(((x - x.mean()) ** 2).sum())
-    se = sd / np.sqrt(n_seeds * sxx)
-    df = n_seeds * len(x) - n_seeds - 1
-    b = brentq(lambda b: t_test_power(b, se, df, alpha) - power, 1e-9, 15 * se)
-    return float(np.exp(b))
-
-
-def power_at(ratio: float, sd: float, n_seeds: int, positions, alpha: float = 0.05) -> float:
-    """Power of the seed-paired regression of :func:`detectable_ratio` to detect an end-to-end ``ratio``.
-
-    The same model (noise sd ``sd``, ``n_seeds`` seeds, design positions ``positions``);
-    ``ratio`` and ``1/ratio`` are the same effect, two-sided.
-
-    >>> x = [0, 1/3, 2/3, 1]
-    >>> round(power_at(detectable_ratio(0.1, 3, x), 0.1, 3, x), 3)
-    0.8
-    """
-    ratio = check_real("ratio", ratio, 0)
-    sd = check_real("sd", sd, 0)
-    n_seeds = check_int("n_seeds", n_seeds, lo=2)
-    alpha = check_real("alpha", alpha, 0, 1)
-    x = np.asarray(positions, float)
-    se = sd / np.sqrt(n_seeds * float(((x - x.mean()) ** 2).sum()))
-    return t_test_power(abs(float(np.log(ratio))), se, n_seeds * len(x) - n_seeds - 1, alpha)
-
-
 def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "object":
     """The design's power: detectable end-to-end ratio per architecture and number of seeds.
 
@@ -272,8 +151,6 @@ def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "obj
     ``chosen`` (the design's :data:`~tanbias.lab.experiments.DOSE_SEEDS`).
     """
     import pandas as pd
-
-    from tanbias.lab.analysis import sweep
 
     loaded = sweep.load_sweep() if loaded is None else loaded
     x = list(level_positions("token").values())
@@ -298,9 +175,8 @@ def predictions_table() -> "object":
 
 def design_numbers(expected, power) -> dict:
     """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`
-    (``power_planned_<kind>``: the planned power for the ×1.25 target, :func:`power_at`)."""
-    from tanbias.lab.experiments import SKEWED_WEIGHTS
-
+    (``power_planned_<kind>``: the planned power for the ×1.25 target,
+    :func:`~tanbias.lab.analysis.registered.power_at`)."""
     w = np.array(list(SKEWED_WEIGHTS.values()))
     share = w / w.sum()
     e = expected.set_index("level")
@@ -316,4 +192,4 @@ def design_numbers(expected, power) -> dict:
             "detectable_decoder_2": float(two.loc["decoder", "detectable_ratio"]),
             **{f"power_planned_{kind}": power_at(1.25, float(chosen.loc[kind, "residual_sd"]), len(DOSE_SEEDS),
                                                  list(level_positions("token").values())) for kind in KINDS},
-            "n_seeds": len(DOSE_SEEDS), "n_runs": len(dose_names())}
+            "n_seeds": len(DOSE_SEEDS), "n_runs": len(DOSE.names())}

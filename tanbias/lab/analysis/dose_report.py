@@ -8,12 +8,16 @@
   breaks when the data stop supporting a sentence;
 * :func:`balancing_components`, :func:`balancing_verdict`, :func:`adaptive_verdict`
   — the closing page's verdicts on "weaker under balancing" and "possibly
-  adaptive" by the rules of issue 18 (``data/preregistration/dose-posthoc.toml``:
+  adaptive" by the rules added after the dose runs (``data/preregistration/dose-posthoc.toml``:
   written after the runs were seen), each one word
   (:data:`tanbias.lab.analysis.sweep.PROPERTY_WORDS`);
   :func:`registered_balancing_verdict` and :func:`registered_adaptive_verdict` —
   the same verdicts by the rules registered before the runs (``dose.toml``), shown
-  beside them.
+  beside them;
+* :func:`verdict_summary` — the verdict table's narrow face: one row per reading of a knob,
+  each architecture's word with its end-to-end change, and which detected signs survive
+  matched training progress (the wide table, :func:`tanbias.lab.analysis.dose.verdict_table`,
+  holds every column).
 
 The design's numbers (before the runs) are :func:`tanbias.lab.analysis.dose_design.design_numbers`.
 """
@@ -22,21 +26,17 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
-from tanbias.lab.analysis.dose_design import (
-    LINKS,
-    detectable_ratio,
-    level_positions,
-    power_at,
-)
+from tanbias.lab.analysis.dose_design import LINKS, level_positions
+from tanbias.lab.analysis.registered import detectable_ratio, power_at
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import dose_names
+from tanbias.lab.experiments import DOSE
 from tanbias.stats import Check, check_sign, check_word, interval_word
 
 __all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
            "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
-           "registered_adaptive_verdict", "knob_words"]
+           "registered_adaptive_verdict", "knob_words", "READING_NAMES", "change_text", "verdict_summary"]
 
 #: the short names of the chain's metrics in glued keys (``<short>_<knob>_<kind>``)
 SHORT = {"log_collision": "conc", "log_eta_q1": "eta", "log_enrichment_late": "enr",
@@ -86,9 +86,9 @@ def dose_numbers(da: DoseAnalysis) -> dict:
     t = da.table
     r_all = da.responses
     out["runs_done"] = int(len(t))
-    out["n_runs"] = len(dose_names())
+    out["n_runs"] = len(DOSE.names())
     out["seeds_min"] = int(t.groupby(["kind", "level"])["seed"].nunique().min())
-    out["holm_n"] = int(r_all["p"].notna().sum())
+    out["holm_n"] = int(len(r_all))           # the registered family: every row, estimable or not
     for knob, flat in (("token", "b100"), ("language", "uniform")):
         g = t[t["level"].isin(["skewed", flat])].groupby("level")["log_collision"].mean()
         out[f"span_{knob}"] = float(np.exp(g.get("skewed", np.nan) - g.get(flat, np.nan)))
@@ -275,7 +275,7 @@ def anisotropy_word(rows, gate: bool = True) -> str:
 
 def balancing_components(responses, gate: bool = True, knob: str = "token") -> dict:
     """``{"<kind> alignment": word, "<kind> anisotropy": word}`` along a knob (default the direct
-    one), by the issue-18 rule (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted
+    one), by the rule added after the dose runs (``dose-posthoc.toml`` ``[balancing]``): the readings at Holm-adjusted
     p, each counting only where its sign survives the training-progress ANCOVA (``gate``). The
     aliasing knob's words (``knob="alias"``, its registration's ``[rule.balancing]``) read the same rule."""
     if isinstance(responses, DoseAnalysis):
@@ -291,14 +291,14 @@ def balancing_components(responses, gate: bool = True, knob: str = "token") -> d
 
 
 def balancing_words(da: DoseAnalysis) -> dict:
-    """``{kind: word}``: each architecture's alignment word along the direct knob by the issue-18
-    rule (:func:`alignment_word`; the anisotropy's word is in :func:`balancing_components`)."""
+    """``{kind: word}``: each architecture's alignment word along the direct knob by the rule
+    added after the dose runs (:func:`alignment_word`; the anisotropy's word is in :func:`balancing_components`)."""
     c = balancing_components(da)
     return {kind: c[f"{kind} alignment"] for kind in KINDS}
 
 
 def balancing_verdict(da: DoseAnalysis) -> str:
-    """The closing page's verdict on "weaker under balancing" by the issue-18 rule:
+    """The closing page's verdict on "weaker under balancing" by the rule added after the dose runs:
     :func:`tanbias.lab.analysis.sweep.balancing_property` of the four words of
     :func:`balancing_components` (alignment and anisotropy of each architecture)."""
     return balancing_property(balancing_components(da))
@@ -307,7 +307,7 @@ def balancing_verdict(da: DoseAnalysis) -> str:
 def registered_balancing_words(da) -> dict:
     """``{kind: word}`` by the rule registered before the runs (``dose.toml`` ``[rule.balancing]``):
     link 2 alone, each row at its own unadjusted verdict, no training-progress check; a flattest
-    level not shown present read ``removed`` (the flaw ``[presence]`` of issue 18 corrects).
+    level not shown present read ``removed`` (the flaw that ``dose-posthoc.toml`` ``[presence]`` corrects).
     ``da``: a :class:`~tanbias.lab.analysis.dose.DoseAnalysis` or its ``responses``."""
     r = da.responses if isinstance(da, DoseAnalysis) else da
     out = {}
@@ -353,8 +353,8 @@ def _adaptive_word(lo, hi) -> str:
 
 
 def adaptive_verdict(da: DoseAnalysis) -> str:
-    """The closing page's verdict on "possibly adaptive" by the issue-18 rule (``[adaptive]``):
-    ``supported`` (fewer effective dimensions, lower held-out loss, within a cell), ``contradicted``
+    """The closing page's verdict on "possibly adaptive" by the rule added after the dose runs
+    (``dose-posthoc.toml`` ``[adaptive]``): ``supported`` (fewer effective dimensions, lower held-out loss, within a cell), ``contradicted``
     (the reverse), ``undetected`` (the interval contains 0) or ``undecided`` (too few seeds per
     cell), from the within-cell association with errors clustered by run."""
     res = da.association.get("loss", {})
@@ -366,3 +366,82 @@ def registered_adaptive_verdict(da: DoseAnalysis) -> str:
     independent (``dose.toml`` ``[rule.adaptive]``)."""
     res = da.association.get("loss", {})
     return _adaptive_word(res.get("naive_lo", np.nan), res.get("naive_hi", np.nan))
+
+
+# --------------------------------------------------------------------------- the narrow verdict table
+#: each reading's link of the chain and its name in the narrow verdict tables (chapters 10 and 11)
+READING_NAMES = {"log_collision": (0, "collision probability of the stream"),
+                 "log_eta_q1": (1, "η_g of the frequent types"),
+                 "log_eta_q1_type": (1, "η_g of the frequent types, per merged type"),
+                 "log_enrichment_late": (2, "late enrichment"), "log_enrichment_early": (2, "early enrichment"),
+                 "mean_cosine_late": (3, "mean cosine"), "isoscore_late": (3, "IsoScore*")}
+
+
+def change_text(metric: str, value: float) -> str:
+    """A reading's end-to-end change as the narrow tables print it, two significant digits: a ratio
+    (``×0.46``) for a log reading, a signed difference (``+0.24``, ``−0.042``) otherwise.
+
+    >>> change_text("log_enrichment_late", np.log(0.4634)), change_text("isoscore_late", -0.04207)
+    ('×0.46', '−0.042')
+    >>> change_text("mean_cosine_late", float("nan"))
+    '–'
+    """
+    if not np.isfinite(value):
+        return "–"
+    if metric.startswith("log_"):
+        return "×" + f"{np.exp(value):#.2g}".rstrip(".")
+    return f"{value:+#.2g}".rstrip(".").replace("-", "−")
+
+
+def verdict_summary(responses, knob: str, names: dict | None = None):
+    """The verdict table along one knob at a glance: one row per reading, each architecture's word
+    (the registered test at Holm-adjusted p) with its end-to-end change, and at matched training
+    progress which of the detected signs survive.
+
+    Parameters
+    ----------
+    responses : pandas.DataFrame
+        Verdict-table rows (:func:`tanbias.lab.analysis.dose.verdict_table`'s columns ``metric``,
+        ``knob``, ``kind``, ``end_to_end``, ``verdict``, ``progress_survives``), read at the family
+        they were adjusted in.
+    knob : str
+        ``"token"``, ``"language"`` or ``"alias"``.
+    names : dict, optional
+        ``{metric: name}`` replacing :data:`READING_NAMES`' names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``link``, ``reading``, ``encoder``, ``decoder`` (``"<word>, <change>"``,
+        :func:`change_text`) and ``at matched progress``: ``both``, ``encoder``, ``decoder`` or
+        ``neither`` of the architectures whose detected sign survives, ``–`` where no row detects one.
+
+    Raises
+    ------
+    ParameterError
+        ``knob`` has no row in ``responses``.
+    """
+    import pandas as pd
+
+    from tanbias._checks import check_choice
+
+    check_choice("knob", knob, tuple(dict.fromkeys(responses["knob"])))
+    names = {m: n for m, (_, n) in READING_NAMES.items()} | (names or {})
+    r = responses[responses["knob"] == knob]
+    rows = []
+    for metric in dict.fromkeys(r["metric"]):
+        by_kind = r[r["metric"] == metric].set_index("kind")
+        row = {"link": READING_NAMES[metric][0], "reading": names[metric]}
+        detected, kept = [], []
+        for kind in KINDS:
+            x = by_kind.loc[kind]
+            row[kind] = f"{x['verdict']}, {change_text(metric, float(x['end_to_end']))}"
+            if x["verdict"] in ("as predicted", "against the prediction", "a trend not predicted"):
+                detected.append(kind)
+                survives = x.get("progress_survives")
+                if isinstance(survives, (bool, np.bool_)) and bool(survives):
+                    kept.append(kind)
+        row["at matched progress"] = ("–" if not detected or metric == "log_collision" else
+                                      "both" if len(kept) == len(KINDS) else kept[0] if kept else "neither")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["link", "reading", *KINDS, "at matched progress"])

@@ -10,9 +10,10 @@ import numpy as np
 import torch
 
 from tanbias.theory import alignment as al
+from tanbias.theory.token_clouds import matched_statistics
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
-from tanbias.lab.data import alias_map_of, common_batches
+from tanbias.lab.data import Stream
 from tanbias.lab.models import load_trained, resolve_device
 from tanbias.lab.probe import residual_modules
 
@@ -36,8 +37,6 @@ def premise_rows(X, type_ids, train_counts, m: int = PREMISE_M, draws: int = PRE
     (30, True)
     """
     from scipy import stats
-
-    from tanbias.theory.token_clouds import matched_statistics
 
     if np.bincount(np.asarray(type_ids, np.int64)).max(initial=0) < m:      # no type occurs m times
         return {"m": int(m), "draws": int(draws), "n_types": 0, "spearman": float("nan")}
@@ -74,8 +73,8 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     special tokens and position 0 (the attention sink) left out, so that the
     correlation is not the count's bias.
 
-    An aliased run (``alias > 0``, chapter 10's third knob) is shown the common text through
-    its alias map (:func:`tanbias.lab.data.common_batches`): ``tokens.csv`` and the premise are
+    An aliased run (``alias > 0``, chapter 11's aliasing knob) is shown the common text through
+    its alias map (:meth:`tanbias.lab.data.Stream.common`): ``tokens.csv`` and the premise are
     then per *input id* (an alias is its own cloud; ``train_count`` the id's count in the
     shown training stream, ``input_counts.npy``), and ``types.csv`` has the same columns per
     *merged type* (every alias of a type in one cloud; the type's training count).
@@ -111,7 +110,8 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
         return hook
 
     handles = [m.register_forward_hook(keep(i)) for i, m in enumerate(modules)]
-    batches = common_batches(cfg, tok, n_batches)
+    stream = Stream.from_config(cfg, tok)
+    batches = stream.common(n_batches)
     ids = []
     try:
         with torch.no_grad():
@@ -125,7 +125,7 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     ids = torch.cat(ids).numpy().astype(np.int64)
     # an aliased run's merged types: the type of the id the model is shown at every position (an
     # encoder's <mask> inputs keep the special id and drop out, as in tokens.csv)
-    types = alias_map_of(cfg, tok).type_of(ids) if aliased else ids
+    types = stream.aliases.type_of(ids) if aliased else ids
     buckets = al.frequency_buckets(counts, cfg.probe.n_buckets)
     type_buckets = al.frequency_buckets(type_counts, cfg.probe.n_buckets)
     kind, regime, seed = cfg.kind, cfg.regime, cfg.seed

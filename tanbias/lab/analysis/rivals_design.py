@@ -8,7 +8,7 @@ against the simpler ones on the same runs. This module holds what was fixed
 * the registration, ``data/preregistration/rivals.toml`` (the design, what every account
   predicts contrast by contrast, the rules that read its words; :func:`registration`,
   pinned by :data:`REGISTRATION_SHA256`);
-* :func:`primary_sd`, the realised seed-blocked noise of the primary outcome in chapter 11's
+* :func:`primary_sd`, the realised seed-blocked noise of the primary outcome in chapter 12's
   107 committed runs, and :func:`power_analysis`, the power of the registered seeds to
   detect a ×1.25 change of it at Holm's first threshold over the primary family.
 
@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis.causal_design import contrast_power
-from tanbias.lab.analysis.dose_design import load_registration
+from tanbias.lab.analysis import registered
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
+from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
            "CELLS", "primary_sd", "power_analysis", "design_numbers"]
 
-#: the sha256 of ``data/preregistration/rivals.toml``: the code refuses a registration that changed
-REGISTRATION_SHA256 = "f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c"
+#: the sha256 of ``data/preregistration/rivals.toml`` (the design's pin): the code refuses a
+#: registration that changed
+REGISTRATION_SHA256 = RIVALS.registration_sha256
 #: the change of the primary outcome the design is powered for, and the power
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
@@ -40,12 +40,12 @@ CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
 
 def registration() -> dict:
     """``data/preregistration/rivals.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
-    (:func:`~tanbias.lab.analysis.dose_design.load_registration`)."""
-    return load_registration("rivals", REGISTRATION_SHA256)
+    (:func:`~tanbias.lab.analysis.registered.registration`)."""
+    return registered.registration(RIVALS)
 
 
 def primary_sd(kind: str, table=None) -> dict:
-    """The residual SD of the primary outcome under ``seed + arm`` in chapter 11's committed runs.
+    """The residual SD of the primary outcome under ``seed + arm`` in chapter 12's committed runs.
 
     The primary outcome (ln of the layer-mean mean cosine at the last probe step, content
     positions) is the causal test's; its noise in a seed-blocked model of the causal runs is the
@@ -55,7 +55,7 @@ def primary_sd(kind: str, table=None) -> dict:
     ----------
     kind : {"encoder", "decoder"}
     table : pandas.DataFrame, optional
-        Chapter 11's run table (:func:`tanbias.lab.analysis.causal.run_table`); default the
+        Chapter 12's run table (:func:`tanbias.lab.analysis.causal.run_table`); default the
         memoised analysis of the committed runs.
 
     Returns
@@ -80,7 +80,7 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
     """The registered design's power per architecture and number of seeds in a primary cell.
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``seeds``, ``power`` (×1.25 at
-    α = 0.05 / 4, :func:`~tanbias.lab.analysis.causal_design.contrast_power` over :data:`CELLS`
+    α = 0.05 / 4, :func:`~tanbias.lab.analysis.registered.contrast_power` over :data:`CELLS`
     cells), ``chosen`` (the design's seeds in the primary cells,
     :data:`~tanbias.lab.experiments.RIVALS_SEEDS`).
     """
@@ -92,7 +92,8 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
         chosen = len(RIVALS_SEEDS[kind]["control"])
         for n in seeds:
             rows.append({"kind": kind, "sd": s["sd"], "sd_df": s["df"], "seeds": int(n),
-                         "power": contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS, ALPHA / PRIMARY_FAMILY),
+                         "power": registered.contrast_power(TARGET_RATIO, s["sd"], int(n), CELLS,
+                                                            ALPHA / PRIMARY_FAMILY),
                          "chosen": int(n) == chosen})
     return pd.DataFrame(rows)
 

@@ -42,7 +42,6 @@ Figures of these numbers: :mod:`tanbias.figures.runs` (chapter 7) and
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +50,13 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.theory.frequency import concentration
 from tanbias.stats import interval_word
 from tanbias.lab import runs
+from tanbias.lab.analysis.registered import t_interval, t_multiplier
 from tanbias.lab.analysis.tables import bucket_label
 from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL, REGIMES
-from tanbias.lab.experiments import SWEEP_NAME_RE, parse_sweep_name
+from tanbias.lab.experiments import SWEEP
 
 __all__ = ["DEFAULT_RUNS", "CONTRASTS", "load_runs", "committed_sweep_names", "load_sweep", "cells",
-           "t_interval", "summarise", "summarise_columns", "add_log_enrichment", "mean_over_layers",
+           "summarise", "summarise_columns", "add_log_enrichment", "mean_over_layers",
            "run_cell", "alignment_frame", "run_metrics", "run_summary", "timing", "cell_summary", "effects",
            "BALANCING_WORDS", "PROPERTY_WORDS", "balancing_verdict", "imprinted_early_property",
            "balancing_property", "frequency_profile",
@@ -80,7 +80,7 @@ def cells() -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- loading
 def committed_sweep_names(runs_dir=None) -> list[str]:
     """Names of the committed runs that belong to the sweep (``kind-regime-sSEED``)."""
-    return [n for n in runs.list_runs(runs_dir) if SWEEP_NAME_RE.match(n)]
+    return [n for n in runs.list_runs(runs_dir) if SWEEP.matches(n)]
 
 
 def load_sweep(names=None, runs_dir=None, complete: bool = True) -> dict:
@@ -121,7 +121,7 @@ def load_sweep(names=None, runs_dir=None, complete: bool = True) -> dict:
     strip = ("name", "kind", "regime", "seed")
     budget = [f.name for f in dataclasses.fields(ref.config) if f.compare and f.name not in strip]
     for name, r in loaded.items():
-        kind, regime, seed = parse_sweep_name(name)
+        kind, regime, seed = SWEEP.parse(name)
         seeds.setdefault((kind, regime), set()).add(seed)
         diff = [k for k in budget if getattr(r.config, k) != getattr(ref.config, k)]
         if diff:
@@ -142,31 +142,6 @@ def load_sweep(names=None, runs_dir=None, complete: bool = True) -> dict:
 
 
 # --------------------------------------------------------------------------- statistics
-def t_interval(x, level: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean and Student-t interval of ``x`` (NaNs dropped): ``(mean, lo, hi, n)``.
-
-    >>> m, lo, hi, n = t_interval([1.0, 2.0, 3.0])
-    >>> round(m, 3), round(lo, 3), round(hi, 3), n
-    (2.0, -0.484, 4.484, 3)
-    """
-    x = np.asarray(x, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    n = len(x)
-    if n == 0:
-        return float("nan"), float("nan"), float("nan"), 0
-    m = float(x.mean())
-    if n == 1:
-        return m, float("nan"), float("nan"), 1
-    h = float(_t_multiplier(n, level) * x.std(ddof=1) / np.sqrt(n))
-    return m, m - h, m + h, n
-
-
-@functools.lru_cache(maxsize=None)
-def _t_multiplier(n: int, level: float) -> float:
-    from scipy import stats
-    return float(stats.t.ppf(0.5 + level / 2, n - 1))
-
-
 def summarise_columns(df, keys, cols):
     """:func:`summarise` of several columns, stacked with a ``metric`` column."""
     import pandas as pd
@@ -180,10 +155,11 @@ def summarise_columns(df, keys, cols):
 
 
 def summarise(df, keys, col):
-    """Vectorised :func:`t_interval` of ``df[col]`` per group: columns mean, lo, hi, n."""
+    """Vectorised :func:`~tanbias.lab.analysis.registered.t_interval` of ``df[col]`` per group: columns
+    mean, lo, hi, n."""
     g = df.assign(_x=df[col].astype(float)).dropna(subset=["_x"]).groupby(keys, sort=False)["_x"]
     out = g.agg(mean="mean", sd=lambda v: v.std(ddof=1), n="count").reset_index()
-    mult = out["n"].map(lambda k: _t_multiplier(int(k), 0.95) if k > 1 else np.nan)
+    mult = out["n"].map(lambda k: t_multiplier(int(k), 0.95) if k > 1 else np.nan)
     h = mult * out["sd"] / np.sqrt(out["n"])
     out["lo"], out["hi"] = out["mean"] - h, out["mean"] + h
     return out.drop(columns="sd")

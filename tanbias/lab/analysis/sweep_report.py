@@ -25,6 +25,7 @@ import numpy as np
 
 from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
+from tanbias.lab.analysis.registered import t_interval
 from tanbias.lab.config import DEFAULT_TEMPERATURE, KINDS, REGIMES, RunConfig
 from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
@@ -108,12 +109,12 @@ def loss_summary(sw: SweepAnalysis):
 
 def paired_eta(sw: SweepAnalysis, kind: str, bucket: str, col: str, layer: int | None = None):
     """Seed-paired balanced − natural difference of ``col`` of :func:`~tanbias.lab.analysis.sweep.eta_by_bucket`:
-    ``(mean, lo, hi, n)`` (:func:`~tanbias.lab.analysis.sweep.t_interval`); default layer: the last."""
+    ``(mean, lo, hi, n)`` (:func:`~tanbias.lab.analysis.registered.t_interval`); default layer: the last."""
     e = sw.eta
     layer = sw.last_layer if layer is None else layer
     e = e[(e["kind"] == kind) & (e["bucket"] == bucket) & (e["layer"] == layer)]
     w = e.pivot_table(index="seed", columns="regime", values=col)
-    return sweep.t_interval((w["balanced"] - w["natural"]).to_numpy())
+    return t_interval((w["balanced"] - w["natural"]).to_numpy())
 
 
 def mechanism_table(sw: SweepAnalysis):
@@ -370,7 +371,7 @@ def sweep_table(sw: SweepAnalysis) -> dict:
 
     tim = sw.timing
     for col in ("peak_frac", "log_late_over_peak"):
-        m_, lo_, hi_, n_ = sweep.t_interval(tim[col])
+        m_, lo_, hi_, n_ = t_interval(tim[col])
         f = (lambda v: 100 * v) if col == "peak_frac" else np.exp
         out[col] = float(f(m_))
         out[f"{col}_lo"] = float(f(lo_))
@@ -400,7 +401,7 @@ def _vocab_log_ratio(sw: SweepAnalysis):
     paired = sw.frequency.pivot_table(index=["kind", "seed"], columns="regime",
                                       values=["effective_vocab", "top100_share"])
     d_vocab = (paired["effective_vocab"]["balanced"] / paired["effective_vocab"]["natural"]).to_numpy()
-    return sweep.t_interval(np.log(d_vocab))
+    return t_interval(np.log(d_vocab))
 
 
 def sweep_checks(sw: SweepAnalysis) -> dict[str, Check]:
@@ -437,8 +438,8 @@ def claim_numbers(sw: SweepAnalysis) -> dict:
     against the paper's models, and the corpus' own imbalance."""
     out: dict = {}
     tim = sw.timing
-    peak = sweep.t_interval(tim["peak_frac"])
-    drop = sweep.t_interval(tim["log_late_over_peak"])
+    peak = t_interval(tim["peak_frac"])
+    drop = t_interval(tim["log_late_over_peak"])
     out["n_runs"] = len(sw.runs)
     out["peak_pct"] = 100 * peak[0]
     out["peak_pct_hi"] = 100 * peak[2]

@@ -203,7 +203,7 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     (:func:`tanbias.theory.token_clouds.anisotropy`, on the captured activations) and the
     participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
     (an effective dimension between 1 and D). ``positions`` says which captured
-    positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 11 have
+    positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 12 have
     only these rows) or ``"content"``: special tokens (the encoder's ``<mask>``
     inputs included) and position 0 of each sequence (the attention sink) left out.
     """

@@ -1,0 +1,127 @@
+"""The numbers, tables and words the rivals chapter (chapter 13) and the closing page quote.
+
+Everything here reads :func:`tanbias.lab.analysis.rivals.analyse_rivals`, the causal test's
+committed control runs (the transient before the rivals runs) and
+:func:`tanbias.lab.analysis.rivals.initialisation_anisotropy`; nothing is computed twice.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tanbias.lab import runs
+from tanbias.lab.analysis import registered, rivals
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import CAUSAL, RIVALS
+
+__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers",
+           "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
+
+#: the accounts in the order the chapter reads them, with their names in words
+ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
+                 "rogue_dimensions": "rogue dimensions", "common_drift": "common drift",
+                 "output_bottleneck": "output bottleneck", "measurement": "measurement"}
+#: the encoder seeds whose initialisation the chapter reads (the causal test's and the rivals' seeds 0-4)
+INIT_SEEDS = (0, 1, 2, 3, 4)
+
+
+def initialisation(seeds=INIT_SEEDS) -> "object":
+    """:func:`~tanbias.lab.analysis.rivals.initialisation_anisotropy` of the encoder's control config at
+    each seed, stacked (column ``seed``); memoised (:func:`tanbias.lab.runs.memoised`)."""
+    import pandas as pd
+
+    def compute():
+        return pd.concat([rivals.initialisation_anisotropy(CAUSAL.config("encoder", "control", s)).assign(seed=s)
+                          for s in seeds], ignore_index=True)
+    return runs.memoised(f"rivals_initialisation-{'-'.join(map(str, seeds))}", compute)
+
+
+def init_numbers(init) -> dict:
+    """The layer-mean (blocks) content mean cosine at initialisation, mean over the seeds, per attention and
+    input (``init_<bidirectional|causal>_<masked|unmasked>``), the within-row reading of the unmasked
+    encoder (``init_within_unmasked``), the share of positions that show ``<mask>``
+    (``init_mask_share``) and the number of seeds (``init_seeds``)."""
+    t = init[(init["positions"] == "content") & (init["layer"] >= 1)]
+    out = {"init_seeds": int(t["seed"].nunique())}
+    for (attention, shown), g in t.groupby(["attention", "input"]):
+        out[f"init_{attention}_{shown}"] = float(g.groupby("seed")["mean_cosine"].mean().mean())
+    u = t[(t["attention"] == "bidirectional") & (t["input"] == "unmasked")]
+    out["init_within_unmasked"] = float(u.groupby("seed")["within"].mean().mean())
+    # the share of the batch's positions that show <mask> (position 0 of every row aside)
+    e = init[(init["attention"] == "bidirectional") & (init["input"] == "masked") & (init["layer"] == 0)]
+    n = e.pivot_table(index="seed", columns="positions", values="n", aggfunc="first").fillna(0)
+    out["init_mask_share"] = float((n["mask"] / n.sum(axis=1)).mean())
+    return out
+
+
+def transient_numbers(causal_trajectory) -> dict:
+    """The transient in the causal test's committed control runs (the layer-mean mean cosine): per
+    architecture the mean at step 0, the largest value and the range of steps where each seed peaks,
+    and the mean and range at the last step (``transient_<kind>_<start|peak|peak_first|peak_last|end|
+    end_lo|end_hi>``)."""
+    t = causal_trajectory[(causal_trajectory["arm"] == "control") & (causal_trajectory["layer"] == "mean")]
+    out = {}
+    for kind in KINDS:
+        g = t[t["kind"] == kind].assign(mc=lambda d: np.exp(d["log_mean_cosine"]))
+        by = g.groupby("seed")
+        start = by.apply(lambda d: float(d.loc[d["step"].idxmin(), "mc"]), include_groups=False)
+        peak = by.apply(lambda d: float(d["mc"].max()), include_groups=False)
+        peak_step = by.apply(lambda d: int(d.loc[d["mc"].idxmax(), "step"]), include_groups=False)
+        end = by.apply(lambda d: float(d.loc[d["step"].idxmax(), "mc"]), include_groups=False)
+        out.update({f"transient_{kind}_start": float(start.mean()), f"transient_{kind}_peak": float(peak.mean()),
+                    f"transient_{kind}_peak_first": int(peak_step.min()),
+                    f"transient_{kind}_peak_last": int(peak_step.max()),
+                    f"transient_{kind}_end": float(end.mean()), f"transient_{kind}_end_lo": float(end.min()),
+                    f"transient_{kind}_end_hi": float(end.max()), f"transient_{kind}_seeds": int(len(end))})
+    return out
+
+
+def numbers(analysis) -> dict:
+    """The experiment's numbers the chapter glues while its runs land: its status (``runs_committed``,
+    ``runs_total``, ``interim``: ``"interim"`` or ``"final"``), the complete seeds
+    (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
+    the inputs each proxy is fitted on) and the twins' counts (``twins``, ``twins_identical``,
+    ``twins_within``, ``twins_different``). The verdicts themselves are the chapter's tables."""
+    s = analysis.status
+    out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s)),
+           "interim": "interim" if analysis.interim else "final"}
+    for kind in KINDS:
+        out[f"complete_seeds_{kind}"] = len(analysis.seeds[kind])
+    sharp = analysis.table.loc[analysis.table["arm"] == "proxy", "sharpness"]
+    out["sharpness"] = float(sharp.median()) if sharp.notna().any() else float("nan")
+    tw = analysis.twins
+    out["twins"] = int(len(tw))
+    for word, key in (("identical", "twins_identical"), ("within tolerance", "twins_within"),
+                      ("different", "twins_different")):
+        out[key] = int((tw["losses"] == word).sum()) if len(tw) else 0
+    return out
+
+
+def accounts_table(accounts) -> "object":
+    """The accounts' words, one row per account, one column per architecture."""
+    t = accounts.pivot(index="account", columns="kind", values="word").reindex(list(ACCOUNT_NAMES))[list(KINDS)]
+    t.index = [ACCOUNT_NAMES[a] for a in t.index]
+    return t.rename_axis("account").reset_index()
+
+
+def contrast_table(contrasts, family: str) -> "object":
+    """One family's contrasts for the chapter's dropdown: contrast, architecture, reading, estimate with
+    its 95 % interval (``lo``, ``hi``), raw and Holm-adjusted p, the interval's word."""
+    t = contrasts[contrasts["family"] == family]
+    return t[["contrast", "kind", "outcome", "estimate", "lo", "hi", "p", "p_holm", "word"]].rename(
+        columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p"})
+
+
+def survival_table(survival) -> "object":
+    """The earlier verdicts under each correction, as :func:`~tanbias.lab.analysis.rivals.survival_rows`."""
+    return survival.rename(columns={"kind": "architecture"})
+
+
+def twin_table(twins) -> "object":
+    """The standard-head runs against their committed twins."""
+    return twins[["run", "twin", "losses", "tables", "max_loss_diff", "max_table_diff"]].rename(
+        columns={"max_loss_diff": "largest loss difference", "max_table_diff": "largest table difference"})
+
+
+def registration() -> dict:
+    """The rivals experiment's registration (:func:`tanbias.lab.analysis.registered.registration`)."""
+    return registered.registration(RIVALS)
