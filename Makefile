@@ -154,7 +154,8 @@ chromium:
 # tanbias.book.bookbuild = jupyter-book build . --all -W -n --keep-going, with Sphinx's parallel
 # read on every core (reading a chapter executes it). A fresh environment every time, so
 # every chapter is read and executed.
-book: $(STAMP) $(ASSETS_STAMP)
+# (the zoo: the page "Measure your own model" measures SmolLM2 as it builds)
+book: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP)
 	mkdir -p $(BUILD)
 	export PATH="$(BIN):$$PATH" TANBIAS_MODE=static; \
 	  $(PY) -m tanbias.book.bookbuild . 2>&1 | tee $(BUILD)/build.log \
@@ -198,7 +199,7 @@ pretrained: zoo
 	for m in $$($(PY) -c 'from tanbias.lab.zoo import ZOO; print(*ZOO)'); do \
 	  $(PY) -m tanbias.lab pretrained $$m $(PRETRAINED_ARGS) || exit 1; done
 
-bench: $(STAMP) $(ASSETS_STAMP)
+bench: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP)
 	export PATH="$(BIN):$$PATH"; $(PY) -m tanbias.book.bench $(BENCH_ARGS)
 
 clean:

@@ -76,6 +76,7 @@ class Command:
 #: The commands of ``tanbias``, by name; ``tanbias NAME ARGS...`` runs ``COMMANDS[NAME](ARGS)``.
 #: A new command is one line here.
 COMMANDS: dict[str, Command] = {
+    "measure": Command("tanbias.figures.report:main", "chapter 9's measurements on any model, with a report"),
 }
 
 

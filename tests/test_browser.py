@@ -149,6 +149,67 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
         page.close()
 
 
+# ---------------------------------------------------------------------- python -m tanbias measure
+@pytest.fixture(scope="module")
+def measure_report(tmp_path_factory):
+    """The report ``python -m tanbias measure`` writes for a tiny Llama at three checkpoints."""
+    from tanbias.__main__ import main
+    from tanbias.lab.analysis.measure import MIN_TOKENS
+    from tiny_checkpoints import make_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("measure")
+    model = make_tiny_checkpoint("llama", root / "llama", revisions=("step0", "step1", "step2"))
+    assert main(["measure", str(model), "--tokens", str(MIN_TOKENS), "--out", str(root / "out"),
+                 "--no-progress"]) == 0
+    return root / "out" / "report.html"
+
+
+def test_measure_report_opens_offline_with_working_figures(measure_report, browser, screenshot_dir):
+    """The report opens from file:// with every request off the machine refused: every figure is
+    drawn, its first slider changes what it shows, each figure links to the online book."""
+    from tanbias.figures.report import SECTIONS, book_url, chapter_url
+
+    context = browser.new_context(viewport={"width": 1200, "height": 1400})
+    fetched = []
+
+    def offline(route):
+        fetched.append(route.request.url)
+        return route.continue_() if route.request.url.startswith("file:") else route.abort()
+
+    context.route("**/*", offline)
+    page = context.new_page()
+    problems = []
+    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    try:
+        page.goto(measure_report.as_uri())
+        page.wait_for_load_state("load")
+        assert page.evaluate("() => typeof window.Plotly") == "object", "plotly.js is in the page"
+        plots = page.locator(".js-plotly-plot")
+        assert plots.count() == len(SECTIONS)
+        for i in range(plots.count()):
+            plot = plots.nth(i)
+            assert plot.locator(".main-svg").count() > 0, f"figure {i} not drawn"
+            if not plot.locator("g.slider-group").count():
+                continue
+            plot.scroll_into_view_if_needed()
+            handle = plot.element_handle()
+            before = handle.evaluate(DATA_JS)
+            active = handle.evaluate("gd => gd.layout.sliders[0].active")
+            n_steps = handle.evaluate("gd => gd.layout.sliders[0].steps.length")
+            _click_step(page, plot, 0, 0 if active != 0 else n_steps - 1)
+            _changed(page, handle, before, f"report figure {i}, slider 0")
+        hrefs = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+        for key, (_, where) in SECTIONS.items():
+            assert chapter_url(*where) in hrefs, f"{key}: no link to {chapter_url(*where)}"
+        assert all(h.startswith(book_url()) for h in hrefs), hrefs
+        page.screenshot(path=str(screenshot_dir / "measure-report.png"), full_page=True)
+        assert [u for u in fetched if not u.startswith("file:")] == [], "the report fetched from the network"
+        assert not _real_problems(problems), _real_problems(problems)
+    finally:
+        context.close()
+
+
 # ---------------------------------------------------------------------- JupyterLab
 @pytest.fixture(scope="module")
 def jupyter_lab(tmp_path_factory):

@@ -39,7 +39,7 @@ def test_hub_revision_is_passed_to_from_pretrained(tiny, monkeypatch):
     model, tok, kind = ck.load_checkpoint("EleutherAI/pythia-160m", "step1000")
     assert kind == "decoder" and type(model).__name__ == "GPTNeoXForCausalLM"
     ours = [c for c in calls if c[1] == "EleutherAI/pythia-160m"]   # (transformers' own calls: local)
-    assert [c[0] for c in ours] == ["AutoConfig", "AutoModelForCausalLM", "AutoTokenizer"]
+    assert [c[0] for c in ours] == ["AutoConfig", "AutoTokenizer", "AutoModelForCausalLM"]   # tokenizer first: it fails fast
     assert all(c[2] == "step1000" for c in ours)
     assert ck.resolve_checkpoint("EleutherAI/pythia-160m", "step1000") == (
         "EleutherAI/pythia-160m", {"revision": "step1000"})

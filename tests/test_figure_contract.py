@@ -37,9 +37,10 @@ COLOUR = re.compile(r"(?<![\w&])#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3}
 NAMED = {"black", "white", "grey", "gray", "red", "green", "blue", "darkgrey", "lightgrey"}
 
 #: the figure topics: every module of tanbias/figures/ but the machinery that draws them
-#: (the interactive and the book's renderer)
+#: (the interactive, the book's renderer, and the report page of python -m tanbias measure,
+#: which puts the topics' figures on one page)
 FIGURE_MODULES = sorted(f"tanbias.figures.{p.stem}" for p in (PKG / "figures").glob("*.py")
-                        if p.stem not in ("__init__", "interactive", "renderer"))
+                        if p.stem not in ("__init__", "interactive", "renderer", "report"))
 #: Public functions of figure modules that return data, not a figure (module -> names).
 #: Each is a candidate to become private or to move to the lab module that owns its data;
 #: both modules belong to the lab's figures.

@@ -160,3 +160,31 @@ def test_chapter_figures_draw_from_the_tables(smoke):
         assert fig.layout.title.text and fig.data, make.__name__
         html = view.to_html()           # every frame of the static figure draws
         assert "Plotly.newPlot" in html and len(html) < 1_000_000, make.__name__
+
+
+@pytest.mark.zoo
+@pytest.mark.parametrize("name, languages", [("smollm2-135m", ("en",)), ("minilm-l6", ("en",))])
+def test_the_measure_command_gives_chapter_9s_tables(name, languages, tmp_path):
+    """``python -m tanbias measure MODEL`` on a zoo model writes the tables ``make pretrained``
+    writes for the same text and tokens, byte for byte (smoke size: the committed tables took
+    minutes; the same code path, measure_language, computes both)."""
+    from tanbias.lab.analysis import measure as ms
+    from tanbias.theory.anisotropy import READINGS as RIVAL_READINGS
+
+    if not _zoo_ready(name):
+        pytest.skip(f"{name} not installed: make zoo")
+    small = dict(n_tokens=ms.MIN_TOKENS, frequency_docs=300, n_boot=20, draws=4, robust_m=(4, 8), probe_tokens=256,
+                 probe={"layers": [0, 1, 15], "n_controls": 4}, languages=languages)
+    import pandas as pd
+
+    chapter = pt.measure(name, out_dir=tmp_path / "chapter", progress=False, **small)
+    command = ms.measure_model(name, tmp_path / "command", progress=False, **small)
+    assert sorted(command["tables"]) == sorted(chapter["tables"])
+    for key in chapter["tables"]:          # as written: every digit the CSV holds
+        ours = pd.read_csv(tmp_path / "command" / f"{key}.csv", dtype=str, keep_default_na=False)
+        theirs = pd.read_csv(tmp_path / "chapter" / f"{key}.csv", dtype=str, keep_default_na=False)
+        extra = set(ours.columns) - set(theirs.columns)
+        assert extra <= set(RIVAL_READINGS), (key, extra)         # the rival accounts' readings
+        pd.testing.assert_frame_equal(ours[list(theirs.columns)], theirs, obj=f"{key}.csv")
+    assert command["weight_sha256"] == chapter["weight_sha256"]
+    assert command["tokens_measured"] == chapter["tokens_measured"]

@@ -380,3 +380,23 @@ def test_spearman_rows_equal_scipys_spearman_with_ties_constants_and_gaps():
             ok = np.isfinite(y)
             want = np.nan if np.ptp(y[ok]) == 0 or np.ptp(x[ok]) == 0 else spearmanr(x[ok], y[ok]).statistic
             assert np.isclose(g, want, atol=1e-12, equal_nan=True), (trial, g, want)
+
+
+def test_spearman_rows_leaves_out_the_types_without_a_frequency_as_spearmanr_does():
+    """Types with no frequency (NaN: never counted, not a whole word) are left out of every
+    reading at once; ρ is scipy's on the remaining pairs, reading by reading."""
+    from scipy.stats import spearmanr
+
+    from tanbias.theory.token_clouds import _spearman_rows
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    x[rng.random(200) < 0.3] = np.nan
+    Y = [x * 0.5 + rng.normal(size=200), rng.normal(size=200), np.round(rng.normal(size=200), 1)]
+    ok = np.isfinite(x)
+    expected = [spearmanr(x[ok], y[ok]).statistic for y in Y]
+    assert np.allclose(_spearman_rows(x, Y), expected, rtol=0, atol=1e-12)
+    Y[1][~ok] = np.nan                                   # missing where x is missing: the same
+    assert np.allclose(_spearman_rows(x, Y), expected, rtol=0, atol=1e-12)
+    Y[2][np.flatnonzero(ok)[0]] = np.nan                 # a reading missing on its own: read alone
+    assert np.isclose(_spearman_rows(x, Y)[2], spearmanr(x[ok][1:], Y[2][ok][1:]).statistic, atol=1e-12)

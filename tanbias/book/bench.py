@@ -12,10 +12,14 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
   :data:`~tanbias.figures.interactive.REGISTRY`, and 50 random slider moves are timed
   (compute + FigureWidget ``batch_update``) - target p95 <= 50 ms;
 * each built page's weight: its HTML plus the images only it uses, without the
-  assets every page shares (``_static/``) - target <= 2 MB.
+  assets every page shares (``_static/``) - target <= 2 MB;
+* the measurement command (``python -m tanbias measure``) on SmolLM2-135M: its tokens per
+  second, and its wall time over one plain forward pass of the model over the same tokens
+  in the same process, without the alignment test (target <= 3x) and with it (<= 6x).
 
 ``--quick`` skips the clean build (it reads an existing ``_build`` if there is
-one) and times 10 updates per figure instead of 50.
+one), times 10 updates per figure instead of 50, and measures the command on its
+fewest tokens (``MIN_TOKENS``) without the alignment test.
 """
 
 from __future__ import annotations
@@ -253,6 +257,13 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["ddp"] = bench_ddp(steps=4 if quick else 8)
     except Exception as exc:  # report, keep the rest of the benchmark
         report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
+    # the measurement command (python -m tanbias measure) on SmolLM2, against one plain forward pass
+    # over the same tokens in the same process; --quick: the shortest text, no alignment test
+    from tanbias.lab.analysis.measure import MIN_TOKENS, bench_measure
+    try:
+        report["measure"] = (bench_measure(n_tokens=MIN_TOKENS, alignment=False) if quick else bench_measure())
+    except Exception as exc:  # report, keep the rest of the benchmark
+        report["measure"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
     for key, (name, budget, _) in budgeted_experiments().items():
         report[key] = _experiment_record(Path(root), name, budget)
@@ -335,12 +346,20 @@ def _all_ok(report: dict) -> bool:
     ok &= "error" not in lab and lab.get("run_overhead_inline", 1.0) <= 1.10
     sg = report.get("surgery") or {}
     ok &= "error" not in sg and sg.get("ratio", 1.0) <= 1.10
+    ms = report.get("measure") or {}
+    ok &= "error" not in ms and not _measure_over(ms)
     for row in report["chapters"]:
         ok &= "error" not in row and row.get("exec_ok", True) is not False
         ok &= (row.get("exec_s") or 0) <= TARGETS["chapter_exec_s"]
         ok &= (row.get("page_bytes") or 0) <= TARGETS["page_bytes"]
         ok &= all(fig["p95_ms"] <= TARGETS["update_p95_ms"] for fig in row.get("interactives", []))
     return bool(ok)
+
+
+def _measure_over(ms: dict) -> list[str]:
+    """The measurement command's ratios over their targets (``BENCH_TARGETS``)."""
+    return [f"measure command {key}" for key, target in ms.get("targets", {}).items()
+            if ms.get(key) is not None and ms[key] > target]
 
 
 def over_targets(report: dict) -> list[str]:
@@ -366,6 +385,7 @@ def over_targets(report: dict) -> list[str]:
     sg = report.get("surgery") or {}
     if sg.get("ratio", 1.0) > 1.10:
         over.append("surgery overhead")
+    over += _measure_over(report.get("measure") or {})
     pre = report.get("pretrained") or {}
     for name, r in pre.get("models", {}).items():
         if r["measure_s"] > pre["targets"].get(name, float("inf")):
@@ -456,6 +476,21 @@ def format_report(report: dict) -> str:
                          f"{'within' if ds['wall_seconds'] <= ds['budget_seconds'] else 'OVER'} its "
                          f"{ds['budget_seconds'] / 3600:.0f} h budget "
                          f"(sum of run times {ds['run_seconds'] / 3600:.2f} h, 2 parallel jobs)")
+    ms = report.get("measure")
+    if ms and "error" not in ms:
+        tg = ms["targets"]
+        line = (f"python -m tanbias measure {ms['model']} ({ms['tokens']} tokens, {ms['threads']} thread(s)): "
+                f"{ms['tokens_per_s']:.0f} tokens/s; one plain forward pass {ms['forward_s']:.1f} s (the blocks "
+                f"alone {ms['body_forward_s']:.1f} s); the whole command without the alignment test "
+                f"{ms['suite_s']:.0f} s = {_fmt_check(ms['ratio'], tg['ratio'], lambda v: f'{v:.2f}')}x "
+                f"(target <= {tg['ratio']:g})")
+        if "ratio_alignment" in ms:
+            line += (f", with it ({ms['probe_tokens']} tokens a text) {ms['suite_alignment_s']:.0f} s = "
+                     f"{_fmt_check(ms['ratio_alignment'], tg['ratio_alignment'], lambda v: f'{v:.2f}')}x "
+                     f"(target <= {tg['ratio_alignment']:g})")
+        lines.append(line + f"; peak memory {ms['peak_rss_gb']:.1f} GB")
+    elif ms:
+        lines.append(f"measure command: ERROR {ms['error'][:100]}")
     sg = report.get("surgery")
     if sg and "error" not in sg:
         lines.append(f"gradient surgery (chapter 12, {sg['kind']} {sg['size']}): {sg['t_plain']:.2f} s a plain step, "

@@ -683,7 +683,8 @@ class Interactive:
     Parameters
     ----------
     params : sequence of Param
-        The parameters, one slider each (distinct names).
+        The parameters, one slider each (distinct names). Empty: one fixed figure (a
+        figure whose only choice has one option, e.g. one model where there could be several).
     compute : callable
         ``compute(**values) -> data``: the numbers only (dict, arrays), no plotting.
     figure : callable
@@ -737,9 +738,9 @@ class Interactive:
                  budget_bytes: int = DEFAULT_BUDGET, height: int | None = None,
                  register: bool = True):
         params = list(params)
-        if not params or not all(isinstance(p, Param) for p in params):
+        if not all(isinstance(p, Param) for p in params):
             raise ParameterError(
-                f"params={params!r} is not allowed: valid range is a non-empty list of Param. "
+                f"params={params!r} is not allowed: valid range is a list of Param. "
                 f"Build each slider with Param(name, label, lo, hi, ...).")
         names = [p.name for p in params]
         if len(set(names)) != len(names):

@@ -53,6 +53,13 @@ def _measurements(pretrained: dict) -> dict:
     return out
 
 
+def _choice(name: str, label: str, options, **kw) -> list:
+    """A slider over ``options``, or none when there is a single option (one model read in one
+    language, as ``python -m tanbias measure`` reports it): the figures then show that one."""
+    options = tuple(options)
+    return [Param(name, label, options=options, **kw)] if len(options) > 1 else []
+
+
 def _depth_layer(depth: str, n_layers: int) -> int:
     """The layer (0 = embeddings) at a named relative ``depth`` of a model with ``n_layers`` blocks.
 
@@ -94,8 +101,9 @@ def premise_interactive(pretrained: dict) -> Interactive:
         ``{model: load_pretrained(model)}``.
     """
     meas = _measurements(pretrained)
+    first = next(iter(meas))
 
-    def compute(measurement, estimator, source):
+    def compute(measurement=first, estimator="matched", source="corpus"):
         model, lang = meas[measurement]
         p = premise_rows(pretrained[model], estimator)
         p = p[(p["source"] == source) & (p["language"] == lang)]
@@ -103,7 +111,7 @@ def premise_interactive(pretrained: dict) -> Interactive:
         return {r: (g["layer"].tolist(), g["rho"].tolist(), g[band[0]].tolist(), g[band[1]].tolist())
                 for r in READING_LABELS for g in [p[p["reading"] == r].sort_values("layer")]}
 
-    def figure(data, measurement, estimator, source):
+    def figure(data, measurement=first, estimator="matched", source="corpus"):
         traces = []
         for reading, (x, rho, lo, hi) in data.items():
             c = READING_COLORS[reading]
@@ -116,7 +124,7 @@ def premise_interactive(pretrained: dict) -> Interactive:
         return go.Figure(data=traces, layout=layout)
 
     return Interactive(
-        params=[Param("measurement", "model · language", options=tuple(meas)),
+        params=[*_choice("measurement", "model · language", meas),
                 Param("estimator", "estimator", options=tuple(ESTIMATORS), fmt=ESTIMATORS.get),
                 Param("source", "frequency", options=("corpus", "wordfreq"),
                       fmt={"corpus": "the language's corpus, model's tokenizer",
@@ -134,8 +142,9 @@ def premise_interactive(pretrained: dict) -> Interactive:
 def types_interactive(pretrained: dict) -> Interactive:
     """Interactive: token types at one depth, a reading against corpus frequency."""
     meas = _measurements(pretrained)
+    first = next(iter(meas))
 
-    def compute(measurement, depth, reading, estimator):
+    def compute(measurement=first, depth="last", reading="radius_t", estimator="matched"):
         model, lang = meas[measurement]
         t = pretrained[model]["types"]
         t = t[t["language"] == lang]
@@ -145,7 +154,7 @@ def types_interactive(pretrained: dict) -> Interactive:
         return {"x": np.log10(g["corpus_count"].to_numpy()), "y": g[col].to_numpy(),
                 "n": len(t[t["layer"] == layer]), "layer": layer}
 
-    def figure(data, measurement, depth, reading, estimator):
+    def figure(data, measurement=first, depth="last", reading="radius_t", estimator="matched"):
         fig = go.Figure(go.Scatter(x=data["x"], y=data["y"], mode="markers",
                                    marker=dict(size=5, color=READING_COLORS[reading], opacity=0.6),
                                    name="token types", showlegend=False))
@@ -154,7 +163,7 @@ def types_interactive(pretrained: dict) -> Interactive:
                         "log10 frequency in the language's corpus (model's tokenizer)", READING_LABELS[reading])
 
     return Interactive(
-        params=[Param("measurement", "model · language", options=tuple(meas)),
+        params=[*_choice("measurement", "model · language", meas),
                 Param("depth", "depth", options=DEPTHS, default="last"),
                 Param("reading", "reading", options=tuple(READING_LABELS),
                       fmt={"radius_t": "(a) radius t", "centroid_distance": "(b) centroid distance",
@@ -225,12 +234,12 @@ def alignment_interactive(pretrained: dict) -> Interactive:
     """Interactive: the decoders' post-hoc enrichment by layer, beside a randomly initialised copy."""
     models = tuple(m for m, t in pretrained.items() if "alignment" in t)
 
-    def compute(model):
+    def compute(model=models[0]):
         a = pretrained[model]["alignment"]
         return {net: a[a["model"] == net].sort_values("layer")[["layer", "enrichment", "p_energy"]]
                 for net in NETWORKS}
 
-    def figure(data, model):
+    def figure(data, model=models[0]):
         fig = go.Figure()
         for i, (net, d) in enumerate(data.items()):
             sig = d["p_energy"] <= 0.05
@@ -245,7 +254,7 @@ def alignment_interactive(pretrained: dict) -> Interactive:
                         "layer (0 = embeddings)", "enrichment (log scale; 1 = random subspace)",
                         legend="network")
 
-    return Interactive(params=[Param("model", "model", options=models)],
+    return Interactive(params=_choice("model", "model", models),
                        compute=compute, figure=figure, title="The alignment test at the released "
                        "checkpoint", caption="The proxy is fitted on held-out English documents (the "
                        "even-numbered ones), the gradients come from the odd-numbered ones: no token is "
@@ -257,8 +266,9 @@ def alignment_interactive(pretrained: dict) -> Interactive:
 def curvature_interactive(pretrained: dict) -> Interactive:
     """Interactive: local normal share against radius t, one point per type, log axes."""
     meas = _measurements(pretrained)
+    first = next(iter(meas))
 
-    def compute(measurement, depth):
+    def compute(measurement=first, depth="middle"):
         model, lang = meas[measurement]
         t = pretrained[model]["types"]
         layer = _depth_layer(depth, _n_layers(pretrained[model]))
@@ -269,27 +279,29 @@ def curvature_interactive(pretrained: dict) -> Interactive:
         return {"x": g["radius_t"].to_numpy(), "y": g["normal_share"].to_numpy(), "layer": layer,
                 "slope": float(row["slope"].iloc[0]) if len(row) else float("nan")}
 
-    def figure(data, measurement, depth):
+    def figure(data, measurement=first, depth="middle"):
         fig = go.Figure(go.Scatter(x=data["x"], y=data["y"], mode="markers", name="token types",
                                    marker=dict(size=5, color=COLORS[0], opacity=0.6)))
+        # the same three traces at every depth (empty lines where too few types were measured)
+        xs = fitted = two = np.array([])
         if len(data["x"]) > 2:
             x0 = float(np.median(data["x"]))
             y0 = float(np.median(data["y"]))
             xs = np.array([data["x"].min(), data["x"].max()])
-            if np.isfinite(data["slope"]):
-                fig.add_trace(go.Scatter(x=xs, y=y0 * (xs / x0) ** data["slope"], mode="lines",
-                                         name=f"fitted slope {data['slope']:.2f}",
-                                         line=dict(color=COLORS[1])))
-            fig.add_trace(go.Scatter(x=xs, y=y0 * (xs / x0) ** 2, mode="lines",
-                                     name="slope 2 (curved manifold)",
-                                     line=dict(color=GREY, dash="dot")))
+            fitted = y0 * (xs / x0) ** data["slope"] if np.isfinite(data["slope"]) else np.array([])
+            two = y0 * (xs / x0) ** 2
+        slope = f"fitted slope {data['slope']:.2f}" if np.isfinite(data["slope"]) else "fitted slope (too few types)"
+        fig.add_trace(go.Scatter(x=xs if len(fitted) else [], y=fitted, mode="lines", name=slope,
+                                 line=dict(color=COLORS[1])))
+        fig.add_trace(go.Scatter(x=xs, y=two, mode="lines", name="slope 2 (curved manifold)",
+                                 line=dict(color=GREY, dash="dot")))
         fig.update_xaxes(type="log")
         fig.update_yaxes(type="log")
         return labelled(fig, f"{measurement}, layer {data['layer']}: variance outside the top "
                              "local directions", "radius t, count-matched (units of the layer's spread)",
                         "normal share", legend="")
 
-    return Interactive(params=[Param("measurement", "model · language", options=tuple(meas)),
+    return Interactive(params=[*_choice("measurement", "model · language", meas),
                                Param("depth", "depth", options=DEPTHS[1:], default="middle")],
                        compute=compute, figure=figure, title="Is curvature visible in the "
                        "clouds?", caption="For points of a curved manifold sampled at radius t "

@@ -32,7 +32,7 @@ from tanbias.lab import zoo
 from tanbias.lab.config import KINDS
 
 __all__ = ["REFERENCE_MODELS", "CheckpointUnavailable", "local_revisions", "check_revision", "revision_steps",
-           "resolve_checkpoint", "transformers_bars", "load_checkpoint", "save_revision"]
+           "resolve_checkpoint", "transformers_bars", "load_checkpoint", "checkpoint_config", "save_revision"]
 
 _PYTHIA_STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 2000, 4000, 8000, 16000, 32000,
                  64000, 143000)
@@ -198,7 +198,7 @@ def _kind_from_config(config) -> str | None:
     for arch in getattr(config, "architectures", None) or ():
         if arch.endswith("ForMaskedLM"):
             return "encoder"
-        if arch.endswith("ForCausalLM"):
+        if arch.endswith(("ForCausalLM", "LMHeadModel")):
             return "decoder"
     return None
 
@@ -226,6 +226,20 @@ def _network_errors() -> tuple:
     return tuple(errs)
 
 
+def _damaged_file_errors() -> tuple:
+    """What reading a damaged weight file raises: safetensors' own error, a broken pickle or
+    zip archive (``.bin``), an archive that ends too soon."""
+    import pickle
+
+    errs: list = [pickle.UnpicklingError, EOFError]
+    try:
+        from safetensors import SafetensorError
+        errs.append(SafetensorError)
+    except ImportError:
+        pass
+    return tuple(errs)
+
+
 @contextlib.contextmanager
 def transformers_bars(enabled: bool):
     """Turn transformers' (and the hub's) progress bars on or off inside the block."""
@@ -240,7 +254,7 @@ def transformers_bars(enabled: bool):
 
 
 def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | None = None,
-                    progress: bool = False):
+                    progress: bool = False, headless: bool = False):
     """Load a checkpoint and its tokenizer for the probe (float32, eval mode).
 
     Parameters
@@ -255,12 +269,16 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
         ``*ForCausalLM`` a decoder).
     progress : bool
         Show transformers' download and loading bars.
+    headless : bool
+        Accept a checkpoint whose architecture names no language-model head (a sentence
+        encoder saved as ``BertModel``): it loads as its base model (``AutoModel``), of the
+        ``kind`` given. Without it such a checkpoint needs ``kind`` and gets a head.
 
     Returns
     -------
     (model, tokenizer, kind)
         ``AutoModelForMaskedLM`` or ``AutoModelForCausalLM`` in eval mode (no
-        dropout; gradients still flow), ``AutoTokenizer``.
+        dropout; gradients still flow), or (``headless``) ``AutoModel``; ``AutoTokenizer``.
 
     Raises
     ------
@@ -272,8 +290,8 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
         revision that does not exist, or a ``kind`` that contradicts the
         architecture (or cannot be inferred).
     CorruptFileError
-        A local folder whose files cannot be loaded, or a zoo model's weight file
-        that is truncated or fails its sha256.
+        A local folder whose files cannot be loaded (a truncated or damaged weight
+        file), or a zoo model's weight file that is truncated or fails its sha256.
     tanbias.lab.zoo.ZooUnavailable
         A zoo model whose package is not installed (names the install command).
     """
@@ -303,28 +321,94 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
                     f"kind={kind!r} is out of range for {name!r} ({config.architectures[0]}): valid range "
                     f"is {{{inferred!r}}}. Omit kind to infer it.")
             kind = kind or inferred
-            cls = (transformers.AutoModelForMaskedLM if kind == "encoder"
-                   else transformers.AutoModelForCausalLM)
+            try:
+                tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
+            except (OSError, ValueError, TypeError) as exc:
+                if hub and isinstance(exc, _network_errors()):
+                    raise
+                raise ParameterError(
+                    f"model_id_or_path={name!r} is not allowed: valid range is a checkpoint saved with its "
+                    f"tokenizer; transformers cannot load one from {path!r} ({str(exc).splitlines()[0][:200]}). "
+                    "Save the model's own tokenizer beside it (tokenizer.save_pretrained(folder)).") from None
+            if headless and inferred is None:
+                cls = transformers.AutoModel
+            else:
+                cls = (transformers.AutoModelForMaskedLM if kind == "encoder"
+                       else transformers.AutoModelForCausalLM)
             model = cls.from_pretrained(path, config=config, dtype=torch.float32, **kwargs)
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
     except ParameterError:
         raise
+    except _damaged_file_errors() as exc:
+        if hub:
+            raise
+        raise CorruptFileError(path, "save the checkpoint again (save_pretrained), or download it again",
+                               f"holds a weight file that cannot be read: {str(exc).splitlines()[0][:300]}") from None
     except _network_errors() as exc:
-        causes = {type(e).__name__ for e in _chain(exc)}
-        if not hub:
-            raise CorruptFileError(path, _download_hint("ID", revision, path),
-                                   f"cannot load the checkpoint: {exc}") from None
-        if "RevisionNotFoundError" in causes:
-            raise ParameterError(f"revision={revision!r} is out of range for {name!r}: valid range is "
-                                 "the repository's branches, tags and commits (see its "
-                                 "'Files and versions' page).") from None
-        if causes & {"RepositoryNotFoundError", "GatedRepoError"}:
-            raise ParameterError(f"model_id_or_path={name!r} is not allowed: valid range is an existing "
-                                 "local folder or an accessible hub repository. Check the id.") from None
-        raise CheckpointUnavailable(name, revision, str(exc).splitlines()[0] if str(exc) else
-                                    type(exc).__name__) from None
+        raise _load_error(exc, name, path, revision, hub) from None
     model.eval()
     return model, tokenizer, kind
+
+
+def _load_error(exc: BaseException, name: str, path: str, revision, hub: bool) -> Exception:
+    """What a failed load of a checkpoint means, as the error to raise."""
+    causes = {type(e).__name__ for e in _chain(exc)}
+    if not hub:
+        return CorruptFileError(path, _download_hint("ID", revision, path), f"cannot load the checkpoint: {exc}")
+    if "RevisionNotFoundError" in causes:
+        return ParameterError(f"revision={revision!r} is out of range for {name!r}: valid range is "
+                              "the repository's branches, tags and commits (see its "
+                              "'Files and versions' page).")
+    if causes & {"RepositoryNotFoundError", "GatedRepoError"}:
+        return ParameterError(f"model_id_or_path={name!r} is not allowed: valid range is an existing "
+                              "local folder or an accessible hub repository. Check the id.")
+    return CheckpointUnavailable(name, revision, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+def checkpoint_config(model_id_or_path, revision: str | None = None) -> dict:
+    """The ``config.json`` of a checkpoint, read before anything else of it (a dict).
+
+    Its ``model_type`` and ``architectures`` say what the checkpoint is before its weights
+    are loaded. A local folder's file is read as JSON; a hub id's is downloaded (or read from
+    the cache) alone.
+
+    Raises
+    ------
+    ParameterError, CheckpointUnavailable
+        As :func:`load_checkpoint`.
+    CorruptFileError
+        A local ``config.json`` that is not JSON.
+
+    Example
+    -------
+    >>> import json, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    ...     checkpoint_config(tmp)["model_type"]
+    'llama'
+    """
+    import json
+
+    path, kwargs = resolve_checkpoint(model_id_or_path, revision)
+    name = os.fspath(model_id_or_path)
+    if "revision" not in kwargs:
+        f = Path(path) / "config.json"
+        try:
+            config = json.loads(f.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptFileError(f, "save the checkpoint again (save_pretrained)", f"is not valid JSON ({exc})") \
+                from None
+    else:
+        try:
+            from huggingface_hub import hf_hub_download
+
+            f = hf_hub_download(path, "config.json", revision=revision, local_files_only=_offline())
+            config = json.loads(Path(f).read_text(encoding="utf-8"))
+        except _network_errors() as exc:
+            raise _load_error(exc, name, path, revision, True) from None
+    if not isinstance(config, dict):
+        raise CorruptFileError(Path(path) / "config.json", "save the checkpoint again (save_pretrained)",
+                               "is not a JSON object")
+    return config
 
 
 def _load_zoo_checkpoint(name: str, revision, kind, progress: bool):

@@ -38,7 +38,8 @@ from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE, load_tokenizer
 
 __all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "keep_probabilities", "alias_batch", "ALIAS_SEED_OFFSET", "VALIDATION_SEED_OFFSET",
-           "PROBE_EVAL_SEED", "Stream", "HELDOUT_ORDERS", "heldout_text", "heldout_batches"]
+           "PROBE_EVAL_SEED", "Stream", "HELDOUT_ORDERS", "encode_documents", "heldout_text",
+           "heldout_batches"]
 
 
 def check_languages(languages) -> list | None:
@@ -537,9 +538,28 @@ def _round_robin(valid: dict, languages, rng) -> Iterator[tuple[str, str]]:
             return
 
 
+def encode_documents(tokenizer, docs, special_tokens: bool = True) -> list[list[int]]:
+    """Each document's token ids as :func:`heldout_text` reads them.
+
+    With ``special_tokens`` the tokenizer's own special tokens, and its end-of-text token
+    at the end of every document that does not end with it already (documents stay
+    separated once they are cut into rows); without, the text alone.
+
+    Example
+    -------
+    >>> from tanbias.lab.tokenizer import load_tokenizer
+    >>> tok = load_tokenizer()
+    >>> [x[-1] == tok.eos_token_id for x in encode_documents(tok, ["a b", "c"])]
+    [True, True]
+    """
+    encoded = tokenizer(list(docs), add_special_tokens=special_tokens, verbose=False)["input_ids"]
+    eos = tokenizer.eos_token_id if special_tokens else None
+    return [[*x, int(eos)] if eos is not None and (not x or x[-1] != eos) else list(x) for x in encoded]
+
+
 def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, languages=None,
                  order: str = "mixture", regime: str = "natural", special_tokens: bool = True,
-                 half: int | None = None) -> dict:
+                 half: int | None = None, documents: dict | None = None) -> dict:
     """Held-out documents of the corpus (its validation split), tokenised and cut into rows.
 
     The one builder of held-out text: the lab's common text (:meth:`Stream.common`),
@@ -575,6 +595,9 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
         Read only the even-numbered (0) or odd-numbered (1) held-out documents of each
         language: two texts with no document in common (a proxy fitted on one, tested on
         the other).
+    documents : dict, optional
+        ``{language: [text, ...]}``: documents of one's own, read instead of the corpus'
+        validation split (``languages`` then defaults to its keys).
 
     Returns
     -------
@@ -597,7 +620,14 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     seed = check_int("seed", seed, lo=0)
     check_choice("order", order, HELDOUT_ORDERS)
     check_choice("regime", regime, REGIMES)
-    _, valid = split(languages)
+    if documents is None:
+        _, valid = split(languages)
+    else:
+        missing = [lang for lang in (languages or ()) if lang not in documents]
+        if missing or not documents:
+            raise ParameterError(f"languages={languages!r} is out of range for the documents given: valid "
+                                 f"values are subsets of {sorted(documents)}. Pass documents in each language.")
+        valid = {lang: list(documents[lang]) for lang in (languages or documents)}
     languages = list(valid) if languages is None else list(languages)
     if half is not None:
         half = check_int("half", half, lo=0, hi=1, hint="0: the even-numbered documents, 1: the odd ones.")
@@ -607,7 +637,6 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     else:
         docs = _round_robin(valid, languages, np.random.default_rng(seed))
     need = math.ceil(n_tokens / seq_len) * seq_len
-    eos = tokenizer.eos_token_id if special_tokens else None
     ids: list[int] = []
     langs: list[str] = []
     doc_of: list[int] = []
@@ -615,15 +644,13 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     while len(ids) < need:
         chunk = list(itertools.islice(docs, 64))
         if not chunk:
-            raise ParameterError(f"n_tokens={n_tokens} is out of range: the held-out documents of "
+            source = "held-out documents" if documents is None else "documents given"
+            raise ParameterError(f"n_tokens={n_tokens} is out of range: the {source} of "
                                  f"{languages} hold only {len(ids)} tokens. Pass fewer tokens.")
-        encoded = tokenizer([doc for _, doc in chunk], add_special_tokens=special_tokens,
-                            verbose=False)["input_ids"]
+        encoded = encode_documents(tokenizer, [doc for _, doc in chunk], special_tokens)
         for (lang, _), x in zip(chunk, encoded):
             if len(ids) >= need:
                 break
-            if eos is not None and (not x or x[-1] != eos):
-                x = [*x, int(eos)]
             ids += x
             langs += [lang] * len(x)
             doc_of += [used] * len(x)
@@ -636,7 +663,7 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
 
 def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int = 0,
                     regime: str = "natural", batch_size: int = 8, languages=None, half: int | None = None,
-                    order: str = "mixture") -> list[dict]:
+                    order: str = "mixture", documents: dict | None = None) -> list[dict]:
     """Held-out batches under a model's own tokenizer: :func:`heldout_text` (mixture order, with
     special tokens), masked for an encoder as the lab's training batches are.
 
@@ -644,7 +671,7 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
     ``seed`` (:func:`mask_tokens` with the tokenizer's own special and mask ids);
     decoder labels are the inputs (the model shifts them). The batches are a
     function of ``(tokenizer, kind, n_tokens, seq_len, seed, regime, batch_size, languages,
-    half, order)`` (the last three as :func:`heldout_text`).
+    half, order, documents)`` (the last four as :func:`heldout_text`).
 
     Returns
     -------
@@ -664,7 +691,8 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
                              f"({type(tokenizer).__name__}): valid range is {{'decoder'}}. Masked-LM "
                              "checkpoints ship a tokenizer with a mask token.")
     block = torch.as_tensor(heldout_text(tokenizer, n_tokens, seq_len, seed=seed, languages=languages,
-                                         regime=regime, half=half, order=order)["input_ids"])
+                                         regime=regime, half=half, order=order,
+                                         documents=documents)["input_ids"])
     gen = torch.Generator().manual_seed(int(seed))
     out = []
     for i in range(0, block.shape[0], batch_size):

@@ -31,7 +31,8 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.hooks import Hook
 from tanbias.lab.runs import atomic_save_npz
 
-__all__ = ["probe_steps", "layer_activations", "F16_SAFE", "ResidualProbe", "residual_modules", "pack_capture",
+__all__ = ["probe_steps", "layer_activations", "F16_SAFE", "BLOCK_LISTS", "ResidualProbe", "residual_modules",
+           "pack_capture",
            "output_spectrum", "load_capture", "CaptureWriter", "CAPTURE_VERSION", "ProbeEval"]
 
 CAPTURE_VERSION = 1
@@ -53,30 +54,38 @@ def probe_steps(steps: int, n: int = 14) -> list[int]:
     return out
 
 
+#: Where a base model keeps its list of transformer blocks, in the order they are looked for:
+#: ``layers`` (Llama, Mistral, Qwen, Gemma, GPT-NeoX, EuroBERT, ModernBERT), ``h`` (GPT-2,
+#: Falcon), ``encoder.layer`` (BERT, RoBERTa, XLM-R, ELECTRA), ``decoder.layers`` (OPT),
+#: ``transformer.layer`` (DistilBERT).
+BLOCK_LISTS = ("layers", "h", "encoder.layer", "decoder.layers", "transformer.layer")
+
+
 def residual_modules(model) -> list:
     """The embedding and the transformer blocks of ``model``, in order (layer 0, 1, ..., L).
 
-    The embedding is ``model.get_input_embeddings()``; the blocks are the
-    ``layers`` of ``model.base_model`` (Llama, EuroBERT: ``model.model.layers``;
-    GPT-NeoX: ``model.gpt_neox.layers``), or its ``h`` (GPT-2 style) if it has no
-    ``layers``. For the lab's own models this is ``[model.model.embed_tokens,
-    *model.model.layers]``.
+    The embedding is ``model.get_input_embeddings()``; the blocks are the first of
+    :data:`BLOCK_LISTS` that ``model.base_model`` has (Llama, EuroBERT:
+    ``model.model.layers``; GPT-NeoX: ``model.gpt_neox.layers``; GPT-2: ``transformer.h``;
+    BERT: ``bert.encoder.layer``). For the lab's own models this is
+    ``[model.model.embed_tokens, *model.model.layers]``.
 
     Raises
     ------
     ParameterError
-        If neither block list exists.
+        If none of the block lists exists.
     """
     base = getattr(model, "base_model", model)
-    blocks = getattr(base, "layers", None)
-    if blocks is None:
-        blocks = getattr(base, "h", None)
-    if blocks is None:
-        raise ParameterError(
-            f"model={type(model).__name__} is not allowed: valid range is models whose base model "
-            f"({type(base).__name__}) has a block list `layers` or `h` (Llama, EuroBERT, GPT-NeoX, "
-            "GPT-2). Probe another architecture by hooking its blocks by hand.")
-    return [model.get_input_embeddings(), *blocks]
+    for path in BLOCK_LISTS:
+        blocks = base
+        for attr in path.split("."):
+            blocks = getattr(blocks, attr, None)
+        if blocks is not None:
+            return [model.get_input_embeddings(), *blocks]
+    raise ParameterError(
+        f"model={type(model).__name__} is not allowed: valid range is models whose base model "
+        f"({type(base).__name__}) has a block list ({', '.join(BLOCK_LISTS)}). Probe another "
+        "architecture by hooking its blocks by hand.")
 
 
 class ResidualProbe:

@@ -515,14 +515,19 @@ def _spearman(x, y) -> float:
 
 
 def _spearman_rows(x, Y) -> list:
-    """``[_spearman(x, y) for y in Y]``, ranking ``x`` once where nothing is missing.
+    """``[_spearman(x, y) for y in Y]``, ranking ``x`` once.
 
     Spearman's ρ is Pearson's r of the average ranks (``scipy.stats.rankdata``), which is
     what ``scipy.stats.spearmanr`` computes; its per-call checks cost more than the ranks
-    themselves here, where the bootstrap asks for ρ tens of thousands of times.
+    themselves here, where the bootstrap asks for ρ tens of thousands of times. Positions
+    where ``x`` is missing (a type without a frequency: never counted, or not a whole word)
+    are left out of every row at once; a row missing values of its own is read on its own.
     """
     x = np.asarray(x, np.float64)
     Y = [np.asarray(y, np.float64) for y in Y]
+    ok = np.isfinite(x)
+    if not ok.all() and all(np.isfinite(y[ok]).all() for y in Y):
+        x, Y = x[ok], [y[ok] for y in Y]
     if len(x) < 3 or not np.isfinite(x).all() or not all(np.isfinite(y).all() for y in Y) \
             or np.ptp(x) == 0:
         return [_spearman(x, y) for y in Y]

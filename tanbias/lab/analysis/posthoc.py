@@ -326,13 +326,14 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
 # ---------------------------------------------------------------------------
 def random_copy(model, seed: int = 0):
     """A randomly initialised model of ``model``'s architecture (its config, its initialiser),
-    in eval mode, float32: the post-hoc test's null for "any network of this shape"."""
+    in eval mode, float32, on ``model``'s device: the post-hoc test's null for "any network
+    of this shape"."""
     import torch
 
     torch.manual_seed(int(seed))
     net = type(model)(model.config).float()
     net.eval()
-    return net
+    return net.to(next(model.parameters()).device)
 
 
 def _kept_positions(capture: dict, seq_len: int, special) -> np.ndarray:
@@ -345,7 +346,7 @@ def _kept_positions(capture: dict, seq_len: int, special) -> np.ndarray:
 
 def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len: int = 256, seed: int = 0,
                       probe: dict | None = None, language: str = "en", null: bool = True,
-                      progress: bool = False) -> "object":
+                      progress: bool = False, documents: dict | None = None) -> "object":
     """The alignment test of a checkpoint with its proxy fitted on held-out documents, beside a random network.
 
     For each layer, the proxy (the top-``rank`` principal directions of the
@@ -366,6 +367,13 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
         Tokens of each text (fit, test).
     probe : dict, optional
         :class:`~tanbias.lab.config.ProbeSettings` fields (``rank``, ``n_controls``, ``zeta``, ``layers``).
+    null : bool
+        Test a randomly initialised copy too.
+    progress : bool
+        A progress bar over the networks and layers.
+    documents : dict, optional
+        ``{language: [text, ...]}`` read instead of the corpus' held-out documents
+        (:func:`tanbias.lab.data.heldout_text`).
 
     Returns
     -------
@@ -383,11 +391,17 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
     pc = ProbeSettings.from_dict(probe).checked(int(cfg.hidden_size), int(cfg.num_hidden_layers))
     batch = batch_rows(max(len(tokenizer), model.get_input_embeddings().num_embeddings))
     texts = [heldout_batches(tokenizer, kind, n_tokens, seq_len, seed=seed, batch_size=batch, languages=[language],
-                             half=h, order="round_robin") for h in (0, 1)]
+                             half=h, order="round_robin", documents=documents) for h in (0, 1)]
     special = special_ids(tokenizer)
-    nets = [("trained", model)] + ([("random-init", random_copy(model, seed))] if null else [])
+    nets = [("trained", lambda: model)] + ([("random-init", lambda: random_copy(model, seed))] if null else [])
     rows = []
-    for label, net in nets:
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(nets), desc="alignment test", unit="network")
+    for label, make in nets:
+        net = make()
         # the fit half's proxy reads activations only: no head, no backward for it
         fit, test = (capture_checkpoint(net, t, kind, gradients=g) for t, g in zip(texts, (False, True)))
         keep_fit, keep_test = (_kept_positions(c, seq_len, special) for c in (fit, test))
@@ -401,4 +415,9 @@ def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len
                 row = al.alignment_test(G, Q, n_controls=pc.n_controls, rng=rng, zeta=pc.zeta)
                 rows.append({"model": label, "layer": int(layer), "n_fit": int(keep_fit.sum()),
                              "n_test": int(len(G)), **row})
+        del net
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
     return pd.DataFrame(rows)

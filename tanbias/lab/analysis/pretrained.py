@@ -62,9 +62,11 @@ from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import token_clouds as tc
 from tanbias.theory.token_clouds import READINGS  # the order of premise_bootstrap's columns
 
-__all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES",
+__all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES", "CSV_FLOAT",
            "corpus_frequencies", "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables",
-           "premise_tables", "curvature_rows", "model_languages", "measure", "measure_all", "load_pretrained"]
+           "premise_tables", "curvature_rows", "flops_per_token", "model_languages", "frame_tokens",
+           "language_text", "measure_language", "measure", "peak_rss_gb", "measure_all", "load_pretrained",
+           "load_tables"]
 
 PRETRAINED_DIR = Path(__file__).resolve().parents[3] / "data" / "pretrained"
 
@@ -90,6 +92,8 @@ MODEL_SETTINGS = {"minilm-l6": {"n_tokens": 24_576, "languages": ("en",)},
 
 #: The tables :func:`measure` writes (and :func:`load_pretrained` reads).
 TABLES = ("types", "premise", "anisotropy", "curvature")
+#: How the tables write their floats (six significant digits).
+CSV_FLOAT = "%.6g"
 
 
 def _rebuild(name: str) -> str:
@@ -169,6 +173,9 @@ def hidden_states(model, input_ids: np.ndarray, keep: np.ndarray, batch_size: in
                   progress: bool = True) -> tuple[np.ndarray, float]:
     """Every layer's hidden state at the kept positions, float32, and the forward seconds.
 
+    One forward pass of the blocks (no language-model head) per batch of rows, on the
+    device the model is on; the kept positions are copied back to the CPU.
+
     Parameters
     ----------
     model : a ``transformers`` model in eval mode (returns ``hidden_states``)
@@ -185,6 +192,8 @@ def hidden_states(model, input_ids: np.ndarray, keep: np.ndarray, batch_size: in
     rows = input_ids.shape[0]
     n = int(keep.sum())
     body = model.base_model   # the blocks without a language-model head: no logits to compute
+    dev = next(model.parameters()).device
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     H = None
     pos, seconds = 0, 0.0
     it = range(0, rows, batch_size)
@@ -194,16 +203,17 @@ def hidden_states(model, input_ids: np.ndarray, keep: np.ndarray, batch_size: in
         it = tqdm(it, desc="forward", unit="batch", total=-(-rows // batch_size))
     with torch.inference_mode():
         for start in it:
-            ids = torch.as_tensor(input_ids[start:start + batch_size])
+            ids = torch.as_tensor(input_ids[start:start + batch_size]).to(dev)
             t0 = time.perf_counter()
             out = body(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+            sync()
             seconds += time.perf_counter() - t0
-            mask = torch.as_tensor(keep[start:start + batch_size])
+            mask = torch.as_tensor(keep[start:start + batch_size]).to(dev)
             k = int(mask.sum())
             if H is None:
                 H = np.empty((len(out.hidden_states), n, out.hidden_states[0].shape[-1]), np.float32)
             for layer, h in enumerate(out.hidden_states):
-                H[layer, pos:pos + k] = h[mask].float().numpy()
+                H[layer, pos:pos + k] = h[mask].float().cpu().numpy()
             pos += k
             del out
     return H, seconds
@@ -216,12 +226,15 @@ def _log_frequency(counts) -> np.ndarray:
         return np.where(c > 0, np.log(np.where(c > 0, c, 1.0)), np.nan)
 
 
-def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_k: int, layer: int, seed: int = 0):
+def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_k: int, layer: int, seed: int = 0,
+                 metrics=None):
     """The per-type rows, the anisotropy row and the matched readings of one layer.
 
     ``X`` holds the layer's rows, ``sink`` (bool, one per row) marks the first position
     of each text row: the readings and anisotropy leave those out, the ``*_with_sink``
-    columns and ``sink_norm_ratio`` describe what they do.
+    columns and ``sink_norm_ratio`` describe what they do. ``metrics(Y, type_ids)`` of the
+    layer's rows without the sink and their types, when given, returns more anisotropy
+    readings of the same rows (``{column: float}``), added to the anisotropy row.
 
     Returns
     -------
@@ -251,7 +264,8 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
              "outlier_dims": " ".join(str(d) for d in an["outlier_dims"]),
              **{f"{k}_with_sink": whole[k] for k in ("mean_cosine", "isoscore_star", "top1_share")},
              "spread_with_sink": tc.layer_spread(X),
-             "sink_norm_ratio": float(np.median(norms[sink]) / np.median(norms[~sink])) if sink.any() else np.nan}
+             "sink_norm_ratio": float(np.median(norms[sink]) / np.median(norms[~sink])) if sink.any() else np.nan,
+             **({k: float(v) for k, v in metrics(Y, ids).items()} if metrics is not None else {})}
     return rows, aniso, matched
 
 
@@ -326,7 +340,7 @@ def curvature_rows(types) -> list[dict]:
     return curv
 
 
-def _flops_per_token(model, seq_len: int) -> float:
+def flops_per_token(model, seq_len: int) -> float:
     """Forward FLOPs per token: 2 x parameters outside the embedding, plus attention scores."""
     cfg = model.config
     emb = model.get_input_embeddings().weight.numel()
@@ -343,23 +357,135 @@ def model_languages(name: str, settings: dict) -> tuple[str, ...]:
     return DECODER_LANGUAGES if zoo.zoo_entry(name).kind == "decoder" else ("en",)
 
 
-def _language_text(tok, entry, lang: str, s: dict, seq_len: int) -> dict:
+def frame_tokens(tokenizer) -> tuple[int | None, int | None]:
+    """The ids an encoder's row starts and ends with: ``[CLS]``/``[SEP]``, else ``<s>``/``</s>``
+    (the tokenizer's beginning- and end-of-sequence tokens); None where it has neither.
+
+    Example
+    -------
+    >>> from tanbias.lab.tokenizer import load_tokenizer
+    >>> frame_tokens(load_tokenizer())        # no [CLS]/[SEP]: <s> and </s>
+    (1, 2)
+    """
+    start = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    return start, end
+
+
+def language_text(tok, kind: str, lang: str, s: dict, seq_len: int, documents: dict | None = None) -> dict:
     """One language's held-out rows under the model's tokenizer, with each position's document and
     whether it is the first of its row (an encoder reads ``[CLS] ... [SEP]`` rows, as it was
-    trained: those two are special, the first text token is not a sink)."""
+    trained: those two are special, the first text token is not a sink; :func:`frame_tokens`).
+
+    ``documents`` (``{lang: [text, ...]}``) replaces the corpus' held-out documents
+    (:func:`tanbias.lab.data.heldout_text`)."""
     from tanbias.lab.data import heldout_text
 
     text = heldout_text(tok, s["n_tokens"], seq_len, seed=s["seed"], languages=[lang], order="round_robin",
-                        special_tokens=False)
+                        special_tokens=False, documents=documents)
     ids, docs = text["input_ids"], text["document"]
     sink = np.zeros(ids.shape, bool)
-    if entry.kind == "encoder" and tok.cls_token_id is not None:
-        ids = np.concatenate([np.full((len(ids), 1), tok.cls_token_id), ids[:, :seq_len - 2],
-                              np.full((len(ids), 1), tok.sep_token_id)], axis=1)
+    start, end = frame_tokens(tok)
+    if kind == "encoder" and start is not None and end is not None:
+        ids = np.concatenate([np.full((len(ids), 1), start), ids[:, :seq_len - 2],
+                              np.full((len(ids), 1), end)], axis=1)
         docs = np.concatenate([docs[:, :1], docs[:, :seq_len - 2], docs[:, :1]], axis=1)
     else:
         sink[:, 0] = True            # a decoder's first position is its attention sink
     return {"input_ids": ids, "document": docs, "sink": sink, "documents": text["documents"]}
+
+
+def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, progress: bool = True,
+                     documents: dict | None = None, metrics=None, text: dict | None = None,
+                     frequency: np.ndarray | None = None) -> dict:
+    """Every table of one model in one language: one forward pass, then every reading of its rows.
+
+    The held-out text of ``lang`` (:func:`language_text`), the types' frequencies in the
+    language's training split (:func:`corpus_frequencies`) and on the web
+    (:func:`wordfreq_frequencies`), the hidden states of every layer from one forward pass
+    (:func:`hidden_states`), and from them the types, anisotropy (with ``metrics``, see
+    :func:`layer_tables`), premise and curvature tables.
+
+    Parameters
+    ----------
+    model, tok
+        A ``transformers`` model in eval mode and its own tokenizer.
+    kind : {"encoder", "decoder"}
+    s : dict
+        The settings (:data:`DEFAULTS` and any overrides).
+    documents : dict, optional
+        ``{lang: [text, ...]}`` read instead of the corpus' held-out documents.
+    metrics : dict, optional
+        More anisotropy readings (:func:`layer_tables`).
+    text, frequency : optional
+        :func:`language_text` and :func:`corpus_frequencies` of this language, when the
+        caller has them already (several checkpoints of one model read the same text).
+
+    Returns
+    -------
+    dict
+        ``tables`` (``types``, ``premise``, ``anisotropy``, ``curvature``: pandas frames with
+        a first column ``language``), ``n_tokens`` (positions read, special tokens left out),
+        ``measured`` (the positions every per-token statistic reads: the sink left out too),
+        ``documents``, ``seconds`` (``frequencies``, ``forward``, ``analysis``) and ``notes``
+        (what could not be measured, in words).
+    """
+    import gc
+
+    import pandas as pd
+
+    from tanbias.lab.analysis.tables import single_thread_blas
+
+    seconds, notes = {}, []
+    vocab = int(max(len(tok), model.get_input_embeddings().weight.shape[0]))
+    special_all = np.asarray(tok.all_special_ids, dtype=np.int64)
+    if text is None:
+        text = language_text(tok, kind, lang, s, seq_len, documents)
+    ids = text["input_ids"]
+    keep = ~np.isin(ids, special_all)
+    t0 = time.perf_counter()
+    if frequency is None:
+        frequency = corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
+    seconds["frequencies"] = time.perf_counter() - t0
+    H, seconds["forward"] = hidden_states(model, ids, keep, s["batch_size"], progress)
+    type_ids, doc_ids, sink = ids[keep], text["document"][keep], text["sink"][keep]
+    t0 = time.perf_counter()
+    types_seen = np.unique(type_ids[~sink])
+    zipf = np.full(vocab, np.nan)
+    try:
+        zipf[types_seen] = wordfreq_frequencies(tok, types_seen, [lang] * len(types_seen))
+    except ParameterError as err:      # no word marker: no whole words to look up
+        notes.append(f"web frequencies (wordfreq) not measured: {err}")
+    type_rows, aniso_rows, matched = [], [], []
+    layers = range(H.shape[0])
+    if progress:
+        from tqdm.auto import tqdm
+
+        layers = tqdm(layers, desc=f"layers ({lang})", unit="layer")
+    # many small eigenproblems: OpenBLAS's threads, oversubscribed, made a 576 x 576
+    # eigvalsh 60x slower than one thread (measured, 3 s against 0.05 s)
+    with single_thread_blas():
+        for layer in layers:
+            rows, an, mt = layer_tables(H[layer], sink, type_ids, frequency, zipf, s["m"], s["draws"],
+                                        s["normal_k"], layer, s["seed"], metrics=metrics)
+            type_rows.append(rows)
+            aniso_rows.append(an)
+            matched.append(mt)
+        types = pd.concat(type_rows, ignore_index=True)
+        premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, s["seed"],
+                                 progress=progress)
+        curv = pd.DataFrame(curvature_rows(types), columns=["layer", "slope", "lo", "hi", "n_types",
+                                                            "median_normal_share"])
+    tables = {}
+    for key, frame in (("types", types), ("premise", premise), ("anisotropy", pd.DataFrame(aniso_rows)),
+                       ("curvature", curv)):
+        frame.insert(0, "language", lang)
+        tables[key] = frame
+    seconds["analysis"] = time.perf_counter() - t0
+    del H
+    gc.collect()
+    return {"tables": tables, "n_tokens": int(keep.sum()), "measured": int((~sink).sum()),
+            "documents": text["documents"], "seconds": seconds, "notes": notes}
 
 
 def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
@@ -401,54 +527,17 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     model, tok = zoo.load_zoo(name, progress=progress)
     seconds["load"] = time.perf_counter() - t0
     seq_len = min(s["seq_len"], int(getattr(model.config, "max_position_embeddings", s["seq_len"])))
-    vocab = int(max(len(tok), model.get_input_embeddings().weight.shape[0]))
-    special_all = np.asarray(tok.all_special_ids, dtype=np.int64)
     frames = {k: [] for k in TABLES}
     n_total, documents, measured = 0, {}, {}
     for lang in languages:
-        text = _language_text(tok, entry, lang, s, seq_len)
-        ids = text["input_ids"]
-        keep = ~np.isin(ids, special_all)
-        t0 = time.perf_counter()
-        frequency = corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
-        seconds["frequencies"] += time.perf_counter() - t0
-        H, t_forward = hidden_states(model, ids, keep, s["batch_size"], progress)
-        seconds["forward"] += t_forward
-        type_ids, doc_ids, sink = ids[keep], text["document"][keep], text["sink"][keep]
-        n_total += int(keep.sum())
-        documents[lang] = text["documents"]
-        measured[lang] = int((~sink).sum())      # the tokens every per-token statistic reads
-        t0 = time.perf_counter()
-        types_seen = np.unique(type_ids[~sink])
-        zipf = np.full(vocab, np.nan)
-        zipf[types_seen] = wordfreq_frequencies(tok, types_seen, [lang] * len(types_seen))
-        type_rows, aniso_rows, matched = [], [], []
-        layers = range(H.shape[0])
-        if progress:
-            from tqdm.auto import tqdm
-
-            layers = tqdm(layers, desc=f"layers ({lang})", unit="layer")
-        # many small eigenproblems: OpenBLAS's threads, oversubscribed, made a 576 x 576
-        # eigvalsh 60x slower than one thread (measured, 3 s against 0.05 s)
-        with single_thread_blas():
-            for layer in layers:
-                rows, an, mt = layer_tables(H[layer], sink, type_ids, frequency, zipf, s["m"], s["draws"],
-                                            s["normal_k"], layer, s["seed"])
-                type_rows.append(rows)
-                aniso_rows.append(an)
-                matched.append(mt)
-            types = pd.concat(type_rows, ignore_index=True)
-            premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, s["seed"],
-                                     progress=progress)
-            curv = pd.DataFrame(curvature_rows(types), columns=["layer", "slope", "lo", "hi", "n_types",
-                                                                "median_normal_share"])
-        for key, frame in (("types", types), ("premise", premise), ("anisotropy", pd.DataFrame(aniso_rows)),
-                           ("curvature", curv)):
-            frame.insert(0, "language", lang)
+        res = measure_language(model, tok, entry.kind, lang, s, seq_len, progress)
+        for key, frame in res["tables"].items():
             frames[key].append(frame)
-        seconds["analysis"] += time.perf_counter() - t0
-        del H
-        gc.collect()
+        for key in ("frequencies", "forward", "analysis"):
+            seconds[key] += res["seconds"][key]
+        n_total += res["n_tokens"]
+        documents[lang] = res["documents"]
+        measured[lang] = res["measured"]      # the tokens every per-token statistic reads
     tables = {k: pd.concat(v, ignore_index=True) for k, v in frames.items()}
     t0 = time.perf_counter()
     if entry.kind == "decoder":
@@ -457,11 +546,11 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         tables["alignment"] = heldout_alignment(model, tok, entry.kind, n_tokens=s["probe_tokens"],
                                                 seq_len=seq_len, seed=s["seed"], probe=s["probe"], language="en")
     seconds["probe"] = time.perf_counter() - t0
-    flops = _flops_per_token(model, seq_len)
+    flops = flops_per_token(model, seq_len)
     del model
     gc.collect()
     for key, frame in tables.items():   # atomic: an interrupted run leaves no half table
-        atomic_write_text(out / f"{key}.csv", frame.to_csv(index=False, float_format="%.6g"))
+        atomic_write_text(out / f"{key}.csv", frame.to_csv(index=False, float_format=CSV_FLOAT))
 
     from tanbias.lab.models import gemm_peak  # here: it imports torch and transformers
 
@@ -482,14 +571,18 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         "tables": {k: sha256(out / f"{k}.csv") for k in tables},
     }
     manifest["git"] = git_commit()
-    # peak resident memory of this process (Linux reports kB): one model per process
-    # (make pretrained) makes it the model's own peak
-    import resource
-
-    manifest["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    manifest["peak_rss_gb"] = peak_rss_gb()
     # the manifest last: a folder without one is an unfinished measurement
     atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=1, default=float) + "\n")
     return manifest
+
+
+def peak_rss_gb() -> float:
+    """The peak resident memory of this process so far, in GiB (Linux reports kB): one model per
+    process (make pretrained) makes it the model's own peak."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
 def measure_all(names="all", root=None, fresh: bool = False, progress: bool = True,
@@ -543,20 +636,39 @@ def load_pretrained(name: str, root=None) -> dict:
         A table is missing or its checksum differs; the message names the file
         and the command that regenerates it.
     """
+    folder = Path(root) / name if root is not None else PRETRAINED_DIR / name
+    return load_tables(folder, _rebuild(name))
+
+
+def load_tables(folder, rebuild: str) -> dict:
+    """The tables of a measurement folder (pandas frames) and its manifest, checksums verified.
+
+    Parameters
+    ----------
+    folder : path-like
+        Holds ``manifest.json`` and the tables it lists with their sha256.
+    rebuild : str
+        The command that writes the folder again, named by the errors.
+
+    Raises
+    ------
+    CorruptFileError
+        The manifest or a table is missing, or a table's checksum differs.
+    """
     import pandas as pd
 
-    folder = Path(root) / name if root is not None else PRETRAINED_DIR / name
+    folder = Path(folder)
     man_path = folder / "manifest.json"
     if not man_path.exists():
-        raise CorruptFileError(man_path, _rebuild(name), "is missing")
+        raise CorruptFileError(man_path, rebuild, "is missing")
     try:
         manifest = json.loads(man_path.read_text())
     except json.JSONDecodeError as exc:
-        raise CorruptFileError(man_path, _rebuild(name), f"is not valid JSON ({exc})") from None
+        raise CorruptFileError(man_path, rebuild, f"is not valid JSON ({exc})") from None
     out = {"manifest": manifest}
     for key, digest in manifest["tables"].items():
         path = folder / f"{key}.csv"
         if not path.exists() or sha256(path) != digest:
-            raise CorruptFileError(path, _rebuild(name), "is missing or fails its checksum")
+            raise CorruptFileError(path, rebuild, "is missing or fails its checksum")
         out[key] = pd.read_csv(path)
     return out

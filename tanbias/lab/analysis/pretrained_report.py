@@ -89,7 +89,8 @@ def _languages(tab) -> list[str]:
 def pretrained_table(pretrained: dict) -> dict:
     """Every number (and single word) of the released models' measurements, by key.
 
-    Keys are ``ch9_<model>_<language>_<what>`` (``<model>`` from :data:`SHORT`; the
+    Keys are ``ch9_<model>_<language>_<what>`` (``<model>`` from :data:`SHORT`, another
+    model's own name; the
     reading is ``t``, ``dist`` or ``self``): per language, the tokens read; at the last
     layer, the matched reading's ρ with log frequency, its interval over documents and
     its word (``_corpus_``/``_web_`` for the two frequency sources), the plain
@@ -108,13 +109,13 @@ def pretrained_table(pretrained: dict) -> dict:
 
     out = {"ch9_corpus_words_m": sum(c["words"] for c in language_counts().values()) / 1e6}
     for name, tab in pretrained.items():
-        k = f"ch9_{SHORT[name]}"
+        k = f"ch9_{SHORT.get(name, name)}"      # another model (python -m tanbias measure): its own name
         man = tab["manifest"]
         an_all = tab["anisotropy"]
         L = int(an_all["layer"].max())
         out[f"{k}_layers"] = L
         out[f"{k}_tokens_per_s"] = man["tokens_per_s"]
-        out[f"{k}_gemm_pct"] = 100 * man["gemm_fraction"]
+        out[f"{k}_gemm_pct"] = 100 * (man.get("gemm_fraction") or np.nan)
         out[f"{k}_minutes"] = man["seconds"]["total"] / 60
         matched, plain = premise_rows(tab), premise_rows(tab, "plain")
         for lang in _languages(tab):

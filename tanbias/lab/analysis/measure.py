@@ -1,0 +1,963 @@
+"""Chapter 9's measurements on any model, in one command: ``python -m tanbias measure MODEL``.
+
+:func:`measure_model` runs on one checkpoint (or a series of them) what chapter 9
+runs on the zoo (:mod:`tanbias.lab.analysis.pretrained`, whose functions it calls:
+one source for each measurement):
+
+* the premise under its three count-matched readings, with the bootstrap over
+  documents (``premise.csv``, ``types.csv``);
+* anisotropy with and without the first position (``anisotropy.csv``), and beside
+  it the rival accounts' six readings (:func:`anisotropy_readings`: centred,
+  standardised, type-balanced, mean share, top-coordinate share, and the exact raw
+  mean cosine);
+* the post-hoc alignment test with its random-initialisation null
+  (``alignment.csv``: models with a language-model head);
+* curvature visibility (``curvature.csv``).
+
+Every metric that needs activations only reads one forward pass per language
+(:func:`tanbias.lab.analysis.pretrained.hidden_states`); the alignment test runs
+its own forward and backward passes on two shorter texts.
+
+``MODEL`` is a zoo name (:data:`tanbias.lab.zoo.ZOO`: measured with chapter 9's
+settings, so its tables are those of ``data/pretrained/<name>/`` for the same text
+and tokens), a local folder that ``transformers`` loads (a causal LM, a masked LM
+or a bare encoder of an architecture in :data:`ARCHITECTURES`), a hub id where
+the network allows, or a folder of checkpoint folders (``step0/``, ``step1000/``
+...): a series of revisions gives trajectories over training (``trajectory.csv``).
+
+Writes, atomically (a staged folder beside ``out``, renamed once complete: an
+error or an interruption leaves nothing half-written under ``out``), the tables
+in the form of ``data/pretrained/`` (a ``revision`` and a ``step`` column first
+for a series), ``report.html`` when a report builder is given, and
+``manifest.json`` last: the weights' sha256, the settings, the tokens read, the
+seconds of each stage, the peak memory and the package's version.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import shutil
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from tanbias._checks import check_int
+from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.analysis import pretrained as pt
+from tanbias.lab.runs import atomic_write_text, sha256
+
+__all__ = ["COMMAND", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS", "MIN_TYPES",
+           "SETTINGS", "TEXT_LANGUAGE", "read_documents", "resolve_device", "model_revisions", "check_out",
+           "probe_tokens", "architecture_table",
+           "staged_folder", "load_model", "weights_sha256", "measure_model", "trajectory_table",
+           "split_revisions", "findings", "load_measurement", "BENCH_TARGETS", "bench_measure"]
+
+#: The command that writes a measurement folder (named by the errors that find one damaged).
+COMMAND = "python -m tanbias measure"
+
+#: The architectures (``config.model_type``) the command measures, each with its kind: a
+#: decoder reads left to right (its first position is an attention sink, left out), an
+#: encoder reads both ways (its rows are framed by its start and end tokens). Each one is
+#: measured end to end on a tiny random model in ``tests/test_measure.py``.
+ARCHITECTURES = {
+    "llama": "decoder", "mistral": "decoder", "qwen2": "decoder", "qwen3": "decoder",
+    "gemma3_text": "decoder", "gemma2": "decoder", "phi3": "decoder", "olmo2": "decoder",
+    "gpt2": "decoder", "gpt_neox": "decoder", "opt": "decoder", "falcon": "decoder",
+    "bert": "encoder", "roberta": "encoder", "xlm-roberta": "encoder", "distilbert": "encoder",
+    "electra": "encoder", "eurobert": "encoder", "modernbert": "encoder",
+}
+
+# ------------------------------------------------------------------------------------------
+# THE RIVAL ANISOTROPY METRICS PLUG IN HERE.
+def anisotropy_readings(Y, type_ids) -> dict:
+    """More readings of one layer's anisotropy, beside chapter 9's: the rival accounts' six.
+
+    :func:`tanbias.theory.anisotropy.readings` of the layer's rows without the first position
+    (``Y``, ``(n, D)``) and their types: ``raw`` (the exact mean cosine over all pairs, where
+    chapter 9's ``mean_cosine`` samples 20,000), ``centered``, ``standardised``,
+    ``type_balanced``, ``mean_share`` and ``top_share`` (the top three coordinates' share of
+    the variance). Each account of anisotropy without a tangent bias names the correction
+    that should remove it if it is right (the rivals chapter). Rows of norm 0 are left out.
+    The columns of ``anisotropy.csv`` that :data:`ANISOTROPY_METRICS` adds; chapter 9's own
+    tables never carry them.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> r = anisotropy_readings(rng.normal(size=(500, 8)) + 5.0, rng.integers(0, 20, 500))
+    >>> sorted(r), round(r["mean_share"], 1)
+    (['centered', 'mean_share', 'raw', 'standardised', 'top_share', 'type_balanced'], 1.0)
+    """
+    from tanbias.theory import anisotropy as an
+
+    Y = np.asarray(Y, np.float64)
+    live = np.linalg.norm(Y, axis=1) > 0
+    r = an.readings(Y[live], type_ids=np.asarray(type_ids)[live])
+    return {k: r[k] for k in an.READINGS}
+
+
+#: The anisotropy readings the command adds to chapter 9's, per layer: ``metrics(Y, type_ids)``
+#: of :func:`tanbias.lab.analysis.pretrained.layer_tables` (None: chapter 9's alone).
+ANISOTROPY_METRICS = anisotropy_readings
+# ------------------------------------------------------------------------------------------
+
+#: The fewest tokens per language a measurement reads (``--tokens``): below it too few types
+#: occur ``m`` times for the premise's correlations.
+MIN_TOKENS = 1024
+#: The fewest documents a text may hold: the premise's intervals resample documents.
+MIN_DOCUMENTS = 10
+#: The fewest token types that must reach ``m`` occurrences (a correlation over types, a
+#: slope fitted over types).
+MIN_TYPES = 10
+#: The language of a text of one's own when none is named (its types' frequencies are
+#: counted in the corpus of that language).
+TEXT_LANGUAGE = "en"
+#: The settings :func:`measure_model` accepts (chapter 9's, :data:`tanbias.lab.analysis.pretrained.DEFAULTS`).
+SETTINGS = tuple(pt.DEFAULTS)
+
+
+def _rebuild(folder) -> str:
+    return f"{COMMAND} MODEL --out {folder}"
+
+
+# ---------------------------------------------------------------------------------- inputs
+def read_documents(path) -> list[str]:
+    """The documents of a text file: paragraphs separated by blank lines, whitespace trimmed.
+
+    Raises
+    ------
+    ParameterError
+        The file does not exist, is not UTF-8 text, or holds no text.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("One document,\\nstill the first.\\n\\n\\nThe second.\\n")
+    >>> read_documents(f.name)
+    ['One document,\\nstill the first.', 'The second.']
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ParameterError(f"text={str(path)!r} is not allowed: valid range is an existing text file. "
+                             "Check the path.")
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"text={str(path)!r} is not allowed: valid range is a UTF-8 text file ({exc}). "
+                             "Convert it to UTF-8.") from None
+    import re
+
+    docs = [d.strip() for d in re.split(r"\n[ \t]*\n", raw.replace("\r\n", "\n"))]
+    docs = [d for d in docs if d]
+    if not docs:
+        raise ParameterError(f"text={str(path)!r} is not allowed: valid range is a file holding text; it is "
+                             "empty. Pass a text of documents separated by blank lines.")
+    return docs
+
+
+def resolve_device(device: str = "cpu"):
+    """The ``torch.device`` of ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``, or
+    ``"auto"`` (a CUDA GPU when there is one, else the CPU).
+
+    Raises
+    ------
+    ParameterError
+        An unknown device, or one this machine does not have.
+
+    Example
+    -------
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ParameterError(f"device={device!r} is not allowed: valid range is auto, cpu, cuda, cuda:N or "
+                             "mps.") from None
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()}
+    if not available.get(dev.type, False):
+        have = sorted(k for k, ok in available.items() if ok)
+        raise ParameterError(f"device={device!r} is not allowed: valid range is a device of this machine "
+                             f"({', '.join(have)}, or auto). Pass --device cpu.")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ParameterError(f"device={device!r} is out of range: valid range is cuda:0 to "
+                             f"cuda:{torch.cuda.device_count() - 1}.")
+    return dev
+
+
+def model_revisions(model, revisions=None) -> list:
+    """The revisions to measure: ``[None]`` for one checkpoint, else their names in training order.
+
+    A folder of checkpoint folders (``step0/``, ``step1000/`` ..., each with a
+    ``config.json``) gives all of them when ``revisions`` is None
+    (:func:`tanbias.lab.checkpoints.local_revisions`).
+
+    Raises
+    ------
+    ParameterError
+        A missing folder, a folder holding neither a checkpoint nor checkpoint folders,
+        revisions of a zoo model (it ships its final checkpoint only), duplicates.
+    """
+    from tanbias.lab.checkpoints import check_revision, local_revisions, resolve_checkpoint
+    from tanbias.lab.zoo import ZOO
+
+    if isinstance(revisions, str):
+        revisions = [revisions]
+    revisions = None if revisions is None else [check_revision(r) for r in revisions]
+    name = os.fspath(model)
+    if isinstance(model, str) and model in ZOO:
+        if revisions not in (None, [None], ["main"]):
+            raise ParameterError(f"revisions={revisions!r} is out of range for the zoo model {model!r}: valid "
+                                 "range is none (the zoo ships the final checkpoint only).")
+        return [None]
+    p = Path(name).expanduser()
+    if p.is_dir():
+        if revisions:
+            return revisions
+        if (p / "config.json").is_file():
+            return [None]
+        found = local_revisions(p)
+        if not found:
+            raise ParameterError(f"model={name!r} is not allowed: valid range is a folder holding a checkpoint "
+                                 "(config.json, weights, tokenizer: save_pretrained) or checkpoint folders that "
+                                 "do. It holds neither.")
+        return found
+    resolve_checkpoint(name)           # a missing folder fails here, a hub id passes
+    if revisions and len(set(revisions)) < len(revisions):
+        raise ParameterError(f"revisions={revisions!r} is not allowed: valid range is distinct revisions.")
+    return revisions or [None]
+
+
+def check_out(out) -> Path:
+    """``out`` if a measurement may be written there: a folder that does not exist yet, an empty
+    one, or one this command wrote before (it holds a ``manifest.json`` naming the command).
+
+    Raises
+    ------
+    ParameterError
+        ``out`` is a file, or a folder holding anything else (it is never overwritten).
+    """
+    out = Path(out).expanduser()
+    if out.is_file():
+        raise ParameterError(f"out={str(out)!r} is not allowed: valid range is a folder; it is a file. "
+                             "Pass another --out.")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            ours = json.loads((out / "manifest.json").read_text()).get("command") == COMMAND
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise ParameterError(f"out={str(out)!r} is not allowed: valid range is a new or empty folder, or one "
+                                 f"this command wrote before (it is replaced). It holds other files. Pass another "
+                                 "--out.")
+    return out
+
+
+@contextlib.contextmanager
+def staged_folder(out):
+    """A folder beside ``out`` to write into; renamed to ``out`` when the block completes.
+
+    On an error (or an interruption) the staged folder is removed and ``out`` is left as it
+    was. A measurement ``out`` held before is replaced only once the new one is complete.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> try:
+    ...     with staged_folder(root / "m") as tmp:
+    ...         _ = (tmp / "a.csv").write_text("x")
+    ...         raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> sorted(p.name for p in root.iterdir())
+    []
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    try:
+        yield tmp
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------- loading
+def _unsupported(name: str, model_type, architectures) -> ParameterError:
+    kinds = {k: sorted(t for t, v in ARCHITECTURES.items() if v == k) for k in ("decoder", "encoder")}
+    return ParameterError(
+        f"model={name!r} is not allowed: its architecture {model_type!r} ({', '.join(architectures or []) or 'no class'})"
+        f" is not one the measurement supports. Valid range: decoders {', '.join(kinds['decoder'])}; encoders "
+        f"{', '.join(kinds['encoder'])}.")
+
+
+def weights_sha256(folder) -> dict:
+    """``{file: sha256}`` of a checkpoint folder's weight files (``*.safetensors``, ``*.bin``,
+    ``*.pt``, ``*.gguf``), and under ``""`` one digest for them all: the file's own when there
+    is one, else the sha256 of the sorted ``"<file> <sha256>"`` lines.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "model.safetensors").write_bytes(b"w")
+    ...     d = weights_sha256(tmp)
+    >>> d[""] == d["model.safetensors"]
+    True
+    """
+    import hashlib
+
+    folder = Path(folder)
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in (".safetensors", ".bin", ".pt", ".gguf")
+                   and not f.name.startswith("training_args"))
+    out = {f.name: sha256(f) for f in files}
+    if len(out) == 1:
+        out[""] = next(iter(out.values()))
+    elif out:
+        out[""] = hashlib.sha256("".join(f"{k} {v}\n" for k, v in out.items()).encode()).hexdigest()
+    return out
+
+
+def _hub_folder(model_id: str, revision) -> Path | None:
+    """The cached snapshot of a hub checkpoint that ``from_pretrained`` downloaded."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model_id, revision=revision, local_files_only=True))
+    except Exception:  # noqa: BLE001 - provenance only: the manifest then says it is unknown
+        return None
+
+
+def load_model(model, revision=None, device="cpu", progress: bool = False) -> dict:
+    """A checkpoint, its tokenizer and what the measurement needs to know of it.
+
+    Parameters
+    ----------
+    model : str or path-like
+        A zoo name, a local folder (a mirror with ``revision``) or a hub id.
+    revision : str, optional
+    device : str or torch.device
+    progress : bool
+        transformers' loading bars.
+
+    Returns
+    -------
+    dict
+        ``model`` (eval mode, float32, on ``device``), ``tokenizer``, ``kind``, ``head`` (it
+        has a language-model head: the alignment test can run), ``arch`` (its class),
+        ``model_type``, ``source`` (``"zoo"``, ``"folder"``, ``"hub"``), ``path``,
+        ``weights`` (:func:`weights_sha256`, ``{}`` when unknown) and ``weight_sha256``;
+        for a zoo model its entry's provenance (``upstream``, ``licence``, ``caveats``...).
+
+    Raises
+    ------
+    ParameterError
+        A missing folder, an architecture outside :data:`ARCHITECTURES` (the message lists
+        them), a tokenizer that does not fit the model.
+    CorruptFileError
+        A weight file that cannot be read.
+    tanbias.lab.checkpoints.CheckpointUnavailable, tanbias.lab.zoo.ZooUnavailable
+        A hub id out of reach, a zoo package not installed.
+    """
+    from tanbias.lab import zoo
+    from tanbias.lab.checkpoints import checkpoint_config, load_checkpoint, resolve_checkpoint
+
+    device = resolve_device(device) if isinstance(device, str) else device
+    name = os.fspath(model)
+    if isinstance(model, str) and model in zoo.ZOO:
+        entry = zoo.zoo_entry(model)
+        net, tok = zoo.load_zoo(model, progress=progress)
+        info = {"source": "zoo", "path": None, "kind": entry.kind, "head": entry.lm_head, "arch": entry.arch,
+                "weights": {entry.weight: entry.sha256, "": entry.sha256}, "weight_sha256": entry.sha256,
+                "weight_file": entry.weight, "upstream": entry.upstream, "licence": entry.licence,
+                "caveats": list(entry.caveats), "packages": [f"{d}=={v}" for d, v, _ in entry.packages],
+                "install": entry.install}
+    else:
+        config = checkpoint_config(model, revision)
+        model_type = config.get("model_type")
+        architectures = config.get("architectures") or []
+        if model_type not in ARCHITECTURES:
+            raise _unsupported(name, model_type, architectures)
+        kind = ARCHITECTURES[model_type]
+        path, kwargs = resolve_checkpoint(model, revision)
+        net, tok, kind = load_checkpoint(model, revision, kind=kind, progress=progress, headless=True)
+        hub = "revision" in kwargs
+        folder = _hub_folder(path, revision) if hub else Path(path)
+        weights = weights_sha256(folder) if folder is not None else {}
+        info = {"source": "hub" if hub else "folder", "path": path, "kind": kind,
+                "head": net.get_output_embeddings() is not None, "arch": type(net).__name__,
+                "weights": {k: v for k, v in weights.items() if k}, "weight_sha256": weights.get("")}
+    info["model_type"] = net.config.model_type
+    emb = net.get_input_embeddings().num_embeddings
+    if len(tok) > emb:
+        raise ParameterError(f"model={name!r} is not allowed: its tokenizer has {len(tok)} tokens, its embedding "
+                             f"{emb} rows: valid range is a tokenizer of at most as many tokens as the model "
+                             "embeds. Save the model's own tokenizer beside it.")
+    net.to(device)
+    net.eval()
+    return {"model": net, "tokenizer": tok, **info}
+
+
+def _check_tokenizer(loaded: dict, name: str, alignment: bool) -> None:
+    """The special tokens the measurement needs: an encoder's start and end tokens (its rows are
+    framed as it was trained), a masked LM's mask token (the alignment test masks tokens)."""
+    tok, kind = loaded["tokenizer"], loaded["kind"]
+    start, end = pt.frame_tokens(tok)
+    if kind == "encoder" and (start is None or end is None):
+        missing = " and no ".join(w for w, i in (("start token ([CLS] or <s>)", start),
+                                                 ("end token ([SEP] or </s>)", end)) if i is None)
+        raise ParameterError(f"model={name!r} is not allowed: its tokenizer ({type(tok).__name__}) has no "
+                             f"{missing}: valid range is an encoder whose tokenizer frames its rows as it "
+                             "was trained. Save the model's own tokenizer beside it.")
+    if kind == "encoder" and loaded["head"] and alignment and tok.mask_token_id is None:
+        raise ParameterError(f"model={name!r} is not allowed with the alignment test: its tokenizer has no mask "
+                             "token, and the test masks tokens for the masked-LM loss. Save the model's own "
+                             "tokenizer beside it, or pass --no-alignment.")
+
+
+# ---------------------------------------------------------------------------------- text
+def _settings(model, n_tokens, languages, text_docs, settings: dict) -> dict:
+    from tanbias.lab import zoo
+    from tanbias.lab.data import check_languages
+
+    unknown = set(settings) - set(SETTINGS)
+    if unknown:
+        raise ParameterError(f"settings {sorted(unknown)} are not known: valid keys are {sorted(SETTINGS)}.")
+    zoo_name = model if isinstance(model, str) and model in zoo.ZOO else None
+    s = {**pt.DEFAULTS, **(pt.MODEL_SETTINGS.get(zoo_name, {}) if zoo_name else {}), **settings}
+    if n_tokens is not None:
+        s["n_tokens"] = n_tokens
+    s["n_tokens"] = check_int("tokens", s["n_tokens"], lo=MIN_TOKENS,
+                              hint="Too few tokens leave too few types with m occurrences for the premise's "
+                                   "correlations. Pass more tokens.")
+    if "probe_tokens" not in settings:       # --tokens bounds the alignment test too
+        s["probe_tokens"] = probe_tokens(s["n_tokens"], s["probe_tokens"], s["seq_len"])
+    if languages is not None:
+        if isinstance(languages, str):
+            languages = [languages]
+        s["languages"] = list(languages)
+    if text_docs is not None:
+        langs = s["languages"] if languages is not None else [TEXT_LANGUAGE]
+        if len(langs) != 1:
+            raise ParameterError(f"languages={list(langs)!r} is out of range with a text of one's own: valid range "
+                                 "is one language, the text's (its types' frequencies are counted in it).")
+        s["languages"] = list(langs)
+    elif not s.get("languages"):
+        s["languages"] = list(pt.model_languages(zoo_name, s)) if zoo_name else [TEXT_LANGUAGE]
+    check_languages(s["languages"])
+    return s
+
+
+def probe_tokens(n_tokens: int, default: int = pt.DEFAULTS["probe_tokens"], seq_len: int = pt.DEFAULTS["seq_len"]) -> int:
+    """The tokens of each text of the alignment test for ``n_tokens`` of measured text: an eighth
+    of them in whole rows (at least one), at most ``default``; chapter 9's 16,384 give its 2,048.
+
+    Example
+    -------
+    >>> probe_tokens(16_384), probe_tokens(4096), probe_tokens(1024), probe_tokens(100_000)
+    (2048, 512, 256, 2048)
+    """
+    return int(min(default, max(seq_len, n_tokens // 8 // seq_len * seq_len)))
+
+
+def architecture_table():
+    """The architectures the measurement supports, one row per kind: their model types
+    (``config.model_type``) and what the measurement does with their first position."""
+    import pandas as pd
+
+    rows = []
+    for kind, first in (("decoder", "its attention sink: left out, and measured apart"),
+                        ("encoder", "its start token ([CLS] or <s>): special, left out")):
+        rows.append({"kind": kind, "model types": ", ".join(sorted(t for t, k in ARCHITECTURES.items() if k == kind)),
+                     "first position": first})
+    return pd.DataFrame(rows)
+
+
+def _text_checks(text: dict, tok, s: dict, lang: str, source: str | None) -> None:
+    """Refuse a text too short for the bootstrap: too few documents, too few types reaching m."""
+    ids = text["input_ids"]
+    keep = ~np.isin(ids, np.asarray(tok.all_special_ids, np.int64)) & ~text["sink"]
+    docs = len(np.unique(text["document"][keep]))
+    what = f"text={source!r}" if source is not None else f"the held-out text ({lang})"
+    if docs < MIN_DOCUMENTS:
+        raise ParameterError(f"{what} is too short for the bootstrap in {lang!r}: the {int(keep.sum())} tokens read "
+                             f"span {docs} document{'s' if docs != 1 else ''}, and the premise's intervals resample "
+                             f"documents: valid range is at least {MIN_DOCUMENTS} documents. Pass a longer text "
+                             "(documents separated by blank lines) or more --tokens.")
+    counts = np.bincount(ids[keep])
+    n_types = int((counts >= s["m"]).sum())
+    if n_types < MIN_TYPES:
+        raise ParameterError(f"{what} is too short for the bootstrap in {lang!r}: {n_types} token types "
+                             f"occur at least m = {s['m']} times: valid range is at least {MIN_TYPES} types. Pass "
+                             "a longer text or more --tokens.")
+
+
+def _fit_text(tok, docs: list, s: dict, seq_len: int, source: str) -> dict:
+    """``n_tokens`` and ``probe_tokens`` no larger than a text of one's own holds (whole rows)."""
+    from tanbias.lab.data import encode_documents
+
+    held = sum(len(x) for x in encode_documents(tok, docs, special_tokens=False))
+    need = -(-s["n_tokens"] // seq_len) * seq_len
+    notes = []
+    if held < need:
+        rows = held // seq_len
+        if rows * seq_len < MIN_TOKENS:
+            raise ParameterError(f"text={source!r} is too short for the bootstrap: it holds {held} tokens under the "
+                                 f"model's tokenizer, {rows * seq_len} in whole rows of {seq_len}: valid range is at "
+                                 f"least {MIN_TOKENS}. Pass a longer text.")
+        notes.append(f"the text holds {held} tokens: {rows * seq_len} read (whole rows of {seq_len}), not "
+                     f"{s['n_tokens']}")
+        s = {**s, "n_tokens": rows * seq_len}
+    halves = [sum(len(x) for x in encode_documents(tok, docs[h::2])) for h in (0, 1)]
+    probe_rows = min(halves) // seq_len
+    if probe_rows * seq_len < s["probe_tokens"]:
+        s = {**s, "probe_tokens": probe_rows * seq_len}
+        notes.append(f"the alignment test reads {probe_rows * seq_len} tokens of each half of the documents (the "
+                     "text holds no more)")
+    return {"settings": s, "notes": notes}
+
+
+# ---------------------------------------------------------------------------------- measuring
+def _peak_gb(device) -> dict:
+    import torch
+
+    out = {"peak_rss_gb": pt.peak_rss_gb()}
+    if device.type == "cuda":
+        out["peak_device_gb"] = torch.cuda.max_memory_allocated(device) / 2 ** 30
+    return out
+
+
+def measure_model(model, out=None, *, text=None, languages=None, n_tokens: int | None = None, revisions=None,
+                  alignment: bool = True, device="cpu", progress: bool = True, report=None, **settings) -> dict:
+    """Measure a model (or a series of its checkpoints) and write its folder (see the module docstring).
+
+    Parameters
+    ----------
+    model : str or path-like
+        A zoo name, a local folder (a checkpoint, or a folder of checkpoint folders), or a hub id.
+    out : path-like, optional
+        The folder to write (:func:`check_out`); default ``measure-<name>`` in the working folder.
+    text : path-like, optional
+        A UTF-8 text file of one's own (:func:`read_documents`), read instead of the corpus'
+        held-out documents; its language (``languages``, default :data:`TEXT_LANGUAGE`) is
+        the one whose corpus counts rank its types by frequency.
+    languages : str or list of str, optional
+        Corpus languages (default: a zoo model's own, else English).
+    n_tokens : int, optional
+        Tokens per language, at least :data:`MIN_TOKENS` (default: chapter 9's, 16,384;
+        a zoo model's own). Bounds the time and the memory: the hidden states kept are
+        ``(L + 1) x n_tokens x D`` float32.
+    revisions : list of str, optional
+        Revisions of a hub id or of a folder of checkpoint folders (default: all of the
+        folder's); each is measured, and ``trajectory.csv`` follows the readings over them.
+    alignment : bool
+        Run the alignment test (models with a language-model head).
+    device : str
+        ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``.
+    progress : bool
+        A progress bar per stage.
+    report : callable, optional
+        ``report(tables) -> str``: the HTML written as ``report.html`` (``tables`` as
+        :func:`load_measurement` returns them, the manifest without its final timings).
+    **settings
+        Chapter 9's settings (:data:`SETTINGS`: ``m``, ``draws``, ``n_boot``, ``probe_tokens``...).
+
+    Returns
+    -------
+    dict
+        The manifest (with ``out``, the folder written).
+
+    Raises
+    ------
+    ParameterError, CorruptFileError, tanbias.lab.checkpoints.CheckpointUnavailable, tanbias.lab.zoo.ZooUnavailable
+        Before anything is written when the arguments are wrong; nothing is left under ``out``
+        when the measurement fails.
+    """
+    import pandas as pd
+    import torch
+    import transformers
+
+    import tanbias
+    from tanbias.lab.analysis.posthoc import heldout_alignment
+    from tanbias.lab.checkpoints import revision_steps
+    from tanbias.lab.models import gemm_peak
+    from tanbias.lab.runs import git_commit
+
+    t_start = time.perf_counter()
+    name = os.fspath(model)
+    dev = resolve_device(device) if isinstance(device, str) else device
+    text_docs = read_documents(text) if text is not None else None
+    s = _settings(model, n_tokens, languages, text_docs, settings)
+    revs = model_revisions(model, revisions)
+    series = revisions is not None or len(revs) > 1
+    steps = revision_steps(revs) if series else [0]
+    slug = Path(name.rstrip("/\\")).name or "model"
+    out = check_out(Path(out) if out is not None else Path(f"measure-{slug}"))
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    seconds = {k: 0.0 for k in ("load", "frequencies", "forward", "analysis", "probe", "report")}
+    frames: dict = {k: [] for k in (*pt.TABLES, "alignment")}
+    notes: list = []
+    texts: dict = {}
+    frequencies: dict = {}
+    first = None
+    documents, measured, n_read = {}, {}, {}
+    with staged_folder(out) as tmp, warnings.catch_warnings():
+        # the embeddings' readings do not vary (every occurrence of a type is one vector): their
+        # correlations are NaN by design, and numpy says so at every layer 0
+        warnings.filterwarnings("ignore", "Mean of empty slice|Degrees of freedom <= 0", RuntimeWarning)
+        it = list(zip(revs, steps))
+        if progress and len(it) > 1:
+            from tqdm.auto import tqdm
+
+            it = tqdm(it, desc="revisions", unit="checkpoint")
+        for r_i, (rev, step) in enumerate(it):
+            t0 = time.perf_counter()
+            loaded = load_model(model, rev, dev, progress)
+            seconds["load"] += time.perf_counter() - t0
+            net, tok, kind = loaded["model"], loaded["tokenizer"], loaded["kind"]
+            _check_tokenizer(loaded, name, alignment)
+            seq_len = min(s["seq_len"], int(getattr(net.config, "max_position_embeddings", None) or s["seq_len"]))
+            if first is None:
+                first = {**{k: v for k, v in loaded.items() if k not in ("model", "tokenizer")},
+                         "seq_len": seq_len, "flops_per_token": pt.flops_per_token(net, seq_len)}
+                if text_docs is not None:
+                    fit = _fit_text(tok, text_docs, s, seq_len, os.fspath(text))
+                    s, notes = fit["settings"], notes + fit["notes"]
+            docs = None if text_docs is None else {s["languages"][0]: text_docs}
+            for lang in s["languages"]:
+                t = pt.language_text(tok, kind, lang, s, seq_len, docs)
+                if lang not in texts:
+                    _text_checks(t, tok, s, lang, os.fspath(text) if text is not None else None)
+                    texts[lang] = t
+                    t0 = time.perf_counter()
+                    vocab = int(max(len(tok), net.get_input_embeddings().weight.shape[0]))
+                    frequencies[lang] = pt.corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
+                    seconds["frequencies"] += time.perf_counter() - t0
+                elif not np.array_equal(t["input_ids"], texts[lang]["input_ids"]):
+                    raise ParameterError(f"revisions={revs!r} is not allowed for {name!r}: valid range is revisions "
+                                         f"that share one tokenizer ({rev!r} reads the text differently from "
+                                         f"{revs[0]!r}). Measure them apart.")
+                res = pt.measure_language(net, tok, kind, lang, s, seq_len, progress, docs, ANISOTROPY_METRICS,
+                                          text=t, frequency=frequencies[lang])
+                for key, frame in res["tables"].items():
+                    frames[key].append(_label(frame, rev, step, series))
+                for key in ("forward", "analysis"):
+                    seconds[key] += res["seconds"][key]
+                notes += [n for n in res["notes"] if n not in notes]
+                documents[lang], measured[lang], n_read[lang] = res["documents"], res["measured"], res["n_tokens"]
+            if alignment and loaded["head"]:
+                t0 = time.perf_counter()
+                lang = "en" if "en" in s["languages"] else s["languages"][0]
+                a = heldout_alignment(net, tok, kind, n_tokens=s["probe_tokens"], seq_len=seq_len, seed=s["seed"],
+                                      probe=s["probe"], language=lang, null=r_i == 0, progress=progress,
+                                      documents=docs)
+                frames["alignment"].append(_label(a, rev, step, series))
+                seconds["probe"] += time.perf_counter() - t0
+            elif r_i == 0:
+                notes.append("alignment test not run: " + ("--no-alignment" if not alignment else
+                                                           f"{loaded['arch']} has no language-model head"))
+            del net, loaded
+            gc.collect()
+        # (a series' random-init null is measured once, beside its first revision)
+        tables = {k: pd.concat(v, ignore_index=True) for k, v in frames.items() if v}
+        if series:
+            tables["trajectory"] = trajectory_table(tables)
+        for key, frame in tables.items():
+            atomic_write_text(tmp / f"{key}.csv", frame.to_csv(index=False, float_format=pt.CSV_FLOAT))
+        n_total = sum(n_read.values()) * len(revs)
+        manifest = {
+            "command": COMMAND, "model": name, "revisions": [r if r is not None else "main" for r in revs],
+            "steps": steps if series else None, **{k: v for k, v in first.items() if k not in ("seq_len",)},
+            "settings": s, "languages": list(s["languages"]), "text": _text_record(text),
+            "documents": documents, "n_tokens": n_total, "tokens_measured": measured, "seq_len": first["seq_len"],
+            "device": str(dev), "versions": {"tanbias": tanbias.__version__, "torch": torch.__version__,
+                                              "transformers": transformers.__version__},
+            "notes": notes, "tables": {k: sha256(tmp / f"{k}.csv") for k in tables},
+        }
+        forward = max(seconds["forward"], 1e-9)
+        peak = gemm_peak(device=dev)
+        manifest.update({"tokens_per_s": n_total / forward, "gemm_flops": peak,
+                         "gemm_fraction": first["flops_per_token"] * n_total / forward / peak})
+        if report is not None:
+            t0 = time.perf_counter()
+            seconds["total"] = t0 - t_start            # so far: the manifest's last word comes after
+            try:
+                html = report({"manifest": {**manifest, "seconds": dict(seconds)}, **tables})
+            except Exception as exc:  # noqa: BLE001 - the tables stand without their report
+                notes.append(f"the report could not be drawn ({type(exc).__name__}: {exc}); the tables are "
+                             "complete")
+                warnings.warn(notes[-1], stacklevel=2)
+            else:
+                atomic_write_text(tmp / "report.html", html)
+                manifest["report"] = "report.html"
+            seconds["report"] = time.perf_counter() - t0
+        seconds["total"] = time.perf_counter() - t_start
+        manifest.update({"seconds": seconds, "git": git_commit(), **_peak_gb(dev)})
+        # the manifest last: a folder without one is an unfinished measurement
+        atomic_write_text(tmp / "manifest.json", json.dumps(manifest, indent=1, default=_json_default) + "\n")
+    return {**manifest, "out": str(out)}
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.integer, np.floating)):
+        return obj.item()
+    if isinstance(obj, (tuple, set)):
+        return list(obj)
+    return str(obj)
+
+
+def _text_record(text) -> dict:
+    if text is None:
+        return {"source": "corpus", "split": "validation (held-out documents, tanbias.lab.corpus)"}
+    p = Path(text).expanduser()
+    return {"source": "file", "path": str(p.resolve()), "sha256": sha256(p)}
+
+
+def _label(frame, rev, step, series: bool):
+    if not series:
+        return frame
+    frame = frame.copy()
+    frame.insert(0, "step", int(step))
+    frame.insert(0, "revision", rev if rev is not None else "main")
+    return frame
+
+
+def trajectory_table(tables: dict):
+    """One row per revision and language: chapter 9's headline readings, to follow over training.
+
+    ``rho_<reading>``, ``lo_<reading>``, ``hi_<reading>``: the matched ρ of log corpus
+    frequency with each reading at the last layer, with its interval over documents;
+    ``mean_cosine_max``, ``isoscore_min``, ``top1_share_max`` over the blocks (without the
+    first position); ``curvature_median`` (the median normal-share slope over the blocks);
+    with the alignment test, ``enrichment_gmean`` (the geometric mean of the enrichment over
+    the layers, chapter 8's layer average) and ``enrichment_median`` (the median over the
+    inner layers, chapter 9's), each for the checkpoint; the random-init copy's once, as
+    ``null_enrichment_gmean`` and ``null_enrichment_median``.
+    """
+    import pandas as pd
+
+    from tanbias.lab.analysis.sweep import add_log_enrichment, mean_over_layers
+
+    premise, an, curv = tables["premise"], tables["anisotropy"], tables["curvature"]
+    L = int(an["layer"].max())
+    m = int(premise.loc[premise["estimator"] == "matched", "m"].mode().iloc[0])
+    rows = []
+    null = {}
+    al = tables.get("alignment")
+    if al is not None:
+        g = al[al["model"] == "random-init"]
+        if len(g):
+            null = {"null_enrichment_gmean": float(np.exp(np.log(g["enrichment"]).mean())),
+                    "null_enrichment_median": float(g.loc[g["layer"].between(1, L - 1), "enrichment"].median())}
+    for (rev, step, lang), a in an.groupby(["revision", "step", "language"], sort=False):
+        row = {"revision": rev, "step": int(step), "language": lang}
+        p = premise[(premise["revision"] == rev) & (premise["language"] == lang) & (premise["estimator"] == "matched")
+                    & (premise["m"] == m) & (premise["source"] == "corpus") & (premise["layer"] == L)]
+        for _, r in p.iterrows():
+            row.update({f"rho_{r['reading']}": r["rho"], f"lo_{r['reading']}": r["lo"],
+                        f"hi_{r['reading']}": r["hi"]})
+        body = a[a["layer"] >= 1]
+        row.update({"mean_cosine_max": float(body["mean_cosine"].max()),
+                    "isoscore_min": float(body["isoscore_star"].min()),
+                    "top1_share_max": float(body["top1_share"].max())})
+        c = curv[(curv["revision"] == rev) & (curv["language"] == lang) & (curv["layer"] >= 1)]
+        row["curvature_median"] = float(c["slope"].median()) if len(c) else float("nan")
+        if al is not None:
+            g = al[(al["revision"] == rev) & (al["model"] == "trained")]
+            if len(g):
+                gm = mean_over_layers(add_log_enrichment(g), ["revision"], ["log_enrichment"])
+                row["enrichment_gmean"] = float(np.exp(gm["log_enrichment"].iloc[0]))
+                row["enrichment_median"] = float(g.loc[g["layer"].between(1, L - 1), "enrichment"].median())
+                row.update(null)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def split_revisions(tables: dict) -> dict:
+    """``{label: tables}``: one entry per checkpoint, in the form the chapter's figures read.
+
+    One model gives ``{its name: tables}``; a series (tables with a ``revision`` column)
+    gives one entry per revision, each with the random-init null of the alignment test
+    (measured once) beside its own rows.
+    """
+    man = tables["manifest"]
+    name = Path(str(man["model"]).rstrip("/\\")).name or str(man["model"])
+    keys = [k for k in tables if k not in ("manifest", "trajectory")]
+    if "revision" not in tables["anisotropy"]:
+        return {name: tables}
+    out = {}
+    for rev in dict.fromkeys(tables["anisotropy"]["revision"]):
+        part = {"manifest": man}
+        for key in keys:
+            t = tables[key]
+            keep = t["revision"] == rev
+            if key == "alignment":
+                keep |= t["model"] == "random-init"
+            part[key] = t[keep].drop(columns=["revision", "step"]).reset_index(drop=True)
+        out[str(rev)] = part
+    return out
+
+
+def _ci(v, lo, hi) -> str:
+    return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def findings(tables: dict) -> list[tuple[str, str]]:
+    """What the measurements say, in sentences, each with the key of the section that explains it.
+
+    Read from :func:`tanbias.lab.analysis.pretrained_report.pretrained_table` (chapter 9's
+    numbers and its words: an interval's word, the band's word over the blocks), at the last
+    checkpoint of a series.
+
+    Returns
+    -------
+    list of (section, sentence)
+        ``section``: ``"premise"``, ``"anisotropy"``, ``"alignment"``, ``"curvature"`` or
+        ``"trajectory"``, the reading the sentence is about.
+    """
+    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table
+
+    parts = split_revisions(tables)
+    label = list(parts)[-1]
+    tab = parts[label]
+    rep = pretrained_table({label: tab})
+    k = f"ch9_{SHORT.get(label, label)}"
+    out = []
+    where = "" if len(parts) == 1 else f" (checkpoint {label})"
+    for lang in dict.fromkeys(tab["anisotropy"]["language"]):
+        kl, name = f"{k}_{lang}", LANGUAGE_NAMES.get(lang, lang)
+        t = f"{kl}_t_corpus"
+        out.append(("premise", f"{name}{where}: at the last layer, ρ(log frequency, radius t) = "
+                    f"{_ci(rep[f'{t}_rho'], rep[f'{t}_lo'], rep[f'{t}_hi'])}, {rep[f'{t}_sign']}; over the blocks "
+                    f"the band is {rep[f'{t}_band']}. The premise predicts negative."))
+        d = f"{kl}_dist_corpus"
+        out.append(("premise", f"{name}: the distance of a type's centroid to the layer mean gives "
+                    f"{_ci(rep[f'{d}_rho'], rep[f'{d}_lo'], rep[f'{d}_hi'])} at the last layer, "
+                    f"{rep[f'{d}_sign']}; self-similarity {rep[f'{kl}_self_corpus_rho']:+.2f}, "
+                    f"{rep[f'{kl}_self_corpus_sign']}."))
+        out.append(("anisotropy", f"{name}: the mean cosine of random pairs peaks at {rep[f'{kl}_cos_max']:.2f} "
+                    f"(block {rep[f'{kl}_cos_max_layer']}, first position left out; "
+                    f"{rep[f'{kl}_cos_max_with_sink']:.2f} with it); IsoScore* reaches at most "
+                    f"{rep[f'{kl}_iso_max']:.2f}; outlier dimensions: {rep[f'{kl}_outliers']}."))
+        if f"{kl}_sink_ratio_max" in rep:
+            ratio = rep[f"{kl}_sink_ratio_max"]
+            out.append(("anisotropy", f"{name}: the first position's norm is up to {ratio:.1f} times the median "
+                        f"elsewhere (block {rep[f'{kl}_sink_ratio_layer']}): "
+                        f"{'a sink' if ratio > SINK_RATIO else 'no sink'} by chapter 9's rule (above "
+                        f"{SINK_RATIO:.0f} times)."))
+        out.append(("curvature", f"{name}: the normal share's slope against t has median "
+                    f"{rep[f'{kl}_curv_median']:+.2f} over the blocks (from {rep[f'{kl}_curv_min']:+.2f} to "
+                    f"{rep[f'{kl}_curv_max']:+.2f}); a curved manifold gives 2, a flat cloud 0."))
+    if f"{k}_enrich_trained_median" in rep:
+        out.append(("alignment", f"The gradients' median enrichment in the activations' top principal directions "
+                    f"over the inner layers is {rep[f'{k}_enrich_trained_median']:.2f}{where}, against "
+                    f"{rep[f'{k}_enrich_null_median']:.2f} for a randomly initialised copy (1 = a random "
+                    "subspace)."))
+    traj = tables.get("trajectory")
+    if traj is not None and "enrichment_gmean" in traj and traj["enrichment_gmean"].notna().any():
+        curve = traj.drop_duplicates("revision").set_index("revision")["enrichment_gmean"]
+        peak = curve.idxmax()
+        at = list(curve.index).index(peak) + 1
+        out.append(("trajectory", f"Over the {len(curve)} checkpoints the enrichment (geometric mean over the "
+                    f"layers) peaks at {peak} ({at} of {len(curve)}: ×{curve.max():.2f}); the last holds "
+                    f"×{curve.iloc[-1] / curve.max():.2f} of that peak. 'Imprinted early' means a peak early in "
+                    "training that later training does not raise."))
+    return out
+
+
+def load_measurement(folder) -> dict:
+    """A measurement folder's tables (pandas frames) and its manifest, checksums verified.
+
+    Raises
+    ------
+    CorruptFileError
+        The manifest or a table is missing or altered (names the command that writes it).
+    """
+    return pt.load_tables(folder, _rebuild(folder))
+
+
+# ---------------------------------------------------------------------------------- speed
+#: make bench's targets for the command: its wall time over one plain forward pass of the model over
+#: the same tokens, without the alignment test and with it
+BENCH_TARGETS = {"ratio": 3.0, "ratio_alignment": 6.0}
+
+
+def bench_measure(model: str = "smollm2-135m", n_tokens: int = 16_384, language: str = "en",
+                  repeats: int = 1, out=None, alignment: bool = True, **settings) -> dict:
+    """The command's speed against one plain forward pass over the same tokens, in one process.
+
+    Loads ``model`` once, times a plain forward pass of the whole model (its language-model
+    head included, no hidden states kept) over the same rows as the measurement, then
+    :func:`measure_model` into a temporary folder: without the alignment test and (with
+    ``alignment``) with it (no report, no progress bars). The wall time is the command's
+    whole: loading, the corpus counts, the forward pass, the readings.
+
+    Returns
+    -------
+    dict
+        ``tokens`` (per measurement), ``forward_s`` (the plain pass, best of ``repeats``),
+        ``body_forward_s`` (the blocks alone, as the measurement runs them), ``suite_s`` and
+        ``suite_alignment_s`` (the command's wall time, loading included), ``ratio`` and
+        ``ratio_alignment`` (each over ``forward_s``), ``tokens_per_s`` (the command without
+        the alignment test), and each run's ``seconds`` by stage.
+    """
+    import tempfile
+
+    import torch
+
+    loaded = load_model(model)
+    net, tok = loaded["model"], loaded["tokenizer"]
+    s = _settings(model, n_tokens, [language], None, settings)
+    seq_len = min(s["seq_len"], int(getattr(net.config, "max_position_embeddings", None) or s["seq_len"]))
+    ids = pt.language_text(tok, loaded["kind"], language, s, seq_len)["input_ids"]
+
+    def plain(body: bool) -> float:
+        f = net.base_model if body else net
+        best = float("inf")
+        for _ in range(max(1, repeats)):
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                for i in range(0, len(ids), s["batch_size"]):
+                    x = torch.as_tensor(ids[i:i + s["batch_size"]])
+                    f(input_ids=x, attention_mask=torch.ones_like(x))
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    forward, body = plain(False), plain(True)
+    del net, loaded
+    gc.collect()
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, align in (("suite", False), ("suite_alignment", True))[:2 if alignment else 1]:
+            man = measure_model(model, Path(out or tmp) / label, languages=[language], n_tokens=n_tokens,
+                                alignment=align, progress=False, **settings)
+            runs[label] = man
+    res = {"model": model, "tokens": int(ids.size), "tokens_measured": runs["suite"]["n_tokens"],
+           "forward_s": forward, "body_forward_s": body, "threads": torch.get_num_threads(),
+           "suite_s": runs["suite"]["seconds"]["total"], "ratio": runs["suite"]["seconds"]["total"] / forward,
+           "tokens_per_s": ids.size / runs["suite"]["seconds"]["total"],
+           "seconds": {k: v["seconds"] for k, v in runs.items()},
+           "peak_rss_gb": max(v["peak_rss_gb"] for v in runs.values()), "targets": BENCH_TARGETS}
+    if alignment:
+        res["suite_alignment_s"] = runs["suite_alignment"]["seconds"]["total"]
+        res["ratio_alignment"] = res["suite_alignment_s"] / forward
+        res["probe_tokens"] = runs["suite_alignment"]["settings"]["probe_tokens"]
+    return res

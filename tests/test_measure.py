@@ -1,0 +1,268 @@
+"""``python -m tanbias measure``: chapter 9's measurements on any checkpoint, end to end.
+
+Every architecture of :data:`tanbias.lab.analysis.measure.ARCHITECTURES` is measured on a
+tiny random model saved in a temporary folder (``tiny_checkpoints.tiny_model``), at the
+smallest size the measurement accepts; the bad inputs get their errors and leave nothing
+under ``--out``. That the command reproduces chapter 9's tables of a zoo model is tested
+in ``test_pretrained.py`` (it loads a real model).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.analysis import measure as ms
+from measurehelpers import SMALL
+from tiny_checkpoints import ALL_ARCHS, ENCODERS, make_tiny_checkpoint
+
+
+@pytest.fixture(autouse=True)
+def _no_gemm_peak(monkeypatch):
+    """The manifest's matrix-multiply rate takes a second of two shared cores: not measured here."""
+    import tanbias.lab.models
+
+    monkeypatch.setattr(tanbias.lab.models, "gemm_peak", lambda **kwargs: 1e10)
+
+
+def _leftovers(folder) -> list[str]:
+    """Names in ``folder`` that a measurement must never leave: its staged copies."""
+    return sorted(p.name for p in folder.iterdir() if ".partial-" in p.name or ".old-" in p.name)
+
+
+def test_every_supported_architecture_has_a_tiny_model():
+    assert set(ms.ARCHITECTURES) == set(ALL_ARCHS)
+    assert {a for a, k in ms.ARCHITECTURES.items() if k == "encoder"} == set(ENCODERS)
+
+
+@pytest.mark.parametrize("arch", ALL_ARCHS)
+def test_every_architecture_end_to_end(arch, tmp_path):
+    path = make_tiny_checkpoint(arch, tmp_path / "model", revisions=("step0",)) / "step0"
+    man = ms.measure_model(path, tmp_path / "out", progress=False, **SMALL)
+    assert man["kind"] == ms.ARCHITECTURES[arch] and man["model_type"] == arch and man["head"]
+    tables = ms.load_measurement(tmp_path / "out")
+    assert set(tables) == {"manifest", "types", "premise", "anisotropy", "curvature", "alignment"}
+    an = tables["anisotropy"]
+    assert sorted(an["layer"]) == [0, 1, 2] and set(an["language"]) == {"en"}
+    assert an.loc[an["layer"] > 0, "mean_cosine"].between(-1, 1).all()
+    assert an.loc[an["layer"] > 0, "isoscore_star"].between(0, 1).all()
+    # a decoder's first position is its sink; an encoder's rows start with a special token
+    assert np.isfinite(an["sink_norm_ratio"]).all() == (ms.ARCHITECTURES[arch] == "decoder")
+    types = tables["types"]
+    assert (types["count"] >= 8).all() and types.groupby("layer").size().min() >= ms.MIN_TYPES
+    top = tables["premise"]
+    top = top[(top["layer"] == 2) & (top["estimator"] == "matched") & (top["source"] == "corpus")]
+    assert len(top) == 3 and np.isfinite(top[["rho", "lo", "hi"]]).all().all()
+    al = tables["alignment"]
+    assert set(al["model"]) == {"trained", "random-init"} and (al["enrichment"] > 0).all()
+    assert man["weight_sha256"] == ms.weights_sha256(path)[""]
+    assert man["tokens_measured"]["en"] > 0 and man["peak_rss_gb"] > 0 and man["versions"]["tanbias"]
+    assert set(man["seconds"]) >= {"load", "forward", "analysis", "probe", "total"}
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_bare_encoder_is_measured_without_the_alignment_test(tmp_path):
+    path = make_tiny_checkpoint("bert", tmp_path / "model", revisions=("step0",), head=False) / "step0"
+    man = ms.measure_model(path, tmp_path / "out", progress=False, **SMALL)
+    assert man["arch"] == "BertModel" and not man["head"] and "alignment" not in man["tables"]
+    assert any("no language-model head" in n for n in man["notes"])
+
+
+def test_the_command_line_writes_tables_manifest_and_report(tmp_path, capsys):
+    from tanbias.__main__ import main
+
+    path = make_tiny_checkpoint("qwen2", tmp_path / "model", revisions=("step0",)) / "step0"
+    out = tmp_path / "out"
+    rc = main(["measure", str(path), "--tokens", str(ms.MIN_TOKENS), "--out", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    assert "report.html" in capsys.readouterr().out
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["command"] == ms.COMMAND and man["report"] == "report.html"
+    page = (out / "report.html").read_text()
+    assert "Plotly.newPlot" in page and "<script src=" not in page      # plotly inlined, nothing fetched
+    # measured again into the same folder: replaced whole, once the new one is complete
+    assert main(["measure", str(path), "--tokens", str(ms.MIN_TOKENS), "--out", str(out), "--no-progress",
+                 "--no-alignment"]) == 0
+    assert "alignment" not in json.loads((out / "manifest.json").read_text())["tables"]
+    assert not (out / "alignment.csv").exists() and _leftovers(tmp_path) == []
+
+
+def test_a_folder_of_checkpoints_gives_trajectories(tmp_path):
+    root = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0", "step1", "step2"))
+    man = ms.measure_model(root, tmp_path / "out", progress=False, **SMALL)
+    assert man["revisions"] == ["step0", "step1", "step2"] and man["steps"] == [0, 1, 2]
+    tables = ms.load_measurement(tmp_path / "out")
+    for key in ("types", "premise", "anisotropy", "curvature", "alignment"):
+        assert list(tables[key].columns[:2]) == ["revision", "step"], key
+    assert set(tables["anisotropy"]["revision"]) == {"step0", "step1", "step2"}
+    al = tables["alignment"]
+    nul = al[al["model"] == "random-init"]
+    assert set(nul["revision"]) == {"step0"}, "the null is measured once"
+    traj = tables["trajectory"]
+    assert list(traj["revision"]) == ["step0", "step1", "step2"]
+    assert np.isfinite(traj[["rho_radius_t", "mean_cosine_max", "enrichment_gmean"]]).all().all()
+    assert traj["null_enrichment_gmean"].nunique() == 1
+    # step 0 and step 1 differ by one SGD step: their readings differ
+    assert traj["mean_cosine_max"].iloc[0] != traj["mean_cosine_max"].iloc[1]
+    # the revisions asked for, only
+    man = ms.measure_model(root, tmp_path / "two", revisions=["step0", "step2"], alignment=False,
+                           progress=False, **SMALL)
+    assert man["revisions"] == ["step0", "step2"] and man["steps"] == [0, 2]
+
+
+def test_a_text_of_ones_own(tmp_path):
+    from tanbias.lab.corpus import split
+
+    _, valid = split(["de"])
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(valid["de"][:150]), encoding="utf-8")
+    path = make_tiny_checkpoint("gpt_neox", tmp_path / "model", revisions=("step0",)) / "step0"
+    man = ms.measure_model(path, tmp_path / "out", text=text, languages="de", progress=False,
+                           **{**SMALL, "n_tokens": 100_000})
+    assert man["text"]["source"] == "file" and man["languages"] == ["de"]
+    assert man["settings"]["n_tokens"] < 100_000 and man["settings"]["n_tokens"] % 256 == 0
+    assert any("the text holds" in n for n in man["notes"])
+    assert set(ms.load_measurement(tmp_path / "out")["premise"]["language"]) == {"de"}
+
+
+def test_read_documents_splits_on_blank_lines(tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_text("a b\nc\n\n \n\nd\r\n\r\ne\n", encoding="utf-8")
+    assert ms.read_documents(f) == ["a b\nc", "d", "e"]
+
+
+# ------------------------------------------------------------------------------- bad input
+def _refused(tmp_path, exc, match, *args, **kwargs):
+    """``measure_model`` raises ``exc`` matching ``match``; nothing is written under ``out``."""
+    out = tmp_path / "out"
+    with pytest.raises(exc, match=match):
+        ms.measure_model(*args, out=out, progress=False, **{**SMALL, **kwargs})
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+
+def test_a_missing_folder_is_named(tmp_path):
+    _refused(tmp_path, ParameterError, "No such folder|existing local folder", tmp_path / "nowhere")
+
+
+def test_a_corrupt_weights_file_is_named(tmp_path):
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    weights = path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    _refused(tmp_path, CorruptFileError, r"step0.*weight file that cannot be read", path)
+
+
+def test_a_text_too_short_for_the_bootstrap(tmp_path):
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    text = tmp_path / "short.txt"
+    text.write_text("One document.\n\nAnother one.\n\nA third.\n", encoding="utf-8")
+    _refused(tmp_path, ParameterError, "too short for the bootstrap", path, text=text)
+    from tanbias.lab.corpus import split
+
+    _, valid = split(["en"])                 # enough tokens, in too few documents
+    text.write_text("\n\n".join(" ".join(valid["en"][i * 60:(i + 1) * 60]) for i in range(3)), encoding="utf-8")
+    _refused(tmp_path, ParameterError, r"too short for the bootstrap.*span 1 document,.*at least 10", path, text=text)
+
+
+def test_a_tokenizer_without_the_special_tokens_the_measurement_needs(tmp_path):
+    from tanbias.lab.tokenizer import load_tokenizer
+
+    path = make_tiny_checkpoint("bert", tmp_path / "model", revisions=("step0",)) / "step0"
+    tok = load_tokenizer()
+    tok.bos_token, tok.eos_token = None, None               # no [CLS]/<s>, no [SEP]/</s>
+    tok.save_pretrained(path)
+    _refused(tmp_path, ParameterError, r"no start token \(\[CLS\] or <s>\) and no end token", path)
+    tok = load_tokenizer()
+    tok.mask_token = None                                   # a masked LM's test masks tokens
+    tok.save_pretrained(path)
+    _refused(tmp_path, ParameterError, "no mask token.*--no-alignment", path)
+
+
+def test_a_hub_id_out_of_reach_says_how_to_mirror_it(tmp_path, monkeypatch):
+    from tanbias.lab.checkpoints import CheckpointUnavailable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _refused(tmp_path, CheckpointUnavailable, r"EleutherAI/pythia-160m.*hf download", "EleutherAI/pythia-160m",
+             revisions=["step1000"])
+
+
+def test_too_few_tokens_are_refused_before_loading(tmp_path):
+    _refused(tmp_path, ParameterError, r"tokens=100 is out of range: valid range is \[1024", "no/such-model",
+             n_tokens=100)
+
+
+def test_an_unsupported_architecture_is_named_with_the_supported_ones(tmp_path):
+    import transformers
+
+    path = tmp_path / "t5"
+    transformers.T5Config(vocab_size=64, d_model=8, d_ff=16, num_layers=1, num_heads=1).save_pretrained(path)
+    _refused(tmp_path, ParameterError, r"architecture 't5'.*decoders .*llama.*encoders .*bert", path)
+
+
+def test_an_out_folder_holding_other_files_is_never_overwritten(tmp_path):
+    keep = tmp_path / "out" / "notes.txt"
+    keep.parent.mkdir()
+    keep.write_text("mine")
+    with pytest.raises(ParameterError, match="holds other files"):
+        ms.measure_model("minilm-l6", tmp_path / "out", progress=False, **SMALL)
+    assert keep.read_text() == "mine"
+
+
+def test_an_interrupted_measurement_leaves_the_previous_one(tmp_path, monkeypatch):
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    out = tmp_path / "out"
+    ms.measure_model(path, out, alignment=False, progress=False, **SMALL)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ms.pt, "premise_tables", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ms.measure_model(path, out, progress=False, **SMALL)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before and _leftovers(tmp_path) == []
+
+
+def test_bad_arguments_are_named(tmp_path):
+    with pytest.raises(ParameterError, match="settings.*n_boots"):
+        ms.measure_model("minilm-l6", tmp_path / "o", n_boots=3)
+    with pytest.raises(ParameterError, match="revisions.*zoo model"):
+        ms.model_revisions("minilm-l6", ["step1"])
+    with pytest.raises(ParameterError, match="one language"):
+        ms.measure_model("minilm-l6", tmp_path / "o", text=__file__, languages=["en", "de"])
+    with pytest.raises(ParameterError, match="languages"):
+        ms.measure_model("minilm-l6", tmp_path / "o", languages=["xx"])
+    with pytest.raises(ParameterError, match="device='tpu'"):
+        ms.resolve_device("tpu")
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(ParameterError, match="device='cuda' is not allowed.*cpu"):
+            ms.resolve_device("cuda")
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_command_line_reports_an_error_in_one_line(tmp_path, capsys):
+    from tanbias.__main__ import main
+
+    assert main(["measure", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_tampered_table_names_the_command(tmp_path):
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    ms.measure_model(path, tmp_path / "out", alignment=False, progress=False, **SMALL)
+    with open(tmp_path / "out" / "curvature.csv", "a") as f:
+        f.write("en,9,0,0,0,0,0\n")
+    with pytest.raises(CorruptFileError, match=r"curvature\.csv.*python -m tanbias measure"):
+        ms.load_measurement(tmp_path / "out")
+
+
+def test_bench_measure_reaches_every_line(tmp_path):
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    res = ms.bench_measure(str(path), n_tokens=ms.MIN_TOKENS, **{k: v for k, v in SMALL.items() if k != "n_tokens"})
+    assert res["forward_s"] > 0 and res["ratio"] > 0 and res["ratio_alignment"] > 0
+    assert res["tokens"] >= ms.MIN_TOKENS and res["tokens_per_s"] > 0
+    assert set(res["seconds"]) == {"suite", "suite_alignment"} and res["seconds"]["suite"]["probe"] == 0

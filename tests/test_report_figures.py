@@ -1,0 +1,56 @@
+"""The report page of ``python -m tanbias measure`` (tanbias.figures.report): one file that opens
+offline, each figure linked to the section of the book that defines it, on measurements of tiny random
+models. The page in a real browser, offline, is tested in ``test_browser.py``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from measurehelpers import measure_tiny
+from tanbias.figures import report as fr
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    return measure_tiny(tmp_path_factory.mktemp("measured"))
+
+
+def test_the_books_address_is_the_one_setting():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert fr.book_url() == config["html"]["baseurl"].rstrip("/") + "/"
+    assert fr.chapter_url("chapters/09_pretrained_models", "sec-ch9-premise") == \
+        f"{fr.book_url()}chapters/09_pretrained_models.html#sec-ch9-premise"
+
+
+@pytest.mark.parametrize("key", list(fr.SECTIONS))
+def test_every_figure_links_to_a_section_its_chapter_defines(key):
+    _, (doc, label) = fr.SECTIONS[key]
+    source = (ROOT / f"{doc}.md").read_text(encoding="utf8")
+    assert f"({label})=" in source, f"{doc} defines no label {label}"
+
+
+def test_the_report_is_one_page_that_needs_no_network(measured):
+    from plotly.offline import get_plotlyjs
+
+    page = fr.report_html(measured["series"])
+    assert get_plotlyjs()[:2000] in page, "plotly.js is inlined"
+    assert not re.search(r"""<(script|link|img)\b[^>]*\b(src|href)=["']?https?:""", page), "nothing is fetched"
+    for key in fr.SECTIONS:
+        assert f'<section id="{key}">' in page and fr.chapter_url(*fr.SECTIONS[key][1]) in page, key
+    assert page.count('class="plotly-graph-div"') == len(fr.SECTIONS)
+    one = fr.report_html(measured["one"])
+    assert '<section id="alignment">' not in one and '<section id="trajectory">' not in one
+    assert one.count('class="plotly-graph-div"') == len(fr.SECTIONS) - 2
+
+
+def test_a_long_series_draws_a_few_checkpoints_and_tables_them_all(measured):
+    parts = {f"step{i}": None for i in range(19)}
+    drawn = list(fr.drawn_revisions(parts))
+    assert len(drawn) == fr.MAX_REVISIONS_DRAWN and drawn[0] == "step0" and drawn[-1] == "step18"
