@@ -254,7 +254,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     except Exception as exc:  # report, keep the rest of the benchmark
         report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
-    for key, (name, budget, _) in EXPERIMENTS.items():
+    for key, (name, budget, _) in budgeted_experiments().items():
         report[key] = _experiment_record(Path(root), name, budget)
     report["pretrained"] = _pretrained_record(Path(root))
     report["ok"] = _all_ok(report)
@@ -275,20 +275,16 @@ def _sweep_record(root: Path) -> dict | None:
             "run_seconds": sum(r["seconds"] for r in rec["runs"].values())}
 
 
-#: chapter 10's budget for the whole dose experiment, all sittings together (2 cores)
-DOSE_BUDGET_S = 5 * 3600.0
-#: chapter 12's budget for the whole causal test, all sittings together (2 cores)
-CAUSAL_BUDGET_S = 6 * 3600.0
-#: the budget of chapter 10's aliasing knob (``make alias``), all sittings together (2 cores)
-ALIAS_BUDGET_S = 4 * 3600.0
-#: the committed experiments whose wall time the report reads: key -> (record under data/runs/,
-#: budget in seconds, what the report calls it)
-EXPERIMENTS = {"dose": ("dose.json", DOSE_BUDGET_S, "dose experiment"),
-               "causal": ("causal.json", CAUSAL_BUDGET_S, "causal test"),
-               "alias": ("alias.json", ALIAS_BUDGET_S, "aliasing knob")}
+def budgeted_experiments() -> dict:
+    """The experiments with a wall-time budget, from the registry (:data:`tanbias.lab.experiments.EXPERIMENTS`,
+    each design's ``budget_hours``): name -> (record under ``data/runs/``, budget in seconds, title)."""
+    from tanbias.lab.experiments import EXPERIMENTS
+
+    return {d.name: (f"{d.name}.json", 3600.0 * d.budget_hours, d.title)
+            for d in EXPERIMENTS.values() if d.budget_hours is not None}
 
 
-def _experiment_record(root: Path, name: str = "dose.json", budget: float = DOSE_BUDGET_S) -> dict | None:
+def _experiment_record(root: Path, name: str = "dose.json", budget: float = 5 * 3600.0) -> dict | None:
     """An experiment's committed wall time (``data/runs/<name>``, one record per sitting: the dose
     experiment's ``dose.json``, the causal test's ``causal.json``, the aliasing knob's ``alias.json``)."""
     path = root / "data" / "runs" / name
@@ -376,7 +372,7 @@ def over_targets(report: dict) -> list[str]:
             over.append(f"{name} measurements")
     if pre and pre["all_s"] > pre["targets"]["all"]:
         over.append("make pretrained")
-    for key in EXPERIMENTS:
+    for key in budgeted_experiments():
         ds = report.get(key)
         if ds and ds["wall_seconds"] > ds["budget_seconds"]:
             over.append(f"{key} wall time")
@@ -451,7 +447,7 @@ def format_report(report: dict) -> str:
         lines.append(f"2x2 sweep (committed, data/runs/sweep.json): {sw['n_runs']} runs in "
                      f"{sw['wall_seconds'] / 60:.1f} min wall time with {sw['jobs']} parallel jobs on 2 cores "
                      f"(sum of run times {sw['run_seconds'] / 60:.1f} min)")
-    for key, (name, _, label) in EXPERIMENTS.items():
+    for key, (name, _, label) in budgeted_experiments().items():
         ds = report.get(key)
         if ds:
             lines.append(f"{label} (committed, data/runs/{name}): {ds['runs_finished']} runs finished in "

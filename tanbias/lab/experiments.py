@@ -102,6 +102,9 @@ class Design:
     keep : callable, optional
         ``keep(kind, level, seed)``: whether the grid has that cell (a design whose levels have
         different seeds); default every level at every seed of :attr:`seeds`.
+    budget_hours : float, optional
+        The wall time its queue was given, all sittings together on 2 cores (``make bench``
+        reads its record against it).
 
     Example
     -------
@@ -125,6 +128,7 @@ class Design:
     borrow: Callable[[str, str, int], str | None] | None = None
     sittings: bool = True
     keep: Callable[[str, str, int], bool] | None = None
+    budget_hours: float | None = None
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -325,6 +329,7 @@ DOSE = Design(name="dose", title="the dose experiment", chapter=10, factor="leve
                                                DOSE_LEVELS[level]["order"]),
               registration="dose",
               registration_sha256="08c39fd658800c0a853fd46ca45acc2fc5dde9e8ba8eed956f6122dd4082dddc",
+              budget_hours=5,
               posthoc_sha256="9ed954d29018675a719442e5c7cf0879e5d2a00b1b6968a41682a3442c2ecc48")
 
 
@@ -390,7 +395,7 @@ CAUSAL = Design(name="causal", title="the causal test", chapter=12, factor="arm"
                 levels={k: causal_arms(k) for k in KINDS}, seeds=CAUSAL_SEEDS, prefix="causal-", build=causal_config,
                 order=lambda kind, arm, seed: (kind != "decoder", seed, CAUSAL_ARMS.index(arm)),
                 registration="causal",
-                registration_sha256="2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c",
+                registration_sha256="2d7a55d85a14d4e185913621b0afd50e5c29a85026b0fdacabd12fffa4a8802c", budget_hours=6,
                 posthoc_sha256="a57806285d45b86a2ffbb7244a5f041e1e0b17e4d5007b38dcc5bf7ae23b1d43")
 
 
@@ -440,7 +445,7 @@ ALIAS = Design(name="alias", title="the aliasing knob", chapter=10, factor="leve
                levels={k: tuple(ALIAS_LEVELS) for k in KINDS}, seeds={k: ALIAS_SEEDS for k in KINDS}, prefix="alias-",
                build=alias_config, registration="alias",
                registration_sha256="7d3e6a5f68c2e1cb94295431c6b1e9e5b9ae8c994d33f42e58a0545ec75a0dc0",
-               borrow=_causal_control)
+               borrow=_causal_control, budget_hours=4)
 
 
 # ---------------------------------------------------------------- the rival accounts (chapter 13)
@@ -519,7 +524,8 @@ RIVALS = Design(name="rivals", title="the rival accounts", chapter=13, factor="c
                 levels={k: tuple(f"{h}-{a}" for h in RIVALS_HEADS for a in (*RIVALS_ARMS, "long")) for k in KINDS},
                 seeds={k: tuple(range(8 if k == "encoder" else 5)) for k in KINDS}, prefix="rivals-",
                 build=rivals_config, order=_rivals_order, keep=_rivals_has, registration="rivals",
-                registration_sha256="f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c")
+                registration_sha256="f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c",
+                budget_hours=9)
 
 
 # ---------------------------------------------------------------- the registry
