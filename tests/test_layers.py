@@ -73,6 +73,7 @@ LAB = [
     *(step for name in EXPERIMENTS for step in experiment_steps(name)),
     ["tanbias.lab.analysis.posthoc"],
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
+    ["tanbias.lab.analysis.findings"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]

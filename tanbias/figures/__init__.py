@@ -46,7 +46,7 @@ import plotly.io as pio  # noqa: E402
 # every colour of the figures, from the one palette; the figure modules import them from here
 from tanbias.palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
                        KIND_COLORS, LEGEND_BACKGROUND, LEVEL_COLORSCALE, LIGHT_GREY,
-                       REFERENCE_GREY)
+                       REFERENCE_GREY, VERDICT_COLORS)
 
 # COLORS and KIND_COLORS are documented in their home, tanbias.palette
 __all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "shared_x_title", "new_figure",
