@@ -1,4 +1,4 @@
-"""The aliasing knob's design (chapter 10): the registration as committed before the first
+"""The aliasing knob's design (chapter 11): the registration as committed before the first
 run, the levels recomputed from the corpus, the seeds from the power analysis, the shared k0 cells."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The figures of chapter 10's aliasing knob (tanbias.figures.alias), on planted tables."""
+"""The figures of chapter 11's aliasing knob (tanbias.figures.alias), on planted tables."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,9 +28,14 @@ def test_chain_figure_draws_every_panel_for_both_architectures():
     fig = alias_figures.chain_figure(_table())
     assert isinstance(fig, go.Figure)
     assert len(fig.data) == 2 * 2 * len(alias_figures.PANELS)          # runs + level means, per kind and panel
-    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.autorange == "reversed"
+    # x rises as input frequencies flatten: 1 / collision, on a log axis that holds every run, with ticks
+    x = fig.data[0].x
+    assert np.allclose(x, 1 / _table().query("kind == 'encoder'")["collision"])
+    ax = fig.layout.xaxis
+    assert ax.type == "log" and ax.autorange is None and len(ax.tickvals) >= 3
+    assert 10 ** ax.range[0] < min(x) and max(x) < 10 ** ax.range[1]
     assert fig.layout.title.text and [a.text for a in fig.layout.annotations][:2] == list(alias_figures.PANELS.values())[:2]
-    _one_x_title(fig, "collision probability of the shown stream [log]")
+    _one_x_title(fig, alias_figures.SHOWN)
 
 
 def _one_x_title(fig, text):
@@ -44,7 +49,7 @@ def test_learning_figure_sets_both_knobs_side_by_side():
     fig = alias_figures.learning_figure(_table(), _table("token", ["skewed", "b16", "b37", "b100"]))
     names = {t.name for t in fig.data}
     assert names == {"aliasing knob (text kept)", "direct knob (words removed)"} and len(fig.data) == 8
-    _one_x_title(fig, "collision probability of the training stream [log]")
+    _one_x_title(fig, alias_figures.SHOWN)
     assert fig.layout.yaxis.title.text == "gain over unigram [nats]"
     assert alias_figures.learning_figure(_table().iloc[:0], _table("token")).data    # no aliasing run yet
 

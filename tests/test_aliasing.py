@@ -1,4 +1,4 @@
-"""Input aliasing (tanbias.lab.aliasing, and its use in data, models and train): chapter 10's third knob.
+"""Input aliasing (tanbias.lab.aliasing, and its use in data, models and train): chapter 11's aliasing knob.
 
 What the aliasing is tested for: the targets are unchanged, the ids follow the stated k, each
 alias's frequency is f/k within sampling error, and a run killed and resumed gives identical

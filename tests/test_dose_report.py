@@ -77,3 +77,28 @@ def test_weaker_under_balancing_reads_alignment_and_anisotropy(enc_align, enc_co
     assert set(comp) == {"encoder alignment", "encoder anisotropy", "decoder alignment", "decoder anisotropy"}
     assert balancing_property(comp) == want
     assert POSTHOC["balancing"]["anisotropy"] == ["mean_cosine_late", "isoscore_late"]   # the rule read
+
+
+def test_the_narrow_verdict_table_says_each_row_word_change_and_what_survives_matched_progress():
+    def r(metric, kind, verdict, change, survives=None, knob="token"):
+        return {"metric": metric, "knob": knob, "kind": kind, "verdict": verdict, "end_to_end": change,
+                "progress_survives": survives}
+
+    rows = pd.DataFrame([
+        r("log_enrichment_late", "encoder", "as predicted", np.log(0.5), False),
+        r("log_enrichment_late", "decoder", "not detected", np.log(0.9)),
+        r("isoscore_late", "encoder", "against the prediction", -0.0421, True),
+        r("isoscore_late", "decoder", "against the prediction", -0.0122, np.True_),
+        r("mean_cosine_late", "encoder", "no detectable trend, as predicted", 0.01, knob="language"),
+        r("mean_cosine_late", "decoder", "no detectable trend, as predicted", -0.02, knob="language")])
+    s = dose_report.verdict_summary(rows, "token").set_index("reading")
+    assert list(s.columns) == ["link", "encoder", "decoder", "at matched progress"]
+    assert s.loc["late enrichment", "encoder"] == "as predicted, ×0.50"
+    assert s.loc["late enrichment", "at matched progress"] == "neither"
+    assert s.loc["IsoScore*", "encoder"] == "against the prediction, −0.042"
+    assert s.loc["IsoScore*", "at matched progress"] == "both" and s.loc["IsoScore*", "link"] == 3
+    lang = dose_report.verdict_summary(rows, "language", names={"mean_cosine_late": "cosine"})
+    assert lang["reading"].tolist() == ["cosine"] and lang["at matched progress"].tolist() == ["–"]
+    from tanbias.errors import ParameterError
+    with pytest.raises(ParameterError, match="knob"):
+        dose_report.verdict_summary(rows, "alias")

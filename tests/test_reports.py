@@ -46,7 +46,7 @@ def _glued_in_code(chapter: str) -> set[str]:
 def committed():
     sw = sweep_report.analyse_sweep()
     dose_runs = registered.load(DOSE)          # read once: the dose report and chapter 12's power read them
-    # chapter 10 reads the dose analysis at its joint Holm family, with the aliasing knob's rows
+    # chapters 10 and 11 read the dose analysis at its joint Holm family, with the aliasing knob's rows
     da_alone = dose.analyse_dose(dose_runs)
     aa, da = alias.analyse_alias(dose_analysis=da_alone)
     tables = {name: load_pretrained(name) for name in zoo.ZOO}

@@ -13,8 +13,9 @@ This ``__init__`` holds what every figure shares, one definition each:
 * the colours, every one named once in :mod:`tanbias.palette`
   (:data:`~tanbias.palette.COLORS`, Okabe-Ito; :data:`~tanbias.palette.KIND_COLORS`;
   the greys): figure modules import them from here, never as literals;
-* :func:`labelled` and :func:`new_figure` (title and axis titles), and
-  :func:`shared_x_title` (one x title under a grid of panels);
+* :func:`labelled` and :func:`new_figure` (title and axis titles),
+  :func:`shared_x_title` (one x title under a grid of panels) and :func:`log_axis` (a log axis
+  with readable ticks);
 * :func:`frozen_layout`, the cache of figure layouts that keeps live updates
   under 50 ms.
 
@@ -32,6 +33,8 @@ import functools
 import json
 import sys
 
+import numpy as np
+
 # plotly's renderers import nbformat, which imports jsonschema, which imports the optional
 # rfc3987_syntax package when it is installed (JupyterLab's jupyter-events installs it): it
 # compiles a grammar at import, about 3 s of CPU in every chapter's kernel, to check one string
@@ -44,12 +47,13 @@ import plotly.graph_objects as go  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
 # every colour of the figures, from the one palette; the figure modules import them from here
+from tanbias.errors import ParameterError  # noqa: E402
 from tanbias.palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
                        KIND_COLORS, LEGEND_BACKGROUND, LEVEL_COLORSCALE, LIGHT_GREY,
                        REFERENCE_GREY, VERDICT_COLORS)
 
 # COLORS and KIND_COLORS are documented in their home, tanbias.palette
-__all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "shared_x_title", "new_figure",
+__all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "shared_x_title", "log_axis", "new_figure",
            "frozen_layout"]
 
 TEMPLATE_NAME = "tanbias"
@@ -148,6 +152,61 @@ def shared_x_title(fig: go.Figure, text: str) -> go.Figure:
                        yanchor="top", yshift=-40, showarrow=False, font=dict(size=14), name="x title")
     fig.update_layout(margin=dict(b=100))
     return fig
+
+
+def log_axis(values) -> dict:
+    """A log axis over ``values`` with ticks a reader can read: a fixed range a little wider than
+    the values, and 1-2-5 ticks per decade, or round linear steps where the values span too little
+    of a decade for those.
+
+    Plotly's own log ticks label only the mantissa between powers of ten (``2``, ``5``) and thin
+    out on a narrow panel; an axis that spans a few per cent (chapter 10's language knob) gets
+    none. Fixed ticks keep one scale across the frames of an interactive figure.
+
+    Parameters
+    ----------
+    values : array-like of float
+        The values the axis must hold (the finite ones > 0 are read).
+
+    Returns
+    -------
+    dict
+        Plotly axis properties: ``type``, ``range`` (log10), ``tickvals``, ``ticktext``.
+
+    Raises
+    ------
+    ParameterError
+        No finite positive value.
+
+    Example
+    -------
+    >>> log_axis([302, 4604])["ticktext"]
+    ['500', '1,000', '2,000', '5,000']
+    >>> log_axis([302, 331])["ticktext"]
+    ['300', '310', '320', '330', '340']
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        raise ParameterError(f"values={list(values)!r} is not allowed: valid range is at least one finite "
+                             "value > 0. Pass the values the axis must hold.")
+    lo, hi = np.log10(v.min()), np.log10(v.max())
+    pad = 0.06 * (hi - lo) + 0.01
+    lo, hi = lo - pad, hi + pad
+    a, b = 10 ** lo, 10 ** hi
+    ticks: list[float] = []
+    for mantissas in ((1,), (1, 2, 5)):
+        ticks = [m * 10.0 ** e for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1) for m in mantissas
+                 if a <= m * 10.0 ** e <= b]
+        if len(ticks) >= 3:
+            break
+    if len(ticks) < 3:               # a narrow span: round linear steps (1, 2 or 5 x 10^k)
+        raw = (b - a) / 4
+        step = min((m * 10.0 ** np.floor(np.log10(raw)) for m in (1, 2, 5, 10)),
+                   key=lambda s: abs(np.log(s / raw)))
+        ticks = list(np.arange(np.ceil(a / step) * step, b, step))
+    return {"type": "log", "range": [float(lo), float(hi)], "tickvals": [float(x) for x in ticks],
+            "ticktext": [f"{x:,.0f}" if x >= 1 else f"{x:g}" for x in ticks]}
 
 
 def new_figure(title: str, x: str, y: str, **layout) -> go.Figure:

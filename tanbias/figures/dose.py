@@ -4,23 +4,30 @@ The numbers come from :mod:`tanbias.lab.analysis.dose`; this module only draws.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from tanbias.figures import GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, shared_x_title
+from tanbias._checks import check_choice
+from tanbias.figures import (GREY, KIND_COLORS, LEVEL_COLORSCALE, frozen_layout, labelled, log_axis,
+                              shared_x_title)
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import dose, dose_design, sweep
 from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import DOSE
 
-__all__ = ["KNOBS", "chain_interactive", "trajectory_interactive", "adaptive_figure", "progress_figure"]
+__all__ = ["KNOBS", "VOCABULARY", "chain_interactive", "trajectory_interactive", "adaptive_figure",
+           "progress_figure"]
 
 #: the two knobs as the chapter names them
 KNOBS = {"token": "token knob (subsampling frequent types)",
          "language": "language knob (mixture temperature)"}
 SYMBOL = {"encoder": "circle", "decoder": "diamond"}
+#: the x quantity of the chain figures, which rises as frequencies flatten
+VOCABULARY = "effective vocabulary: 1 / collision probability of the training stream [log]"
 
 
 def _level_color(x: float) -> str:
@@ -29,15 +36,14 @@ def _level_color(x: float) -> str:
 
 
 @frozen_layout
-def _chain_layout(titles: tuple):
-    # a 3 x 2 grid: six panels side by side leave each too narrow for its log axis
+def _chain_layout(titles: tuple, axis: str):
+    # a 3 x 2 grid: six panels side by side leave each too narrow for its log axis; one x title under
+    # the grid, an annotation, so that the sliders' labels go below it
     fig = make_subplots(rows=3, cols=2, horizontal_spacing=0.12, vertical_spacing=0.11,
                         subplot_titles=list(titles))
-    fig.update_xaxes(type="log", autorange="reversed", nticks=4, exponentformat="power")
-    fig.update_xaxes(title_text="collision probability [log]", row=3)
-    fig = labelled(fig, " ", "collision probability [log]", "", legend="architecture")
-    fig.update_layout(xaxis_title="", xaxis2_title="")
-    return fig
+    fig.update_xaxes(**json.loads(axis))
+    fig = labelled(fig, " ", "", "", legend="architecture")
+    return shared_x_title(fig, VOCABULARY)
 
 
 @frozen_layout
@@ -49,37 +55,57 @@ def _trajectory_layout(early_x: float):
     return labelled(fig, " ", "training step + 1 [log]", "log enrichment  ln[E(proxy) / mean E(controls)]")
 
 
-def chain_interactive(table) -> Interactive:
-    """Interactive: every link of the chain against the measured concentration, one knob at a time.
+def chain_interactive(table, knob: str = "token") -> Interactive:
+    """Interactive: every link of the chain along one knob, against how flat the training stream is.
 
-    Six panels share the x axis (collision probability of each run's training
-    stream, log): the η<sub>g</sub> of a frequency bucket, the frozen proxy's
-    enrichment, the mean cosine and IsoScore* of the activations, and how much the
-    run learned (gain over unigram, top-1 accuracy beside the unigram model's).
-    Points: runs (seeds); lines: level means. Sliders: knob, bucket, phase.
+    Six panels share the x axis, the effective vocabulary of each run's training stream
+    (1 / collision probability, log, rising to the right as frequencies flatten): the η<sub>g</sub>
+    of a frequency bucket, the frozen proxy's enrichment, the mean cosine and IsoScore* of the
+    activations, and how much the run learned (gain over unigram, top-1 accuracy beside the
+    unigram model's). Points: runs (seeds); lines: level means. Sliders: bucket, phase.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`tanbias.lab.analysis.dose.run_table`, one row per dose run.
+    knob : str
+        ``"token"`` (the direct knob) or ``"language"`` (the realistic one): one figure per knob,
+        each with the ticks of its own span (the language knob moves the vocabulary by a few per cent).
+
+    Returns
+    -------
+    Interactive
+
+    Raises
+    ------
+    ParameterError
+        ``knob`` not one of :data:`KNOBS`.
     """
+    check_choice("knob", knob, tuple(KNOBS))
     panels = [("log_eta", "ln η<sub>g</sub> of the bucket"), ("log_enrichment", "ln enrichment"),
               ("mean_cosine_late", "mean cosine"), ("isoscore_late", "IsoScore*"),
               ("gain", "gain over unigram [nats]"), ("accuracy", "top-1 accuracy (model, unigram dotted)")]
     buckets = [c.removeprefix("log_eta_") for c in table.columns if c.startswith("log_eta_")]
+    runs = {kind: dose.knob_runs(table, knob, kind) for kind in KINDS}
+    axis = json.dumps(log_axis(np.concatenate([1 / g["collision"].to_numpy() for g in runs.values()])))
 
-    def compute(knob, bucket, phase):
+    def compute(bucket, phase):
         out = {}
         for kind in KINDS:
-            g = dose.knob_runs(table, knob, kind)
+            g = runs[kind].assign(vocabulary=1 / runs[kind]["collision"])
             cols = {"log_eta": f"log_eta_{bucket}", "log_enrichment": f"log_enrichment_{phase}",
                     "mean_cosine_late": "mean_cosine_late", "isoscore_late": "isoscore_late",
                     "gain": "gain", "accuracy": "accuracy"}
-            pts = {p: (g["collision"].to_numpy(), g[c].to_numpy(), g["level"].to_numpy(), g["seed"].to_numpy())
+            pts = {p: (g["vocabulary"].to_numpy(), g[c].to_numpy(), g["level"].to_numpy(), g["seed"].to_numpy())
                    for p, c in cols.items()}
-            means = g.groupby("level", sort=False)[["collision", "unigram_accuracy", *cols.values()]].mean()
-            means = means.sort_values("collision")
-            lines = {p: (means["collision"].to_numpy(), means[c].to_numpy()) for p, c in cols.items()}
-            lines["unigram_accuracy"] = (means["collision"].to_numpy(), means["unigram_accuracy"].to_numpy())
+            means = g.groupby("level", sort=False)[["vocabulary", "unigram_accuracy", *cols.values()]].mean()
+            means = means.sort_values("vocabulary")
+            lines = {p: (means["vocabulary"].to_numpy(), means[c].to_numpy()) for p, c in cols.items()}
+            lines["unigram_accuracy"] = (means["vocabulary"].to_numpy(), means["unigram_accuracy"].to_numpy())
             out[kind] = (pts, lines)
         return out
 
-    def figure(data, knob, bucket, phase):
+    def figure(data, bucket, phase):
         # plain dicts on a cached layout: make_subplots per update would cost ~100 ms
         traces = []
         for kind in KINDS:
@@ -101,25 +127,24 @@ def chain_interactive(table) -> Interactive:
                     traces.append(dict(type="scatter", x=ux.tolist(), y=uy.tolist(), mode="lines",
                                        name=f"{kind}: unigram model", legendgroup=kind, showlegend=False,
                                        line=dict(color=KIND_COLORS[kind], width=1, dash="dot"), **ax))
-        layout = _chain_layout(tuple(t for _, t in panels))
+        layout = _chain_layout(tuple(t for _, t in panels), axis)
         layout["title"]["text"] = f"The chain along the {KNOBS[knob]}: bucket {bucket}, enrichment {phase}"
         return {"data": traces, "layout": layout}
 
     return Interactive(
-        params=[Param("knob", "knob", options=tuple(KNOBS)),
-                Param("bucket", "frequency bucket (η<sub>g</sub> panel)", options=tuple(buckets)),
+        params=[Param("bucket", "frequency bucket (η<sub>g</sub> panel)", options=tuple(buckets)),
                 Param("phase", "enrichment phase", options=("late", "early"))],
-        compute=compute, figure=figure, title="The chain, link by link",
-        caption="x: the collision probability of each run's own training stream (the chance that two "
-                "random training tokens are the same type), decreasing to the right: frequencies flatten "
-                "as you read. Panels: η<sub>g</sub> (mean t², the statement's concentration) of a fixed "
-                "set of types — q1 are those frequent at the skewed start —, measured at the last layer on "
-                "one common held-out text; the frozen proxy's enrichment (geometric mean over layers); "
-                "the activations' mean cosine and IsoScore* at the last step; how much each run learned "
-                "(its final held-out loss below an add-½ unigram model of its own training counts, and its "
-                "top-1 accuracy beside the unigram model's, dotted): the direct knob also lowers both. "
-                "Points are seeds, lines join the level means.",
-        name="ch10-chain", height=900, fixed_ranges=False)
+        compute=compute, figure=figure, title=f"The chain along the {KNOBS[knob]}",
+        caption="x: the effective vocabulary of each run's own training stream, 1 / its collision probability "
+                "(the chance that two random training tokens are the same type), rising to the right: "
+                "frequencies flatten as you read. Panels: η<sub>g</sub> (mean t², the statement's "
+                "concentration) of a fixed set of types — q1 are those frequent at the skewed start —, measured "
+                "at the last layer on one common held-out text; the frozen proxy's enrichment (geometric mean "
+                "over layers); the activations' mean cosine and IsoScore* at the last step; how much each run "
+                "learned (its final held-out loss below an add-½ unigram model of its own training counts, and "
+                "its top-1 accuracy beside the unigram model's, dotted). Points are seeds, lines join the level "
+                "means.",
+        name=f"ch10-chain-{knob}", height=900, fixed_ranges=False)
 
 
 def trajectory_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:

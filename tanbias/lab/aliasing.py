@@ -1,4 +1,4 @@
-"""Input aliasing: a frequency knob that keeps the text (chapter 10, the third knob).
+"""Input aliasing: a frequency knob that keeps the text (chapter 11).
 
 Each occurrence of a frequent type ``w`` is shown to the model as one of ``k_w``
 *alias ids*, drawn uniformly per occurrence: alias 0 is ``w``'s own id, aliases

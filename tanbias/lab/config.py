@@ -376,7 +376,7 @@ class RunConfig:
     #: kept with probability min(1, (f / flatten_f0) ** -flatten); 0 keeps everything
     flatten: float = 0.0
     flatten_f0: float = 1e-4
-    #: the aliasing knob on input frequencies (chapter 10, :mod:`tanbias.lab.aliasing`): an occurrence
+    #: the aliasing knob on input frequencies (chapter 11, :mod:`tanbias.lab.aliasing`): an occurrence
     #: of a type of stream frequency f > alias_f0 is shown as one of round((f / alias_f0) ** alias)
     #: alias ids (new input-embedding rows), drawn per occurrence; targets stay the types; 0: none
     alias: float = 0.0

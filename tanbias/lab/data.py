@@ -7,7 +7,7 @@
 * :class:`Stream` — a run's data stream, derived once from its config and passed on:
   its documents, language mixture, expected token frequencies, the types the direct
   knob keeps (:func:`keep_probabilities`, chapter 10), the aliasing knob's map
-  (chapter 10, :mod:`tanbias.lab.aliasing`; :func:`alias_batch` shows a batch
+  (chapter 11, :mod:`tanbias.lab.aliasing`; :func:`alias_batch` shows a batch
   through it), and every batch stream of the run: training, validation, the
   probe-eval text, the common held-out text every run of a kind is measured on
   (chapter 8's radii), the counts of its training targets;

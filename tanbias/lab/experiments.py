@@ -15,7 +15,7 @@ from it. :data:`EXPERIMENTS` registers them, in the order they were designed:
 * :data:`DOSE`, **the dose-response experiment** of chapter 10: two knobs over a strongly
   skewed language mixture (:data:`SKEWED_WEIGHTS`), each at four levels (:data:`DOSE_LEVELS`),
   :data:`DOSE_SEEDS`; runs ``dose-<kind>-<level>-s<seed>`` (:func:`dose_config`);
-* :data:`ALIAS`, **the aliasing knob** of chapter 10: input aliasing at four levels
+* :data:`ALIAS`, **the aliasing knob** of chapter 11: input aliasing at four levels
   (:data:`ALIAS_LEVELS`) on the same skewed start, :data:`ALIAS_SEEDS`; runs
   ``alias-<kind>-k<level>-s<seed>`` (:func:`alias_config`); a cell without aliases (``k0``)
   is the causal test's control run where that run exists (the design borrows it);
@@ -399,7 +399,7 @@ CAUSAL = Design(name="causal", title="the causal test", chapter=12, factor="arm"
                 posthoc_sha256="a57806285d45b86a2ffbb7244a5f041e1e0b17e4d5007b38dcc5bf7ae23b1d43")
 
 
-# ---------------------------------------------------------------- the aliasing knob (chapter 10)
+# ---------------------------------------------------------------- the aliasing knob (chapter 11)
 #: the aliasing knob's threshold frequency: types at or below it keep one id (the direct knob's f0)
 ALIAS_F0 = FLATTEN_F0
 #: The aliasing knob's levels: the exponent of k_w = round((f_w / ALIAS_F0) ** exponent)
@@ -441,7 +441,7 @@ def _causal_control(kind: str, level: str, seed: int) -> str | None:
 
 #: the aliasing knob: its queue trains seed by seed, decoders first, levels in order; the ``k0``
 #: cells it shares with the causal test's control arm are not trained again
-ALIAS = Design(name="alias", title="the aliasing knob", chapter=10, factor="level",
+ALIAS = Design(name="alias", title="the aliasing knob", chapter=11, factor="level",
                levels={k: tuple(ALIAS_LEVELS) for k in KINDS}, seeds={k: ALIAS_SEEDS for k in KINDS}, prefix="alias-",
                build=alias_config, registration="alias",
                registration_sha256="7d3e6a5f68c2e1cb94295431c6b1e9e5b9ae8c994d33f42e58a0545ec75a0dc0",

@@ -280,7 +280,7 @@ class RunData:
     anisotropy: "object" = None    # pandas.DataFrame per probe step, layer and positions (anisotropy.csv)
     probe_evals: "object" = None   # pandas.DataFrame of held-out losses at the probe steps, if logged
     premise: "object" = None       # pandas.DataFrame of the count-matched premise per layer (premise.csv)
-    #: an aliased run's (chapter 10's aliasing knob): counts of the input ids it was shown
+    #: an aliased run's (chapter 11's aliasing knob): counts of the input ids it was shown
     #: (input_counts.npy), radii per merged type (types.csv), its aliases' convergence (alias.csv)
     input_counts: np.ndarray | None = None
     types: "object" = None

@@ -200,7 +200,7 @@ class Surgery(Hook):
     the update). Steps outside the surgery window cost nothing. As a hook of the
     training loop (:class:`~tanbias.lab.hooks.Hook`, given to
     :func:`~tanbias.lab.train.train_step`) it does both at the step's fixed points, adds
-    its figures (:attr:`last`) to the step's record and keeps its bases in the
+    its figures (``last``) to the step's record and keeps its bases in the
     checkpoint under ``"surgery"``. One process only: each rank would estimate its own
     subspace and the replicas would drift apart.
 

@@ -13,7 +13,7 @@
   * :mod:`~tanbias.lab.analysis.dose_design`, :mod:`~tanbias.lab.analysis.dose`,
     :mod:`~tanbias.lab.analysis.dose_report`: the dose experiment (chapter 10)
   * :mod:`~tanbias.lab.analysis.alias_design`, :mod:`~tanbias.lab.analysis.alias`,
-    :mod:`~tanbias.lab.analysis.alias_report`: the aliasing knob (chapter 10)
+    :mod:`~tanbias.lab.analysis.alias_report`: the aliasing knob (chapter 11)
   * :mod:`~tanbias.lab.analysis.causal_design`, :mod:`~tanbias.lab.analysis.causal`,
     :mod:`~tanbias.lab.analysis.causal_report`: the causal test (chapter 12)
 

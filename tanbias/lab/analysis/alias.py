@@ -1,4 +1,4 @@
-"""The aliasing knob's runs, measured: the chain per input id and per merged type (chapter 10).
+"""The aliasing knob's runs, measured: the chain per input id and per merged type (chapter 11).
 
 The design and the rules are ``data/preregistration/alias.toml``
 (:mod:`tanbias.lab.analysis.alias_design`); this module applies them to the
@@ -11,10 +11,10 @@ runs where that seed exists):
 * :func:`run_table`: one row per cell, in the dose table's form (``on_alias``,
   ``x_alias``, every reading), plus the merged types' link 0 and link 1, how much
   the run learned, and the convergence of its aliases;
-* :func:`responses`: chapter 10's registered test on every reading
+* :func:`responses`: the dose experiment's registered test (chapter 10) on every reading
   (:func:`tanbias.lab.analysis.dose.dose_response` with this knob's positions and
-  predictions); :func:`joint_multiplicity`: Holm across chapter 10's whole verdict
-  table, the direct and language knobs' 24 rows and these 14 (by the one rule of
+  predictions); :func:`joint_multiplicity`: Holm across the joint verdict table of
+  chapters 10 and 11, the direct and language knobs' 24 rows and these 14 (by the one rule of
   :func:`tanbias.lab.analysis.registered.holm`: rows not yet estimable stay in the
   family with p = 1, so it stays the registered 38);
 * :func:`learning_contrast`: does aliasing slow learning less than the direct
@@ -22,7 +22,7 @@ runs where that seed exists):
 * :func:`convergence_table`, :func:`convergence_words`: do a type's aliases become
   one cloud? (``[rule.convergence]``);
 * :func:`analyse_alias` (:class:`AliasAnalysis`) and :func:`chapter10_analyses`,
-  the dose analysis read with the joint family, which chapter 10 and the closing page read.
+  the dose analysis read with the joint family, which chapters 10 and 11 and the closing page read.
 """
 from __future__ import annotations
 
@@ -168,8 +168,9 @@ def predicted(metric: str) -> str:
 
 
 def responses(table) -> "object":
-    """Chapter 10's registered test on every reading of :data:`~tanbias.lab.analysis.alias_design.READINGS`
-    and architecture, over the complete seeds (``[rule] test``), unadjusted; ``knob`` is ``"alias"``."""
+    """The dose experiment's registered test (chapter 10) on every reading of
+    :data:`~tanbias.lab.analysis.alias_design.READINGS` and architecture, over the complete seeds
+    (``[rule] test``), unadjusted; ``knob`` is ``"alias"``."""
     import pandas as pd
 
     rows = []
@@ -182,7 +183,7 @@ def responses(table) -> "object":
 
 
 def joint_multiplicity(dose_responses, alias_responses) -> tuple:
-    """Holm across chapter 10's whole verdict table (``[rule] multiplicity``): the dose rows (their
+    """Holm across the joint verdict table of chapters 10 and 11 (``[rule] multiplicity``): the dose rows (their
     unadjusted reading) and the aliasing rows, one family of :data:`~tanbias.lab.analysis.alias_design.FAMILY_ROWS`
     (:func:`tanbias.lab.analysis.dose.apply_multiplicity`; rows without a p-value, too few seeds yet,
     stay in it with p = 1 and read ``"n/a"``, so the family stays the registered one while the design
@@ -297,7 +298,7 @@ def convergence_words(table) -> "object":
 
 @dataclass
 class AliasAnalysis:
-    """Everything the aliasing section of chapter 10 shows (:func:`analyse_alias`)."""
+    """Everything chapter 11 shows of the aliasing knob (:func:`analyse_alias`)."""
     status: object        # registered.run_status(ALIAS)
     table: object         # run_table
     responses: object     # responses, read at the joint Holm family (joint_multiplicity)
@@ -342,7 +343,7 @@ def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
 
 def chapter10_analyses() -> tuple:
     """``(DoseAnalysis, AliasAnalysis)`` of the committed runs, memoised on disk
-    (:func:`tanbias.lab.runs.memoised`): chapter 10 and the closing page read the dose analysis with
+    (:func:`tanbias.lab.runs.memoised`): chapters 10 and 11 and the closing page read the dose analysis with
     the joint Holm family, and the aliasing analysis, from one computation."""
     def compute():
         aa, da = analyse_alias()

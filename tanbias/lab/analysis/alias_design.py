@@ -1,4 +1,4 @@
-"""The aliasing knob's design, fixed before its runs: registration, levels, power (chapter 10).
+"""The aliasing knob's design, fixed before its runs: registration, levels, power (chapter 11).
 
 Chapter 10's direct knob subsamples frequent types and so changes the text the
 models read; its realistic knob hardly moves frequencies. The aliasing knob
@@ -43,7 +43,7 @@ READINGS = {
     "mean_cosine_late": "mean cosine of the activations (last step, mean over layers)",
     "isoscore_late": "IsoScore* of the activations (last step, mean over layers)",
 }
-#: Holm's family once the aliasing rows join chapter 10's verdict table: 24 + 7 x 2
+#: Holm's family once the aliasing rows (chapter 11) join the dose experiment's verdict table (chapter 10): 24 + 7 x 2
 FAMILY_ROWS = 24 + len(READINGS) * len(KINDS)
 
 
@@ -126,7 +126,7 @@ def power_analysis(responses=None, seeds=range(3, 11)) -> "object":
 
 
 def design_numbers(expected, power) -> dict:
-    """The numbers chapter 10's aliasing section quotes from :func:`expected_concentration` and
+    """The numbers chapter 11 quotes from :func:`expected_concentration` and
     :func:`power_analysis`: the levels' exponents and ratios, the power behind the seeds."""
     e = expected.set_index("level")
     p = power[(power["metric"] == POWER_READING)]

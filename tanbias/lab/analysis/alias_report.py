@@ -1,9 +1,9 @@
-"""The numbers, tables and words chapter 10's aliasing section and the closing page quote.
+"""The numbers, tables and words chapter 11 (the aliasing knob) and the closing page quote.
 
-:func:`alias_numbers` returns the numbers the chapter glues (``ch10_`` keys, the
+:func:`alias_numbers` returns the numbers the chapter glues (``ch11_`` keys, the
 aliasing ones prefixed ``alias_``): the progress of ``make alias``, each reading's
 end-to-end change along the knob with its interval and raw and Holm-adjusted p
-(over chapter 10's joint family), the text's own collision change (a check of the
+(over the joint family of chapters 10 and 11), the text's own collision change (a check of the
 design), the learning comparison with the direct knob, and the convergence of the
 aliases. :func:`verdict_rows` is the aliasing rows of the verdict table;
 :func:`balancing_words` and :func:`closing_verdict` the closing page's "weaker
@@ -38,12 +38,12 @@ _BALANCING = {*POSTHOC["balancing"]["alignment"], *POSTHOC["balancing"]["anisotr
 
 
 def alias_numbers(aa: AliasAnalysis) -> dict:
-    """The numbers chapter 10 quotes from the aliasing knob (without the ``ch10_`` prefix).
+    """The numbers chapter 11 quotes from the aliasing knob (without the ``ch11_`` prefix).
 
     ``alias_done`` (committed cells), ``alias_complete_<kind>`` (complete seeds). For each reading
     and architecture (``alias_<short>_<kind>``, :data:`SHORT`): the end-to-end change from k0 to k3
     (a ratio for ln readings, a difference otherwise) with ``_lo``, ``_hi`` (95 %), ``_p`` and
-    ``_p_holm`` (the joint family of chapter 10's 38 rows), and the same change at matched training
+    ``_p_holm`` (the joint family of 38 rows: chapter 10's 24 and these 14), and the same change at matched training
     progress, ``_progress`` with ``_progress_lo``, ``_progress_hi``, for the readings the balancing
     words read (late enrichment, mean cosine, IsoScore*);
     ``alias_xgain_<kind>``: the correlation of the knob with the gain over unigram across the runs
@@ -97,7 +97,7 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
 
 
 def verdict_rows(aa: AliasAnalysis) -> "object":
-    """The aliasing knob's rows of chapter 10's verdict table, in its columns (read at the joint family)."""
+    """The aliasing knob's rows of the joint verdict table, in its columns (read at the joint family)."""
     return verdict_table(aa.responses)
 
 
@@ -148,7 +148,7 @@ def closing_verdict(aa: AliasAnalysis) -> str:
 
 
 def knob_properties(aa: AliasAnalysis, da) -> dict:
-    """The property by the same rule along each of chapter 10's three knobs: ``alias``, ``token`` (the
+    """The property by the same rule along each of the three knobs of chapters 10 and 11: ``alias``, ``token`` (the
     direct knob) and ``language`` (the realistic one), ``da`` read with the joint family."""
     return {"alias": closing_verdict(aa),
             **{knob: balancing_property(balancing_components(da.responses, knob=knob))
@@ -156,7 +156,7 @@ def knob_properties(aa: AliasAnalysis, da) -> dict:
 
 
 def words_of(aa: AliasAnalysis) -> dict:
-    """Every word chapter 10's aliasing section and the closing page state about the runs, by name,
+    """Every word chapter 11 and the closing page state about the runs, by name,
     for :func:`word_checks`:
 
     * ``every seed complete`` (``yes`` or ``no``) and ``closing`` (:func:`closing_verdict`);

@@ -13,7 +13,11 @@
   (:data:`tanbias.lab.analysis.sweep.PROPERTY_WORDS`);
   :func:`registered_balancing_verdict` and :func:`registered_adaptive_verdict` —
   the same verdicts by the rules registered before the runs (``dose.toml``), shown
-  beside them.
+  beside them;
+* :func:`verdict_summary` — the verdict table's narrow face: one row per reading of a knob,
+  each architecture's word with its end-to-end change, and which detected signs survive
+  matched training progress (the wide table, :func:`tanbias.lab.analysis.dose.verdict_table`,
+  holds every column).
 
 The design's numbers (before the runs) are :func:`tanbias.lab.analysis.dose_design.design_numbers`.
 """
@@ -32,7 +36,7 @@ from tanbias.stats import Check, check_sign, check_word, interval_word
 __all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
            "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
-           "registered_adaptive_verdict", "knob_words"]
+           "registered_adaptive_verdict", "knob_words", "READING_NAMES", "change_text", "verdict_summary"]
 
 #: the short names of the chain's metrics in glued keys (``<short>_<knob>_<kind>``)
 SHORT = {"log_collision": "conc", "log_eta_q1": "eta", "log_enrichment_late": "enr",
@@ -362,3 +366,82 @@ def registered_adaptive_verdict(da: DoseAnalysis) -> str:
     independent (``dose.toml`` ``[rule.adaptive]``)."""
     res = da.association.get("loss", {})
     return _adaptive_word(res.get("naive_lo", np.nan), res.get("naive_hi", np.nan))
+
+
+# --------------------------------------------------------------------------- the narrow verdict table
+#: each reading's link of the chain and its name in the narrow verdict tables (chapters 10 and 11)
+READING_NAMES = {"log_collision": (0, "collision probability of the stream"),
+                 "log_eta_q1": (1, "η_g of the frequent types"),
+                 "log_eta_q1_type": (1, "η_g of the frequent types, per merged type"),
+                 "log_enrichment_late": (2, "late enrichment"), "log_enrichment_early": (2, "early enrichment"),
+                 "mean_cosine_late": (3, "mean cosine"), "isoscore_late": (3, "IsoScore*")}
+
+
+def change_text(metric: str, value: float) -> str:
+    """A reading's end-to-end change as the narrow tables print it, two significant digits: a ratio
+    (``×0.46``) for a log reading, a signed difference (``+0.24``, ``−0.042``) otherwise.
+
+    >>> change_text("log_enrichment_late", np.log(0.4634)), change_text("isoscore_late", -0.04207)
+    ('×0.46', '−0.042')
+    >>> change_text("mean_cosine_late", float("nan"))
+    '–'
+    """
+    if not np.isfinite(value):
+        return "–"
+    if metric.startswith("log_"):
+        return "×" + f"{np.exp(value):#.2g}".rstrip(".")
+    return f"{value:+#.2g}".rstrip(".").replace("-", "−")
+
+
+def verdict_summary(responses, knob: str, names: dict | None = None):
+    """The verdict table along one knob at a glance: one row per reading, each architecture's word
+    (the registered test at Holm-adjusted p) with its end-to-end change, and at matched training
+    progress which of the detected signs survive.
+
+    Parameters
+    ----------
+    responses : pandas.DataFrame
+        Verdict-table rows (:func:`tanbias.lab.analysis.dose.verdict_table`'s columns ``metric``,
+        ``knob``, ``kind``, ``end_to_end``, ``verdict``, ``progress_survives``), read at the family
+        they were adjusted in.
+    knob : str
+        ``"token"``, ``"language"`` or ``"alias"``.
+    names : dict, optional
+        ``{metric: name}`` replacing :data:`READING_NAMES`' names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``link``, ``reading``, ``encoder``, ``decoder`` (``"<word>, <change>"``,
+        :func:`change_text`) and ``at matched progress``: ``both``, ``encoder``, ``decoder`` or
+        ``neither`` of the architectures whose detected sign survives, ``–`` where no row detects one.
+
+    Raises
+    ------
+    ParameterError
+        ``knob`` has no row in ``responses``.
+    """
+    import pandas as pd
+
+    from tanbias._checks import check_choice
+
+    check_choice("knob", knob, tuple(dict.fromkeys(responses["knob"])))
+    names = {m: n for m, (_, n) in READING_NAMES.items()} | (names or {})
+    r = responses[responses["knob"] == knob]
+    rows = []
+    for metric in dict.fromkeys(r["metric"]):
+        by_kind = r[r["metric"] == metric].set_index("kind")
+        row = {"link": READING_NAMES[metric][0], "reading": names[metric]}
+        detected, kept = [], []
+        for kind in KINDS:
+            x = by_kind.loc[kind]
+            row[kind] = f"{x['verdict']}, {change_text(metric, float(x['end_to_end']))}"
+            if x["verdict"] in ("as predicted", "against the prediction", "a trend not predicted"):
+                detected.append(kind)
+                survives = x.get("progress_survives")
+                if isinstance(survives, (bool, np.bool_)) and bool(survives):
+                    kept.append(kind)
+        row["at matched progress"] = ("–" if not detected or metric == "log_collision" else
+                                      "both" if len(kept) == len(KINDS) else kept[0] if kept else "neither")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["link", "reading", *KINDS, "at matched progress"])

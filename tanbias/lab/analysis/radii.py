@@ -73,7 +73,7 @@ def measure_radii(run, n_batches: int = 8, min_count: int | None = None, write: 
     special tokens and position 0 (the attention sink) left out, so that the
     correlation is not the count's bias.
 
-    An aliased run (``alias > 0``, chapter 10's third knob) is shown the common text through
+    An aliased run (``alias > 0``, chapter 11's aliasing knob) is shown the common text through
     its alias map (:meth:`tanbias.lab.data.Stream.common`): ``tokens.csv`` and the premise are
     then per *input id* (an alias is its own cloud; ``train_count`` the id's count in the
     shown training stream, ``input_counts.npy``), and ``types.csv`` has the same columns per

@@ -44,7 +44,7 @@ from tanbias.stats import interval_word
 
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
-           "complete_seeds", "fit_contrast", "contrast_rows", "matched_progress", "share_rows", "account_words",
+           "complete_seeds", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "share_rows", "account_words",
            "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
