@@ -210,7 +210,7 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
         "sec-ch8-effects")
     # the frequency knobs (chapters 10-11): the aliasing knob's registered rule decides "weaker under
     # balancing"; "possibly adaptive" reads the dose runs' association (a rule added after the data)
-    put("balancing", "knobs", alias_report.closing_verdict(aa).split(" (")[0], "10_dose_response", "sec-ch10-balancing")
+    put("balancing", "knobs", alias_report.closing_verdict(aa).split(" (")[0], "11_input_aliasing", "sec-ch11-balancing")
     put("adaptive", "knobs", dose_report.adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive")
     # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
     tied = ca.rivals.set_index("contrast").loc["tied - control"]
