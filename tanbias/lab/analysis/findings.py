@@ -85,6 +85,8 @@ def property_word(readings) -> str:
     tanbias.errors.ParameterError
         For a reading that is none of the four.
 
+    Example
+    -------
     >>> property_word(["as predicted", "neither"]), property_word(["neither", "against"])
     ('partly', 'contradicted')
     """
