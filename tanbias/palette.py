@@ -17,6 +17,8 @@ receive, unchanged.
 * :data:`LEVEL_COLORSCALE`: the plotly colour scale of chapter 10's dose levels.
 * :data:`PASS_COLOR`, :data:`FAIL_COLOR`, :data:`ERROR_COLOR`: the rendered checks
   and errors.
+* :data:`VERDICT_COLORS`: the closing page's verdict categories (the verdicts figure), on
+  :data:`WHITE` where a line of evidence does not test a property.
 
 Example
 -------
@@ -28,8 +30,8 @@ from __future__ import annotations
 
 __all__ = ["BLUE", "VERMILLION", "BLUISH_GREEN", "REDDISH_PURPLE", "ORANGE", "SKY_BLUE",
            "YELLOW", "BLACK", "COLORS", "KIND_COLORS", "INK", "AXIS_LINE", "GREY",
-           "REFERENCE_GREY", "LIGHT_GREY", "FAINT_GREY", "LEGEND_BACKGROUND", "LEVEL_COLORSCALE",
-           "PASS_COLOR", "FAIL_COLOR", "ERROR_COLOR"]
+           "REFERENCE_GREY", "LIGHT_GREY", "FAINT_GREY", "LEGEND_BACKGROUND", "WHITE", "LEVEL_COLORSCALE",
+           "PASS_COLOR", "FAIL_COLOR", "ERROR_COLOR", "VERDICT_COLORS"]
 
 # ---------------------------------------------------------------- the Okabe-Ito cycle
 #: Okabe-Ito blue: the main curve, the lab's encoder, the closed feedback loop.
@@ -68,6 +70,8 @@ LIGHT_GREY = "#999999"
 FAINT_GREY = "#BBBBBB"
 #: The legend's box: white, seven tenths opaque.
 LEGEND_BACKGROUND = "rgba(255,255,255,0.7)"
+#: White: the cells of the verdicts figure where a line of evidence does not test a property.
+WHITE = "#FFFFFF"
 
 # ---------------------------------------------------------------- scales, checks, errors
 #: Plotly colour scale of chapter 10's dose levels (dark: skewed start, light: flattest).
@@ -78,3 +82,8 @@ PASS_COLOR = "#1a7f37"
 FAIL_COLOR = "#cf222e"
 #: Text of the error an interactive shows in place of its figure: dark red.
 ERROR_COLOR = "#b00"
+#: The closing page's verdict categories (:data:`tanbias.lab.analysis.findings.CATEGORIES`), one fill
+#: each in the verdicts figure: green for a verdict as predicted, yellow for part of it, vermillion
+#: against it, grey for no answer either way, sky blue for a test still running, white for none.
+VERDICT_COLORS = {"supported": BLUISH_GREEN, "partly": YELLOW, "against": VERMILLION, "neither": LIGHT_GREY,
+                  "not yet tested": SKY_BLUE, "not tested": WHITE}

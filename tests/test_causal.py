@@ -140,3 +140,13 @@ def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_pr
     assert r["word"] == word and r["registered"] == pytest.approx(0.2 + offset, abs=0.03)
     assert ("decoder", "tied - control") in m.index and ("encoder", "tied - control") not in m.index
     assert m.loc[("decoder", "tied - control"), "word"] == "n/a"        # a rival: no registered verdict
+
+
+def test_the_trajectory_contrast_is_the_seed_paired_difference_at_each_step():
+    t = causal_table(seeds=range(3))
+    traj = causal_trajectory(t)
+    traj.loc[traj["arm"] == "random", "log_mean_cosine"] += 0.1
+    c = causal.trajectory_contrast(traj, t, "encoder", "random", "control")
+    assert list(c["step"]) == sorted(set(traj["step"])) and (c["n_seeds"] == 3).all()
+    assert np.allclose(c["estimate"], 0.1, atol=0.03) and (c["lo"] < c["estimate"]).all()
+    assert causal.trajectory_contrast(traj.iloc[:0], t, "encoder").empty

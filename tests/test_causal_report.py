@@ -3,6 +3,7 @@ on analyses of planted tables (tests/plantedtables.py) whose words are known. (T
 quote exactly these numbers: test_reports.py.)"""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tanbias.book.tables import format_table, too_precise
@@ -71,9 +72,48 @@ def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
     traj = progress_trajectory(t)
     ca = complete_causal(t, traj)
     w = causal_report.words_of(ca)
-    assert w["causal, encoder"] == "against" and w["gradient side"] == "contradicted"
+    # the registered closing rule: the gradient side is supported only if supported in both architectures
+    assert w["causal, encoder"] == "against" and w["gradient side"] == "not supported"
     assert w["every seed complete"] == "yes" and w["learning differs, decoder, proxy - control"] == "no"
     checks = causal_report.word_checks(ca, {"causal, encoder": "against", "causal, decoder": "supported"})
     assert [c.passed for c in checks] == [True, False]
     with pytest.raises(KeyError, match="causal, nowhere"):
         causal_report.word_checks(ca, {"causal, nowhere": "against"})
+
+
+def test_the_verdict_table_gives_each_interval_its_registered_level_and_shows_isoscore_beside_the_cosine():
+    """rule.early and rule.reinforcing read their intervals at 1 - α/2 = 97.5 %, rule.causal and rule.cost
+    at 95 %; prediction 1's mean cosine has IsoScore* beside it, read for what it says of anisotropy."""
+    t = causal_table({"proxy": -0.3, "random": -0.05, "uniform": -0.05, "proxy-early": -0.3})
+    t.loc[t["arm"] == "proxy", "isoscore"] -= 0.5                 # IsoScore* lower: more anisotropic
+    ca = complete_causal(t, causal_trajectory(t))
+    v = causal_report.verdict_table(ca)
+    level = dict(zip(v["prediction"], v["level"]))
+    assert level == {"1. causal": "95 %", "1. beside it (secondary)": "95 %", "2. imprinted early": "97.5 %",
+                     "3. self-reinforcing": "97.5 %", "5. cost (measured)": "95 %"}
+    iso = v[v["measure"] == "IsoScore*, proxy − control"]
+    assert list(iso["architecture"]) == ["encoder", "decoder"] and set(iso["verdict"]) == {"more anisotropic"}
+    assert (iso["estimate"] < 0).all()
+
+
+def test_the_report_reads_the_uniform_arms_cost_and_the_trajectories_ratio():
+    """The uniform arm's held-out loss against the control's, IsoScore* beside the cosine, and the largest
+    ratio proxy / control over the probe steps, where a planted proxy arm runs above its control mid-way."""
+    t = causal_table({"proxy": -0.3}, loss={"uniform": -0.05}, seeds=range(4))
+    traj = causal_trajectory(t)
+    mid = traj["step"] == 75
+    traj.loc[mid & (traj["arm"] == "proxy"), "log_mean_cosine"] += 0.4        # x1.49 at step 75
+    early = traj["step"] == 3
+    traj.loc[early & (traj["arm"] == "proxy"), "log_mean_cosine"] -= 0.2     # x0.82 at step 3
+    late = traj["step"] > 75
+    traj.loc[late & (traj["arm"] == "proxy"), "log_mean_cosine"] -= 0.3      # below its control after step 75
+    n = causal_report.causal_numbers(complete_causal(t, traj))
+    for kind in ("encoder", "decoder"):
+        assert n[f"{kind}_uniform_cost_lo"] < n[f"{kind}_uniform_cost"] < n[f"{kind}_uniform_cost_hi"] < 0
+        assert n[f"{kind}_iso_proxy_control_lo"] < n[f"{kind}_iso_proxy_control"] < n[f"{kind}_iso_proxy_control_hi"]
+        assert n[f"{kind}_traj_max_step"] == 75 and n[f"{kind}_traj_max"] == pytest.approx(np.exp(0.4), rel=0.05)
+        assert n[f"{kind}_traj_max_lo"] < n[f"{kind}_traj_max"] < n[f"{kind}_traj_max_hi"]
+        assert n[f"{kind}_traj_min_step"] == 3 and n[f"{kind}_traj_min"] == pytest.approx(np.exp(-0.2), rel=0.05)
+        assert n[f"{kind}_above_last"] == 75
+    w = causal_report.words_of(complete_causal(t, traj))
+    assert w["loss, decoder, uniform - control"] == "negative"

@@ -78,6 +78,7 @@ LAB = [
     ["tanbias.lab.analysis.posthoc"],
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
     ["tanbias.lab.analysis.measure"],
+    ["tanbias.lab.analysis.findings"],
     ["tanbias.lab.pipeline"],
     ["tanbias.lab.__main__"],
 ]

@@ -16,8 +16,8 @@ import pytest
 
 from tanbias.lab import zoo
 from tanbias.lab.analysis import (alias, alias_design, alias_report, causal, causal_design, causal_report, dose,
-                                  dose_design, dose_report, pretrained_report, rivals, rivals_design, rivals_report,
-                                  sweep, sweep_report)
+                                  dose_design, dose_report, findings, pretrained_report, registered, rivals,
+                                  rivals_design, rivals_report, sweep, sweep_report)
 from tanbias.lab.analysis.pretrained import load_pretrained
 from tanbias.lab.experiments import EXPERIMENTS
 
@@ -71,6 +71,8 @@ def committed():
                    # the keys do not depend on how many seeds are read: one (the chapter's five cost 20 s of CPU)
                    **rivals_report.init_numbers(rivals_report.initialisation(rivals_report.INIT_SEEDS[:1])),
                    **rivals_report.transient_numbers(causal.analyse_causal().trajectory)},
+        "findings": {"verdict_" + k: v for k, v in findings.headline_words(findings.verdict_grid(
+            sw, tables, da, aa, causal.analyse_causal(), rivals.analyse_rivals())).items()},
     }
     prefix = {r: GLUED_BY[r][0][1] for r in _REGISTERED_REPORTS}
     return {r: {prefix.get(r, "") + k: v for k, v in n.items()} for r, n in numbers.items()}
@@ -89,6 +91,8 @@ _REGISTERED_REPORTS = {f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.r
 #: report -> the chapters that glue it, with the prefix
 GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "sweep": [("08_eurobert_vs_decoder", "ch8_")],
             "claims": [("conclusions", "end_")],
+            # the book's verdicts at a glance: the closing page and the introduction (beside chapters/)
+            "findings": [("conclusions", "verdict_"), ("../intro", "verdict_")],
             "pretrained": [("09_pretrained_models", "ch9_"), ("conclusions", "ch9_")],
             **{r: [(_chapter(d.chapter), f"ch{d.chapter}_"), *([("conclusions", f"ch{d.chapter}_")]
                                                                if r == d.name else [])]

@@ -52,7 +52,7 @@ from tanbias.figures import renderer  # noqa: E402
 from tanbias.errors import ParameterError  # noqa: E402
 from tanbias.palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
                        KIND_COLORS, LEGEND_BACKGROUND, LEVEL_COLORSCALE, LIGHT_GREY,
-                       REFERENCE_GREY)
+                       REFERENCE_GREY, VERDICT_COLORS)
 
 # COLORS and KIND_COLORS are documented in their home, tanbias.palette
 __all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "shared_x_title", "log_axis", "new_figure",

@@ -20,4 +20,6 @@
 * :mod:`~tanbias.lab.analysis.posthoc`            the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)
 * :mod:`~tanbias.lab.analysis.pretrained_report`  the numbers, checks and tables of chapter 9
+* :mod:`~tanbias.lab.analysis.findings`           the book's verdicts at a glance: each property of the
+  statement against each line of evidence (the closing page and the introduction)
 """

@@ -41,7 +41,7 @@ from tanbias.stats import interval_word
 
 __all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_table", "trajectory_table",
            "fit_contrasts", "causal_rows", "causal_word", "early_share", "reinforcing", "rival_rows", "cost_rows",
-           "matched_progress", "CausalAnalysis", "analyse_causal", "from_tables"]
+           "trajectory_contrast", "matched_progress", "CausalAnalysis", "analyse_causal", "from_tables"]
 
 #: the outcomes of one run (columns of :func:`run_table`) and what they are
 OUTCOMES = {
@@ -302,6 +302,37 @@ def cost_rows(table) -> "object":
                   ignore_index=True)
     c["word"] = [interval_word(lo, hi) for lo, hi in zip(c["lo"], c["hi"])]
     return c
+
+
+def trajectory_contrast(traj, table, kind: str, a: str = "proxy", b: str = "control") -> "object":
+    """Arm ``a`` against arm ``b`` at every probe step: the seed-paired difference of the layer-mean
+    primary outcome (ln mean cosine), over the architecture's complete seeds, with its 95 % seed t
+    interval. A description of the trajectories (no rule reads it, no multiplicity correction).
+
+    Returns a DataFrame, one row per probe step: ``step, estimate, lo, hi`` (ln units; ``exp`` gives
+    ``a / b``), ``n_seeds``; empty before the architecture has a complete seed.
+
+    >>> import pandas as pd
+    >>> table = pd.DataFrame([{"kind": "decoder", "arm": arm, "seed": s} for arm in causal_arms("decoder")
+    ...                       for s in range(3)])                 # every arm of three seeds committed
+    >>> traj = pd.DataFrame([{"kind": "decoder", "layer": "mean", "arm": arm, "seed": s, "step": step,
+    ...                       "log_mean_cosine": 0.1 * step + 0.01 * s if arm == "proxy" else 0.0}
+    ...                      for arm in ("proxy", "control") for s in range(3) for step in (0, 10)])
+    >>> c = trajectory_contrast(traj, table, "decoder")
+    >>> c["step"].tolist(), c["estimate"].round(2).tolist(), c["n_seeds"].tolist()
+    ([0, 10], [0.01, 1.01], [3, 3])
+    """
+    import pandas as pd
+
+    seeds = complete_seeds(CAUSAL, table, kind)
+    t = traj[(traj["kind"] == kind) & (traj["layer"] == "mean") & traj["seed"].isin(seeds) & traj["arm"].isin([a, b])]
+    cols = ["step", "estimate", "lo", "hi", "n_seeds"]
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    p = t.pivot_table(index=["seed", "step"], columns="arm", values="log_mean_cosine")
+    d = (p[a] - p[b]).unstack("step")
+    rows = [dict(zip(cols, (int(step), *t_interval(d[step], 1 - ALPHA)))) for step in d.columns]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def matched_progress(traj, table, rows) -> "object":

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tanbias.lab.analysis.causal import OUTCOMES, PRIMARY, CausalAnalysis, fit_contrasts
+from tanbias.lab.analysis.causal import (ALPHA, OUTCOMES, PRIMARY, CausalAnalysis, fit_contrasts,
+                                        trajectory_contrast)
 from tanbias.lab.config import KINDS, SIZES
 from tanbias.lab.experiments import CAUSAL_SEEDS, CAUSAL_SURGERY
 from tanbias.stats import check_words, interval_word
 
-__all__ = ["analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
+__all__ = ["LEVELS", "analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
            "progress_words", "progress_table", "words_of", "word_checks", "secondary_table", "descriptive_table"]
 
 
@@ -44,7 +45,14 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
     the maps' update energy in P); ``<kind>_early_share`` with ``_lo``, ``_hi``;
     ``<kind>_gap_end``, ``<kind>_gap_d`` with their intervals (as ratios); ``<kind>_cost`` with
     ``_lo``, ``_hi`` (nats); ``<kind>_minutes`` (mean training minutes of a run); for the decoder
-    ``decoder_tied_control`` with ``_lo``, ``_hi``. The post-hoc reading at matched training
+    ``decoder_tied_control`` with ``_lo``, ``_hi``. Beside the registered words: ``<kind>_uniform_cost``
+    with ``_lo``, ``_hi`` (held-out loss, uniform − control, nats, 95 %), ``<kind>_iso_proxy_control`` with
+    ``_lo``, ``_hi`` (IsoScore*, proxy − control, 95 %, the secondary measure shown beside the mean cosine);
+    from the trajectories (:func:`~tanbias.lab.analysis.causal.trajectory_contrast`, descriptive):
+    ``<kind>_traj_max`` with ``_lo``, ``_hi`` and ``_step`` (the largest seed-mean ratio proxy / control of
+    the layer-mean cosine over the probe steps, its 95 % seed interval and step), ``<kind>_traj_min`` and
+    ``_step`` (the smallest before that step), ``<kind>_above_last`` (the last probe step at which the
+    ratio's seed mean is above 1). The post-hoc reading at matched training
     progress (:func:`~tanbias.lab.analysis.causal.matched_progress`), for proxy − control:
     ``<kind>_matched`` (ratio) with ``_lo``, ``_hi``, and ``<kind>_loss_gap`` (nats of held-out loss
     at the end, proxy − control: how much less the proxy arm learned); its words are
@@ -85,6 +93,22 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
         c = ca.cost[ca.cost["kind"] == kind].iloc[0]
         out[f"{kind}_cost"], out[f"{kind}_cost_lo"], out[f"{kind}_cost_hi"] = (
             float(c[x]) for x in ("estimate", "lo", "hi"))
+        u = fit_contrasts(ca.table, "heldout_loss", kind, (("uniform", "control"),)).iloc[0]
+        out[f"{kind}_uniform_cost"], out[f"{kind}_uniform_cost_lo"], out[f"{kind}_uniform_cost_hi"] = (
+            float(u[x]) for x in ("estimate", "lo", "hi"))
+        i = ca.secondary("isoscore").set_index(["kind", "contrast"]).loc[(kind, "proxy - control")]
+        out[f"{kind}_iso_proxy_control"], out[f"{kind}_iso_proxy_control_lo"], out[f"{kind}_iso_proxy_control_hi"] = (
+            float(i[x]) for x in ("estimate", "lo", "hi"))
+        tc = trajectory_contrast(ca.trajectory, ca.table, kind)
+        if len(tc):
+            top = tc.loc[tc["estimate"].idxmax()]
+            out[f"{kind}_traj_max"], out[f"{kind}_traj_max_lo"], out[f"{kind}_traj_max_hi"] = (
+                float(np.exp(top[x])) for x in ("estimate", "lo", "hi"))
+            out[f"{kind}_traj_max_step"] = int(top["step"])
+            before = tc[tc["step"] < top["step"]]
+            low = before.loc[before["estimate"].idxmin()] if len(before) else top
+            out[f"{kind}_traj_min"], out[f"{kind}_traj_min_step"] = float(np.exp(low["estimate"])), int(low["step"])
+            out[f"{kind}_above_last"] = int(tc.loc[tc["estimate"] > 0, "step"].max())
         out[f"{kind}_minutes"] = float(ca.status.loc[ca.status["kind"] == kind, "minutes"].mean())
         # the control arm's mean cosine rises, peaks and falls: its peak, where, and its end
         t = ca.trajectory
@@ -106,7 +130,7 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
 
 
 def _pair(lo, hi):
-    """A 95 % interval as the ``(lo, hi)`` pair :func:`tanbias.book.tables.format_table` prints as ``[lo, hi]``
+    """An interval as the ``(lo, hi)`` pair :func:`tanbias.book.tables.format_table` prints as ``[lo, hi]``
     (NaN where it cannot be computed). The tables return numbers; how many digits they show is the
     presentation layer's decision."""
     return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else np.nan
@@ -158,8 +182,27 @@ def progress_table(ca: CausalAnalysis) -> "object":
                          "reading": p["word"], "seeds": p["n_seeds"].astype(int)}).reset_index(drop=True)
 
 
+#: the level of each rule's interval: rule.early and rule.reinforcing read theirs at 1 − α/2 (two
+#: architectures), rule.causal, the secondary outcomes and rule.cost at 1 − α
+LEVELS = {"causal": 1 - ALPHA, "early": 1 - ALPHA / 2, "reinforcing": 1 - ALPHA / 2, "cost": 1 - ALPHA}
+
+
+def _level(level: float) -> str:
+    """``0.975`` -> ``"97.5 %"``."""
+    return f"{100 * level:g} %"
+
+
+def _anisotropy_word(lo, hi) -> str:
+    """What a secondary IsoScore* interval says of anisotropy (lower IsoScore* = more anisotropic)."""
+    return {"negative": "more anisotropic", "positive": "less anisotropic",
+            "indistinguishable": "no change detected"}.get(interval_word(lo, hi), "too few seeds")
+
+
 def verdict_table(ca: CausalAnalysis) -> "object":
-    """One row per prediction and architecture: the rule's quantity, its interval and the word."""
+    """One row per prediction and architecture: the rule's measure, its estimate, its interval at the level
+    the rule registers (``level``: 95 % or 97.5 %) and the word. Beside prediction 1's mean cosine, the same
+    contrast on IsoScore* (a secondary outcome: its row reads what the interval says of anisotropy, no
+    verdict)."""
     import pandas as pd
 
     rows = []
@@ -167,41 +210,44 @@ def verdict_table(ca: CausalAnalysis) -> "object":
         n = len(ca.seeds[kind])
         tag = f"{n} of {len(CAUSAL_SEEDS[kind])}"
         c = ca.causal[(ca.causal["kind"] == kind) & (ca.causal["contrast"] == "proxy - control")].iloc[0]
-        rows.append({"prediction": "1. causal: proxy lowers anisotropy, more than random and uniform",
-                     "architecture": kind, "quantity": "mean cosine ratio, proxy / control",
-                     "estimate": float(np.exp(c["estimate"])), "95 % interval": _pair(*np.exp([c["lo"], c["hi"]])),
-                     "verdict": ca.words[kind], "seeds": tag})
+        rows.append({"prediction": "1. causal", "architecture": kind, "measure": "mean cosine, proxy / control",
+                     "estimate": float(np.exp(c["estimate"])), "interval": _pair(*np.exp([c["lo"], c["hi"]])),
+                     "level": _level(LEVELS["causal"]), "verdict": ca.words[kind], "seeds": tag})
+        i = ca.secondary("isoscore").set_index(["kind", "contrast"]).loc[(kind, "proxy - control")]
+        rows.append({"prediction": "1. beside it (secondary)", "architecture": kind,
+                     "measure": "IsoScore*, proxy − control", "estimate": float(i["estimate"]),
+                     "interval": _pair(i["lo"], i["hi"]), "level": _level(LEVELS["causal"]),
+                     "verdict": _anisotropy_word(i["lo"], i["hi"]), "seeds": tag})
         e = ca.early[kind]
-        rows.append({"prediction": "2. imprinted early: proxy-early achieves most of it (≥ 0.5)",
-                     "architecture": kind, "quantity": "share of proxy's effect",
-                     "estimate": e["share"], "95 % interval": _pair(e["lo"], e["hi"]), "verdict": e["word"],
+        rows.append({"prediction": "2. imprinted early", "architecture": kind,
+                     "measure": "early arm's share of the effect", "estimate": e["share"],
+                     "interval": _pair(e["lo"], e["hi"]), "level": _level(LEVELS["early"]), "verdict": e["word"],
                      "seeds": tag})
         g = ca.reinforcing[kind]
-        rows.append({"prediction": "3. self-reinforcing: the gap grows after the window",
-                     "architecture": kind, "quantity": "gap's change, last step / window end (ratio)",
+        rows.append({"prediction": "3. self-reinforcing", "architecture": kind,
+                     "measure": "gap's change after the window (ratio)",
                      "estimate": float(np.exp(g.get("d", np.nan))),
-                     "95 % interval": _pair(*np.exp([g.get("d_lo", np.nan), g.get("d_hi", np.nan)])),
-                     "verdict": g["word"], "seeds": tag})
+                     "interval": _pair(*np.exp([g.get("d_lo", np.nan), g.get("d_hi", np.nan)])),
+                     "level": _level(LEVELS["reinforcing"]), "verdict": g["word"], "seeds": tag})
         k = ca.cost[ca.cost["kind"] == kind].iloc[0]
-        rows.append({"prediction": "5. cost (measured): held-out loss, proxy − control",
-                     "architecture": kind, "quantity": "nats per scored token",
-                     "estimate": k["estimate"], "95 % interval": _pair(k["lo"], k["hi"]),
+        rows.append({"prediction": "5. cost (measured)", "architecture": kind,
+                     "measure": "held-out loss, proxy − control [nats]",
+                     "estimate": k["estimate"], "interval": _pair(k["lo"], k["hi"]), "level": _level(LEVELS["cost"]),
                      "verdict": k["word"] if n >= 2 else "too few seeds", "seeds": tag})
     return pd.DataFrame(rows)
 
 
 def closing_words(ca: CausalAnalysis) -> dict:
-    """The closing page's causal words: ``gradient side`` (rule.causal: ``supported`` only if
-    supported in both architectures; ``incomplete`` while an architecture has too few seeds or a
-    registered seed is missing: every verdict before that is interim), ``imprinted early`` and
-    ``self-reinforcing`` (the architectures' words joined)."""
+    """The closing page's causal words: ``gradient side``, by rule.causal's ``closing_page`` clause
+    ("supported only if supported in both architectures"): ``supported`` or ``not supported``, and
+    ``incomplete`` while an architecture has too few seeds or a registered seed is missing (every
+    verdict before that is interim); per architecture its rule.causal word, and the words of
+    ``imprinted early`` and ``self-reinforcing``."""
     w = ca.words
     if any(v == "too few seeds" for v in w.values()) or ca.interim:
         gradient = "incomplete"
     elif all(v == "supported" for v in w.values()):
         gradient = "supported"
-    elif any(v == "against" for v in w.values()):
-        gradient = "contradicted"
     else:
         gradient = "not supported"
     return {"gradient side": gradient,
@@ -216,8 +262,8 @@ def words_of(ca: CausalAnalysis) -> dict:
     ``causal, <kind>``, ``early, <kind>``, ``reinforcing, <kind>``, ``cost, <kind>``, ``matched,
     <kind>, <contrast>`` (:func:`progress_words`), ``learning differs, <kind>, <contrast>`` (``yes`` or
     ``no``), ``secondary, <kind>, <outcome>`` (the interval word of proxy − control on a secondary
-    outcome), ``loss, <kind>, <contrast>`` (the interval word of a contrast of held-out loss, the
-    early arm's included) and ``every seed complete`` (``yes`` or ``no``)."""
+    outcome), ``loss, <kind>, <contrast>`` (the interval word of a contrast of held-out loss: proxy,
+    proxy-early and uniform against control) and ``every seed complete`` (``yes`` or ``no``)."""
     out = {**closing_words(ca), "every seed complete": "no" if ca.interim else "yes"}
     out.update({f"matched, {k}, {c}": w for (k, c), w in progress_words(ca).items()})
     for kind in analysed_kinds(ca):
@@ -231,7 +277,7 @@ def words_of(ca: CausalAnalysis) -> dict:
             if o not in (PRIMARY, "heldout_loss"):
                 r = ca.secondary(o).set_index(["kind", "contrast"]).loc[(kind, "proxy - control")]
                 out[f"secondary, {kind}, {o}"] = interval_word(r["lo"], r["hi"])
-        pairs = (("proxy", "control"), ("proxy-early", "control"))
+        pairs = (("proxy", "control"), ("proxy-early", "control"), ("uniform", "control"))
         for _, r in fit_contrasts(ca.table, "heldout_loss", kind, pairs).iterrows():
             out[f"loss, {kind}, {r['contrast']}"] = interval_word(r["lo"], r["hi"])
     return out

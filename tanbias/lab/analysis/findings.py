@@ -1,0 +1,249 @@
+"""The book's verdicts at a glance: each property of the statement against each line of evidence.
+
+The closing page (``chapters/conclusions.md``) and the introduction read the book's findings
+from here, and the verdicts figure (:func:`tanbias.figures.verdicts.verdicts_figure`) draws
+:func:`verdict_grid`. Every word of a line of evidence comes from the rule its chapter states,
+through that chapter's report; nothing is decided here but how the words are gathered:
+
+* :data:`PROPERTIES`: the premise and the five properties of the statement, and the rival
+  accounts (chapter 13); :data:`EVIDENCE`: the lines of evidence, in reading order;
+* :func:`property_word`: the glossary's rule that turns readings into a property's word
+  (``supported``, ``partly``, ``contradicted``, ``undetected``, ``undecided``);
+* :func:`survival_word`: whether a chapter's anisotropy verdicts survive the rival accounts, by
+  the rivals experiment's registered rule (``rivals.toml``, ``survives``), and ``not yet
+  tested`` while that experiment is interim;
+* :func:`verdict_grid`: one row per property and line of evidence: its word, the word's
+  :data:`CATEGORIES` entry (the figure's colour) and the section that decides it;
+* :func:`headline_words`: the single words the closing page and the introduction glue.
+
+The derivations of chapters 1 to 6 are not measurements: their words (:data:`DERIVATION`) say
+what those chapters derive and check, and each chapter's own checks fail the build if a
+derivation stops holding.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tanbias._checks import check_choice
+from tanbias.lab.analysis import alias_report, dose_report, pretrained_report, rivals_report, sweep, sweep_report
+from tanbias.lab.config import KINDS
+from tanbias.stats import interval_word
+
+__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "DERIVATION", "property_word",
+           "survival_word", "verdict_grid", "headline_words"]
+
+#: the rows: the statement's premise and five properties, and the rival accounts
+PROPERTIES = {"premise": "the premise", "mechanisms": "two independent mechanisms",
+              "reinforcing": "self-reinforcing", "early": "imprinted early",
+              "balancing": "weaker under balancing", "adaptive": "possibly adaptive",
+              "rivals": "the rival accounts"}
+#: the columns: the lines of evidence, with the chapters that hold them
+EVIDENCE = {"derivation": ("derivations", "chapters 1–6"), "lab": ("lab runs", "chapters 7–8"),
+            "released": ("released models", "chapter 9"), "knobs": ("frequency knobs", "chapters 10–11"),
+            "causal_decoder": ("causal test, decoder", "chapter 12"),
+            "causal_encoder": ("causal test, encoder", "chapter 12"),
+            "rivals": ("rival accounts", "chapter 13")}
+#: what a word says of its property, in the order of the figure's legend (:mod:`tanbias.palette`
+#: names a colour for each)
+CATEGORIES = ("supported", "partly", "against", "neither", "not yet tested", "not tested")
+#: every word of :func:`verdict_grid`, with its category (the glossary's verdict words define them)
+WORD_CATEGORY = {
+    "supported": "supported", "survives": "supported",
+    "partly": "partly", "corrected": "partly", "transient": "partly", "partly survives": "partly",
+    "contradicted": "against", "against": "against", "decays": "against", "does not survive": "against",
+    "undetected": "neither", "not assessable": "neither", "indistinguishable": "neither",
+    "no cost": "neither", "undecided": "neither", "not specific": "neither", "not detected": "neither",
+    "grows": "supported", "neither detected": "neither",
+    "not yet tested": "not yet tested", "interim": "not yet tested",
+    "not tested": "not tested",
+}
+#: what the derivations of chapters 1-6 give each property (word, chapter, section label)
+DERIVATION = {
+    "mechanisms": ("corrected", "03_curvature_attenuation", "sec-ch3-first-order"),
+    "reinforcing": ("transient", "06_residual_feedback", "sec-ch6-loop-result"),
+}
+#: the chapter (file stem) and section of each line of evidence, for the cells no section decides
+_HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_test", ""),
+         "released": ("09_pretrained_models", ""), "knobs": ("10_dose_response", ""),
+         "causal_decoder": ("12_causal_test", "sec-ch12-decoder"),
+         "causal_encoder": ("12_causal_test", "sec-ch12-encoder"), "rivals": ("13_rival_accounts", "")}
+#: the rivals experiment's verdicts (its survival table's ``verdict``) that re-read each property's
+#: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
+_SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
+#: the survival table's columns that each hold one rival's correction
+_CORRECTIONS = ("unigram head", "centred", "standardised", "type-balanced", "outside W_U")
+
+
+def property_word(readings) -> str:
+    """A property's word from its readings, by the glossary's rule. Each reading is ``as predicted``,
+    ``against`` (the prediction), ``neither`` (no answer either way) or ``undecided`` (it cannot be
+    computed): ``undecided`` when any is, ``contradicted`` when any goes against, ``supported``
+    when every one is as predicted, ``partly`` when some are, ``undetected`` when none is.
+
+    Raises
+    ------
+    tanbias.errors.ParameterError
+        For a reading that is none of the four.
+
+    Example
+    -------
+    >>> property_word(["as predicted", "neither"]), property_word(["neither", "against"])
+    ('partly', 'contradicted')
+    """
+    readings = list(readings)
+    for r in readings:
+        check_choice("reading", r, ("as predicted", "against", "neither", "undecided"))
+    if not readings or "undecided" in readings:
+        return "undecided"
+    if "against" in readings:
+        return "contradicted"
+    n = readings.count("as predicted")
+    return "supported" if n == len(readings) else "partly" if n else "undetected"
+
+
+def survival_word(survival, verdicts, interim: bool) -> str:
+    """Whether the anisotropy verdicts ``verdicts`` (prefixes of the survival table's ``verdict``
+    column) survive the rival accounts, by ``rivals.toml``'s rule: a verdict survives a rival when
+    that rival's correction gives the same interval word as the standard reading. ``survives``
+    when every verdict of every architecture survives every rival, ``does not survive`` when none
+    survives any, ``partly survives`` otherwise; ``not yet tested`` while the rivals experiment is
+    interim (its words may still move), whatever the table says.
+
+    ``survival`` is :func:`tanbias.lab.analysis.rivals.survival_rows` (a correction that does not
+    apply reads ``n/a``).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame([{"verdict": "surgery lowers", "standard": "negative", "unigram head": "negative",
+    ...                    "centred": "negative", "standardised": "indistinguishable", "type-balanced": "negative",
+    ...                    "outside W_U": "n/a"}])
+    >>> survival_word(t, ("surgery",), interim=False), survival_word(t, ("surgery",), interim=True)
+    ('partly survives', 'not yet tested')
+    """
+    if interim:
+        return "not yet tested"
+    rows = survival[survival["verdict"].str.startswith(tuple(verdicts))]
+    same = [row[c] == row["standard"] for _, row in rows.iterrows() for c in _CORRECTIONS if row[c] != "n/a"]
+    if not same:
+        return "not tested"
+    return "survives" if all(same) else "does not survive" if not any(same) else "partly survives"
+
+
+def _cell(prop: str, evidence: str, word: str, chapter: str | None = None, label: str = "") -> dict:
+    if chapter is None:
+        chapter, label = _HOME[evidence]
+    return {"property": prop, "evidence": evidence, "word": word, "category": WORD_CATEGORY[word],
+            "chapter": chapter, "label": label}
+
+
+def _premise_reading(word: str) -> str:
+    """A premise word of chapter 9 (:data:`~tanbias.lab.analysis.pretrained_report.PREMISE_WORDS`) as a reading."""
+    return {"holds": "as predicted", "reversed": "against", "undecided": "undecided"}.get(word, "neither")
+
+
+def _adaptive_causal(ca, kind: str) -> str:
+    """The causal test's cost clause on "possibly adaptive" (``rule.cost``, ``adaptive``): it applies where
+    the surgery lowers anisotropy and raises held-out loss (then ``supported``: anisotropy looks useful);
+    ``no cost`` where the surgery lowers anisotropy without raising the loss; ``not assessable`` where
+    the surgery does not lower anisotropy."""
+    if ca.words[kind] not in ("supported", "not specific"):
+        return "not assessable"
+    cost = str(ca.cost.set_index("kind").loc[kind, "word"])
+    return "supported" if cost == "positive" else "no cost"
+
+
+def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
+    """Every property of :data:`PROPERTIES` against every line of :data:`EVIDENCE`.
+
+    Parameters
+    ----------
+    sw : tanbias.lab.analysis.sweep.SweepAnalysis
+        The 2x2 sweep (chapters 7-8), :func:`~tanbias.lab.analysis.sweep_report.analyse_sweep`.
+    pretrained : dict
+        Chapter 9's tables, model name -> :func:`~tanbias.lab.analysis.pretrained.load_pretrained`.
+    da, aa
+        The dose analysis at the joint Holm family and the aliasing analysis (chapters 10-11).
+    ca : tanbias.lab.analysis.causal.CausalAnalysis
+        The causal test (chapter 12).
+    ra : tanbias.lab.analysis.rivals.RivalsAnalysis
+        The rivals experiment (chapter 13), interim or final.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per property and line of evidence, in the order of :data:`PROPERTIES` and
+        :data:`EVIDENCE`: ``property``, ``evidence``, ``word`` (the rule's word, ``not tested``
+        where the line does not test the property), ``category`` (:data:`CATEGORIES`),
+        ``chapter`` (the file stem of the chapter that decides it) and ``label`` (its section,
+        ``""`` for the chapter's top).
+    """
+    import pandas as pd
+
+    cells = {}
+
+    def put(prop, evidence, word, chapter=None, label=""):
+        cells[(prop, evidence)] = _cell(prop, evidence, word, chapter, label)
+
+    # the premise: the lab's decoders (chapter 8) and the released decoders (chapter 9)
+    n8 = sweep_report.sweep_numbers(sw)
+    lab_premise = [_premise_reading(pretrained_report.PREMISE_WORDS[n8["rho_word"]])]
+    put("premise", "lab", property_word(lab_premise), "08_eurobert_vs_decoder", "sec-ch8-link2")
+    pv = pretrained_report.premise_verdicts(pretrained)
+    released_premise = [_premise_reading(w) for (model, _), w in pv["premise, last layer"].items()
+                        if model in ("smollm2-135m", "gemma3-270m")]
+    put("premise", "released", property_word(released_premise), "09_pretrained_models", "sec-ch9-premise")
+    # two mechanisms: the derivations, the alignment in the lab and in released decoders, the surgery
+    for prop, (word, chapter, label) in DERIVATION.items():
+        put(prop, "derivation", word, chapter, label)
+    lab_cells = [interval_word(np.log(n8[f"{k}_{r}_late_lo"]), np.log(n8[f"{k}_{r}_late_hi"]))
+                 for k in KINDS for r in ("natural", "balanced")]
+    put("mechanisms", "lab", property_word({"positive": "as predicted", "negative": "against"}.get(w, "neither")
+                                           for w in lab_cells), "08_eurobert_vs_decoder", "sec-ch8-cells")
+    checks = pretrained_report.pretrained_checks(pretrained)
+    released = ["as predicted" if checks[f"{m}_beyond_null"].passed else "neither" for m in ("smollm2", "gemma3")]
+    put("mechanisms", "released", property_word(released), "09_pretrained_models", "sec-ch9-alignment")
+    for kind in KINDS:
+        put("mechanisms", f"causal_{kind}", ca.words[kind])
+        put("reinforcing", f"causal_{kind}", ca.reinforcing[kind]["word"])
+        put("early", f"causal_{kind}", ca.early[kind]["word"])
+        put("adaptive", f"causal_{kind}", _adaptive_causal(ca, kind))
+    # imprinted early and weaker under balancing in the lab (chapter 8)
+    put("early", "lab", sweep.imprinted_early_property(sw.timing), "08_eurobert_vs_decoder", "sec-ch8-timing")
+    put("balancing", "lab", sweep.balancing_property(sweep_report.balancing_words(sw)), "08_eurobert_vs_decoder",
+        "sec-ch8-effects")
+    # the frequency knobs (chapters 10-11): the aliasing knob's registered rule decides "weaker under
+    # balancing"; "possibly adaptive" reads the dose runs' association (a rule added after the data)
+    put("balancing", "knobs", alias_report.closing_verdict(aa).split(" (")[0], "11_input_aliasing", "sec-ch11-balancing")
+    put("adaptive", "knobs", dose_report.adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive")
+    # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
+    tied = ca.rivals.set_index("contrast").loc["tied - control"]
+    put("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])))
+    interim = rivals_report.numbers(ra)["interim"] == "interim"
+    put("rivals", "rivals", "interim" if interim else survival_word(ra.survival, ("",), interim=False))
+    for prop in ("mechanisms", "reinforcing", "early", "balancing", "adaptive"):
+        verdicts = _SURVIVAL_ROWS.get(prop)
+        put(prop, "rivals", survival_word(ra.survival, verdicts, interim) if verdicts else "not tested")
+    rows = [cells.get((p, e)) or _cell(p, e, "not tested") for p in PROPERTIES for e in EVIDENCE]
+    grid = pd.DataFrame(rows, columns=["property", "evidence", "word", "category", "chapter", "label"])
+    grid.attrs["premise_readings"] = lab_premise + released_premise      # every decoder's reading, for the headline
+    return grid
+
+
+def headline_words(grid) -> dict:
+    """The single words the closing page and the introduction glue, from :func:`verdict_grid`:
+    ``premise`` (every decoder's reading, the lab's and the released ones, by :func:`property_word`),
+    ``alignment`` (the lab's), ``causal_decoder`` and ``causal_encoder`` (the surgery's),
+    ``early`` (the lab's), ``early_decoder`` (the surgery's), ``reinforcing`` (the derivation's),
+    ``balancing`` (the frequency knobs'), ``adaptive`` (the frequency knobs') and ``rivals``
+    (chapter 13's experiment: ``interim`` or ``final``)."""
+    g = grid.set_index(["property", "evidence"])["word"]
+    out = {"premise": property_word(grid.attrs["premise_readings"]), "alignment": g[("mechanisms", "lab")],
+           "causal_decoder": g[("mechanisms", "causal_decoder")], "causal_encoder": g[("mechanisms", "causal_encoder")],
+           "early": g[("early", "lab")], "early_decoder": g[("early", "causal_decoder")],
+           "reinforcing": g[("reinforcing", "derivation")], "balancing": g[("balancing", "knobs")],
+           "adaptive": g[("adaptive", "knobs")],
+           "rivals": "interim" if g[("rivals", "rivals")] == "interim" else "final"}
+    for key, word in out.items():
+        if len(word.split()) != 1:
+            raise ValueError(f"headline word {key}={word!r} is not one word: glue single words only "
+                             "(DESIGN.md, 'Chapters'); state it in the Markdown beside a check instead.")
+    return out
