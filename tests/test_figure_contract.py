@@ -3,7 +3,7 @@
 * No colour is spelled as a literal (``#rgb``, ``#rrggbb``, ``#rrggbbaa``, ``rgb(``,
   ``rgba(``, or a bare CSS name such as ``"grey"``) in a string of any module of the
   package but :mod:`tanbias.palette`, which names every colour once. Only string
-  literals are read (with :mod:`tokenize`), so ``# issue #170`` in a comment is not
+  literals are read (with :mod:`tokenize`), so ``# see #170`` in a comment is not
   a colour.
 * The figure modules (``tanbias.figures.<topic>``) take their colours from
   :mod:`tanbias.figures`, never from the palette directly.
@@ -70,8 +70,8 @@ def colour_literals(source: str) -> list[tuple[int, str]]:
     ('c = "rgba(255,255,255,0.7)"', True),
     ('c = "rgb(0, 0, 0)"', True),
     ('c = "grey"', True),
-    ("x = 1  # issue #170, colour #222 in a comment", False),
-    ('s = "see issue #17"', False),
+    ("x = 1  # see #170, colour #222 in a comment", False),
+    ('s = "see ticket #17"', False),
     ('s = "&#123; is an entity, #abcdefg is not a colour"', False),
     ('s = "plotly_white"', False),
 ])
