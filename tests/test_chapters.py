@@ -194,3 +194,19 @@ def test_references_to_other_chapters_are_links_to_them(path):
         if not link_text.strip():
             bad.append(f"{target}: no text (JupyterLab would show the address)")
     assert not bad, f"{path.name}: {bad}"
+
+
+#: a reference to the project's tracker: the word issue followed by its number, "#" or not
+TRACKER = re.compile(r"\bissues? #?\d+", re.I)
+
+
+def test_the_book_the_package_and_the_tests_speak_of_the_project_alone():
+    """No page, module or test names a tracker issue: a reader cannot resolve one. A rule says what it
+    is instead, e.g. "the rule added after the dose runs (data/preregistration/dose-posthoc.toml)"."""
+    files = [*PAGES, ROOT / "README.md", ROOT / "DESIGN.md", *(ROOT / "tanbias").rglob("*.py"),
+             *(ROOT / "tests").glob("*.py")]
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in files
+             for n, line in enumerate(path.read_text(encoding="utf8").splitlines(), start=1)
+             if TRACKER.search(line) and "TRACKER" not in line]
+    assert not found, "tracker references:\n" + "\n".join(found)
+    assert TRACKER.search("a rule of issue 18") and TRACKER.search("Issues #21") and not TRACKER.search("issues/new")
