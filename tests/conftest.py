@@ -140,7 +140,7 @@ def _module_scoped(item) -> bool:
 
 
 #: session fixtures of this file that cost seconds: the tests that use one share a worker
-SHARED_FIXTURES = ("smoke_sweep",)
+SHARED_FIXTURES = ("smoke_sweep", "measured_tiny")
 
 
 def _xdist_groups(items) -> None:
@@ -149,7 +149,8 @@ def _xdist_groups(items) -> None:
     * every test of a module that loads a model of the zoo: they share ``work/zoo``
       (a first load writes the float32 cache there) and, with it, module fixtures;
     * the tests that use one of :data:`SHARED_FIXTURES` (the smoke 2x2 sweep, read by the
-      tests of the sweep's statistics, figures, radii and reports), computed once per worker;
+      tests of the sweep's statistics, figures, radii and reports; the tiny models measured for
+      the measurement command's figure and report tests), computed once per worker;
     * the tests of a module that use a module-scoped fixture (a smoke training run, a
       sweep, a JupyterLab server): that fixture is then computed once, not once per worker.
     The others are shared out one by one.
@@ -268,6 +269,15 @@ def sweep_smoke_config(kind: str, regime: str, seed: int, **changes):
                                 "size": "smoke", "steps": 6, "languages": ["de", "pt"], "checkpoint_every": 6,
                                 "eval_batches": 1, "probe": {"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2,
                                                              "min_count": 4, "n_controls": 5}, **changes})
+
+
+@pytest.fixture(scope="session")
+def measured_tiny(tmp_path_factory) -> dict:
+    """:func:`measurehelpers.measure_tiny`: a tiny Llama at three checkpoints and a tiny bare BERT,
+    measured once for the measurement command's figure and report tests."""
+    from measurehelpers import measure_tiny
+
+    return measure_tiny(tmp_path_factory.mktemp("measured"))
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,7 @@ def smoke_cells(tmp_path_factory):
     return root, cells
 
 
+@pytest.mark.slow
 def test_the_run_table_of_real_smoke_runs(smoke_cells):
     root, cells = smoke_cells
     loaded = alias.load_alias(runs_dir=root, cells=cells)
@@ -104,6 +105,7 @@ def test_the_run_table_of_real_smoke_runs(smoke_cells):
     assert set(conv["level"]) <= {"k1", "k2", "k3"} and (conv["ratio"] > 0).all()
 
 
+@pytest.mark.slow
 def test_the_report_quotes_every_reading_and_reads_interim(smoke_cells):
     root, cells = smoke_cells
     aa, da = alias.analyse_alias(loaded=alias.load_alias(runs_dir=root, cells=cells))

@@ -93,6 +93,7 @@ def test_the_reinforcing_rule_reads_the_gap_after_the_window(gap_last, word):
     assert causal.reinforcing(causal_trajectory(t, gap_end=0.0, gap_last=-0.5), t, "decoder")["word"] == "not assessable"
 
 
+@pytest.mark.slow
 def test_the_run_tables_of_real_smoke_runs(tmp_path):
     """Two arms of one seed, trained and analysed: the outcomes are finite, the surgery's shares are
     logged for the surgical arm only, and one seed decides nothing."""

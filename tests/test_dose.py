@@ -39,6 +39,7 @@ def dose_sweep(tmp_path_factory, tokenizer):
     return root, loaded, table
 
 
+@pytest.mark.slow
 def test_smoke_sweep_has_every_link(dose_sweep):
     _, loaded, table = dose_sweep
     assert len(loaded) == 18 and len(table) == 18
@@ -49,6 +50,7 @@ def test_smoke_sweep_has_every_link(dose_sweep):
     assert dec["b100"] < dec["b37"] < dec["b16"] < dec["skewed"]       # the knob moved the stream
 
 
+@pytest.mark.slow
 def test_dose_response_agrees_with_scipy(dose_sweep):
     _, _, table = dose_sweep
     r = dose.dose_response(table, "log_enrichment_late", "token", "decoder")
@@ -71,6 +73,7 @@ def test_dose_response_agrees_with_scipy(dose_sweep):
     assert r["observed"] in "+-0" and r["predicted"] == "-"
 
 
+@pytest.mark.slow
 def test_a_seed_with_only_the_start_level_is_left_out(dose_sweep):
     """The skewed start is shared by both knobs: a seed that has only the start of a knob
     (while its other levels are still training, say) says nothing about a slope and must
@@ -84,6 +87,7 @@ def test_a_seed_with_only_the_start_level_is_left_out(dose_sweep):
     assert r2["slope"] == pytest.approx(r["slope"]) and r2["change_lo"] == pytest.approx(r["change_lo"])
 
 
+@pytest.mark.slow
 def test_interaction_and_adaptive_statistics(dose_sweep):
     _, loaded, table = dose_sweep
     inter = dose.architecture_interaction(table)

@@ -37,7 +37,12 @@ def test_every_supported_architecture_has_a_tiny_model():
     assert {a for a, k in ms.ARCHITECTURES.items() if k == "encoder"} == set(ENCODERS)
 
 
-@pytest.mark.parametrize("arch", ALL_ARCHS)
+#: the architectures make unit measures end to end (a decoder and an encoder); make test measures all
+UNIT_ARCHS = ("llama", "bert")
+
+
+@pytest.mark.parametrize("arch", [a if a in UNIT_ARCHS else pytest.param(a, marks=pytest.mark.slow)
+                                  for a in ALL_ARCHS])
 def test_every_architecture_end_to_end(arch, tmp_path):
     path = make_tiny_checkpoint(arch, tmp_path / "model", revisions=("step0",)) / "step0"
     man = ms.measure_model(path, tmp_path / "out", progress=False, **SMALL)
@@ -89,6 +94,7 @@ def test_the_command_line_writes_tables_manifest_and_report(tmp_path, capsys):
     assert not (out / "alignment.csv").exists() and _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_folder_of_checkpoints_gives_trajectories(tmp_path):
     root = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0", "step1", "step2"))
     man = ms.measure_model(root, tmp_path / "out", progress=False, **SMALL)
@@ -260,6 +266,7 @@ def test_a_tampered_table_names_the_command(tmp_path):
         ms.load_measurement(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_bench_measure_reaches_every_line(tmp_path):
     path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
     res = ms.bench_measure(str(path), n_tokens=ms.MIN_TOKENS, **{k: v for k, v in SMALL.items() if k != "n_tokens"})

@@ -8,15 +8,15 @@ import re
 import numpy as np
 import pytest
 
-from measurehelpers import measure_tiny
 from tanbias.figures import measure as fm
 from tanbias.figures import report as fr
 from tanbias.lab.analysis import measure as ms
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    return measure_tiny(tmp_path_factory.mktemp("measured"))
+@pytest.fixture
+def measured(measured_tiny):
+    """The tiny models measured once per worker (conftest's ``measured_tiny``)."""
+    return measured_tiny
 
 
 def test_a_series_is_split_into_checkpoints_each_with_the_null(measured):

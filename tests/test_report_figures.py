@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from measurehelpers import measure_tiny
 from tanbias.figures import report as fr
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    return measure_tiny(tmp_path_factory.mktemp("measured"))
+@pytest.fixture
+def measured(measured_tiny):
+    """The tiny models measured once per worker (conftest's ``measured_tiny``)."""
+    return measured_tiny
 
 
 def test_the_books_address_is_the_one_setting():
