@@ -90,12 +90,23 @@ def mean_cosine(X, weights=None) -> float:
                                                             shape=(len(X),))
     if np.any(w < 0):
         raise ParameterError(f"weights has a negative entry ({float(w.min())}): valid range is [0, inf).")
-    norms = np.linalg.norm(X, axis=1)
+    return _mean_cosine(X, _norms(X), w)
+
+
+def _norms(X: np.ndarray) -> np.ndarray:
+    """Each row's Euclidean norm (one pass, no copy of ``X``)."""
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def _mean_cosine(X: np.ndarray, norms: np.ndarray, w: np.ndarray) -> float:
+    """:func:`mean_cosine` of checked rows with their ``norms``: ``sum_i w_i u_i`` is one product
+    ``(w / norms) @ X``, so the unit rows ``u_i`` are never formed."""
     keep = (norms > 0) & (w > 0)
     if keep.sum() < 2:
         return float("nan")
-    U, w = X[keep] / norms[keep, None], w[keep]
-    s = w @ U
+    if not keep.all():
+        X, norms, w = X[keep], norms[keep], w[keep]
+    s = (w / norms) @ X
     w2 = float(w @ w)
     denom = float(w.sum()) ** 2 - w2
     return float(np.clip((float(s @ s) - w2) / denom, -1.0, 1.0))
@@ -155,20 +166,30 @@ def readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
     X = _rows(X)
     n, D = X.shape
     top = check_int("top", top, lo=1, hi=D - 1, hint="Pass the number of coordinates, e.g. 3.")
+    # one pass over the cloud for each quantity, shared by the readings (the measurement command
+    # reads every layer of a model this way: make bench times it)
+    ones = np.ones(n)
+    norms = _norms(X)
     mu = X.mean(axis=0)
     Xc = X - mu
-    sd = Xc.std(axis=0)
+    var = np.einsum("ij,ij->j", Xc, Xc) / n
+    sd = np.sqrt(var)
     live = sd > 0
-    Z = Xc[:, live] / sd[live] if live.sum() >= 2 else None
-    sq = float(np.mean(np.einsum("ij,ij->i", X, X)))
-    out = {"raw": mean_cosine(X), "centered": mean_cosine(Xc),
-           "standardised": mean_cosine(Z) if Z is not None else float("nan"),
-           "type_balanced": float("nan"),
+    if live.sum() >= 2:
+        Z = Xc[:, live] / sd[live]
+        standardised = _mean_cosine(Z, _norms(Z), ones)
+    else:
+        standardised = float("nan")
+    sq = float(np.mean(norms ** 2))
+    total = float(var.sum())
+    out = {"raw": _mean_cosine(X, norms, ones), "centered": _mean_cosine(Xc, _norms(Xc), ones),
+           "standardised": standardised, "type_balanced": float("nan"),
            "mean_share": float(mu @ mu / sq) if sq > 0 else float("nan"),
-           "top_share": float(coordinate_shares(X)[:top].sum()), "n": int(n), "types": 0}
+           "top_share": float(np.sort(var / total)[::-1][:top].sum()) if total > 0 else float("nan"),
+           "n": int(n), "types": 0}
     if type_ids is not None:
         ids = check_array("type_ids", np.asarray(type_ids), shape=(n,))
         _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
-        out["type_balanced"] = mean_cosine(X, weights=1.0 / counts[inverse])
+        out["type_balanced"] = _mean_cosine(X, norms, 1.0 / counts[inverse])
         out["types"] = int(len(counts))
     return out
