@@ -99,11 +99,17 @@ def long_runs_figure(traj) -> go.Figure:
         fig.update_xaxes(type="log", row=1, col=col)
         fig.update_yaxes(range=[0, 1.02], row=1, col=col)
     if not fig.data:
-        fig.add_annotation(text="no long run is committed yet", x=0.5, y=0.5, xref="paper", yref="paper",
-                           showarrow=False)
+        _nothing_yet(fig, "no long run is committed yet")
     fig = labelled(fig, "After the transient: four times the steps", "", "mean cosine (mean over the blocks)",
                    legend="output head (solid: seed 0, dotted: seed 1)")
     return shared_x_title(fig, "training step + 1 [log]")
+
+
+def _nothing_yet(fig: go.Figure, text: str) -> None:
+    """A figure whose runs are not in yet: the sentence alone, without empty axes' default ranges."""
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, ticks="")
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, ticks="")
 
 
 def forest_figure(contrasts) -> go.Figure:
@@ -130,8 +136,7 @@ def forest_figure(contrasts) -> go.Figure:
             fig.update_xaxes(type="log", row=1, col=col)
         fig.update_yaxes(autorange="reversed", row=1, col=col)
     if not fig.data:
-        fig.add_annotation(text="no contrast yet: fewer than two complete seeds", x=0.5, y=0.5, xref="paper",
-                           yref="paper", showarrow=False)
+        _nothing_yet(fig, "no contrast yet: fewer than two complete seeds")
     fig.update_layout(height=max(420, 26 * contrasts["contrast"].nunique() // 2 + 160))
     return labelled(fig, "The registered contrasts (filled: significant after Holm)", "", "", legend="architecture")
 
