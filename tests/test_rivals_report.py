@@ -99,9 +99,9 @@ def test_the_accounts_named_are_the_registered_ones_in_order():
     assert list(rivals_report.registration()["accounts"]) == list(rivals_report.ACCOUNT_NAMES)
 
 
-def test_head_words_read_only_seeds_with_both_heads():
+def test_the_head_table_reads_only_seeds_with_both_heads():
     """The description pairs seeds: a seed whose unigram control is not committed is left out of both
-    heads' means, and an architecture with no such pair says so."""
+    heads' means, and an architecture with no such pair has no values."""
     def rows(kind, head, seed, peak, end):
         return [dict(kind=kind, head=head, arm="control", seed=seed, layer="mean", step=s, mean_cosine=v)
                 for s, v in ((0, 0.05), (20, peak), (319, end))]
@@ -110,7 +110,6 @@ def test_head_words_read_only_seeds_with_both_heads():
                       *rows("encoder", "standard", 1, 0.97, 0.40), *rows("encoder", "unigram", 1, 0.70, 0.10),
                       *rows("encoder", "standard", 2, 0.10, 0.90),              # no unigram twin: left out
                       *rows("decoder", "standard", 0, 0.90, 0.20)])
-    words = rivals_report.head_words(types.SimpleNamespace(trajectory=t))
-    assert ("In the encoder (2 seeds so far), the mean cosine peaks at 0.60 with the unigram head against 0.98 "
-            "with the standard head, and ends at 0.15 against 0.35.") in words
-    assert "No decoder seed has both heads' control runs yet." in words
+    h = rivals_report.head_table(types.SimpleNamespace(trajectory=t)).set_index("architecture")
+    assert h.loc["encoder"].tolist() == pytest.approx([2, 0.98, 0.60, 0.35, 0.15])
+    assert h.loc["decoder", "seeds"] == 0 and h.loc["decoder"].drop("seeds").isna().all()

@@ -13,7 +13,7 @@ from tanbias.lab.analysis import registered, rivals
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS
 
-__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_words",
+__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
            "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
@@ -96,11 +96,11 @@ def numbers(analysis) -> dict:
     return out
 
 
-def head_words(analysis) -> str:
-    """The transient under each output head, in words, while the runs land: per architecture, over
-    the seeds whose control runs are committed under both heads, the mean of each head's largest
-    layer-mean mean cosine and of its value at the last step. A description, not a registered
-    contrast; an architecture without such a seed says so.
+def head_table(analysis) -> "object":
+    """The transient under each output head while the runs land: per architecture, over the seeds whose
+    control runs are committed under both heads, the mean of each head's largest layer-mean mean cosine
+    and of its value at the last step. A description, not a registered contrast; an architecture
+    without such a seed has ``seeds`` 0 and no values.
 
     Example
     -------
@@ -109,27 +109,30 @@ def head_words(analysis) -> str:
     >>> rows = [dict(kind="decoder", head=h, arm="control", seed=0, layer="mean", step=s, mean_cosine=v)
     ...         for h, vs in (("standard", (0.1, 0.9, 0.2)), ("unigram", (0.1, 0.4, 0.1)))
     ...         for s, v in zip((0, 10, 319), vs)]
-    >>> print(head_words(SimpleNamespace(trajectory=pd.DataFrame(rows))))
-    No encoder seed has both heads' control runs yet. In the decoder (1 seed so far), the mean cosine peaks at 0.40 with the unigram head against 0.90 with the standard head, and ends at 0.10 against 0.20.
+    >>> t = head_table(SimpleNamespace(trajectory=pd.DataFrame(rows)))
+    >>> t.set_index("architecture").loc["decoder"].tolist()
+    [1.0, 0.9, 0.4, 0.2, 0.1]
+    >>> int(t.set_index("architecture").loc["encoder", "seeds"])
+    0
     """
+    import pandas as pd
+
     t = analysis.trajectory
     t = t[(t["layer"].astype(str) == "mean") & (t["arm"] == "control")].sort_values("step")
-    parts = []
+    rows = []
     for kind in KINDS:
         per = t[t["kind"] == kind].groupby(["head", "seed"])["mean_cosine"].agg(peak="max", end="last")
-        heads = {h: set(per.loc[h].index) if h in per.index.get_level_values(0) else set()
-                 for h in ("standard", "unigram")}
-        seeds = sorted(heads["standard"] & heads["unigram"])
-        if not seeds:
-            parts.append(f"No {kind} seed has both heads' control runs yet.")
-            continue
-        m = {h: per.loc[h].loc[seeds].mean() for h in heads}
-        plural = "s" if len(seeds) > 1 else ""
-        parts.append(f"In the {kind} ({len(seeds)} seed{plural} so far), the mean cosine peaks at "
-                     f"{m['unigram']['peak']:.2f} with the unigram head against {m['standard']['peak']:.2f} "
-                     f"with the standard head, and ends at {m['unigram']['end']:.2f} against "
-                     f"{m['standard']['end']:.2f}.")
-    return " ".join(parts)
+        have = {h: set(per.loc[h].index) if h in per.index.get_level_values(0) else set()
+                for h in ("standard", "unigram")}
+        seeds = sorted(have["standard"] & have["unigram"])
+        m = {h: per.loc[h].loc[seeds].mean() if seeds else pd.Series({"peak": np.nan, "end": np.nan})
+             for h in have}
+        rows.append({"architecture": kind, "seeds": len(seeds),
+                     "peak, standard head": float(m["standard"]["peak"]),
+                     "peak, unigram head": float(m["unigram"]["peak"]),
+                     "last step, standard head": float(m["standard"]["end"]),
+                     "last step, unigram head": float(m["unigram"]["end"])})
+    return pd.DataFrame(rows)
 
 
 def accounts_table(accounts) -> "object":
