@@ -153,7 +153,7 @@ UNRESOLVED = ".jp-MarkdownCell [title='Citation Not Found'], .jp-MarkdownCell [t
 
 def check_prose(page, chapter: str, screenshot_dir) -> None:
     """After a run in JupyterLab: the chapter's Markdown renders as MyST (jupyterlab-myst),
-    every {eval} shows its number, no raw role or TeX reaches the reader, nothing shows the
+    every {eval} shows its number, its dropdowns open on a click, no raw role or TeX reaches the reader, nothing shows the
     warning of an unresolved citation or reference, and every citation reads as its author and
     year, a link to the paper (screenshot ``lab-citation-<chapter>.png``)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -176,6 +176,18 @@ def check_prose(page, chapter: str, screenshot_dir) -> None:
                         "lab-settings/overrides.json turns notebook windowing off)")
     raw = raw_markup(text)
     assert not raw, f"{chapter} in JupyterLab shows raw markup:\n" + "\n".join(raw[:20])
+    # the audit trail's dropdowns (``{admonition}`` with ``:class: dropdown``) are closed details that open
+    # on a click and show their numbers evaluated
+    if ":class: dropdown" in (ROOT / chapter).read_text(encoding="utf8"):
+        details = page.locator(".jp-MarkdownCell .myst details")
+        assert details.count() > 0, f"{chapter} in JupyterLab: its dropdowns are not rendered as dropdowns"
+        first = details.first
+        first.scroll_into_view_if_needed()
+        assert not first.evaluate("e => e.open"), f"{chapter} in JupyterLab: a dropdown starts open"
+        first.locator("summary").first.click()
+        page.wait_for_timeout(300)
+        assert first.evaluate("e => e.open"), f"{chapter} in JupyterLab: a dropdown does not open on a click"
+        assert "glued[" not in first.inner_text(), f"{chapter} in JupyterLab: a dropdown shows an unevaluated number"
     unresolved = page.locator(UNRESOLVED)
     assert unresolved.count() == 0, (f"{chapter} in JupyterLab: {unresolved.count()} citations or references "
                                      f"shown as bare keys: {unresolved.all_text_contents()[:10]}")
