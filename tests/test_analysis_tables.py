@@ -62,3 +62,29 @@ def test_the_frozen_proxy_is_fitted_on_the_early_steps_only():
     only_first = frozen_proxies(caps, [0], 3, 0.0, 10)[0]
     assert np.array_equal(only_first, frozen_proxies({0: caps[0]}, [0], 3, 0.0, 10)[0])
 
+
+
+def test_rival_rows_accept_an_output_spectrum_stored_in_float32():
+    """A capture keeps W_U's right singular vectors in float32, orthonormal only to about 1e-6 on the
+    lab's models; the rival readings take their span, orthonormalised, instead of refusing the basis
+    (a committed run once failed its analysis there)."""
+    from tanbias.lab.analysis.tables import rival_rows
+    from tanbias.lab.experiments import rivals_config
+
+    cfg = rivals_config("decoder", "standard-control", 0, steps=10, size="smoke",
+                        probe={"rank": 3, "local_rank": 2, "n_controls": 4, "min_count": 3})
+    rng = np.random.default_rng(0)
+    D, n = 24, 400
+    vt = np.linalg.qr(rng.normal(size=(D, D)))[0].T
+    vt[0] += 3e-6 * vt[1]                              # 3e-6 away from orthonormal, as float32 can leave them
+    captures = {}
+    for step in (0, 3, 9):
+        p = al.planted_tangent_data(n=n, D=D, d=3, rng=step + 1)
+        captures[step] = {"acts": p.X[None].astype(np.float16), "grads": (p.G / np.abs(p.G).max())[None].astype(np.float16),
+                          "grad_scale": np.ones(1, np.float32), "token_ids": rng.integers(5, 40, n),
+                          "wu_vt": vt.astype(np.float32), "wu_s": np.linspace(2, 1, D).astype(np.float32)}
+    v32 = vt[:3].astype(np.float32).astype(np.float64)
+    assert not np.allclose(v32 @ v32.T, np.eye(3), atol=1e-6)
+    rows = rival_rows(captures, cfg)
+    assert len(rows) == 3 and all(np.isfinite(r["enrichment_outside"]) for r in rows)
+    assert all(0 <= r["wu_overlap"] <= 1 for r in rows)
