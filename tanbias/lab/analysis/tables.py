@@ -268,7 +268,9 @@ def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
         cap = captures[step]
         ids = np.asarray(cap.get("input_ids", cap["token_ids"])).astype(np.int64).reshape(-1)
         content = (ids >= N_SPECIAL) & (np.arange(len(ids)) % seq_len != 0)
-        B = cap["wu_vt"][:rank].T.astype(np.float64) if "wu_vt" in cap else None
+        # the capture keeps W_U's right singular vectors in float32: orthonormal to about 1e-7, which the
+        # 1e-6 check of a basis can miss on a 192-dimensional model; the same span, orthonormal in float64
+        B = al.orthonormal(cap["wu_vt"][:rank].T.astype(np.float64)) if "wu_vt" in cap else None
         for layer in layers:
             X = layer_activations(cap, layer)
             Xc = X[content]
