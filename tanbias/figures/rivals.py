@@ -113,12 +113,16 @@ def _nothing_yet(fig: go.Figure, text: str) -> None:
 
 
 def forest_figure(contrasts) -> go.Figure:
-    """Forest plot of the registered contrasts: left, those on a logarithm (read as ratios, log axis,
-    a line at 1); right, those on a linear reading (differences, a line at 0). One marker per
-    architecture with its 95 % interval; a filled marker where Holm finds it significant."""
-    fig = make_subplots(rows=1, cols=2, column_titles=("ratios (log readings)", "differences (linear readings)"),
-                        horizontal_spacing=0.32)
-    for col, logs in ((1, True), (2, False)):
+    """Forest plot of the registered contrasts: above, those on a logarithm (read as ratios, log axis,
+    a line at 1); below, those on a linear reading (differences, a line at 0). One marker per
+    architecture with its 95 % interval; a filled marker where Holm finds it significant. One panel
+    above the other: the contrasts' names are long, and side by side they ran into each other."""
+    n_log = int(contrasts["outcome"].isin(_LOG_OUTCOMES).groupby(contrasts["contrast"]).any().sum())
+    n_lin = max(int(contrasts["contrast"].nunique()) - n_log, 1)
+    fig = make_subplots(rows=2, cols=1,
+                        subplot_titles=("ratios (log readings)", "differences (linear readings)"),
+                        row_heights=[max(n_log, 1), n_lin], vertical_spacing=0.12)
+    for row, logs in ((1, True), (2, False)):
         sel = contrasts[contrasts["outcome"].isin(_LOG_OUTCOMES) == logs]
         for kind in KINDS:
             r = sel[(sel["kind"] == kind) & np.isfinite(sel["estimate"])]
@@ -127,17 +131,18 @@ def forest_figure(contrasts) -> go.Figure:
             f = np.exp if logs else (lambda v: v)
             est, lo, hi = f(r["estimate"].to_numpy()), f(r["lo"].to_numpy()), f(r["hi"].to_numpy())
             fig.add_trace(go.Scatter(
-                x=est, y=r["contrast"], mode="markers", name=kind, legendgroup=kind, showlegend=col == 1,
+                x=est, y=r["contrast"], mode="markers", name=kind, legendgroup=kind, showlegend=row == 1,
                 marker=dict(color=KIND_COLORS[kind], size=9, symbol=np.where(r["significant"], "circle",
                                                                              "circle-open").tolist()),
-                error_x=dict(type="data", symmetric=False, array=hi - est, arrayminus=est - lo)), row=1, col=col)
-        fig.add_vline(x=1.0 if logs else 0.0, line=dict(color=GREY, width=1), row=1, col=col)
-        if logs:
-            fig.update_xaxes(type="log", row=1, col=col)
-        fig.update_yaxes(autorange="reversed", row=1, col=col)
+                error_x=dict(type="data", symmetric=False, array=hi - est, arrayminus=est - lo)), row=row, col=1)
+        fig.add_vline(x=1.0 if logs else 0.0, line=dict(color=GREY, width=1), row=row, col=1)
+        if logs:                 # labelled ratios: plotly's own log labels print 0.3 as "3"
+            ticks = [0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10]
+            fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks], row=row, col=1)
+        fig.update_yaxes(autorange="reversed", row=row, col=1)
     if not fig.data:
         _nothing_yet(fig, "no contrast yet: fewer than two complete seeds")
-    fig.update_layout(height=max(420, 26 * contrasts["contrast"].nunique() // 2 + 160))
+    fig.update_layout(height=max(480, 24 * contrasts["contrast"].nunique() + 200))
     return labelled(fig, "The registered contrasts (filled: significant after Holm)", "", "", legend="architecture")
 
 
