@@ -120,11 +120,14 @@ def coordinate_shares(X) -> np.ndarray:
     >>> coordinate_shares([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]])
     array([0.8, 0.2])
     """
-    X = _rows(X)
-    var = X.var(axis=0)
+    return _variance_shares(_rows(X).var(axis=0))
+
+
+def _variance_shares(var: np.ndarray) -> np.ndarray:
+    """Each coordinate's share of the summed variances ``var``, largest first; NaN when they sum to 0."""
     total = float(var.sum())
     if total == 0:
-        return np.full(X.shape[1], np.nan)
+        return np.full(len(var), np.nan)
     return np.sort(var / total)[::-1]
 
 
@@ -181,11 +184,10 @@ def readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
     else:
         standardised = float("nan")
     sq = float(np.mean(norms ** 2))
-    total = float(var.sum())
     out = {"raw": _mean_cosine(X, norms, ones), "centered": _mean_cosine(Xc, _norms(Xc), ones),
            "standardised": standardised, "type_balanced": float("nan"),
            "mean_share": float(mu @ mu / sq) if sq > 0 else float("nan"),
-           "top_share": float(np.sort(var / total)[::-1][:top].sum()) if total > 0 else float("nan"),
+           "top_share": float(_variance_shares(var)[:top].sum()),
            "n": int(n), "types": 0}
     if type_ids is not None:
         ids = check_array("type_ids", np.asarray(type_ids), shape=(n,))
