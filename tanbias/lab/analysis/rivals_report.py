@@ -119,19 +119,18 @@ def head_table(analysis) -> "object":
 
     t = analysis.trajectory
     t = t[(t["layer"].astype(str) == "mean") & (t["arm"] == "control")].sort_values("step")
+    columns = pd.MultiIndex.from_product([("peak", "end"), ("standard", "unigram")])
     rows = []
     for kind in KINDS:
-        per = t[t["kind"] == kind].groupby(["head", "seed"])["mean_cosine"].agg(peak="max", end="last")
-        have = {h: set(per.loc[h].index) if h in per.index.get_level_values(0) else set()
-                for h in ("standard", "unigram")}
-        seeds = sorted(have["standard"] & have["unigram"])
-        m = {h: per.loc[h].loc[seeds].mean() if seeds else pd.Series({"peak": np.nan, "end": np.nan})
-             for h in have}
-        rows.append({"architecture": kind, "seeds": len(seeds),
-                     "peak, standard head": float(m["standard"]["peak"]),
-                     "peak, unigram head": float(m["unigram"]["peak"]),
-                     "last step, standard head": float(m["standard"]["end"]),
-                     "last step, unigram head": float(m["unigram"]["end"])})
+        per = t[t["kind"] == kind].groupby(["seed", "head"])["mean_cosine"].agg(peak="max", end="last")
+        # one row per seed, both heads' columns; a seed missing either head drops out
+        paired = per.unstack("head").reindex(columns=columns).dropna()
+        m = paired.mean()
+        rows.append({"architecture": kind, "seeds": len(paired),
+                     "peak, standard head": float(m["peak", "standard"]),
+                     "peak, unigram head": float(m["peak", "unigram"]),
+                     "last step, standard head": float(m["end", "standard"]),
+                     "last step, unigram head": float(m["end", "unigram"])})
     return pd.DataFrame(rows)
 
 
