@@ -6,30 +6,23 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
 from tanbias.figures import measure as fm
 from tanbias.figures import report as fr
 from tanbias.lab.analysis import measure as ms
 
 
-@pytest.fixture
-def measured(measured_tiny):
-    """The tiny models measured once per worker (conftest's ``measured_tiny``)."""
-    return measured_tiny
-
-
-def test_a_series_is_split_into_checkpoints_each_with_the_null(measured):
-    parts = ms.split_revisions(measured["series"])
+def test_a_series_is_split_into_checkpoints_each_with_the_null(measured_tiny):
+    parts = ms.split_revisions(measured_tiny["series"])
     assert list(parts) == ["step0", "step1", "step2"]
     for part in parts.values():
         assert "revision" not in part["anisotropy"] and set(part["alignment"]["model"]) == {"trained", "random-init"}
-    one = ms.split_revisions(measured["one"])
-    assert list(one) == ["step0"] and one["step0"] is measured["one"]
+    one = ms.split_revisions(measured_tiny["one"])
+    assert list(one) == ["step0"] and one["step0"] is measured_tiny["one"]
 
 
-def test_findings_state_the_readings_with_their_words(measured):
-    said = ms.findings(measured["series"])
+def test_findings_state_the_readings_with_their_words(measured_tiny):
+    said = ms.findings(measured_tiny["series"])
     sections = [k for k, _ in said]
     assert {"premise", "anisotropy", "curvature", "alignment", "trajectory"} <= set(sections)
     premise = said[0][1]
@@ -37,28 +30,28 @@ def test_findings_state_the_readings_with_their_words(measured):
                      r"(positive|negative|indistinguishable)", premise), premise
     assert "checkpoint step2" in premise, "a series is read at its last checkpoint"
     # the enrichment's peak over the series is the trajectory table's
-    traj = measured["series"]["trajectory"]
+    traj = measured_tiny["series"]["trajectory"]
     peak = traj.loc[traj["enrichment_gmean"].idxmax(), "revision"]
     assert f"peaks at {peak}" in said[-1][1]
     # a model without a head: no alignment test to report
-    assert "alignment" not in {k for k, _ in ms.findings(measured["one"])}
+    assert "alignment" not in {k for k, _ in ms.findings(measured_tiny["one"])}
 
 
-def test_the_trajectory_follows_every_reading_with_the_same_traces(measured):
-    fig = fm.trajectory_interactive(measured["series"]["trajectory"])
+def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny):
+    fig = fm.trajectory_interactive(measured_tiny["series"]["trajectory"])
     frames = fig.static_dict()["frames"]
     assert len(frames) == len(fm.TRAJECTORY)
     assert len({len(f["data"]) for f in frames}) == 1
     first = fig.make_figure(reading="rho_radius_t")
     line = next(t for t in first.data if t.name == "English")
     assert list(line.x) == ["step0", "step1", "step2"]
-    assert np.allclose(line.y, measured["series"]["trajectory"]["rho_radius_t"])
+    assert np.allclose(line.y, measured_tiny["series"]["trajectory"]["rho_radius_t"])
 
 
-def test_the_six_readings_are_drawn_from_the_anisotropy_table(measured):
-    parts = ms.split_revisions(measured["one"])
+def test_the_six_readings_are_drawn_from_the_anisotropy_table(measured_tiny):
+    parts = ms.split_revisions(measured_tiny["one"])
     fig = fm.readings_interactive(parts)
-    a = measured["one"]["anisotropy"]
+    a = measured_tiny["one"]["anisotropy"]
     for reading in fm.READINGS:
         line = fig.make_figure(reading=reading).data[0]
         assert np.allclose(line.y, a.sort_values("layer")[reading], equal_nan=True), reading

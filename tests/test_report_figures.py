@@ -14,12 +14,6 @@ from tanbias.figures import report as fr
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def measured(measured_tiny):
-    """The tiny models measured once per worker (conftest's ``measured_tiny``)."""
-    return measured_tiny
-
-
 def test_the_books_address_is_the_one_setting():
     import yaml
 
@@ -36,21 +30,21 @@ def test_every_figure_links_to_a_section_its_chapter_defines(key):
     assert f"({label})=" in source, f"{doc} defines no label {label}"
 
 
-def test_the_report_is_one_page_that_needs_no_network(measured):
+def test_the_report_is_one_page_that_needs_no_network(measured_tiny):
     from plotly.offline import get_plotlyjs
 
-    page = fr.report_html(measured["series"])
+    page = fr.report_html(measured_tiny["series"])
     assert get_plotlyjs()[:2000] in page, "plotly.js is inlined"
     assert not re.search(r"""<(script|link|img)\b[^>]*\b(src|href)=["']?https?:""", page), "nothing is fetched"
     for key in fr.SECTIONS:
         assert f'<section id="{key}">' in page and fr.chapter_url(*fr.SECTIONS[key][1]) in page, key
     assert page.count('class="plotly-graph-div"') == len(fr.SECTIONS)
-    one = fr.report_html(measured["one"])
+    one = fr.report_html(measured_tiny["one"])
     assert '<section id="alignment">' not in one and '<section id="trajectory">' not in one
     assert one.count('class="plotly-graph-div"') == len(fr.SECTIONS) - 2
 
 
-def test_a_long_series_draws_a_few_checkpoints_and_tables_them_all(measured):
+def test_a_long_series_draws_a_few_checkpoints_and_tables_them_all(measured_tiny):
     parts = {f"step{i}": None for i in range(19)}
     drawn = list(fr.drawn_revisions(parts))
     assert len(drawn) == fr.MAX_REVISIONS_DRAWN and drawn[0] == "step0" and drawn[-1] == "step18"
