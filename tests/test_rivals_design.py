@@ -57,3 +57,17 @@ def test_the_power_of_the_registered_seeds_is_the_registrations():
     assert n["sd_decoder"] == pytest.approx(0.057, abs=0.0005) and n["sd_df_decoder"] == 24
     assert n["seeds_encoder"] == 8 and n["power_encoder"] >= rd.TARGET_POWER > n["power_fewer_encoder"]
     assert n["seeds_decoder"] == 5 and n["power_decoder"] >= rd.TARGET_POWER
+
+
+def test_the_secondary_power_is_reported_for_the_cells_with_fewer_seeds():
+    import re
+    family = rd.registration()["rule"]["secondary"]["family"]
+    assert rd.SECONDARY_FAMILY == int(re.search(r"\((\d+) contrasts\)", family).group(1))
+    n = rd.design_numbers(rd.power_analysis())
+    for kind in ("encoder", "decoder"):
+        assert n[f"seeds_few_{kind}"] == 5
+        # a stricter threshold loses power; fewer seeds than the primary cells' lose power too
+        assert 0 < n[f"power_secondary_{kind}"] < n[f"power_last_{kind}"] <= 1
+    assert n["power_secondary_encoder"] < n["power_fewer_encoder"] < n["power_encoder"]
+    # the registration's budget line: full power is not bought for the encoder's secondary contrasts
+    assert n["power_secondary_encoder"] < rd.TARGET_POWER

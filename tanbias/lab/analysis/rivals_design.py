@@ -20,11 +20,12 @@ import numpy as np
 
 from tanbias._checks import check_choice
 from tanbias.lab.analysis import causal, registered
+from tanbias.lab.analysis.rivals import SECONDARY
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
-           "CELLS", "primary_sd", "power_analysis", "design_numbers"]
+           "CELLS", "SECONDARY_FAMILY", "primary_sd", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/rivals.toml`` (the design's pin): the code refuses a
 #: registration that changed
@@ -37,6 +38,8 @@ PRIMARY_FAMILY = 2 * 2
 ALPHA = 0.05
 #: cells per architecture: heads x arms
 CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
+#: the secondary family (rule.secondary): every secondary contrast, in both architectures
+SECONDARY_FAMILY = len(KINDS) * len(SECONDARY)
 
 
 def registration() -> dict:
@@ -99,8 +102,14 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
 def design_numbers(power) -> dict:
     """The numbers the rivals chapter's design section quotes, from :func:`power_analysis`: per
     architecture ``sd_<kind>`` and ``sd_df_<kind>``, ``seeds_<kind>`` (the primary cells'),
-    ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``."""
-    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO}
+    ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``.
+
+    The secondary contrasts the registration does not buy full power for: ``seeds_few_<kind>``
+    (the fewest seeds of any cell, the random and aliasing cells'), and the power a contrast
+    with such a cell reaches for the same change, at Holm's first threshold over the secondary
+    family (``power_secondary_<kind>``, α / ``secondary_family``) and at its last (``power_last_<kind>``,
+    α). Both use the fewer seeds for both cells, so they are lower bounds."""
+    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": SECONDARY_FAMILY}
     for kind in KINDS:
         p = power[power["kind"] == kind].set_index("seeds")
         n = len(RIVALS_SEEDS[kind]["control"])
@@ -109,4 +118,8 @@ def design_numbers(power) -> dict:
         out[f"seeds_{kind}"] = n
         out[f"power_{kind}"] = float(p.loc[n, "power"])
         out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
+        few = min(len(seeds) for seeds in RIVALS_SEEDS[kind].values())
+        out[f"seeds_few_{kind}"] = few
+        for key, alpha in (("secondary", ALPHA / SECONDARY_FAMILY), ("last", ALPHA)):
+            out[f"power_{key}_{kind}"] = registered.contrast_power(TARGET_RATIO, out[f"sd_{kind}"], few, CELLS, alpha)
     return out
