@@ -113,3 +113,6 @@ def test_the_head_table_reads_only_seeds_with_both_heads():
     h = rivals_report.head_table(types.SimpleNamespace(trajectory=t)).set_index("architecture")
     assert h.loc["encoder"].tolist() == pytest.approx([2, 0.98, 0.60, 0.35, 0.15])
     assert h.loc["decoder", "seeds"] == 0 and h.loc["decoder"].drop("seeds").isna().all()
+    n = rivals_report.head_numbers(types.SimpleNamespace(trajectory=t))
+    assert (n["head_peak_standard_encoder"], n["head_peak_unigram_encoder"]) == pytest.approx((0.98, 0.60))
+    assert np.isnan(n["head_peak_standard_decoder"]) and np.isnan(n["head_peak_unigram_decoder"])

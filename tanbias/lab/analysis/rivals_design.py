@@ -104,8 +104,8 @@ def design_numbers(power) -> dict:
     architecture ``sd_<kind>`` and ``sd_df_<kind>``, ``seeds_<kind>`` (the primary cells'),
     ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``.
 
-    The secondary contrasts the registration does not buy full power for: ``seeds_few_<kind>``
-    (the fewest seeds of any cell, the random and aliasing cells'), and the power a contrast
+    The secondary contrasts the registration does not buy full power for: ``seeds_few`` (the
+    fewest seeds of any cell, the random and aliasing cells'), and the power a contrast
     with such a cell reaches for the same change, at Holm's first threshold over the secondary
     family (``power_secondary_<kind>``, α / ``secondary_family``) and at its last (``power_last_<kind>``,
     α). Both use the fewer seeds for both cells, so they are lower bounds."""
@@ -119,7 +119,7 @@ def design_numbers(power) -> dict:
         out[f"power_{kind}"] = float(p.loc[n, "power"])
         out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
         few = min(len(seeds) for seeds in RIVALS_SEEDS[kind].values())
-        out[f"seeds_few_{kind}"] = few
+        out["seeds_few"] = min(few, out.get("seeds_few", few))
         for key, alpha in (("secondary", ALPHA / SECONDARY_FAMILY), ("last", ALPHA)):
             out[f"power_{key}_{kind}"] = registered.contrast_power(TARGET_RATIO, out[f"sd_{kind}"], few, CELLS, alpha)
     return out

@@ -14,6 +14,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
+           "head_numbers",
            "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
@@ -132,6 +133,14 @@ def head_table(analysis) -> "object":
                      "last step, standard head": float(m["end", "standard"]),
                      "last step, unigram head": float(m["end", "unigram"])})
     return pd.DataFrame(rows)
+
+
+def head_numbers(analysis) -> dict:
+    """:func:`head_table`'s peaks for the chapter's findings: ``head_peak_<head>_<kind>`` for the
+    standard and the unigram head, over the seeds with both heads' control runs (NaN without one)."""
+    t = head_table(analysis).set_index("architecture")
+    return {f"head_peak_{head}_{kind}": float(t.loc[kind, f"peak, {head} head"])
+            for kind in KINDS for head in ("standard", "unigram")}
 
 
 def accounts_table(accounts) -> "object":
