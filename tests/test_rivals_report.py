@@ -116,3 +116,14 @@ def test_the_head_table_reads_only_seeds_with_both_heads():
     n = rivals_report.head_numbers(types.SimpleNamespace(trajectory=t))
     assert (n["head_peak_standard_encoder"], n["head_peak_unigram_encoder"]) == pytest.approx((0.98, 0.60))
     assert np.isnan(n["head_peak_standard_decoder"]) and np.isnan(n["head_peak_unigram_decoder"])
+
+
+def test_the_matched_progress_numbers_are_the_decoders_head_row():
+    p = pd.DataFrame([dict(contrast=c, kind=k, estimate=np.log(0.5 if k == "decoder" else 2.0), lo=np.nan,
+                           hi=np.nan, n_seeds=2, loss_gap=-0.4 if k == "decoder" else 0.1,
+                           registered=0.0, word="n/a")
+                      for c in ("surgery_unigram", "head_final") for k in KINDS])
+    n = rivals_report.progress_numbers(p)
+    assert n == pytest.approx({"head_loss_lead_decoder": 0.4, "head_matched_decoder": 0.5})
+    t = rivals_report.progress_table(p)
+    assert list(t["architecture"]) == list(p["kind"]) and t["ratio, last step"].eq(1.0).all()

@@ -14,7 +14,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
-           "head_numbers",
+           "head_numbers", "progress_table", "progress_numbers",
            "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
@@ -141,6 +141,39 @@ def head_numbers(analysis) -> dict:
     t = head_table(analysis).set_index("architecture")
     return {f"head_peak_{head}_{kind}": float(t.loc[kind, f"peak, {head} head"])
             for kind in KINDS for head in ("standard", "unigram")}
+
+
+def progress_table(progress) -> "object":
+    """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
+    as a reader's table: architecture, contrast, how much more held-out loss the first cell's runs end
+    with (nats), the ratio at the last step (the registered contrast), the ratio at matched held-out
+    loss with its 95 % interval (``lo``, ``hi``, ratios), the word, and the seeds it reads.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> p = pd.DataFrame([dict(contrast="head_final", kind="decoder", estimate=np.log(0.5), lo=np.log(0.4),
+    ...                        hi=np.log(0.6), n_seeds=2, loss_gap=-0.4, registered=np.log(0.45), word="survives")])
+    >>> row = progress_table(p).iloc[0]
+    >>> [round(float(row[c]), 2) for c in ("loss gap at end [nats]", "ratio, last step", "ratio, matched loss", "lo", "hi")]
+    [-0.4, 0.45, 0.5, 0.4, 0.6]
+    """
+    import pandas as pd
+
+    return pd.DataFrame({"architecture": progress["kind"], "contrast": progress["contrast"],
+                         "loss gap at end [nats]": progress["loss_gap"],
+                         "ratio, last step": np.exp(progress["registered"]),
+                         "ratio, matched loss": np.exp(progress["estimate"]),
+                         "lo": np.exp(progress["lo"]), "hi": np.exp(progress["hi"]),
+                         "reading": progress["word"], "seeds": progress["n_seeds"].astype(int)}).reset_index(drop=True)
+
+
+def progress_numbers(progress) -> dict:
+    """The decoder's unigram-head effect at matched progress, for the chapter's prose: how much lower
+    its held-out loss ends (``head_loss_lead_decoder``, nats: standard minus unigram head), the ratio at
+    matched loss (``head_matched_decoder``); the chapter checks the reading's word itself."""
+    r = progress.set_index(["contrast", "kind"]).loc[("head_final", "decoder")]
+    return {"head_loss_lead_decoder": -float(r["loss_gap"]), "head_matched_decoder": float(np.exp(r["estimate"]))}
 
 
 def accounts_table(accounts) -> "object":
