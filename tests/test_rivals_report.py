@@ -127,3 +127,11 @@ def test_the_matched_progress_numbers_are_the_decoders_head_row():
     assert n == pytest.approx({"head_loss_lead_decoder": 0.4, "head_matched_decoder": 0.5})
     t = rivals_report.progress_table(p)
     assert list(t["architecture"]) == list(p["kind"]) and t["ratio, last step"].eq(1.0).all()
+
+
+def test_the_shares_numbers_read_the_standard_heads_control_runs():
+    shares = pd.DataFrame([dict(kind=k, head=h, top_share=0.04 if h == "standard" else 0.5)
+                           for k in KINDS for h in ("standard", "unigram")])
+    n = rivals_report.shares_numbers(shares)
+    assert n["top_share_encoder"] == n["top_share_decoder"] == 0.04
+    assert n["top_share_even"] == pytest.approx(3 / 192)

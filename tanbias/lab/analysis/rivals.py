@@ -444,7 +444,8 @@ def share_rows(table) -> "object":
 # --------------------------------------------------------------------------- the accounts' words
 def account_words(contrasts, shares) -> "object":
     """Each account's word per architecture by its rule (accounts of rivals.toml): ``supported``,
-    ``against`` or ``not distinguished``, with ``why`` (the numbers the rule read, in words)."""
+    ``against`` or ``not distinguished``. The numbers the rules read are the contrasts and
+    :func:`share_rows`' intervals."""
     import pandas as pd
 
     c = contrasts.set_index(["contrast", "kind"])

@@ -11,10 +11,12 @@ import numpy as np
 from tanbias.lab import runs
 from tanbias.lab.analysis import registered, rivals
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import CAUSAL, RIVALS
+from tanbias.lab.experiments import CAUSAL, RIVALS, rivals_config
+from tanbias.theory.anisotropy import TOP_COORDINATES
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
            "head_numbers", "progress_table", "progress_numbers",
+           "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
@@ -174,6 +176,47 @@ def progress_numbers(progress) -> dict:
     matched loss (``head_matched_decoder``); the chapter checks the reading's word itself."""
     r = progress.set_index(["contrast", "kind"]).loc[("head_final", "decoder")]
     return {"head_loss_lead_decoder": -float(r["loss_gap"]), "head_matched_decoder": float(np.exp(r["estimate"]))}
+
+
+#: the top-3 coordinates' variance share of a cloud whose variance is spread evenly over the
+#: width of the rivals runs (the rogue-dimension account predicts well above it)
+TOP_SHARE_EVEN = TOP_COORDINATES / rivals_config("decoder", "standard-control", 0).size.hidden_size
+
+
+def shares_table(shares) -> "object":
+    """The readings the account rules read (rule.shares, :func:`~tanbias.lab.analysis.rivals.share_rows`),
+    per architecture and head, in the control runs: how much of the raw mean cosine centring and
+    standardising leave (ratios), chapter 7's enrichment with and without the output matrix's top
+    subspace (ln), each with its 95 % interval as ``<column> lo`` / ``<column> hi``, the mean's share
+    of the energy and the top-3 coordinates' variance share.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> row = dict(kind="decoder", head="standard", n_seeds=2, mean_share=0.2, top_share=0.04,
+    ...            **{f"{k}{e}": v for k in ("q_c", "q_s", "enrichment", "enrichment_outside")
+    ...               for e, v in (("", 0.1), ("_lo", 0.0), ("_hi", 0.2))})
+    >>> t = shares_table(pd.DataFrame([row]))
+    >>> list(t.columns)[:4], float(t.loc[0, "centred / raw hi"])
+    (['architecture', 'head', 'seeds', 'centred / raw'], 0.2)
+    """
+    import pandas as pd
+
+    out = pd.DataFrame({"architecture": shares["kind"], "head": shares["head"],
+                        "seeds": shares["n_seeds"].astype(int)})
+    for key, name in (("q_c", "centred / raw"), ("q_s", "standardised / raw"), ("enrichment", "enrichment (ln)"),
+                      ("enrichment_outside", "outside W_U (ln)")):
+        out[name], out[f"{name} lo"], out[f"{name} hi"] = shares[key], shares[f"{key}_lo"], shares[f"{key}_hi"]
+    out["mean's share"], out["top-3 share"] = shares["mean_share"], shares["top_share"]
+    return out.reset_index(drop=True)
+
+
+def shares_numbers(shares) -> dict:
+    """The top-3 coordinates' variance share of the standard head's control runs per architecture
+    (``top_share_<kind>``) and of an even spread (``top_share_even``), for the chapter's prose."""
+    s = shares.set_index(["kind", "head"])
+    return {"top_share_even": TOP_SHARE_EVEN,
+            **{f"top_share_{kind}": float(s.loc[(kind, "standard"), "top_share"]) for kind in KINDS}}
 
 
 def accounts_table(accounts) -> "object":
