@@ -63,14 +63,16 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
         status=pd.DataFrame({"committed": [True, True, False]}), interim=True,
         seeds={"encoder": [0, 1], "decoder": [0]},
         table=pd.DataFrame({"arm": ["proxy", "proxy", "control"], "sharpness": [2.0, 4.0, 100.0]}),
-        twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"]}))
+        twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"],
+                            "first_step": [np.nan, 3.0, np.nan, 6.0], "first_ulps": [np.nan, 2.0, np.nan, 1.0]}))
     n = rivals_report.numbers(analysis)
     assert (n["runs_committed"], n["runs_total"], n["interim"]) == (2, 3, "interim")
     assert (n["complete_seeds_encoder"], n["complete_seeds_decoder"]) == (2, 1)
     assert n["sharpness"] == 3.0                                   # the proxy arms' median only
     assert (n["twins"], n["twins_identical"], n["twins_within"], n["twins_different"]) == (4, 2, 1, 1)
+    assert (n["twins_first_step"], n["twins_first_ulps"]) == (6.0, 2.0)    # the twins that part only
     none = rivals_report.numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
-                                                          "twins": pd.DataFrame(columns=["losses"]),
+                                                          "twins": pd.DataFrame(columns=["losses", "first_step", "first_ulps"]),
                                                           "table": analysis.table.assign(sharpness=np.nan)}))
     assert none["interim"] == "final" and none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
 

@@ -83,7 +83,9 @@ def numbers(analysis) -> dict:
     ``runs_total``, ``interim``: ``"interim"`` or ``"final"``), the complete seeds
     (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
     the inputs each proxy is fitted on) and the twins' counts (``twins``, ``twins_identical``,
-    ``twins_within``, ``twins_different``). The verdicts themselves are the chapter's tables."""
+    ``twins_within``, ``twins_different``), and for the twins that are not identical the latest step
+    at which one first departs from its twin (``twins_first_step``) and the largest departure there,
+    in float32 steps of the loss (``twins_first_ulps``). The verdicts themselves are the chapter's tables."""
     s = analysis.status
     out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s)),
            "interim": "interim" if analysis.interim else "final"}
@@ -96,6 +98,10 @@ def numbers(analysis) -> dict:
     for word, key in (("identical", "twins_identical"), ("within tolerance", "twins_within"),
                       ("different", "twins_different")):
         out[key] = int((tw["losses"] == word).sum()) if len(tw) else 0
+    # where the twins that are not identical first part: the latest such step, the largest gap there
+    apart = tw[tw["losses"] != "identical"] if len(tw) else tw
+    out["twins_first_step"] = float(apart["first_step"].max()) if len(apart) else float("nan")
+    out["twins_first_ulps"] = float(apart["first_ulps"].max()) if len(apart) else float("nan")
     return out
 
 
@@ -241,8 +247,9 @@ def survival_table(survival) -> "object":
 
 def twin_table(twins) -> "object":
     """The standard-head runs against their committed twins."""
-    return twins[["run", "twin", "losses", "tables", "max_loss_diff", "max_table_diff"]].rename(
-        columns={"max_loss_diff": "largest loss difference", "max_table_diff": "largest table difference"})
+    return twins[["run", "twin", "losses", "tables", "first_step", "max_loss_diff", "max_table_diff"]].rename(
+        columns={"first_step": "first step apart", "max_loss_diff": "largest loss difference",
+                 "max_table_diff": "largest table difference"})
 
 
 def registration() -> dict:
