@@ -20,12 +20,11 @@ import numpy as np
 
 from tanbias._checks import check_choice
 from tanbias.lab.analysis import causal, registered
-from tanbias.lab.analysis.rivals import SECONDARY
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
-           "CELLS", "SECONDARY_FAMILY", "primary_sd", "power_analysis", "design_numbers"]
+           "CELLS", "secondary_family", "primary_sd", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/rivals.toml`` (the design's pin): the code refuses a
 #: registration that changed
@@ -38,14 +37,18 @@ PRIMARY_FAMILY = 2 * 2
 ALPHA = 0.05
 #: cells per architecture: heads x arms
 CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
-#: the secondary family (rule.secondary): every secondary contrast, in both architectures
-SECONDARY_FAMILY = len(KINDS) * len(SECONDARY)
 
 
 def registration() -> dict:
     """``data/preregistration/rivals.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
     (:func:`~tanbias.lab.analysis.registered.registration`)."""
     return registered.registration(RIVALS)
+
+
+def secondary_family() -> int:
+    """The size of the secondary family Holm reads (rule.secondary): each registered secondary
+    contrast, in both architectures."""
+    return len(KINDS) * len(registration()["rule"]["secondary"]["contrasts"])
 
 
 def primary_sd(kind: str, table=None) -> dict:
@@ -107,9 +110,9 @@ def design_numbers(power) -> dict:
     The secondary contrasts the registration does not buy full power for: ``seeds_few`` (the
     fewest seeds of any cell, the random and aliasing cells'), and the power a contrast
     with such a cell reaches for the same change, at Holm's first threshold over the secondary
-    family (``power_secondary_<kind>``, α / ``secondary_family``) and at its last (``power_last_<kind>``,
+    family (``power_secondary_<kind>``, α / :func:`secondary_family`) and at its last (``power_last_<kind>``,
     α). Both use the fewer seeds for both cells, so they are lower bounds."""
-    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": SECONDARY_FAMILY}
+    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": secondary_family()}
     for kind in KINDS:
         p = power[power["kind"] == kind].set_index("seeds")
         n = len(RIVALS_SEEDS[kind]["control"])
@@ -120,6 +123,6 @@ def design_numbers(power) -> dict:
         out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
         few = min(len(seeds) for seeds in RIVALS_SEEDS[kind].values())
         out["seeds_few"] = min(few, out.get("seeds_few", few))
-        for key, alpha in (("secondary", ALPHA / SECONDARY_FAMILY), ("last", ALPHA)):
+        for key, alpha in (("secondary", ALPHA / out["secondary_family"]), ("last", ALPHA)):
             out[f"power_{key}_{kind}"] = registered.contrast_power(TARGET_RATIO, out[f"sd_{kind}"], few, CELLS, alpha)
     return out
