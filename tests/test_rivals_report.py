@@ -75,6 +75,7 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
                                                           "twins": pd.DataFrame(columns=["losses", "first_step", "first_ulps"]),
                                                           "table": analysis.table.assign(sharpness=np.nan)}))
     assert none["interim"] == "final" and none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
+    assert np.isnan(none["twins_first_step"]) and np.isnan(none["twins_first_ulps"])
 
 
 def test_the_accounts_table_reads_in_the_chapters_order():

@@ -112,7 +112,8 @@ def design_numbers(power) -> dict:
     with such a cell reaches for the same change, at Holm's first threshold over the secondary
     family (``power_secondary_<kind>``, α / :func:`secondary_family`) and at its last (``power_last_<kind>``,
     α). Both use the fewer seeds for both cells, so they are lower bounds."""
-    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": secondary_family()}
+    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": secondary_family(),
+           "seeds_few": min(len(seeds) for kind in KINDS for seeds in RIVALS_SEEDS[kind].values())}
     for kind in KINDS:
         p = power[power["kind"] == kind].set_index("seeds")
         n = len(RIVALS_SEEDS[kind]["control"])
@@ -122,7 +123,6 @@ def design_numbers(power) -> dict:
         out[f"power_{kind}"] = float(p.loc[n, "power"])
         out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
         few = min(len(seeds) for seeds in RIVALS_SEEDS[kind].values())
-        out["seeds_few"] = min(few, out.get("seeds_few", few))
         for key, alpha in (("secondary", ALPHA / out["secondary_family"]), ("last", ALPHA)):
             out[f"power_{key}_{kind}"] = registered.contrast_power(TARGET_RATIO, out[f"sd_{kind}"], few, CELLS, alpha)
     return out

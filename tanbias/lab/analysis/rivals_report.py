@@ -99,9 +99,9 @@ def numbers(analysis) -> dict:
                       ("different", "twins_different")):
         out[key] = int((tw["losses"] == word).sum()) if len(tw) else 0
     # where the twins that are not identical first part: the latest such step, the largest gap there
-    apart = tw[tw["losses"] != "identical"] if len(tw) else tw
-    out["twins_first_step"] = float(apart["first_step"].max()) if len(apart) else float("nan")
-    out["twins_first_ulps"] = float(apart["first_ulps"].max()) if len(apart) else float("nan")
+    apart = tw[tw["losses"] != "identical"]                # none: the maxima are NaN
+    out["twins_first_step"] = float(apart["first_step"].max())
+    out["twins_first_ulps"] = float(apart["first_ulps"].max())
     return out
 
 
