@@ -86,12 +86,12 @@ def test_the_readme_and_the_lab_guide_quote_each_experiments_recorded_wall_time(
 
     import pytest
 
-    from tanbias.book.bench import _experiment_record, budgeted_experiments
+    from tanbias.book.bench import experiment_record, budgeted_experiments
     from tanbias.lab import runs
     from tanbias.lab.experiments import EXPERIMENTS
 
     for name, (record, budget, _title) in budgeted_experiments().items():
-        rec = _experiment_record(runs.ROOT, record, budget)
+        rec = experiment_record(runs.ROOT, record, budget)
         if rec is None:
             continue
         hours = f"{rec['wall_seconds'] / 3600:.1f} h"
