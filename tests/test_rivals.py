@@ -131,3 +131,13 @@ def test_matched_progress_reads_each_pair_at_the_slower_runs_final_loss():
     assert row["loss_gap"] == pytest.approx(0.5) and row["n_seeds"] == 4
     assert row["word"] in {"survives", "reverses", "not told apart from progress"}
     assert m.loc[("head_final", "encoder"), "word"] == "n/a"          # not significant: nothing to read
+
+
+def test_the_log_outcomes_are_those_the_registration_reads_as_logarithms():
+    """A contrast is shown as a ratio exactly when its outcome is registered as a logarithm (rivals.toml:
+    "ln of ...", and enrichment_outside, "the same" as the ln enrichment)."""
+    from tanbias.lab.analysis import rivals_report
+
+    registered = rivals_report.registration()["outcomes"]
+    ln = {k for k, v in registered.items() if v.startswith("ln ")} | {"enrichment_outside"}
+    assert set(rivals.LOG_OUTCOMES) & set(registered) == ln

@@ -138,3 +138,52 @@ def test_the_shares_numbers_read_the_standard_heads_control_runs():
     n = rivals_report.shares_numbers(shares)
     assert n["top_share_encoder"] == n["top_share_decoder"] == 0.04
     assert n["top_share_even"] == pytest.approx(3 / 192)
+
+
+def _survival(words: dict, verdict="surgery lowers the mean cosine (chapter 12)", standard="negative"):
+    row = {"verdict": verdict, "kind": "decoder", "standard": standard, "outside W_U": "n/a"}
+    row.update({c: words.get(c, standard) for c in ("unigram head", "centred", "standardised", "type-balanced")})
+    return pd.DataFrame([row])
+
+
+def _words(survival, interim=False):
+    a = types.SimpleNamespace(interim=interim, survival=survival,
+                              contrasts=pd.DataFrame([dict(kind="decoder", contrast="head_final", word="negative")]),
+                              accounts=pd.DataFrame([dict(account="measurement", kind="decoder", word="against")]))
+    return rivals_report.words_of(a)
+
+
+@pytest.mark.parametrize("words, kept", [
+    ({}, "every rival"),                                               # every correction keeps the word
+    ({"centred": "indistinguishable"}, "some rivals"),
+    ({c: "positive" for c in ("unigram head", "centred", "standardised", "type-balanced")}, "no rival"),
+])
+def test_kept_counts_the_corrections_that_keep_the_standard_word(words, kept):
+    w = _words(_survival(words))
+    assert w["kept, surgery, decoder"] == kept
+    assert w["surgery, decoder, outside W_U"] == "n/a"                 # a correction that does not apply
+    assert w["status"] == "final" and w["contrast, decoder, head_final"] == "negative"
+    assert w["measurement, decoder"] == "against"
+
+
+def test_the_enrichment_row_is_named_by_its_short_key_and_ignores_na():
+    s = _survival({}, verdict="the proxy is enriched late (chapter 7)", standard="positive")
+    s[["centred", "standardised", "type-balanced"]] = "n/a"
+    s["outside W_U"] = "indistinguishable"
+    w = _words(s, interim=True)
+    assert w["status"] == "interim"
+    assert w["kept, enrichment, decoder"] == "some rivals"            # kept under the unigram head, not outside W_U
+    with pytest.raises(KeyError, match="no such word"):
+        rivals_report.word_checks(types.SimpleNamespace(interim=False, survival=s, contrasts=pd.DataFrame(
+            columns=["kind", "contrast", "word"]), accounts=pd.DataFrame(columns=["account", "kind", "word"])),
+            {"kept, surgery, decoder": "every rival"})
+
+
+def test_contrast_numbers_exponentiate_only_the_log_outcomes():
+    c = pd.DataFrame([dict(contrast="head_peak", kind="encoder", outcome="peak", estimate=0.0, lo=-0.1, hi=0.1,
+                           word="indistinguishable"),
+                      dict(contrast="head_final_isoscore", kind="encoder", outcome="isoscore", estimate=0.0,
+                           lo=-0.1, hi=0.1, word="indistinguishable")])
+    n = rivals_report.contrast_numbers(c)
+    assert n["head_peak_encoder"] == 1.0 and n["head_peak_encoder_lo"] == pytest.approx(np.exp(-0.1))
+    assert n["head_final_isoscore_encoder"] == 0.0 and n["head_final_isoscore_encoder_lo"] == -0.1

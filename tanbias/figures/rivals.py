@@ -11,14 +11,13 @@ from plotly.subplots import make_subplots
 
 from tanbias.figures import COLORS, GREY, KIND_COLORS, frozen_layout, labelled, shared_x_title
 from tanbias.figures.interactive import Interactive, Param
+from tanbias.lab.analysis.rivals import LOG_OUTCOMES as _LOG_OUTCOMES
 from tanbias.lab.config import KINDS
 
 __all__ = ["HEAD_COLORS", "transient_interactive", "long_runs_figure", "forest_figure", "initialisation_figure"]
 
 #: one colour per output head
 HEAD_COLORS = {"standard": COLORS[7], "unigram": COLORS[5]}
-#: the contrasts read on the log scale (their outcome is a logarithm: the estimate is a ratio)
-_LOG_OUTCOMES = {"raw", "peak", "enrichment", "enrichment_outside"}
 
 
 @frozen_layout

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias._checks import check_choice
-from tanbias.lab.analysis import alias_report, dose_report, pretrained_report, rivals_report, sweep, sweep_report
+from tanbias.lab.analysis import alias_report, dose_report, pretrained_report, rivals, rivals_report, sweep, sweep_report
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 
@@ -70,8 +70,6 @@ _HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_tes
 #: the rivals experiment's verdicts (its survival table's ``verdict``) that re-read each property's
 #: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
 _SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
-#: the survival table's columns that each hold one rival's correction
-_CORRECTIONS = ("unigram head", "centred", "standardised", "type-balanced", "outside W_U")
 
 
 def property_word(readings) -> str:
@@ -122,7 +120,7 @@ def survival_word(survival, verdicts, interim: bool) -> str:
     if interim:
         return "not yet tested"
     rows = survival[survival["verdict"].str.startswith(tuple(verdicts))]
-    same = [row[c] == row["standard"] for _, row in rows.iterrows() for c in _CORRECTIONS if row[c] != "n/a"]
+    same = [row[c] == row["standard"] for _, row in rows.iterrows() for c in rivals.CORRECTIONS if row[c] != "n/a"]
     if not same:
         return "not tested"
     return "survives" if all(same) else "does not survive" if not any(same) else "partly survives"

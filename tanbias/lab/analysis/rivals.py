@@ -46,10 +46,10 @@ from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.stats import interval_word
 from tanbias.theory.anisotropy import mean_cosine
 
-__all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "CELLS",
+__all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "LOG_OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
            "complete_seeds", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
-           "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
+           "CORRECTIONS", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
 #: the peak is read over the probe steps in this first share of training (steps 0..95 of 320)
@@ -70,10 +70,12 @@ OUTCOMES = {
     "top_share": "the top-3 coordinates' variance share (layer mean, last probe step)",
     "isoscore": "IsoScore* (layer mean, last probe step)",
     "enrichment": "ln enrichment of the frozen proxy (geometric mean over layers, last probe step)",
-    "enrichment_outside": "the same outside the output matrix's top-8 subspace",
+    "enrichment_outside": "ln enrichment of the frozen proxy outside the output matrix's top-8 subspace",
     "heldout_loss": "held-out loss on the common text [nats]",
     "gain": "gain over unigram, final evaluation [nats]",
 }
+#: the outcomes that are logarithms: a contrast on one of them is a ratio, exp(estimate)
+LOG_OUTCOMES = frozenset(k for k, v in OUTCOMES.items() if v.startswith("ln "))
 #: the eight cells of an architecture's model, standard-control first (the reference)
 CELLS = tuple(f"{h}-{a}" for h in RIVALS_HEADS for a in RIVALS_ARMS)
 
@@ -503,6 +505,10 @@ def account_words(contrasts, shares) -> "object":
 #: name -> (chapter, contrast on the standard head, its twin on the unigram head)
 VERDICTS = {"surgery lowers the mean cosine (chapter 12)": ("surgery_standard", "surgery_unigram"),
             "aliasing raises the mean cosine (chapter 11)": ("alias_standard", "alias_unigram")}
+
+
+#: the survival table's columns that each hold one rival's correction (:func:`survival_rows`)
+CORRECTIONS = ("unigram head", "centred", "standardised", "type-balanced", "outside W_U")
 
 
 def survival_rows(table, contrasts, shares) -> "object":

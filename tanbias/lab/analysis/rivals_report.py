@@ -12,12 +12,13 @@ from tanbias.lab import runs
 from tanbias.lab.analysis import registered, rivals
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS, rivals_config
+from tanbias.stats import check_words
 from tanbias.theory.anisotropy import TOP_COORDINATES
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
-           "head_numbers", "progress_table", "progress_numbers",
+           "head_numbers", "long_numbers", "progress_table", "progress_numbers",
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
-           "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
+           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -151,6 +152,39 @@ def head_numbers(analysis) -> dict:
             for kind in KINDS for head in ("standard", "unigram")}
 
 
+def long_numbers(trajectory) -> dict:
+    """What follows the transient: per architecture and head, the long runs' (arm ``long``) layer-mean
+    mean cosine at their last probe step, averaged over their seeds (``long_end_<head>_<kind>``), the
+    same for the 320-step control runs of those seeds (``short_end_<head>_<kind>``), and how many
+    long runs are committed (``long_runs``). NaN where a cell has no long run.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> rows = [dict(kind="decoder", head="standard", arm=arm, seed=0, layer="mean", step=s, mean_cosine=v)
+    ...         for arm, steps, vs in (("long", (0, 1279), (0.1, 0.05)), ("control", (0, 319), (0.1, 0.2)))
+    ...         for s, v in zip(steps, vs)]
+    >>> n = long_numbers(pd.DataFrame(rows))
+    >>> n["long_end_standard_decoder"], n["short_end_standard_decoder"], n["long_runs"]
+    (0.05, 0.2, 1)
+    >>> bool(np.isnan(n["long_end_unigram_encoder"]))
+    True
+    """
+    t = trajectory[trajectory["layer"].astype(str) == "mean"].sort_values("step")
+    ends = t.groupby(["kind", "head", "arm", "seed"])["mean_cosine"].last()
+    out = {"long_runs": int((ends.index.get_level_values("arm") == "long").sum())}
+    for kind in KINDS:
+        for head in ("standard", "unigram"):
+            try:
+                long = ends.loc[(kind, head, "long")]
+            except KeyError:
+                long = ends.iloc[:0]
+            short = ends.reindex([(kind, head, "control", s) for s in long.index]).dropna()
+            out[f"long_end_{head}_{kind}"] = float(long.mean()) if len(long) else float("nan")
+            out[f"short_end_{head}_{kind}"] = float(short.mean()) if len(short) else float("nan")
+    return out
+
+
 def progress_table(progress) -> "object":
     """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
     as a reader's table: architecture, contrast, how much more held-out loss the first cell's runs end
@@ -238,6 +272,78 @@ def contrast_table(contrasts, family: str) -> "object":
     t = contrasts[contrasts["family"] == family]
     return t[["contrast", "kind", "outcome", "estimate", "lo", "hi", "p", "p_holm", "word"]].rename(
         columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p"})
+
+
+def contrast_numbers(contrasts) -> dict:
+    """Every registered contrast as the prose quotes it: ``<contrast>_<kind>`` is the ratio
+    exp(estimate) for an outcome that is a logarithm (:data:`~tanbias.lab.analysis.rivals.LOG_OUTCOMES`)
+    and the difference otherwise, with its 95 % interval (``_lo``, ``_hi``) on the same scale, and
+    ``<contrast>_<kind>_word``, the interval's word.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> c = pd.DataFrame([dict(contrast="head_final", kind="decoder", outcome="raw", estimate=np.log(0.5),
+    ...                        lo=np.log(0.4), hi=np.log(0.6), word="negative"),
+    ...                   dict(contrast="head_final_centred", kind="decoder", outcome="centred", estimate=-0.01,
+    ...                        lo=-0.02, hi=0.0, word="indistinguishable")])
+    >>> n = contrast_numbers(c)
+    >>> round(n["head_final_decoder"], 3), round(n["head_final_decoder_hi"], 3), n["head_final_decoder_word"]
+    (0.5, 0.6, 'negative')
+    >>> n["head_final_centred_decoder_lo"]
+    -0.02
+    """
+    out = {}
+    for _, r in contrasts.iterrows():
+        scale = np.exp if r["outcome"] in rivals.LOG_OUTCOMES else float
+        key = f"{r['contrast']}_{r['kind']}"
+        out.update({key: float(scale(r["estimate"])), f"{key}_lo": float(scale(r["lo"])),
+                    f"{key}_hi": float(scale(r["hi"])), f"{key}_word": r["word"]})
+    return out
+
+
+#: a short name for each earlier verdict the survival table re-reads (the start of its ``verdict``)
+VERDICT_KEYS = {"surgery": "surgery", "aliasing": "aliasing", "the proxy is enriched": "enrichment"}
+
+
+def words_of(analysis) -> dict:
+    """Every word chapter 13 and the closing page state about the experiment, by name, for
+    :func:`word_checks`: ``status`` (``interim`` or ``final``); ``<account>, <kind>`` (the account's
+    word by its registered rule); ``contrast, <kind>, <contrast>`` (the interval word of each
+    registered contrast); ``<verdict>, <kind>, <column>`` (each cell of the survival table, the
+    verdict by its :data:`VERDICT_KEYS` name: ``surgery``, ``aliasing``, ``enrichment``); and
+    ``kept, <verdict>, <kind>``: ``every rival`` when every correction that applies keeps the
+    standard reading's word, ``no rival`` when none does, ``some rivals`` otherwise.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> from types import SimpleNamespace
+    >>> survival = pd.DataFrame([dict(verdict="surgery lowers", kind="decoder", standard="negative",
+    ...     **{"unigram head": "negative", "centred": "indistinguishable", "standardised": "negative",
+    ...        "type-balanced": "negative", "outside W_U": "n/a"})])
+    >>> a = SimpleNamespace(interim=False, survival=survival, contrasts=pd.DataFrame(columns=["kind", "contrast", "word"]),
+    ...                     accounts=pd.DataFrame([dict(account="common_drift", kind="decoder", word="supported")]))
+    >>> w = words_of(a)
+    >>> w["status"], w["common_drift, decoder"], w["surgery, decoder, centred"], w["kept, surgery, decoder"]
+    ('final', 'supported', 'indistinguishable', 'some rivals')
+    """
+    out = {"status": "interim" if analysis.interim else "final"}
+    out.update({f"{r['account']}, {r['kind']}": r["word"] for _, r in analysis.accounts.iterrows()})
+    out.update({f"contrast, {r['kind']}, {r['contrast']}": r["word"] for _, r in analysis.contrasts.iterrows()})
+    for _, r in analysis.survival.iterrows():
+        key = next(v for k, v in VERDICT_KEYS.items() if r["verdict"].startswith(k))
+        for column in ("standard", *rivals.CORRECTIONS):
+            out[f"{key}, {r['kind']}, {column}"] = r[column]
+        kept = [r[c] == r["standard"] for c in rivals.CORRECTIONS if r[c] != "n/a"]
+        out[f"kept, {key}, {r['kind']}"] = "every rival" if all(kept) else "no rival" if not any(kept) else "some rivals"
+    return out
+
+
+def word_checks(analysis, expected: dict) -> list:
+    """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against :func:`words_of`
+    (:func:`tanbias.stats.check_words`: a name it does not know raises ``KeyError`` naming the known ones)."""
+    return check_words(words_of(analysis), expected)
 
 
 def survival_table(survival) -> "object":
