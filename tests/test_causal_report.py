@@ -63,8 +63,9 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
     assert causal_report.progress_words(ca)[("encoder", "proxy - control")] == "not told apart from progress"
     p = causal_report.progress_table(ca)
     assert list(p.columns) == ["architecture", "contrast", "loss gap at end [nats]", "ratio, last step",
-                               "ratio, matched loss", "its 95 % CI", "reading", "seeds"]
-    assert len(p) == 3 + 4 and not too_precise(format_table(p).to_html())
+                               "ratio, matched loss", "lo", "hi", "reading", "seeds"]
+    assert (p["lo"] <= p["ratio, matched loss"]).all() and (p["ratio, matched loss"] <= p["hi"]).all()
+    assert len(p) == 3 + 4 and not too_precise(format_table(p, intervals={"its 95 % CI": ("lo", "hi")}).to_html())
 
 
 def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():

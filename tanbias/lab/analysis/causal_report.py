@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tanbias.lab.analysis import registered
 from tanbias.lab.analysis.causal import (ALPHA, OUTCOMES, PRIMARY, CausalAnalysis, fit_contrasts,
                                         trajectory_contrast)
 from tanbias.lab.config import KINDS, SIZES
@@ -165,21 +166,14 @@ def progress_words(ca: CausalAnalysis) -> dict:
 
 def progress_table(ca: CausalAnalysis) -> "object":
     """The contrasts at matched training progress (post hoc, causal-posthoc.toml) beside the registered
-    ones, as a reader's table: architecture, contrast, how much less the first arm learned (nats of
-    held-out loss at the end), the registered ratio, the ratio at matched held-out loss with its 95 %
-    interval, the word, seeds (the registered ratio is the one at the last step). Empty before an
-    architecture has two complete seeds."""
+    ones, as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter
+    13's: the ratio at matched held-out loss with its 95 % interval in ``lo`` and ``hi``). Empty before
+    an architecture has two complete seeds."""
     import pandas as pd
 
     if ca.progress is None:
         return pd.DataFrame()
-    p = ca.progress[ca.progress["kind"].isin(analysed_kinds(ca))]
-    return pd.DataFrame({"architecture": p["kind"], "contrast": p["contrast"],
-                         "loss gap at end [nats]": p["loss_gap"],
-                         "ratio, last step": np.exp(p["registered"]),
-                         "ratio, matched loss": np.exp(p["estimate"]),
-                         "its 95 % CI": [_pair(*np.exp([lo, hi])) for lo, hi in zip(p["lo"], p["hi"])],
-                         "reading": p["word"], "seeds": p["n_seeds"].astype(int)}).reset_index(drop=True)
+    return registered.progress_table(ca.progress[ca.progress["kind"].isin(analysed_kinds(ca))])
 
 
 #: the level of each rule's interval: rule.early and rule.reinforcing read theirs at 1 − α/2 (two

@@ -42,7 +42,8 @@ from tanbias.stats import interval_word
 
 __all__ = ["REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
            "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_ratio",
-           "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress"]
+           "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress",
+           "progress_table"]
 
 #: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
 #: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
@@ -420,6 +421,33 @@ def progress_word(sign, lo, hi) -> str:
     ('survives', 'not told apart from progress')
     """
     return _PROGRESS_WORDS[relative_word(sign, lo, hi)]
+
+
+def progress_table(progress) -> "object":
+    """Contrasts at matched training progress as a reader's table, for chapters 12 and 13: architecture,
+    contrast, the held-out loss the first arm ends with beyond the second (nats), the ratio at the last
+    step (the registered contrast), the ratio at matched held-out loss with its 95 % interval (``lo``,
+    ``hi``, ratios: ``format_table(..., intervals={"its 95 % CI": ("lo", "hi")})``), the word, and
+    the seeds it reads. ``progress`` has ``kind, contrast, loss_gap, registered, estimate, lo, hi, word,
+    n_seeds``, the contrasts on the ln scale.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> p = pd.DataFrame([dict(contrast="head_final", kind="decoder", estimate=np.log(0.5), lo=np.log(0.4),
+    ...                        hi=np.log(0.6), n_seeds=2, loss_gap=-0.4, registered=np.log(0.45), word="survives")])
+    >>> row = progress_table(p).iloc[0]
+    >>> [round(float(row[c]), 2) for c in ("loss gap at end [nats]", "ratio, last step", "ratio, matched loss", "lo", "hi")]
+    [-0.4, 0.45, 0.5, 0.4, 0.6]
+    """
+    import pandas as pd
+
+    return pd.DataFrame({"architecture": progress["kind"], "contrast": progress["contrast"],
+                         "loss gap at end [nats]": progress["loss_gap"],
+                         "ratio, last step": np.exp(progress["registered"]),
+                         "ratio, matched loss": np.exp(progress["estimate"]),
+                         "lo": np.exp(progress["lo"]), "hi": np.exp(progress["hi"]),
+                         "reading": progress["word"], "seeds": progress["n_seeds"].astype(int)}).reset_index(drop=True)
 
 
 def value_at_progress(steps, loss, outcome, level: float, last: bool = False) -> float:

@@ -187,27 +187,8 @@ def long_numbers(trajectory) -> dict:
 
 def progress_table(progress) -> "object":
     """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
-    as a reader's table: architecture, contrast, how much more held-out loss the first cell's runs end
-    with (nats), the ratio at the last step (the registered contrast), the ratio at matched held-out
-    loss with its 95 % interval (``lo``, ``hi``, ratios), the word, and the seeds it reads.
-
-    Example
-    -------
-    >>> import pandas as pd
-    >>> p = pd.DataFrame([dict(contrast="head_final", kind="decoder", estimate=np.log(0.5), lo=np.log(0.4),
-    ...                        hi=np.log(0.6), n_seeds=2, loss_gap=-0.4, registered=np.log(0.45), word="survives")])
-    >>> row = progress_table(p).iloc[0]
-    >>> [round(float(row[c]), 2) for c in ("loss gap at end [nats]", "ratio, last step", "ratio, matched loss", "lo", "hi")]
-    [-0.4, 0.45, 0.5, 0.4, 0.6]
-    """
-    import pandas as pd
-
-    return pd.DataFrame({"architecture": progress["kind"], "contrast": progress["contrast"],
-                         "loss gap at end [nats]": progress["loss_gap"],
-                         "ratio, last step": np.exp(progress["registered"]),
-                         "ratio, matched loss": np.exp(progress["estimate"]),
-                         "lo": np.exp(progress["lo"]), "hi": np.exp(progress["hi"]),
-                         "reading": progress["word"], "seeds": progress["n_seeds"].astype(int)}).reset_index(drop=True)
+    as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter 12's)."""
+    return registered.progress_table(progress)
 
 
 def progress_numbers(progress) -> dict:
