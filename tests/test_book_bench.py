@@ -68,3 +68,42 @@ def test_the_measure_command_over_its_target_is_named():
     assert over_targets(r) == ["measure command ratio_alignment"]
     del r["measure"]["ratio_alignment"]                    # --quick: no alignment test
     assert over_targets(r) == [] and "with it" not in format_report(r)
+
+
+def _quoted_row(doc: str, name: str) -> str:
+    from tanbias.lab.runs import ROOT
+
+    rows = [line for line in (ROOT / doc).read_text(encoding="utf8").splitlines()
+            if line.startswith("|") and f"`make {name}`" in line]
+    assert len(rows) == 1, f"{doc} has {len(rows)} table rows for make {name}"
+    return rows[0]
+
+
+def test_the_readme_and_the_lab_guide_quote_each_experiments_recorded_wall_time():
+    """The wall time each budgeted experiment's row quotes is its record's (what `make bench` reads),
+    and a running experiment's count of committed runs is the count of its complete run folders."""
+    import re
+
+    import pytest
+
+    from tanbias.book.bench import experiment_record, budgeted_experiments
+    from tanbias.lab import runs
+    from tanbias.lab.experiments import EXPERIMENTS
+
+    for name, (record, budget, _title) in budgeted_experiments().items():
+        rec = experiment_record(runs.ROOT, record, budget)
+        if rec is None:
+            continue
+        hours = f"{rec['wall_seconds'] / 3600:.1f} h"
+        names = EXPERIMENTS[name].names()
+        done = sum(runs.is_complete(runs.run_dir(n)) for n in names)
+        for doc in ("README.md", "chapters/lab_guide.md"):
+            row = _quoted_row(doc, name)
+            assert hours in row, f"{doc}: make {name} should quote the recorded {hours}: {row}"
+            if done < len(names):
+                quoted = re.search(rf"\b{done} (committed )?in {re.escape(hours)}", row)
+                assert quoted and "running" in row, f"{doc}: {done} of make {name}'s runs are in: {row}"
+            else:
+                assert "running" not in row, row
+    with pytest.raises(AssertionError):
+        _quoted_row("README.md", "no-such-experiment")

@@ -7,9 +7,16 @@ import pytest
 
 from tanbias.lab import runs
 from tanbias.lab.analysis import rivals_design as rd
+from tanbias.lab.analysis.rivals import SECONDARY
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS, causal_config, rivals_config
 
 REGISTRATION = runs.ROOT / "data" / "preregistration" / "rivals.toml"
+
+
+@pytest.fixture(scope="module")
+def design():
+    """The design's numbers from the committed causal runs (a few seconds: read once)."""
+    return rd.design_numbers(rd.power_analysis())
 
 
 def test_the_registration_is_pinned_and_reads():
@@ -50,10 +57,24 @@ def test_a_standard_head_cell_is_its_committed_twin_but_for_the_name():
         name="rivals-decoder-unigram-proxy-s0", output_bias="unigram")
 
 
-def test_the_power_of_the_registered_seeds_is_the_registrations():
-    power = rd.power_analysis()
-    n = rd.design_numbers(power)
+def test_the_power_of_the_registered_seeds_is_the_registrations(design):
+    n = design
     assert n["sd_encoder"] == pytest.approx(0.121, abs=0.0005) and n["sd_df_encoder"] == 55
     assert n["sd_decoder"] == pytest.approx(0.057, abs=0.0005) and n["sd_df_decoder"] == 24
     assert n["seeds_encoder"] == 8 and n["power_encoder"] >= rd.TARGET_POWER > n["power_fewer_encoder"]
     assert n["seeds_decoder"] == 5 and n["power_decoder"] >= rd.TARGET_POWER
+
+
+def test_the_secondary_power_is_reported_for_the_cells_with_fewer_seeds(design):
+    import re
+    family = rd.registration()["rule"]["secondary"]["family"]
+    assert rd.secondary_family() == int(re.search(r"\((\d+) contrasts\)", family).group(1))
+    assert rd.secondary_family() == 2 * len(SECONDARY)         # the analysis reads the same family
+    n = design
+    assert n["seeds_few"] == 5
+    for kind in ("encoder", "decoder"):
+        # a stricter threshold loses power; fewer seeds than the primary cells' lose power too
+        assert 0 < n[f"power_secondary_{kind}"] < n[f"power_last_{kind}"] <= 1
+    assert n["power_secondary_encoder"] < n["power_fewer_encoder"] < n["power_encoder"]
+    # the registration's budget line: full power is not bought for the encoder's secondary contrasts
+    assert n["power_secondary_encoder"] < rd.TARGET_POWER

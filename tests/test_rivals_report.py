@@ -63,16 +63,19 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
         status=pd.DataFrame({"committed": [True, True, False]}), interim=True,
         seeds={"encoder": [0, 1], "decoder": [0]},
         table=pd.DataFrame({"arm": ["proxy", "proxy", "control"], "sharpness": [2.0, 4.0, 100.0]}),
-        twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"]}))
+        twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"],
+                            "first_step": [np.nan, 3.0, np.nan, 6.0], "first_ulps": [np.nan, 2.0, np.nan, 1.0]}))
     n = rivals_report.numbers(analysis)
     assert (n["runs_committed"], n["runs_total"], n["interim"]) == (2, 3, "interim")
     assert (n["complete_seeds_encoder"], n["complete_seeds_decoder"]) == (2, 1)
     assert n["sharpness"] == 3.0                                   # the proxy arms' median only
     assert (n["twins"], n["twins_identical"], n["twins_within"], n["twins_different"]) == (4, 2, 1, 1)
+    assert (n["twins_first_step"], n["twins_first_ulps"]) == (6.0, 2.0)    # the twins that part only
     none = rivals_report.numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
-                                                          "twins": pd.DataFrame(columns=["losses"]),
+                                                          "twins": pd.DataFrame(columns=["losses", "first_step", "first_ulps"]),
                                                           "table": analysis.table.assign(sharpness=np.nan)}))
     assert none["interim"] == "final" and none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
+    assert np.isnan(none["twins_first_step"]) and np.isnan(none["twins_first_ulps"])
 
 
 def test_the_accounts_table_reads_in_the_chapters_order():
@@ -113,3 +116,25 @@ def test_the_head_table_reads_only_seeds_with_both_heads():
     h = rivals_report.head_table(types.SimpleNamespace(trajectory=t)).set_index("architecture")
     assert h.loc["encoder"].tolist() == pytest.approx([2, 0.98, 0.60, 0.35, 0.15])
     assert h.loc["decoder", "seeds"] == 0 and h.loc["decoder"].drop("seeds").isna().all()
+    n = rivals_report.head_numbers(types.SimpleNamespace(trajectory=t))
+    assert (n["head_peak_standard_encoder"], n["head_peak_unigram_encoder"]) == pytest.approx((0.98, 0.60))
+    assert np.isnan(n["head_peak_standard_decoder"]) and np.isnan(n["head_peak_unigram_decoder"])
+
+
+def test_the_matched_progress_numbers_are_the_decoders_head_row():
+    p = pd.DataFrame([dict(contrast=c, kind=k, estimate=np.log(0.5 if k == "decoder" else 2.0), lo=np.nan,
+                           hi=np.nan, n_seeds=2, loss_gap=-0.4 if k == "decoder" else 0.1,
+                           registered=0.0, word="n/a")
+                      for c in ("surgery_unigram", "head_final") for k in KINDS])
+    n = rivals_report.progress_numbers(p)
+    assert n == pytest.approx({"head_loss_lead_decoder": 0.4, "head_matched_decoder": 0.5})
+    t = rivals_report.progress_table(p)
+    assert list(t["architecture"]) == list(p["kind"]) and t["ratio, last step"].eq(1.0).all()
+
+
+def test_the_shares_numbers_read_the_standard_heads_control_runs():
+    shares = pd.DataFrame([dict(kind=k, head=h, top_share=0.04 if h == "standard" else 0.5)
+                           for k in KINDS for h in ("standard", "unigram")])
+    n = rivals_report.shares_numbers(shares)
+    assert n["top_share_encoder"] == n["top_share_decoder"] == 0.04
+    assert n["top_share_even"] == pytest.approx(3 / 192)

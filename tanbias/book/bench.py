@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 __all__ = ["TARGETS", "toc_documents", "is_notebook", "page_weight", "exec_times",
-           "chapter_latencies", "build_book", "run", "format_report", "main"]
+           "chapter_latencies", "build_book", "budgeted_experiments", "experiment_record", "run", "format_report", "main"]
 
 #: The budgets the table compares against.
 TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000}
@@ -266,7 +266,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["measure"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["sweep"] = _sweep_record(Path(root))
     for key, (name, budget, _) in budgeted_experiments().items():
-        report[key] = _experiment_record(Path(root), name, budget)
+        report[key] = experiment_record(Path(root), name, budget)
     report["pretrained"] = _pretrained_record(Path(root))
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
@@ -295,7 +295,7 @@ def budgeted_experiments() -> dict:
             for d in EXPERIMENTS.values() if d.budget_hours is not None}
 
 
-def _experiment_record(root: Path, name: str = "dose.json", budget: float = 5 * 3600.0) -> dict | None:
+def experiment_record(root: Path, name: str = "dose.json", budget: float = 5 * 3600.0) -> dict | None:
     """An experiment's committed wall time (``data/runs/<name>``, one record per sitting: the dose
     experiment's ``dose.json``, the causal test's ``causal.json``, the aliasing knob's ``alias.json``)."""
     path = root / "data" / "runs" / name

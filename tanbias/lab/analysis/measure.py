@@ -816,10 +816,6 @@ def split_revisions(tables: dict) -> dict:
     return out
 
 
-def _ci(v, lo, hi) -> str:
-    return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
-
 def findings(tables: dict) -> list[tuple[str, str]]:
     """What the measurements say, in sentences, each with the key of the section that explains it.
 
@@ -833,7 +829,7 @@ def findings(tables: dict) -> list[tuple[str, str]]:
         ``section``: ``"premise"``, ``"anisotropy"``, ``"alignment"``, ``"curvature"`` or
         ``"trajectory"``, the reading the sentence is about.
     """
-    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table
+    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table, report_ci
 
     parts = split_revisions(tables)
     label = list(parts)[-1]
@@ -846,11 +842,11 @@ def findings(tables: dict) -> list[tuple[str, str]]:
         kl, name = f"{k}_{lang}", LANGUAGE_NAMES.get(lang, lang)
         t = f"{kl}_t_corpus"
         out.append(("premise", f"{name}{where}: at the last layer, ρ(log frequency, radius t) = "
-                    f"{_ci(rep[f'{t}_rho'], rep[f'{t}_lo'], rep[f'{t}_hi'])}, {rep[f'{t}_sign']}; over the blocks "
+                    f"{report_ci(rep, t)}, {rep[f'{t}_sign']}; over the blocks "
                     f"the band is {rep[f'{t}_band']}. The premise predicts negative."))
         d = f"{kl}_dist_corpus"
         out.append(("premise", f"{name}: the distance of a type's centroid to the layer mean gives "
-                    f"{_ci(rep[f'{d}_rho'], rep[f'{d}_lo'], rep[f'{d}_hi'])} at the last layer, "
+                    f"{report_ci(rep, d)} at the last layer, "
                     f"{rep[f'{d}_sign']}; self-similarity {rep[f'{kl}_self_corpus_rho']:+.2f}, "
                     f"{rep[f'{kl}_self_corpus_sign']}."))
         out.append(("anisotropy", f"{name}: the mean cosine of random pairs peaks at {rep[f'{kl}_cos_max']:.2f} "

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "pretrained_table", "PRETRAINED_QUOTED",
            "pretrained_numbers", "pretrained_checks", "word_checks", "zoo_table", "estimator_table", "premise_table",
            "PREMISE_WORDS", "premise_verdicts",
-           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison"]
+           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "report_ci"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
 SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm", "me5-small": "me5"}
@@ -338,8 +338,18 @@ def zoo_table():
     return pd.DataFrame(rows).set_index("model")
 
 
-def _ci(v, lo, hi) -> str:
+def ci_text(v, lo, hi) -> str:
+    """A correlation with its interval as the tables and the measurement report print it.
+
+    >>> ci_text(-0.25, -0.4, -0.1)
+    '-0.25 [-0.40, -0.10]'
+    """
     return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def report_ci(rep: dict, key: str) -> str:
+    """:func:`ci_text` of the numbers ``<key>_rho``, ``<key>_lo`` and ``<key>_hi`` of a report."""
+    return ci_text(rep[f"{key}_rho"], rep[f"{key}_lo"], rep[f"{key}_hi"])
 
 
 def estimator_table(pretrained: dict):
@@ -358,7 +368,7 @@ def estimator_table(pretrained: dict):
                 p = p[(p["language"] == lang) & (p["source"] == "corpus") & (p["layer"] == L)].set_index("reading")
                 for reading in ("radius_t", "centroid_distance"):
                     r = p.loc[reading]
-                    row[f"({'a' if reading == 'radius_t' else 'b'}) {label}"] = _ci(r["rho"], r["lo"], r["hi"])
+                    row[f"({'a' if reading == 'radius_t' else 'b'}) {label}"] = ci_text(r["rho"], r["lo"], r["hi"])
             rows.append(row)
     return pd.DataFrame(rows).set_index(["model", "language"])
 
@@ -376,7 +386,7 @@ def premise_table(pretrained: dict):
                 key = f"ch9_{SHORT[name]}_{lang}_{short}_corpus"
                 rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang), "reading": reading,
                              "types": rep[f"{key}_n"],
-                             "ρ, last layer": _ci(rep[f"{key}_rho"], rep[f"{key}_lo"], rep[f"{key}_hi"]),
+                             "ρ, last layer": report_ci(rep, key),
                              "last layer": rep[f"{key}_sign"],
                              "ρ over the blocks": f"{rep[f'{key}_min']:+.2f} to {rep[f'{key}_max']:+.2f}",
                              "band over the blocks": rep[f"{key}_band"],
@@ -418,7 +428,7 @@ def premise_verdicts(pretrained: dict):
             t, dist = f"ch9_{SHORT[name]}_{lang}_t_corpus", f"ch9_{SHORT[name]}_{lang}_dist_corpus"
             rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang),
                          "premise, last layer": PREMISE_WORDS[rep[f"{t}_sign"]],
-                         "ρ(log frequency, t) [95 %]": _ci(rep[f"{t}_rho"], rep[f"{t}_lo"], rep[f"{t}_hi"]),
+                         "ρ(log frequency, t) [95 %]": report_ci(rep, t),
                          "premise over the blocks": PREMISE_WORDS[rep[f"{t}_band"]],
                          "centroid distance, last layer": rep[f"{dist}_sign"]})
     return pd.DataFrame(rows).set_index(["model", "language"])
@@ -440,7 +450,7 @@ def encoder_table(pretrained: dict, names=("minilm-l6", "me5-small")):
             t = f"{k}_t_corpus"
             rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang),
                          "tokens": rep[f"{k}_tokens"], "types (m = 8)": rep[f"{t}_n"],
-                         "ρ(freq, t), last block [95 %]": _ci(rep[f"{t}_rho"], rep[f"{t}_lo"], rep[f"{t}_hi"]),
+                         "ρ(freq, t), last block [95 %]": report_ci(rep, t),
                          "last block": rep[f"{t}_sign"], "band over blocks": rep[f"{t}_band"],
                          "peak mean cosine": f"{rep[f'{k}_cos_max']:.2f}",
                          "at block": rep[f"{k}_cos_max_layer"],
@@ -524,14 +534,13 @@ def lab_comparison(numbers: dict, sw, models):
 
     rho = sweep_report.radius_table(sw)
     late = sweep_report.cells_table(sw)["enrichment, late"]
-    cols = {f"lab {kind}s (ch 8)": (_ci(*rho.loc[(kind, "natural"), ["mean", "lo", "hi"]]) + " (over seeds)",
+    cols = {f"lab {kind}s (ch 8)": (ci_text(*rho.loc[(kind, "natural"), ["mean", "lo", "hi"]]) + " (over seeds)",
                                     f"×{late.loc[(kind, 'natural')]:.1f} " + note)
             for kind, note in (("decoder", "(geometric mean over layers, last step)"),
                                ("encoder", "(same)"))}
     for name in models:
         k = f"ch9_{SHORT[name]}"
-        r = _ci(numbers[f"{k}_en_t_corpus_rho"], numbers[f"{k}_en_t_corpus_lo"],
-                numbers[f"{k}_en_t_corpus_hi"]) + " (English)"
+        r = report_ci(numbers, f"{k}_en_t_corpus") + " (English)"
         enr = (f"×{numbers[f'{k}_enrich_trained_median']:.2f} (median over inner layers; "
                f"random-init ×{numbers[f'{k}_enrich_null_median']:.2f})"
                if f"{k}_enrich_trained_median" in numbers else "no LM head: not tested")

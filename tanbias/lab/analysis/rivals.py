@@ -48,7 +48,7 @@ from tanbias.theory.anisotropy import mean_cosine
 
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
-           "complete_seeds", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "share_rows", "account_words",
+           "complete_seeds", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
            "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
@@ -444,7 +444,8 @@ def share_rows(table) -> "object":
 # --------------------------------------------------------------------------- the accounts' words
 def account_words(contrasts, shares) -> "object":
     """Each account's word per architecture by its rule (accounts of rivals.toml): ``supported``,
-    ``against`` or ``not distinguished``, with ``why`` (the numbers the rule read, in words)."""
+    ``against`` or ``not distinguished``. The numbers the rules read are the contrasts and
+    :func:`share_rows`' intervals."""
     import pandas as pd
 
     c = contrasts.set_index(["contrast", "kind"])
@@ -559,6 +560,7 @@ def twin_rows(loaded: dict, runs_dir=None) -> "object":
             continue
         t = runs.load_run(root / twin)
         la, lb = r.metrics["loss"].to_numpy(float), t.metrics["loss"].to_numpy(float)
+        first_step, first_ulps = first_departure(la, lb, r.metrics["step"].to_numpy())
         dl = float(np.max(np.abs(la - lb))) if len(la) == len(lb) else np.inf
         dl = max(dl, abs(r.evaluation.get("loss", np.nan) - t.evaluation.get("loss", np.nan)))
         dt, rel_ok = 0.0, True
@@ -584,9 +586,30 @@ def twin_rows(loaded: dict, runs_dir=None) -> "object":
 
         rows.append({"run": name, "twin": twin, "kind": kind, "arm": arm, "seed": seed,
                      "losses": word(dl, dl <= REPRODUCE_TOLERANCE["loss_atol"]),
-                     "tables": word(dt, rel_ok), "max_loss_diff": dl, "max_table_diff": dt})
+                     "tables": word(dt, rel_ok), "max_loss_diff": dl, "max_table_diff": dt,
+                     "first_step": first_step, "first_ulps": first_ulps})
     return pd.DataFrame(rows, columns=["run", "twin", "kind", "arm", "seed", "losses", "tables", "max_loss_diff",
-                                       "max_table_diff"])
+                                       "max_table_diff", "first_step", "first_ulps"])
+
+
+def first_departure(loss, twin_loss, steps) -> tuple[float, float]:
+    """Where two logs of float32 training losses first differ: the step, and the difference there in
+    units of float32 spacing at the twin's loss (1 = the last bit). NaN for both where the logs are
+    identical; ``(nan, inf)`` where their lengths differ.
+
+    >>> first_departure([9.0, 8.5, 8.0], [9.0, 8.5 + 2**-20, 8.1], [0, 1, 2])
+    (1.0, 1.0)
+    >>> first_departure([9.0, 8.5], [9.0, 8.5], [0, 1])
+    (nan, nan)
+    """
+    a, b = np.asarray(loss, float), np.asarray(twin_loss, float)
+    if len(a) != len(b):
+        return float("nan"), float("inf")
+    differ = np.flatnonzero(a != b)
+    if not differ.size:
+        return float("nan"), float("nan")
+    i = differ[0]
+    return float(np.asarray(steps)[i]), float(abs(a[i] - b[i]) / np.spacing(np.float32(b[i])))
 
 
 # --------------------------------------------------------------------------- everything

@@ -24,7 +24,7 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
-           "CELLS", "primary_sd", "power_analysis", "design_numbers"]
+           "CELLS", "secondary_family", "primary_sd", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/rivals.toml`` (the design's pin): the code refuses a
 #: registration that changed
@@ -43,6 +43,12 @@ def registration() -> dict:
     """``data/preregistration/rivals.toml``, parsed, its sha256 checked against :data:`REGISTRATION_SHA256`
     (:func:`~tanbias.lab.analysis.registered.registration`)."""
     return registered.registration(RIVALS)
+
+
+def secondary_family() -> int:
+    """The size of the secondary family Holm reads (rule.secondary): each registered secondary
+    contrast, in both architectures."""
+    return len(KINDS) * len(registration()["rule"]["secondary"]["contrasts"])
 
 
 def primary_sd(kind: str, table=None) -> dict:
@@ -99,8 +105,15 @@ def power_analysis(seeds=range(3, 13), table=None) -> "object":
 def design_numbers(power) -> dict:
     """The numbers the rivals chapter's design section quotes, from :func:`power_analysis`: per
     architecture ``sd_<kind>`` and ``sd_df_<kind>``, ``seeds_<kind>`` (the primary cells'),
-    ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``."""
-    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO}
+    ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``.
+
+    The secondary contrasts the registration does not buy full power for: ``seeds_few`` (the
+    fewest seeds of any cell, the random and aliasing cells'), and the power a contrast
+    with such a cell reaches for the same change, at Holm's first threshold over the secondary
+    family (``power_secondary_<kind>``, α / :func:`secondary_family`) and at its last (``power_last_<kind>``,
+    α). Both use the fewer seeds for both cells, so they are lower bounds."""
+    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": secondary_family(),
+           "seeds_few": min(len(seeds) for kind in KINDS for seeds in RIVALS_SEEDS[kind].values())}
     for kind in KINDS:
         p = power[power["kind"] == kind].set_index("seeds")
         n = len(RIVALS_SEEDS[kind]["control"])
@@ -109,4 +122,7 @@ def design_numbers(power) -> dict:
         out[f"seeds_{kind}"] = n
         out[f"power_{kind}"] = float(p.loc[n, "power"])
         out[f"power_fewer_{kind}"] = float(p.loc[n - 1, "power"])
+        few = min(len(seeds) for seeds in RIVALS_SEEDS[kind].values())
+        for key, alpha in (("secondary", ALPHA / out["secondary_family"]), ("last", ALPHA)):
+            out[f"power_{key}_{kind}"] = registered.contrast_power(TARGET_RATIO, out[f"sd_{kind}"], few, CELLS, alpha)
     return out

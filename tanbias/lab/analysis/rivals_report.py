@@ -11,9 +11,12 @@ import numpy as np
 from tanbias.lab import runs
 from tanbias.lab.analysis import registered, rivals
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import CAUSAL, RIVALS
+from tanbias.lab.experiments import CAUSAL, RIVALS, rivals_config
+from tanbias.theory.anisotropy import TOP_COORDINATES
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
+           "head_numbers", "progress_table", "progress_numbers",
+           "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "survival_table", "twin_table", "registration"]
 
 #: the accounts in the order the chapter reads them, with their names in words
@@ -80,7 +83,9 @@ def numbers(analysis) -> dict:
     ``runs_total``, ``interim``: ``"interim"`` or ``"final"``), the complete seeds
     (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
     the inputs each proxy is fitted on) and the twins' counts (``twins``, ``twins_identical``,
-    ``twins_within``, ``twins_different``). The verdicts themselves are the chapter's tables."""
+    ``twins_within``, ``twins_different``), and for the twins that are not identical the latest step
+    at which one first departs from its twin (``twins_first_step``) and the largest departure there,
+    in float32 steps of the loss (``twins_first_ulps``). The verdicts themselves are the chapter's tables."""
     s = analysis.status
     out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s)),
            "interim": "interim" if analysis.interim else "final"}
@@ -93,6 +98,10 @@ def numbers(analysis) -> dict:
     for word, key in (("identical", "twins_identical"), ("within tolerance", "twins_within"),
                       ("different", "twins_different")):
         out[key] = int((tw["losses"] == word).sum()) if len(tw) else 0
+    # where the twins that are not identical first part: the latest such step, the largest gap there
+    apart = tw[tw["losses"] != "identical"]                # none: the maxima are NaN
+    out["twins_first_step"] = float(apart["first_step"].max())
+    out["twins_first_ulps"] = float(apart["first_ulps"].max())
     return out
 
 
@@ -134,6 +143,88 @@ def head_table(analysis) -> "object":
     return pd.DataFrame(rows)
 
 
+def head_numbers(analysis) -> dict:
+    """:func:`head_table`'s peaks for the chapter's findings: ``head_peak_<head>_<kind>`` for the
+    standard and the unigram head, over the seeds with both heads' control runs (NaN without one)."""
+    t = head_table(analysis).set_index("architecture")
+    return {f"head_peak_{head}_{kind}": float(t.loc[kind, f"peak, {head} head"])
+            for kind in KINDS for head in ("standard", "unigram")}
+
+
+def progress_table(progress) -> "object":
+    """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
+    as a reader's table: architecture, contrast, how much more held-out loss the first cell's runs end
+    with (nats), the ratio at the last step (the registered contrast), the ratio at matched held-out
+    loss with its 95 % interval (``lo``, ``hi``, ratios), the word, and the seeds it reads.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> p = pd.DataFrame([dict(contrast="head_final", kind="decoder", estimate=np.log(0.5), lo=np.log(0.4),
+    ...                        hi=np.log(0.6), n_seeds=2, loss_gap=-0.4, registered=np.log(0.45), word="survives")])
+    >>> row = progress_table(p).iloc[0]
+    >>> [round(float(row[c]), 2) for c in ("loss gap at end [nats]", "ratio, last step", "ratio, matched loss", "lo", "hi")]
+    [-0.4, 0.45, 0.5, 0.4, 0.6]
+    """
+    import pandas as pd
+
+    return pd.DataFrame({"architecture": progress["kind"], "contrast": progress["contrast"],
+                         "loss gap at end [nats]": progress["loss_gap"],
+                         "ratio, last step": np.exp(progress["registered"]),
+                         "ratio, matched loss": np.exp(progress["estimate"]),
+                         "lo": np.exp(progress["lo"]), "hi": np.exp(progress["hi"]),
+                         "reading": progress["word"], "seeds": progress["n_seeds"].astype(int)}).reset_index(drop=True)
+
+
+def progress_numbers(progress) -> dict:
+    """The decoder's unigram-head effect at matched progress, for the chapter's prose: how much lower
+    its held-out loss ends (``head_loss_lead_decoder``, nats: standard minus unigram head), the ratio at
+    matched loss (``head_matched_decoder``); the chapter checks the reading's word itself."""
+    r = progress.set_index(["contrast", "kind"]).loc[("head_final", "decoder")]
+    return {"head_loss_lead_decoder": -float(r["loss_gap"]), "head_matched_decoder": float(np.exp(r["estimate"]))}
+
+
+#: the top-3 coordinates' variance share of a cloud whose variance is spread evenly over the
+#: width of the rivals runs (the rogue-dimension account predicts well above it)
+TOP_SHARE_EVEN = TOP_COORDINATES / rivals_config("decoder", "standard-control", 0).size.hidden_size
+
+
+def shares_table(shares) -> "object":
+    """The readings the account rules read (rule.shares, :func:`~tanbias.lab.analysis.rivals.share_rows`),
+    per architecture and head, in the control runs: how much of the raw mean cosine centring and
+    standardising leave (ratios), chapter 7's enrichment with and without the output matrix's top
+    subspace (ln), each with its 95 % interval as ``<column> lo`` / ``<column> hi``, the mean's share
+    of the energy and the top-3 coordinates' variance share.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> row = dict(kind="decoder", head="standard", n_seeds=2, mean_share=0.2, top_share=0.04,
+    ...            **{f"{k}{e}": v for k in ("q_c", "q_s", "enrichment", "enrichment_outside")
+    ...               for e, v in (("", 0.1), ("_lo", 0.0), ("_hi", 0.2))})
+    >>> t = shares_table(pd.DataFrame([row]))
+    >>> list(t.columns)[:4], float(t.loc[0, "centred / raw hi"])
+    (['architecture', 'head', 'seeds', 'centred / raw'], 0.2)
+    """
+    import pandas as pd
+
+    out = pd.DataFrame({"architecture": shares["kind"], "head": shares["head"],
+                        "seeds": shares["n_seeds"].astype(int)})
+    for key, name in (("q_c", "centred / raw"), ("q_s", "standardised / raw"), ("enrichment", "enrichment (ln)"),
+                      ("enrichment_outside", "outside W_U (ln)")):
+        out[name], out[f"{name} lo"], out[f"{name} hi"] = shares[key], shares[f"{key}_lo"], shares[f"{key}_hi"]
+    out["mean's share"], out["top-3 share"] = shares["mean_share"], shares["top_share"]
+    return out.reset_index(drop=True)
+
+
+def shares_numbers(shares) -> dict:
+    """The top-3 coordinates' variance share of the standard head's control runs per architecture
+    (``top_share_<kind>``) and of an even spread (``top_share_even``), for the chapter's prose."""
+    s = shares.set_index(["kind", "head"])
+    return {"top_share_even": TOP_SHARE_EVEN,
+            **{f"top_share_{kind}": float(s.loc[(kind, "standard"), "top_share"]) for kind in KINDS}}
+
+
 def accounts_table(accounts) -> "object":
     """The accounts' words, one row per account, one column per architecture."""
     t = accounts.pivot(index="account", columns="kind", values="word").reindex(list(ACCOUNT_NAMES))[list(KINDS)]
@@ -156,8 +247,9 @@ def survival_table(survival) -> "object":
 
 def twin_table(twins) -> "object":
     """The standard-head runs against their committed twins."""
-    return twins[["run", "twin", "losses", "tables", "max_loss_diff", "max_table_diff"]].rename(
-        columns={"max_loss_diff": "largest loss difference", "max_table_diff": "largest table difference"})
+    return twins[["run", "twin", "losses", "tables", "first_step", "max_loss_diff", "max_table_diff"]].rename(
+        columns={"first_step": "first step apart", "max_loss_diff": "largest loss difference",
+                 "max_table_diff": "largest table difference"})
 
 
 def registration() -> dict:
