@@ -71,11 +71,13 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
     assert n["sharpness"] == 3.0                                   # the proxy arms' median only
     assert (n["twins"], n["twins_identical"], n["twins_within"], n["twins_different"]) == (4, 2, 1, 1)
     assert (n["twins_first_step"], n["twins_first_ulps"]) == (6.0, 2.0)    # the twins that part only
+    assert n["twins_first_step_median"] == 4.5
     none = rivals_report.numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
                                                           "twins": pd.DataFrame(columns=["losses", "first_step", "first_ulps"]),
                                                           "table": analysis.table.assign(sharpness=np.nan)}))
     assert none["interim"] == "final" and none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
     assert np.isnan(none["twins_first_step"]) and np.isnan(none["twins_first_ulps"])
+    assert np.isnan(none["twins_first_step_median"])
 
 
 def test_the_accounts_table_reads_in_the_chapters_order():

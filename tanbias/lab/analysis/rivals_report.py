@@ -85,7 +85,8 @@ def numbers(analysis) -> dict:
     (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
     the inputs each proxy is fitted on) and the twins' counts (``twins``, ``twins_identical``,
     ``twins_within``, ``twins_different``), and for the twins that are not identical the latest step
-    at which one first departs from its twin (``twins_first_step``) and the largest departure there,
+    at which one first departs from its twin (``twins_first_step``; the median over them,
+    ``twins_first_step_median``) and the largest departure there,
     in float32 steps of the loss (``twins_first_ulps``). The verdicts themselves are the chapter's tables."""
     s = analysis.status
     out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s)),
@@ -102,6 +103,7 @@ def numbers(analysis) -> dict:
     # where the twins that are not identical first part: the latest such step, the largest gap there
     apart = tw[tw["losses"] != "identical"]                # none: the maxima are NaN
     out["twins_first_step"] = float(apart["first_step"].max())
+    out["twins_first_step_median"] = float(apart["first_step"].median())
     out["twins_first_ulps"] = float(apart["first_ulps"].max())
     return out
 
