@@ -123,13 +123,19 @@ def test_the_head_table_reads_only_seeds_with_both_heads():
     assert np.isnan(n["head_peak_standard_decoder"]) and np.isnan(n["head_peak_unigram_decoder"])
 
 
-def test_the_matched_progress_numbers_are_the_decoders_head_row():
+def test_the_matched_progress_numbers_are_the_head_rows():
     p = pd.DataFrame([dict(contrast=c, kind=k, estimate=np.log(0.5 if k == "decoder" else 2.0), lo=np.nan,
                            hi=np.nan, n_seeds=2, loss_gap=-0.4 if k == "decoder" else 0.1,
                            registered=0.0, word="n/a")
                       for c in ("surgery_unigram", "head_final") for k in KINDS])
     n = rivals_report.progress_numbers(p)
-    assert n == pytest.approx({"head_loss_lead_decoder": 0.4, "head_matched_decoder": 0.5})
+    assert n == pytest.approx({"head_loss_lead_decoder": 0.4, "head_matched_decoder": 0.5,
+                               "head_loss_lead_encoder": -0.1, "head_matched_encoder": 2.0})
+    w = rivals_report.words_of(types.SimpleNamespace(
+        interim=False, progress=p.assign(word=["survives", "n/a", "survives", "reverses"]),
+        survival=pd.DataFrame(columns=["verdict"]), contrasts=pd.DataFrame(columns=["kind", "contrast", "word"]),
+        accounts=pd.DataFrame(columns=["account", "kind", "word"])))
+    assert w["matched, encoder, head_final"] == "survives" and w["matched, decoder, head_final"] == "reverses"
     t = rivals_report.progress_table(p)
     assert list(t["architecture"]) == list(p["kind"]) and t["ratio, last step"].eq(1.0).all()
 

@@ -194,11 +194,16 @@ def progress_table(progress) -> "object":
 
 
 def progress_numbers(progress) -> dict:
-    """The decoder's unigram-head effect at matched progress, for the chapter's prose: how much lower
-    its held-out loss ends (``head_loss_lead_decoder``, nats: standard minus unigram head), the ratio at
-    matched loss (``head_matched_decoder``); the chapter checks the reading's word itself."""
-    r = progress.set_index(["contrast", "kind"]).loc[("head_final", "decoder")]
-    return {"head_loss_lead_decoder": -float(r["loss_gap"]), "head_matched_decoder": float(np.exp(r["estimate"]))}
+    """The unigram head's effect at matched progress, per architecture, for the chapter's prose: how
+    much lower its held-out loss ends (``head_loss_lead_<kind>``, nats: standard minus unigram head)
+    and the ratio at matched loss (``head_matched_<kind>``); the chapter checks the reading's word
+    itself (:func:`words_of`, ``matched, <kind>, head_final``)."""
+    p = progress.set_index(["contrast", "kind"])
+    out = {}
+    for kind in KINDS:
+        r = p.loc[("head_final", kind)]
+        out.update({f"head_loss_lead_{kind}": -float(r["loss_gap"]), f"head_matched_{kind}": float(np.exp(r["estimate"]))})
+    return out
 
 
 #: the top-3 coordinates' variance share of a cloud whose variance is spread evenly over the
@@ -293,7 +298,8 @@ def words_of(analysis) -> dict:
     """Every word chapter 13 and the closing page state about the experiment, by name, for
     :func:`word_checks`: ``status`` (``interim`` or ``final``); ``<account>, <kind>`` (the account's
     word by its registered rule); ``contrast, <kind>, <contrast>`` (the interval word of each
-    registered contrast); ``<verdict>, <kind>, <column>`` (each cell of the survival table, the
+    registered contrast); ``matched, <kind>, <contrast>`` (its registered reading at matched
+    progress); ``<verdict>, <kind>, <column>`` (each cell of the survival table, the
     verdict by its :data:`VERDICT_KEYS` name: ``surgery``, ``aliasing``, ``enrichment``); and
     ``kept, <verdict>, <kind>``: ``every rival`` when every correction that applies keeps the
     standard reading's word, ``no rival`` when none does, ``some rivals`` otherwise.
@@ -314,6 +320,9 @@ def words_of(analysis) -> dict:
     out = {"status": "interim" if analysis.interim else "final"}
     out.update({f"{r['account']}, {r['kind']}": r["word"] for _, r in analysis.accounts.iterrows()})
     out.update({f"contrast, {r['kind']}, {r['contrast']}": r["word"] for _, r in analysis.contrasts.iterrows()})
+    progress = getattr(analysis, "progress", None)
+    if progress is not None:
+        out.update({f"matched, {r['kind']}, {r['contrast']}": r["word"] for _, r in progress.iterrows()})
     for _, r in analysis.survival.iterrows():
         key = next(v for k, v in VERDICT_KEYS.items() if r["verdict"].startswith(k))
         for column in ("standard", *rivals.CORRECTIONS):
