@@ -67,12 +67,10 @@ def committed():
         "causal_design": causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)),
         "causal": causal_report.causal_numbers(causal.analyse_causal()),
         "rivals_design": rivals_design.design_numbers(rivals_design.power_analysis()),
-        "rivals": {**rivals_report.numbers(rivals.analyse_rivals()), **rivals_report.head_numbers(rivals.analyse_rivals()),
-                   **rivals_report.progress_numbers(rivals.analyse_rivals().progress),
-                   **rivals_report.shares_numbers(rivals.analyse_rivals().shares),
-                   # the keys do not depend on how many seeds are read: one (the chapter's five cost 20 s of CPU)
-                   **rivals_report.init_numbers(rivals_report.initialisation(rivals_report.INIT_SEEDS[:1])),
-                   **rivals_report.transient_numbers(causal.analyse_causal().trajectory)},
+        # the keys do not depend on how many seeds are read at initialisation: one (the chapter's five cost 20 s)
+        "rivals": rivals_report.chapter_numbers(rivals.analyse_rivals(),
+                                                rivals_report.initialisation(rivals_report.INIT_SEEDS[:1]),
+                                                causal.analyse_causal().trajectory),
         "findings": {"verdict_" + k: v for k, v in findings.headline_words(findings.verdict_grid(
             sw, tables, da, aa, causal.analyse_causal(), rivals.analyse_rivals())).items()},
     }

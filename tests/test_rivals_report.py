@@ -66,7 +66,7 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
         twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"],
                             "first_step": [np.nan, 3.0, np.nan, 6.0], "first_ulps": [np.nan, 2.0, np.nan, 1.0]}))
     n = rivals_report.numbers(analysis)
-    assert (n["runs_committed"], n["runs_total"], n["interim"]) == (2, 3, "interim")
+    assert (n["runs_committed"], n["runs_total"]) == (2, 3) and "interim" not in n
     assert (n["complete_seeds_encoder"], n["complete_seeds_decoder"]) == (2, 1)
     assert n["sharpness"] == 3.0                                   # the proxy arms' median only
     assert (n["twins"], n["twins_identical"], n["twins_within"], n["twins_different"]) == (4, 2, 1, 1)
@@ -75,7 +75,7 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
     none = rivals_report.numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
                                                           "twins": pd.DataFrame(columns=["losses", "first_step", "first_ulps"]),
                                                           "table": analysis.table.assign(sharpness=np.nan)}))
-    assert none["interim"] == "final" and none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
+    assert none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
     assert np.isnan(none["twins_first_step"]) and np.isnan(none["twins_first_ulps"])
     assert np.isnan(none["twins_first_step_median"])
 
@@ -133,7 +133,7 @@ def test_the_matched_progress_numbers_are_the_head_rows():
                                "head_loss_lead_encoder": -0.1, "head_matched_encoder": 2.0})
     w = rivals_report.words_of(types.SimpleNamespace(
         interim=False, progress=p.assign(word=["survives", "n/a", "survives", "reverses"]),
-        survival=pd.DataFrame(columns=["verdict"]), contrasts=pd.DataFrame(columns=["kind", "contrast", "word"]),
+        survival=pd.DataFrame(columns=["verdict"]), contrasts=pd.DataFrame(columns=["kind", "contrast", "word", "family", "p_holm"]),
         accounts=pd.DataFrame(columns=["account", "kind", "word"])))
     assert w["matched, encoder, head_final"] == "survives" and w["matched, decoder, head_final"] == "reverses"
     t = rivals_report.progress_table(p)
@@ -156,7 +156,8 @@ def _survival(words: dict, verdict="surgery lowers the mean cosine (chapter 12)"
 
 def _words(survival, interim=False):
     a = types.SimpleNamespace(interim=interim, survival=survival,
-                              contrasts=pd.DataFrame([dict(kind="decoder", contrast="head_final", word="negative")]),
+                              contrasts=pd.DataFrame([dict(kind="decoder", contrast="head_final", word="negative",
+                                                           family="primary", p_holm=0.01)]),
                               accounts=pd.DataFrame([dict(account="measurement", kind="decoder", word="against")]))
     return rivals_report.words_of(a)
 
@@ -171,6 +172,7 @@ def test_kept_counts_the_corrections_that_keep_the_standard_word(words, kept):
     assert w["kept, surgery, decoder"] == kept
     assert w["surgery, decoder, outside W_U"] == "n/a"                 # a correction that does not apply
     assert w["status"] == "final" and w["contrast, decoder, head_final"] == "negative"
+    assert w["holm, decoder, head_final"] == "significant"
     assert w["measurement, decoder"] == "against"
 
 
@@ -183,15 +185,15 @@ def test_the_enrichment_row_is_named_by_its_short_key_and_ignores_na():
     assert w["kept, enrichment, decoder"] == "some rivals"            # kept under the unigram head, not outside W_U
     with pytest.raises(KeyError, match="no such word"):
         rivals_report.word_checks(types.SimpleNamespace(interim=False, survival=s, contrasts=pd.DataFrame(
-            columns=["kind", "contrast", "word"]), accounts=pd.DataFrame(columns=["account", "kind", "word"])),
+            columns=["kind", "contrast", "word", "family", "p_holm"]), accounts=pd.DataFrame(columns=["account", "kind", "word"])),
             {"kept, surgery, decoder": "every rival"})
 
 
 def test_contrast_numbers_exponentiate_only_the_log_outcomes():
-    c = pd.DataFrame([dict(contrast="head_peak", kind="encoder", outcome="peak", estimate=0.0, lo=-0.1, hi=0.1,
-                           word="indistinguishable"),
-                      dict(contrast="head_final_isoscore", kind="encoder", outcome="isoscore", estimate=0.0,
-                           lo=-0.1, hi=0.1, word="indistinguishable")])
+    c = pd.DataFrame([dict(family="primary", contrast="head_peak", kind="encoder", outcome="peak", estimate=0.0,
+                           lo=-0.1, hi=0.1),
+                      dict(family="primary", contrast="head_final_isoscore", kind="encoder", outcome="isoscore",
+                           estimate=0.0, lo=-0.1, hi=0.1)])
     n = rivals_report.contrast_numbers(c)
     assert n["head_peak_encoder"] == 1.0 and n["head_peak_encoder_lo"] == pytest.approx(np.exp(-0.1))
     assert n["head_final_isoscore_encoder"] == 0.0 and n["head_final_isoscore_encoder_lo"] == -0.1

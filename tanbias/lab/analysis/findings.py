@@ -215,7 +215,7 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
     # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
     tied = ca.rivals.set_index("contrast").loc["tied - control"]
     put("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])))
-    interim = rivals_report.numbers(ra)["interim"] == "interim"
+    interim = ra.interim
     put("rivals", "rivals", "interim" if interim else survival_word(ra.survival, ("",), interim=False))
     for prop in ("mechanisms", "reinforcing", "early", "balancing", "adaptive"):
         verdicts = _SURVIVAL_ROWS.get(prop)
@@ -231,15 +231,14 @@ def headline_words(grid) -> dict:
     ``premise`` (every decoder's reading, the lab's and the released ones, by :func:`property_word`),
     ``alignment`` (the lab's), ``causal_decoder`` and ``causal_encoder`` (the surgery's),
     ``early`` (the lab's), ``early_decoder`` (the surgery's), ``reinforcing`` (the derivation's),
-    ``balancing`` (the frequency knobs'), ``adaptive`` (the frequency knobs') and ``rivals``
-    (chapter 13's experiment: ``interim`` or ``final``)."""
+    ``balancing`` (the frequency knobs') and ``adaptive`` (the frequency knobs'). Whether the
+    verdicts survive the rival accounts is the grid's ``("rivals", "rivals")`` cell, two words."""
     g = grid.set_index(["property", "evidence"])["word"]
     out = {"premise": property_word(grid.attrs["premise_readings"]), "alignment": g[("mechanisms", "lab")],
            "causal_decoder": g[("mechanisms", "causal_decoder")], "causal_encoder": g[("mechanisms", "causal_encoder")],
            "early": g[("early", "lab")], "early_decoder": g[("early", "causal_decoder")],
            "reinforcing": g[("reinforcing", "derivation")], "balancing": g[("balancing", "knobs")],
-           "adaptive": g[("adaptive", "knobs")],
-           "rivals": "interim" if g[("rivals", "rivals")] == "interim" else "final"}
+           "adaptive": g[("adaptive", "knobs")]}
     for key, word in out.items():
         if len(word.split()) != 1:
             raise ValueError(f"headline word {key}={word!r} is not one word: glue single words only "

@@ -15,7 +15,7 @@ from tanbias.lab.experiments import CAUSAL, RIVALS, rivals_config
 from tanbias.stats import check_words
 from tanbias.theory.anisotropy import TOP_COORDINATES
 
-__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "head_table",
+__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "chapter_numbers", "head_table",
            "head_numbers", "long_numbers", "progress_table", "progress_numbers",
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration"]
@@ -81,7 +81,7 @@ def transient_numbers(causal_trajectory) -> dict:
 
 def numbers(analysis) -> dict:
     """The experiment's numbers the chapter glues while its runs land: its status (``runs_committed``,
-    ``runs_total``, ``interim``: ``"interim"`` or ``"final"``), the complete seeds
+    ``runs_total``; whether it is interim is :func:`words_of`'s ``status``), the complete seeds
     (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
     the inputs each proxy is fitted on) and the twins' counts (``twins``, ``twins_identical``,
     ``twins_within``, ``twins_different``), and for the twins that are not identical the latest step
@@ -89,8 +89,7 @@ def numbers(analysis) -> dict:
     ``twins_first_step_median``) and the largest departure there,
     in float32 steps of the loss (``twins_first_ulps``). The verdicts themselves are the chapter's tables."""
     s = analysis.status
-    out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s)),
-           "interim": "interim" if analysis.interim else "final"}
+    out = {"runs_committed": int(s["committed"].sum()), "runs_total": int(len(s))}
     for kind in KINDS:
         out[f"complete_seeds_{kind}"] = len(analysis.seeds[kind])
     sharp = analysis.table.loc[analysis.table["arm"] == "proxy", "sharpness"]
@@ -106,6 +105,16 @@ def numbers(analysis) -> dict:
     out["twins_first_step_median"] = float(apart["first_step"].median())
     out["twins_first_ulps"] = float(apart["first_ulps"].max())
     return out
+
+
+def chapter_numbers(analysis, init, causal_trajectory) -> dict:
+    """Every number chapter 13 glues from its runs, in one dict: :func:`numbers`, :func:`head_numbers`,
+    :func:`progress_numbers`, :func:`shares_numbers`, :func:`init_numbers` (``init``:
+    :func:`initialisation`), :func:`contrast_numbers`, :func:`long_numbers` and
+    :func:`transient_numbers` (``causal_trajectory``: the causal test's trajectory table)."""
+    return {**numbers(analysis), **head_numbers(analysis), **progress_numbers(analysis.progress),
+            **shares_numbers(analysis.shares), **init_numbers(init), **contrast_numbers(analysis.contrasts),
+            **long_numbers(analysis.trajectory), **transient_numbers(causal_trajectory)}
 
 
 def head_table(analysis) -> "object":
@@ -157,8 +166,9 @@ def head_numbers(analysis) -> dict:
 def long_numbers(trajectory) -> dict:
     """What follows the transient: per architecture and head, the long runs' (arm ``long``) layer-mean
     mean cosine at their last probe step, averaged over their seeds (``long_end_<head>_<kind>``), the
-    same for the 320-step control runs of those seeds (``short_end_<head>_<kind>``), and how many
-    long runs are committed (``long_runs``). NaN where a cell has no long run.
+    same for the 320-step control runs of those seeds (``short_end_<head>_<kind>``), the unigram
+    head's over the standard head's at each length (``long_ratio_<kind>``, ``short_ratio_<kind>``),
+    and how many long runs are committed (``long_runs``). NaN where a cell has no long run.
 
     Example
     -------
@@ -169,8 +179,8 @@ def long_numbers(trajectory) -> dict:
     >>> n = long_numbers(pd.DataFrame(rows))
     >>> n["long_end_standard_decoder"], n["short_end_standard_decoder"], n["long_runs"]
     (0.05, 0.2, 1)
-    >>> bool(np.isnan(n["long_end_unigram_encoder"]))
-    True
+    >>> bool(np.isnan(n["long_end_unigram_encoder"])), bool(np.isnan(n["long_ratio_decoder"]))
+    (True, True)
     """
     t = trajectory[trajectory["layer"].astype(str) == "mean"].sort_values("step")
     ends = t.groupby(["kind", "head", "arm", "seed"])["mean_cosine"].last()
@@ -184,6 +194,8 @@ def long_numbers(trajectory) -> dict:
             short = ends.reindex([(kind, head, "control", s) for s in long.index]).dropna()
             out[f"long_end_{head}_{kind}"] = float(long.mean()) if len(long) else float("nan")
             out[f"short_end_{head}_{kind}"] = float(short.mean()) if len(short) else float("nan")
+        for when in ("long", "short"):
+            out[f"{when}_ratio_{kind}"] = out[f"{when}_end_unigram_{kind}"] / out[f"{when}_end_standard_{kind}"]
     return out
 
 
@@ -263,30 +275,30 @@ def contrast_table(contrasts, family: str) -> "object":
 
 
 def contrast_numbers(contrasts) -> dict:
-    """Every registered contrast as the prose quotes it: ``<contrast>_<kind>`` is the ratio
+    """The primary family's contrasts as the prose quotes them: ``<contrast>_<kind>`` is the ratio
     exp(estimate) for an outcome that is a logarithm (:data:`~tanbias.lab.analysis.rivals.LOG_OUTCOMES`)
-    and the difference otherwise, with its 95 % interval (``_lo``, ``_hi``) on the same scale, and
-    ``<contrast>_<kind>_word``, the interval's word.
+    and the difference otherwise, with its 95 % interval (``_lo``, ``_hi``) on the same scale. The
+    secondary contrasts are the chapter's tables; every contrast's word is :func:`words_of`'s.
 
     Example
     -------
     >>> import pandas as pd
-    >>> c = pd.DataFrame([dict(contrast="head_final", kind="decoder", outcome="raw", estimate=np.log(0.5),
-    ...                        lo=np.log(0.4), hi=np.log(0.6), word="negative"),
-    ...                   dict(contrast="head_final_centred", kind="decoder", outcome="centred", estimate=-0.01,
-    ...                        lo=-0.02, hi=0.0, word="indistinguishable")])
+    >>> c = pd.DataFrame([dict(family="primary", contrast="head_final", kind="decoder", outcome="raw",
+    ...                        estimate=np.log(0.5), lo=np.log(0.4), hi=np.log(0.6)),
+    ...                   dict(family="secondary", contrast="head_final_centred", kind="decoder", outcome="centred",
+    ...                        estimate=-0.01, lo=-0.02, hi=0.0)])
     >>> n = contrast_numbers(c)
-    >>> round(n["head_final_decoder"], 3), round(n["head_final_decoder_hi"], 3), n["head_final_decoder_word"]
-    (0.5, 0.6, 'negative')
-    >>> n["head_final_centred_decoder_lo"]
-    -0.02
+    >>> round(n["head_final_decoder"], 3), round(n["head_final_decoder_hi"], 3), sorted(n)[0]
+    (0.5, 0.6, 'head_final_decoder')
+    >>> len(n)
+    3
     """
     out = {}
-    for _, r in contrasts.iterrows():
+    for _, r in contrasts[contrasts["family"] == "primary"].iterrows():
         scale = np.exp if r["outcome"] in rivals.LOG_OUTCOMES else float
         key = f"{r['contrast']}_{r['kind']}"
         out.update({key: float(scale(r["estimate"])), f"{key}_lo": float(scale(r["lo"])),
-                    f"{key}_hi": float(scale(r["hi"])), f"{key}_word": r["word"]})
+                    f"{key}_hi": float(scale(r["hi"]))})
     return out
 
 
@@ -298,7 +310,8 @@ def words_of(analysis) -> dict:
     """Every word chapter 13 and the closing page state about the experiment, by name, for
     :func:`word_checks`: ``status`` (``interim`` or ``final``); ``<account>, <kind>`` (the account's
     word by its registered rule); ``contrast, <kind>, <contrast>`` (the interval word of each
-    registered contrast); ``matched, <kind>, <contrast>`` (its registered reading at matched
+    registered contrast); ``holm, <kind>, <contrast>`` (``significant`` or ``not significant`` by
+    Holm over the primary family, at its α); ``matched, <kind>, <contrast>`` (its registered reading at matched
     progress); ``<verdict>, <kind>, <column>`` (each cell of the survival table, the
     verdict by its :data:`VERDICT_KEYS` name: ``surgery``, ``aliasing``, ``enrichment``); and
     ``kept, <verdict>, <kind>``: ``every rival`` when every correction that applies keeps the
@@ -311,7 +324,8 @@ def words_of(analysis) -> dict:
     >>> survival = pd.DataFrame([dict(verdict="surgery lowers", kind="decoder", standard="negative",
     ...     **{"unigram head": "negative", "centred": "indistinguishable", "standardised": "negative",
     ...        "type-balanced": "negative", "outside W_U": "n/a"})])
-    >>> a = SimpleNamespace(interim=False, survival=survival, contrasts=pd.DataFrame(columns=["kind", "contrast", "word"]),
+    >>> a = SimpleNamespace(interim=False, survival=survival,
+    ...                     contrasts=pd.DataFrame(columns=["kind", "contrast", "word", "family", "p_holm"]),
     ...                     accounts=pd.DataFrame([dict(account="common_drift", kind="decoder", word="supported")]))
     >>> w = words_of(a)
     >>> w["status"], w["common_drift, decoder"], w["surgery, decoder, centred"], w["kept, surgery, decoder"]
@@ -320,6 +334,8 @@ def words_of(analysis) -> dict:
     out = {"status": "interim" if analysis.interim else "final"}
     out.update({f"{r['account']}, {r['kind']}": r["word"] for _, r in analysis.accounts.iterrows()})
     out.update({f"contrast, {r['kind']}, {r['contrast']}": r["word"] for _, r in analysis.contrasts.iterrows()})
+    out.update({f"holm, {r['kind']}, {r['contrast']}": "significant" if r["p_holm"] < rivals.ALPHA else "not significant"
+                for _, r in analysis.contrasts.iterrows() if r["family"] == "primary"})
     progress = getattr(analysis, "progress", None)
     if progress is not None:
         out.update({f"matched, {r['kind']}, {r['contrast']}": r["word"] for _, r in progress.iterrows()})
