@@ -99,8 +99,11 @@ def long_runs_figure(traj) -> go.Figure:
         fig.update_yaxes(range=[0, 1.02], row=1, col=col)
     if not fig.data:
         _nothing_yet(fig, "no long run is committed yet")
+    seeds = sorted(t["seed"].unique())
     fig = labelled(fig, "After the transient: four times the steps", "", "mean cosine (mean over the blocks)",
-                   legend="output head (solid: seed 0, dotted: seed 1)")
+                   legend="output head" + (" (solid: seed 0, dotted: seed 1)" if len(seeds) > 1 else
+                                           f" (seed {seeds[0]})" if seeds else ""))
+    fig.update_layout(legend=dict(orientation="h", x=0.0, y=1.12, yanchor="bottom"), margin=dict(t=120))
     return shared_x_title(fig, "training step + 1 [log]")
 
 
