@@ -155,7 +155,7 @@ def _survival(words: dict, verdict="surgery lowers the mean cosine (chapter 12)"
 
 
 def _words(survival, interim=False):
-    a = types.SimpleNamespace(interim=interim, survival=survival,
+    a = types.SimpleNamespace(interim=interim, survival=survival, progress=pd.DataFrame(columns=["kind", "contrast", "word"]),
                               contrasts=pd.DataFrame([dict(kind="decoder", contrast="head_final", word="negative",
                                                            family="primary", p_holm=0.01)]),
                               accounts=pd.DataFrame([dict(account="measurement", kind="decoder", word="against")]))
@@ -184,7 +184,8 @@ def test_the_enrichment_row_is_named_by_its_short_key_and_ignores_na():
     assert w["status"] == "interim"
     assert w["kept, enrichment, decoder"] == "some rivals"            # kept under the unigram head, not outside W_U
     with pytest.raises(KeyError, match="no such word"):
-        rivals_report.word_checks(types.SimpleNamespace(interim=False, survival=s, contrasts=pd.DataFrame(
+        rivals_report.word_checks(types.SimpleNamespace(interim=False, survival=s, progress=pd.DataFrame(
+            columns=["kind", "contrast", "word"]), contrasts=pd.DataFrame(
             columns=["kind", "contrast", "word", "family", "p_holm"]), accounts=pd.DataFrame(columns=["account", "kind", "word"])),
             {"kept, surgery, decoder": "every rival"})
 

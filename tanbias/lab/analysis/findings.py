@@ -120,7 +120,7 @@ def survival_word(survival, verdicts, interim: bool) -> str:
     if interim:
         return "not yet tested"
     rows = survival[survival["verdict"].str.startswith(tuple(verdicts))]
-    same = [row[c] == row["standard"] for _, row in rows.iterrows() for c in rivals.CORRECTIONS if row[c] != "n/a"]
+    same = [kept for _, row in rows.iterrows() for kept in rivals.corrections_kept(row)]
     if not same:
         return "not tested"
     return "survives" if all(same) else "does not survive" if not any(same) else "partly survives"

@@ -49,7 +49,7 @@ from tanbias.theory.anisotropy import mean_cosine
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "LOG_OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
            "complete_seeds", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
-           "CORRECTIONS", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
+           "CORRECTIONS", "corrections_kept", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
 #: the peak is read over the probe steps in this first share of training (steps 0..95 of 320)
@@ -509,6 +509,17 @@ VERDICTS = {"surgery lowers the mean cosine (chapter 12)": ("surgery_standard", 
 
 #: the survival table's columns that each hold one rival's correction (:func:`survival_rows`)
 CORRECTIONS = ("unigram head", "centred", "standardised", "type-balanced", "outside W_U")
+
+
+def corrections_kept(row) -> list[bool]:
+    """For one row of :func:`survival_rows`: whether each correction that applies (not ``n/a``) keeps
+    the standard reading's word, in :data:`CORRECTIONS` order (rivals.toml's ``survives`` rule).
+
+    >>> corrections_kept({"standard": "negative", "unigram head": "negative", "centred": "indistinguishable",
+    ...                   "standardised": "n/a", "type-balanced": "negative", "outside W_U": "n/a"})
+    [True, False, True]
+    """
+    return [row[c] == row["standard"] for c in CORRECTIONS if row[c] != "n/a"]
 
 
 def survival_rows(table, contrasts, shares) -> "object":

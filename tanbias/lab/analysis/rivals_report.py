@@ -324,7 +324,7 @@ def words_of(analysis) -> dict:
     >>> survival = pd.DataFrame([dict(verdict="surgery lowers", kind="decoder", standard="negative",
     ...     **{"unigram head": "negative", "centred": "indistinguishable", "standardised": "negative",
     ...        "type-balanced": "negative", "outside W_U": "n/a"})])
-    >>> a = SimpleNamespace(interim=False, survival=survival,
+    >>> a = SimpleNamespace(interim=False, survival=survival, progress=pd.DataFrame(columns=["kind", "contrast", "word"]),
     ...                     contrasts=pd.DataFrame(columns=["kind", "contrast", "word", "family", "p_holm"]),
     ...                     accounts=pd.DataFrame([dict(account="common_drift", kind="decoder", word="supported")]))
     >>> w = words_of(a)
@@ -336,14 +336,12 @@ def words_of(analysis) -> dict:
     out.update({f"contrast, {r['kind']}, {r['contrast']}": r["word"] for _, r in analysis.contrasts.iterrows()})
     out.update({f"holm, {r['kind']}, {r['contrast']}": "significant" if r["p_holm"] < rivals.ALPHA else "not significant"
                 for _, r in analysis.contrasts.iterrows() if r["family"] == "primary"})
-    progress = getattr(analysis, "progress", None)
-    if progress is not None:
-        out.update({f"matched, {r['kind']}, {r['contrast']}": r["word"] for _, r in progress.iterrows()})
+    out.update({f"matched, {r['kind']}, {r['contrast']}": r["word"] for _, r in analysis.progress.iterrows()})
     for _, r in analysis.survival.iterrows():
         key = next(v for k, v in VERDICT_KEYS.items() if r["verdict"].startswith(k))
         for column in ("standard", *rivals.CORRECTIONS):
             out[f"{key}, {r['kind']}, {column}"] = r[column]
-        kept = [r[c] == r["standard"] for c in rivals.CORRECTIONS if r[c] != "n/a"]
+        kept = rivals.corrections_kept(r)
         out[f"kept, {key}, {r['kind']}"] = "every rival" if all(kept) else "no rival" if not any(kept) else "some rivals"
     return out
 
