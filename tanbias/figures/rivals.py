@@ -26,7 +26,7 @@ def _transient_layout():
     for col in (1, 2):
         fig.update_xaxes(type="log", row=1, col=col)
         fig.update_yaxes(range=[0, 1.02], row=1, col=col)
-    fig = labelled(fig, " ", "", "mean cosine of the activations (content positions)", legend="output head")
+    fig = labelled(fig, " ", "", "mean cosine (content positions)", legend="output head")
     return shared_x_title(fig, "training step + 1 [log]")
 
 
