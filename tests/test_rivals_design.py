@@ -11,6 +11,9 @@ from tanbias.lab.analysis.rivals import SECONDARY
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS, causal_config, rivals_config
 
 REGISTRATION = runs.ROOT / "data" / "preregistration" / "rivals.toml"
+POSTHOC = runs.ROOT / "data" / "preregistration" / "rivals-posthoc.toml"
+#: the pin of the rules added after the data (rivals-posthoc.toml), kept here as well as in the design
+POSTHOC_SHA256 = "c58a4a9a9e4c52d18563ccfda96ce54ef24a46ff09852bbcbad976ec5b5b7054"
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +31,16 @@ def test_the_registration_is_pinned_and_reads():
         assert {"predicts", "supported", "against", "otherwise"} <= set(account)
     assert len(reg["rule"]["primary"]["contrasts"]) * 2 == rd.PRIMARY_FAMILY
     assert len(reg["rule"]["secondary"]["contrasts"]) * 2 == 36
+
+
+def test_the_rules_added_after_the_data_are_pinned_dated_and_name_every_word():
+    from tanbias.lab.analysis import registered
+
+    assert hashlib.sha256(POSTHOC.read_bytes()).hexdigest() == POSTHOC_SHA256 == RIVALS.posthoc_sha256
+    post = registered.registration(RIVALS, posthoc=True)
+    assert post["meta"]["date"] == "2026-12-05"
+    assert {"halves", "survives", "partly_survives"} <= set(post["words"])
+    assert {"keeps_spreading_out", "settles", "narrows", "ends_above"} <= set(post["long_runs"])
 
 
 def test_the_design_trains_every_registered_cell_once():

@@ -525,7 +525,8 @@ RIVALS = Design(name="rivals", title="the rival accounts", chapter=13, factor="c
                 seeds={k: tuple(range(8 if k == "encoder" else 5)) for k in KINDS}, prefix="rivals-",
                 build=rivals_config, order=_rivals_order, keep=_rivals_has, registration="rivals",
                 registration_sha256="f616a6163c36be9bc5223fc484a850a912259c4f72eca8efbc9d10751ed5952c",
-                budget_hours=9)
+                budget_hours=9,
+                posthoc_sha256="c58a4a9a9e4c52d18563ccfda96ce54ef24a46ff09852bbcbad976ec5b5b7054")
 
 
 # ---------------------------------------------------------------- the registry
