@@ -20,9 +20,11 @@ This module is the core layer: it imports nothing from the package.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
-__all__ = ["Glued", "glue", "glued", "format_value", "EVAL_PATTERN", "NOT_AVAILABLE"]
+__all__ = ["Glued", "glue", "glued", "format_value", "EVAL_PATTERN", "NOT_AVAILABLE", "GLUE_LOG"]
 
 #: The expressions that chapters may put in ``{eval}`` roles (myst-nb's
 #: ``nb_eval_name_regex`` in ``_config.yml`` is this pattern): a plain name, or
@@ -141,3 +143,13 @@ def glue(name: str, value) -> None:
     '50%'
     """
     glued.put(name, value)
+    log = os.environ.get(GLUE_LOG)
+    if log:                             # a mechanical record of every glued value (one JSON line each)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"key": name, "value": repr(value)}) + "\n")
+
+
+#: the environment variable naming a file to which :func:`glue` appends every glued value, one JSON
+#: line each (``{"key": ..., "value": repr(value)}``): build the book with it set before and after
+#: a change, and compare the two files to show which glued values the change moved
+GLUE_LOG = "TANBIAS_GLUE_LOG"

@@ -13,10 +13,13 @@ import plotly.graph_objects as go
 from tanbias.figures import AXIS_LINE, GREY, INK, VERDICT_COLORS, labelled
 from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES
 
-__all__ = ["verdicts_figure"]
+__all__ = ["verdicts_figure", "QUALIFIED_OPACITY", "QUALIFIED_MARK"]
 
 #: the categories whose cells are drawn in light text: no verdict to read
 _QUIET = ("not tested",)
+#: a cell whose word needs its qualifier (the grid's ``qualifier``) is drawn paler, its word marked
+QUALIFIED_OPACITY = 0.45
+QUALIFIED_MARK = "†"
 
 
 def _two_lines(text: str, width: int) -> str:
@@ -86,16 +89,20 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
         for i, e in enumerate(evid):
             cell = g.loc[(p, e)]
             quiet = cell["category"] in _QUIET
+            qualifier = str(cell.get("qualifier", "") or "")
+            # a word that needs a qualifier beside it is drawn paler, with a dagger (the hover names it)
             shapes.append(dict(type="rect", x0=i - 0.47, x1=i + 0.47, y0=j - 0.44, y1=j + 0.44, layer="below",
-                               fillcolor=VERDICT_COLORS[cell["category"]], line=dict(color=AXIS_LINE, width=0.5)))
+                               fillcolor=VERDICT_COLORS[cell["category"]], opacity=QUALIFIED_OPACITY if qualifier else 1,
+                               line=dict(color=AXIS_LINE, width=0.5)))
             href = _cell_href(cell["chapter"], cell["label"], suffix)
-            word = _two_lines(html.escape(cell["word"]), 12)
+            word = _two_lines(html.escape(cell["word"]), 12) + (QUALIFIED_MARK if qualifier else "")
             colour = GREY if quiet else INK
             notes.append(dict(x=i, y=j, xref="x", yref="y", showarrow=False, font=dict(size=12, color=colour),
                               text=f'<a href="{href}" target="_self" style="color:{colour}">{word}</a>'))
             hx.append(i)
             hy.append(j)
-            htext.append(f"{PROPERTIES[p]}, {EVIDENCE[e][0]} ({EVIDENCE[e][1]}): {cell['word']}")
+            htext.append(f"{PROPERTIES[p]}, {EVIDENCE[e][0]} ({EVIDENCE[e][1]}): {cell['word']}"
+                         + (f" ({qualifier})" if qualifier else ""))
     traces = [go.Scatter(x=hx, y=hy, mode="markers", marker=dict(size=40, opacity=0), hovertext=htext,
                          hoverinfo="text", showlegend=False, name="cells")]
     # the legend: one square per category, in CATEGORIES' order
@@ -103,6 +110,9 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
                           marker=dict(symbol="square", size=14, color=VERDICT_COLORS[c],
                                       line=dict(color=AXIS_LINE, width=0.5)))
                for c in CATEGORIES]
+    traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=f"{QUALIFIED_MARK} paler: qualified",
+                             marker=dict(symbol="square", size=14, color=VERDICT_COLORS["supported"],
+                                         opacity=QUALIFIED_OPACITY, line=dict(color=AXIS_LINE, width=0.5))))
     fig = go.Figure(traces)
     labelled(fig, "The verdicts at a glance: each property against each line of evidence", "", "",
              legend="verdict")

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias._checks import check_choice
-from tanbias.lab.analysis import alias_report, dose_report, pretrained_report, rivals, rivals_report, sweep, sweep_report
+from tanbias.lab.analysis import (alias_report, causal_report, dose_report, pretrained_report, rivals, rivals_posthoc,
+                                  sweep, sweep_report)
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 
@@ -70,6 +71,10 @@ _HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_tes
 #: the rivals experiment's verdicts (its survival table's ``verdict``) that re-read each property's
 #: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
 _SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
+#: where a verdict's word comes from (the closing page's "rule" column; rivals-posthoc.toml [closing])
+RULES = ("registered", "added after the data", "not registered", "correlational", "derivation")
+#: which kind of anisotropy a verdict rests on (the closing page's column; rivals-posthoc.toml [two_kinds])
+ANISOTROPY_KINDS = ("shared mean", "shape", "both", "not anisotropy")
 
 
 def property_word(readings) -> str:
@@ -99,28 +104,29 @@ def property_word(readings) -> str:
     return "supported" if n == len(readings) else "partly" if n else "undetected"
 
 
-def survival_word(survival, verdicts, interim: bool) -> str:
+def survival_word(survival, verdicts, interim: bool, corrections=rivals_posthoc.SURVIVAL_CORRECTIONS) -> str:
     """Whether the anisotropy verdicts ``verdicts`` (prefixes of the survival table's ``verdict``
-    column) survive the rival accounts, by ``rivals.toml``'s rule: a verdict survives a rival when
-    that rival's correction gives the same interval word as the standard reading. ``survives``
-    when every verdict of every architecture survives every rival, ``does not survive`` when none
-    survives any, ``partly survives`` otherwise; ``not yet tested`` while the rivals experiment is
-    interim (its words may still move), whatever the table says.
+    column) survive the rival accounts, by the rule added after the data (``rivals-posthoc.toml``,
+    ``[words].partly_survives``): a verdict survives a rival when that rival's correction gives the
+    same word as the standard reading. ``survives`` when every verdict of every architecture
+    survives every correction that applies, ``does not survive`` when none survives any,
+    ``partly survives`` otherwise; ``not yet tested`` while the rivals experiment is interim (its
+    words may still move), whatever the table says.
 
-    ``survival`` is :func:`tanbias.lab.analysis.rivals.survival_rows` (a correction that does not
-    apply reads ``n/a``).
+    ``survival`` is :func:`tanbias.lab.analysis.rivals_posthoc.survival_rows` (a correction that does
+    not apply reads ``n/a``); ``corrections`` its columns that hold a correction.
 
     >>> import pandas as pd
-    >>> t = pd.DataFrame([{"verdict": "surgery lowers", "standard": "negative", "unigram head": "negative",
-    ...                    "centred": "negative", "standardised": "indistinguishable", "type-balanced": "negative",
-    ...                    "outside W_U": "n/a"}])
+    >>> t = pd.DataFrame([{"verdict": "surgery lowers", "standard": "less anisotropic",
+    ...                    "unigram head": "less anisotropic", "IsoScore*": "not detected",
+    ...                    "standardised": "n/a", "type-balanced": "less anisotropic", "outside W_U": "n/a"}])
     >>> survival_word(t, ("surgery",), interim=False), survival_word(t, ("surgery",), interim=True)
     ('partly survives', 'not yet tested')
     """
     if interim:
         return "not yet tested"
     rows = survival[survival["verdict"].str.startswith(tuple(verdicts))]
-    same = [kept for _, row in rows.iterrows() for kept in rivals.corrections_kept(row)]
+    same = [kept for _, row in rows.iterrows() for kept in rivals.corrections_kept(row, corrections)]
     if not same:
         return "not tested"
     return "survives" if all(same) else "does not survive" if not any(same) else "partly survives"
@@ -130,7 +136,7 @@ def _cell(prop: str, evidence: str, word: str, chapter: str | None = None, label
     if chapter is None:
         chapter, label = _HOME[evidence]
     return {"property": prop, "evidence": evidence, "word": word, "category": WORD_CATEGORY[word],
-            "chapter": chapter, "label": label}
+            "chapter": chapter, "label": label, "qualifier": "", "rule": "", "anisotropy": ""}
 
 
 def _premise_reading(word: str) -> str:
@@ -149,7 +155,56 @@ def _adaptive_causal(ca, kind: str) -> str:
     return "supported" if cost == "positive" else "no cost"
 
 
-def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
+def _notes(ca, aa, da) -> dict:
+    """Each verdict cell's qualifier, rule and kind of anisotropy: ``{(property, evidence): (qualifier,
+    rule, anisotropy)}``. A qualifier is written only where the reading it names holds (each condition
+    is read from the analyses here), so it cannot outlive the data."""
+    cw = causal_report.words_of(ca)
+    aw = alias_report.words_of(aa)
+    out = {}
+    for evidence in ("lab", "released"):
+        out[("premise", evidence)] = ("", "correlational", "not anisotropy")
+    out[("mechanisms", "derivation")] = ("two details of the statement's wording corrected", "derivation",
+                                         "not anisotropy")
+    out[("reinforcing", "derivation")] = ("in simulation: compounds early, then reverses", "derivation",
+                                          "not anisotropy")
+    variance = "correlational: that gradients follow the activations' variance is not ruled out"
+    out[("mechanisms", "lab")] = (variance, "correlational", "not anisotropy")
+    out[("mechanisms", "released")] = (variance, "correlational", "not anisotropy")
+    out[("early", "lab")] = ("the alignment's timing", "correlational", "not anisotropy")
+    shared_only = {k: cw[f"secondary, {k}, isoscore"] == "indistinguishable" for k in KINDS}
+    out[("mechanisms", "causal_decoder")] = (
+        "the shared mean only: IsoScore* does not move" if shared_only["decoder"] else "",
+        "registered", "shared mean" if shared_only["decoder"] else "both")
+    slower = cw["matched, encoder, proxy - control"] == "not told apart from progress"
+    out[("mechanisms", "causal_encoder")] = (
+        "not told apart from slower learning (a reading added after the data)" if slower else "",
+        "registered", "shared mean" if shared_only["encoder"] else "both")
+    out[("early", "causal_decoder")] = ("a shift of the shared mean" if shared_only["decoder"] else "", "registered",
+                                        "shared mean" if shared_only["decoder"] else "both")
+    out[("early", "causal_encoder")] = ("", "registered", "shared mean")
+    for kind in KINDS:
+        out[("reinforcing", f"causal_{kind}")] = ("", "registered", "shared mean")
+        out[("adaptive", f"causal_{kind}")] = ("", "registered", "shared mean")
+    iso_only = (aw["progress, decoder, isoscore_late"] == "survives"
+                and aw["progress, decoder, mean_cosine_late"] != "survives")
+    out[("balancing", "knobs")] = (
+        "narrowly, on IsoScore* alone: the mean cosine's rise does not survive matched progress" if iso_only else "",
+        "registered", "shape" if iso_only else "both")
+    out[("balancing", "lab")] = ("", "not registered", "both")
+    assoc = da.association["loss"]
+    weak = (dose_report.adaptive_verdict(da) == "supported"
+            and interval_word(assoc["per_run_lo"], assoc["per_run_hi"]) == "indistinguishable")
+    out[("adaptive", "knobs")] = (
+        "a weak association by a rule added after the data, gone with one value per run" if weak else "",
+        "registered", "shape")
+    for prop in PROPERTIES:
+        out[(prop, "rivals")] = ("", "added after the data", "both")
+    out[("rivals", "causal_decoder")] = ("weight tying", "registered", "shared mean")
+    return out
+
+
+def verdict_grid(sw, pretrained: dict, da, aa, ca, ra, rp=None) -> "object":
     """Every property of :data:`PROPERTIES` against every line of :data:`EVIDENCE`.
 
     Parameters
@@ -164,6 +219,9 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
         The causal test (chapter 12).
     ra : tanbias.lab.analysis.rivals.RivalsAnalysis
         The rivals experiment (chapter 13), interim or final.
+    rp : tanbias.lab.analysis.rivals_posthoc.PosthocAnalysis, optional
+        Its readings added after the data (default :func:`~tanbias.lab.analysis.rivals_posthoc.analyse_posthoc`
+        of ``ra``): the survival table the rivals column reads.
 
     Returns
     -------
@@ -171,8 +229,10 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
         One row per property and line of evidence, in the order of :data:`PROPERTIES` and
         :data:`EVIDENCE`: ``property``, ``evidence``, ``word`` (the rule's word, ``not tested``
         where the line does not test the property), ``category`` (:data:`CATEGORIES`),
-        ``chapter`` (the file stem of the chapter that decides it) and ``label`` (its section,
-        ``""`` for the chapter's top).
+        ``chapter`` (the file stem of the chapter that decides it), ``label`` (its section,
+        ``""`` for the chapter's top), ``qualifier`` (what the word needs beside it, ``""`` where
+        nothing: the figure marks such a cell), ``rule`` (:data:`RULES`, ``""`` for a cell not
+        tested) and ``anisotropy`` (:data:`ANISOTROPY_KINDS`: the kind of anisotropy the word rests on).
     """
     import pandas as pd
 
@@ -211,17 +271,25 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra) -> "object":
     # the frequency knobs (chapters 10-11): the aliasing knob's registered rule decides "weaker under
     # balancing"; "possibly adaptive" reads the dose runs' association (a rule added after the data)
     put("balancing", "knobs", alias_report.closing_verdict(aa).split(" (")[0], "11_input_aliasing", "sec-ch11-balancing")
-    put("adaptive", "knobs", dose_report.adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive")
+    # "possibly adaptive": the rule fixed before the dose runs decides the word; the rule added after
+    # them (a weak association) is its qualifier
+    put("adaptive", "knobs", dose_report.registered_adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive")
     # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
     tied = ca.rivals.set_index("contrast").loc["tied - control"]
     put("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])))
     interim = ra.interim
-    put("rivals", "rivals", "interim" if interim else survival_word(ra.survival, ("",), interim=False))
+    if rp is None:
+        rp = rivals_posthoc.analyse_posthoc(ra)
+    put("rivals", "rivals", "interim" if interim else survival_word(rp.survival, ("",), interim=False))
     for prop in ("mechanisms", "reinforcing", "early", "balancing", "adaptive"):
         verdicts = _SURVIVAL_ROWS.get(prop)
-        put(prop, "rivals", survival_word(ra.survival, verdicts, interim) if verdicts else "not tested")
+        put(prop, "rivals", survival_word(rp.survival, verdicts, interim) if verdicts else "not tested")
+    for (prop, evidence), (qualifier, rule, kind) in _notes(ca, aa, da).items():
+        if (prop, evidence) in cells:
+            cells[(prop, evidence)].update(qualifier=qualifier, rule=rule, anisotropy=kind)
     rows = [cells.get((p, e)) or _cell(p, e, "not tested") for p in PROPERTIES for e in EVIDENCE]
-    grid = pd.DataFrame(rows, columns=["property", "evidence", "word", "category", "chapter", "label"])
+    grid = pd.DataFrame(rows, columns=["property", "evidence", "word", "category", "chapter", "label", "qualifier",
+                                       "rule", "anisotropy"])
     grid.attrs["premise_readings"] = lab_premise + released_premise      # every decoder's reading, for the headline
     return grid
 

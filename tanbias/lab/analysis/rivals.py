@@ -48,7 +48,7 @@ from tanbias.theory.anisotropy import mean_cosine
 
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "LOG_OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
-           "complete_seeds", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
+           "complete_seeds", "ContrastFits", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
            "CORRECTIONS", "corrections_kept", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
@@ -69,6 +69,8 @@ OUTCOMES = {
     "mean_share": "the mean's share of the squared norm (layer mean, last probe step)",
     "top_share": "the top-3 coordinates' variance share (layer mean, last probe step)",
     "isoscore": "IsoScore* (layer mean, last probe step)",
+    "log_mean_share": "ln the mean's share of the squared norm (layer mean, last probe step; added after the data)",
+    "participation": "ln participation ratio of the centred cloud (layer mean, last probe step; added after the data)",
     "enrichment": "ln enrichment of the frozen proxy (geometric mean over layers, last probe step)",
     "enrichment_outside": "ln enrichment of the frozen proxy outside the output matrix's top-8 subspace",
     "heldout_loss": "held-out loss on the common text [nats]",
@@ -242,6 +244,7 @@ def run_table(loaded: dict) -> "object":
         blocks = sorted(x for x in an["layer"].unique() if x >= 1)
         raw = _layer_means(an, "mean_cosine", blocks)
         iso = _layer_means(an, "isoscore_star", blocks)
+        pr = _layer_means(an, "participation_ratio", blocks)
         rv = r.rivals
         last = int(raw.index.max())
         early = raw[raw.index <= EARLY_FRAC_PEAK * r.config.steps]
@@ -263,6 +266,8 @@ def run_table(loaded: dict) -> "object":
                      "mean_share": float(per["mean_share"].loc[last]),
                      "top_share": float(per["top_share"].loc[last]),
                      "isoscore": float(iso.loc[last]),
+                     "log_mean_share": float(np.log(per["mean_share"].loc[last])),
+                     "participation": float(np.log(pr.loc[last])),
                      "enrichment": float(enr.loc[last, "le"]), "enrichment_outside": float(enr.loc[last, "leo"]),
                      "heldout_loss": float(final.iloc[-1]) if len(final) else np.nan,
                      "gain": registered.learning(r.evaluation)["gain"],
@@ -316,37 +321,68 @@ def complete_seeds(table, kind: str) -> list[int]:
 
 
 # --------------------------------------------------------------------------- the registered contrasts
+class ContrastFits:
+    """:func:`fit_contrast` over one run table, each architecture's model of an outcome fitted once
+    (a table read for many contrasts, as the readings added after the data are, fits each model once).
+
+    >>> import pandas as pd
+    >>> rows = [dict(kind="decoder", cell=c, seed=s, raw=0.1 * i + 0.01 * s + 0.001 * (i * s % 3), diverged=False)
+    ...         for i, c in enumerate(CELLS) for s in range(3)]
+    >>> fits = ContrastFits(pd.DataFrame(rows))
+    >>> round(fits("decoder", "raw", {"unigram-control": 1, "standard-control": -1})["estimate"], 3)
+    0.4
+    """
+
+    def __init__(self, table):
+        self.table = table
+        self._fits = {}
+
+    def _fit(self, kind: str, outcome: str):
+        import pandas as pd
+        import statsmodels.formula.api as smf
+
+        key = (kind, outcome)
+        if key not in self._fits:
+            t = self.table
+            seeds = complete_seeds(t, kind)
+            d = t[(t["kind"] == kind) & t["seed"].isin(seeds)].copy()
+            fit = None
+            if len(seeds) >= 2 and d[outcome].notna().all():
+                d["cell_"] = pd.Categorical(d["cell"], categories=list(CELLS))
+                fit = smf.ols(f"{outcome} ~ C(seed) + C(cell_)", data=d).fit()
+            self._fits[key] = (fit, len(seeds))
+        return self._fits[key]
+
+    def __call__(self, kind: str, outcome: str, weights: dict, confidence: float = 1 - ALPHA) -> dict:
+        fit, n = self._fit(kind, outcome)
+        nan = float("nan")
+        out = {"estimate": nan, "se": nan, "df": nan, "lo": nan, "hi": nan, "p": nan, "n_seeds": n}
+        if fit is None:
+            return out
+        L = np.zeros(len(fit.params))
+        for cell, w in weights.items():
+            key = f"C(cell_)[T.{cell}]"
+            if key in fit.params.index:                 # standard-control is the reference
+                L[fit.params.index.get_loc(key)] += w
+        t = fit.t_test(L)
+        lo, hi = np.asarray(t.conf_int(alpha=1 - confidence)).ravel()
+        out.update(estimate=float(np.ravel(t.effect)[0]), se=float(np.ravel(t.sd)[0]), df=float(fit.df_resid),
+                   lo=float(lo), hi=float(hi), p=float(np.ravel(t.pvalue)[0]))
+        return out
+
+
 def fit_contrast(table, kind: str, outcome: str, weights: dict, confidence: float = 1 - ALPHA) -> dict:
     """One registered contrast of one architecture: OLS ``outcome ~ C(seed) + C(cell)`` over the complete
     seeds and every cell (statsmodels), the contrast ``sum_c w_c beta_c`` with its t interval and
     two-sided p on the residual df. NaN where fewer than two complete seeds are there.
+    (:class:`ContrastFits` reads many contrasts of one table, fitting each model once.)
 
     Returns
     -------
     dict
         ``estimate, se, df, lo, hi, p, n_seeds``.
     """
-    import pandas as pd
-    import statsmodels.formula.api as smf
-
-    seeds = complete_seeds(table, kind)
-    nan = float("nan")
-    out = {"estimate": nan, "se": nan, "df": nan, "lo": nan, "hi": nan, "p": nan, "n_seeds": len(seeds)}
-    d = table[(table["kind"] == kind) & table["seed"].isin(seeds)].copy()
-    if len(seeds) < 2 or not d[outcome].notna().all():
-        return out
-    d["cell_"] = pd.Categorical(d["cell"], categories=list(CELLS))
-    fit = smf.ols(f"{outcome} ~ C(seed) + C(cell_)", data=d).fit()
-    L = np.zeros(len(fit.params))
-    for cell, w in weights.items():
-        key = f"C(cell_)[T.{cell}]"
-        if key in fit.params.index:                 # standard-control is the reference
-            L[fit.params.index.get_loc(key)] += w
-    t = fit.t_test(L)
-    lo, hi = np.asarray(t.conf_int(alpha=1 - confidence)).ravel()
-    out.update(estimate=float(np.ravel(t.effect)[0]), se=float(np.ravel(t.sd)[0]), df=float(fit.df_resid),
-               lo=float(lo), hi=float(hi), p=float(np.ravel(t.pvalue)[0]))
-    return out
+    return ContrastFits(table)(kind, outcome, weights, confidence)
 
 
 def contrast_rows(table) -> "object":
@@ -511,15 +547,17 @@ VERDICTS = {"surgery lowers the mean cosine (chapter 12)": ("surgery_standard", 
 CORRECTIONS = ("unigram head", "centred", "standardised", "type-balanced", "outside W_U")
 
 
-def corrections_kept(row) -> list[bool]:
+def corrections_kept(row, corrections=CORRECTIONS) -> list[bool]:
     """For one row of :func:`survival_rows`: whether each correction that applies (not ``n/a``) keeps
-    the standard reading's word, in :data:`CORRECTIONS` order (rivals.toml's ``survives`` rule).
+    the standard reading's word, in ``corrections``' order (rivals.toml's ``survives`` rule; the
+    survival table added after the data, :func:`tanbias.lab.analysis.rivals_posthoc.survival_rows`,
+    passes its own columns).
 
     >>> corrections_kept({"standard": "negative", "unigram head": "negative", "centred": "indistinguishable",
     ...                   "standardised": "n/a", "type-balanced": "negative", "outside W_U": "n/a"})
     [True, False, True]
     """
-    return [row[c] == row["standard"] for c in CORRECTIONS if row[c] != "n/a"]
+    return [row[c] == row["standard"] for c in corrections if row[c] != "n/a"]
 
 
 def survival_rows(table, contrasts, shares) -> "object":

@@ -9,16 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from tanbias.lab import runs
-from tanbias.lab.analysis import registered, rivals
+from tanbias.lab.analysis import registered, rivals, rivals_posthoc
 from tanbias.lab.config import KINDS
-from tanbias.lab.experiments import CAUSAL, RIVALS, rivals_config
+from tanbias.lab.experiments import CAUSAL, RIVALS
 from tanbias.stats import check_words
-from tanbias.theory.anisotropy import TOP_COORDINATES
 
 __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "chapter_numbers", "head_table",
            "head_numbers", "long_numbers", "progress_table", "progress_numbers",
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
-           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration"]
+           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
+           "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
+           "kinds_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -107,14 +108,18 @@ def numbers(analysis) -> dict:
     return out
 
 
-def chapter_numbers(analysis, init, causal_trajectory) -> dict:
+def chapter_numbers(analysis, init, causal_trajectory, posthoc=None) -> dict:
     """Every number chapter 13 glues from its runs, in one dict: :func:`numbers`, :func:`head_numbers`,
     :func:`progress_numbers`, :func:`shares_numbers`, :func:`init_numbers` (``init``:
-    :func:`initialisation`), :func:`contrast_numbers`, :func:`long_numbers` and
-    :func:`transient_numbers` (``causal_trajectory``: the causal test's trajectory table)."""
+    :func:`initialisation`), :func:`contrast_numbers`, :func:`long_numbers`,
+    :func:`transient_numbers` (``causal_trajectory``: the causal test's trajectory table) and
+    :func:`posthoc_numbers` (``posthoc``: :func:`posthoc_analysis` of ``analysis``, computed if not given)."""
+    if posthoc is None:
+        posthoc = rivals_posthoc.analyse_posthoc(analysis)
     return {**numbers(analysis), **head_numbers(analysis), **progress_numbers(analysis.progress),
             **shares_numbers(analysis.shares), **init_numbers(init), **contrast_numbers(analysis.contrasts),
-            **long_numbers(analysis.trajectory), **transient_numbers(causal_trajectory)}
+            **long_numbers(analysis.trajectory), **transient_numbers(causal_trajectory),
+            **posthoc_numbers(analysis, posthoc)}
 
 
 def head_table(analysis) -> "object":
@@ -220,7 +225,7 @@ def progress_numbers(progress) -> dict:
 
 #: the top-3 coordinates' variance share of a cloud whose variance is spread evenly over the
 #: width of the rivals runs (the rogue-dimension account predicts well above it)
-TOP_SHARE_EVEN = TOP_COORDINATES / rivals_config("decoder", "standard-control", 0).size.hidden_size
+TOP_SHARE_EVEN = rivals_posthoc.TOP_SHARE_EVEN
 
 
 def shares_table(shares) -> "object":
@@ -367,3 +372,181 @@ def twin_table(twins) -> "object":
 def registration() -> dict:
     """The rivals experiment's registration (:func:`tanbias.lab.analysis.registered.registration`)."""
     return registered.registration(RIVALS)
+
+
+# --------------------------------------------------------------------------- the readings added after the data
+def posthoc_analysis(analysis=None):
+    """:func:`tanbias.lab.analysis.rivals_posthoc.analyse_posthoc` (memoised for the committed runs)."""
+    return rivals_posthoc.analyse_posthoc(analysis)
+
+
+#: an outcome of a prediction as the table shows it
+_OUTCOME_WORDS = {"met": "met", "failed": "failed", "undecided": "undecided"}
+
+
+def predictions_outcome_table(predictions) -> "object":
+    """Every registered prediction, account by account, with its outcome in each architecture
+    (``met``, ``failed``, ``undecided``; rivals-posthoc.toml, [predictions])."""
+    t = predictions.pivot_table(index=["account", "key", "prediction"], columns="kind", values="outcome",
+                                aggfunc="first", sort=False).reset_index()
+    t["account"] = t["account"].map(ACCOUNT_NAMES)
+    return t[["account", "prediction", *KINDS]]
+
+
+def predictions_table(predictions, kind: str) -> "object":
+    """One architecture's registered predictions, account by account, each with its reading and outcome
+    (``rivals-posthoc.toml``, [predictions]): account, prediction, reading (its 95 % interval), outcome."""
+    t = predictions[predictions["kind"] == kind]
+    return t.assign(account=t["account"].map(ACCOUNT_NAMES))[["account", "prediction", "reading", "outcome"]]
+
+
+def accounts_summary_table(summary) -> "object":
+    """Each account's registered word beside its predictions' outcomes and its word by all of them, one row
+    per account, the two architectures side by side (``registered``, ``failed / all``, ``all predictions``)."""
+    import pandas as pd
+
+    rows = []
+    for account, name in ACCOUNT_NAMES.items():
+        row = {"account": name}
+        for kind in KINDS:
+            r = summary[(summary["account"] == account) & (summary["kind"] == kind)].iloc[0]
+            row[f"{kind}: registered word"] = r["registered"]
+            row[f"{kind}: failed"] = f"{int(r['failed'])} of {int(r['predictions'])}"
+            row[f"{kind}: by all predictions"] = r["all_predictions"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def power_table(power) -> "object":
+    """The primary family's realised power ([power]): contrast, architecture, seeds, planned and realised
+    residual SD, power for a x1.25 change at Holm's first threshold, and the smallest change detectable
+    with 80 % power there."""
+    return power[["contrast", "kind", "n_seeds", "planned_sd", "sd", "power_first", "detectable"]].rename(columns={
+        "kind": "architecture", "n_seeds": "seeds", "planned_sd": "planned SD", "sd": "realised SD",
+        "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"})
+
+
+def kinds_table(kinds) -> "object":
+    """Each earlier anisotropy verdict on both kinds of anisotropy ([two_kinds]): per verdict, head and
+    architecture, the direction on each reading, and whether the two kinds agree."""
+    t = kinds.copy()
+    out = t[["verdict", "head", "kind"]].rename(columns={"kind": "architecture"})
+    for reading, name in rivals_posthoc.READING_NAMES.items():
+        out[name] = t[f"{reading}_word"]
+    out["kinds agree"] = t["agree"].map({True: "yes", False: "no"})
+    return out.reset_index(drop=True)
+
+
+def posthoc_survival_table(survival) -> "object":
+    """The earlier verdicts under each rival's correction, in words of direction, with how many of the
+    corrections that apply keep the standard reading's word ([two_kinds].survival)."""
+    t = survival.rename(columns={"kind": "architecture"}).copy()
+    t["kept"] = [f"{k} of {a}" for k, a in zip(t["kept"], t["applies"])]
+    return t.drop(columns=["applies"])
+
+
+def null_table(nulls) -> "object":
+    """Every correction that leaves an effect undetected, relative to the control's level, beside the
+    uncorrected change ([null_shares]), as percentages."""
+    t = nulls.rename(columns={"kind": "architecture", "raw": "uncorrected (%)", "estimate": "corrected (%)",
+                              "lo": "lo", "hi": "hi"}).copy()
+    for c in ("uncorrected (%)", "corrected (%)", "lo", "hi"):
+        t[c] = 100 * t[c]
+    t["excludes the uncorrected change"] = t["excludes_raw"].map({True: "yes", False: "no"})
+    return t.drop(columns=["excludes_raw"])
+
+
+def posthoc_numbers(analysis, posthoc) -> dict:
+    """The numbers the pages quote from the readings added after the data (``rivals-posthoc.toml``):
+
+    * ``failed_<account>_<kind>``, ``predictions_<account>_<kind>``: how many of an account's
+      predictions failed, of how many;
+    * ``realised_power_<kind>``, ``detectable_<kind>``, ``realised_sd_<kind>``: the primary family's
+      realised power for x1.25 at Holm's first threshold, the smallest ratio it detects with 80 % power,
+      and the residual SD (the unigram head's contrast; the surgery's has the same; the planned SD is
+      :func:`~tanbias.lab.analysis.rivals_design.design_numbers`' ``sd_<kind>``);
+    * ``<contrast>_<kind>`` with ``_lo`` / ``_hi`` for the secondary contrasts the prose quotes, as
+      ratios: ``head_peak``, ``surgery_interaction``, ``surgery_standard``, ``surgery_standard_random``,
+      ``alias_standard``, ``alias_unigram``, ``alias_interaction``, ``head_enrichment``;
+    * ``head_centred_<kind>`` with ``_lo`` / ``_hi``: the unigram head's effect on the centred mean cosine;
+    * ``outside_share_<kind>``: the enrichment left outside W_U's top subspace, as a ratio of the enrichment;
+    * ``mean_share_<kind>`` with ``_lo`` / ``_hi``: the mean's share of the squared norm;
+    * ``alias_standard_matched_<kind>`` with ``_lo`` / ``_hi``: aliasing under the standard head at matched
+      progress;
+    * the nulls the prose quotes, in percent: ``null_<head>_<correction>_<verdict>_<kind>`` with ``_lo``,
+      ``_hi`` and ``_raw`` (verdict ``surgery`` or ``aliasing``, correction ``centred``, ``isoscore``);
+    * :func:`~tanbias.lab.analysis.rivals_posthoc.scatter_numbers`.
+    """
+    out = {}
+    for _, r in posthoc.summary.iterrows():
+        out[f"failed_{r['account']}_{r['kind']}"] = int(r["failed"])
+        out[f"predictions_{r['account']}_{r['kind']}"] = int(r["predictions"])
+    for _, r in posthoc.power[posthoc.power["contrast"] == "head_final"].iterrows():
+        k = r["kind"]
+        out.update({f"realised_power_{k}": float(r["power_first"]), f"detectable_{k}": float(r["detectable"]),
+                    f"realised_sd_{k}": float(r["sd"])})
+    c = analysis.contrasts.set_index(["contrast", "kind"])
+    for name in ("head_peak", "surgery_interaction", "surgery_standard", "surgery_standard_random", "alias_standard",
+                 "alias_unigram", "alias_interaction", "head_enrichment", "surgery_unigram_random"):
+        for kind in KINDS:
+            r = c.loc[(name, kind)]
+            out.update({f"{name}_{kind}": float(np.exp(r["estimate"])), f"{name}_{kind}_lo": float(np.exp(r["lo"])),
+                        f"{name}_{kind}_hi": float(np.exp(r["hi"])), f"{name}_{kind}_holm": float(r["p_holm"])})
+    s = analysis.shares.set_index(["kind", "head"])
+    pr = posthoc.predictions.set_index(["account", "key", "kind"])
+    for kind in KINDS:
+        r = c.loc[("head_final_centred", kind)]
+        out.update({f"head_centred_{kind}": float(r["estimate"]), f"head_centred_{kind}_lo": float(r["lo"]),
+                    f"head_centred_{kind}_hi": float(r["hi"])})
+        out[f"outside_share_{kind}"] = float(np.exp(s.loc[(kind, "standard"), "d_e"]))
+        m, lo, hi = rivals_posthoc._share_interval(analysis.table, kind, "mean_share")
+        out.update({f"mean_share_{kind}": m, f"mean_share_{kind}_lo": lo, f"mean_share_{kind}_hi": hi})
+        p = analysis.progress.set_index(["contrast", "kind"]).loc[("alias_standard", kind)]
+        out.update({f"alias_standard_matched_{kind}": float(np.exp(p["estimate"])),
+                    f"alias_standard_matched_{kind}_lo": float(np.exp(p["lo"])),
+                    f"alias_standard_matched_{kind}_hi": float(np.exp(p["hi"]))})
+    del pr
+    names = {"centred": "centred", "IsoScore*": "isoscore"}
+    for _, r in posthoc.nulls.iterrows():
+        if r["correction"] not in names:
+            continue
+        verdict = "surgery" if "proxy - control" in r["verdict"] else "aliasing" if "aliasing" in r["verdict"] else None
+        if verdict is None:
+            continue
+        key = f"null_{r['head']}_{names[r['correction']]}_{verdict}_{r['kind']}"
+        out.update({key: 100 * float(r["estimate"]), f"{key}_lo": 100 * float(r["lo"]),
+                    f"{key}_hi": 100 * float(r["hi"]), f"{key}_raw": 100 * float(r["raw"])})
+    out.update(posthoc.scatter)
+    return out
+
+
+def posthoc_words(posthoc) -> dict:
+    """The words the pages state from the readings added after the data, for :func:`check_words`:
+    ``prediction, <kind>, <account>, <key>`` (met / failed / undecided); ``all predictions, <account>,
+    <kind>``; ``kinds, <kind>, <verdict>, <head>, <shared mean | shape>`` (a direction); ``survival,
+    <verdict key>, <kind>, <column>`` and ``kept, <verdict key>, <kind>`` (``k of n``), the verdict keys
+    being ``surgery``, ``surgery random``, ``aliasing``, ``enrichment``; ``excludes, <head>, <correction>,
+    <verdict key>, <kind>`` (``yes`` / ``no``)."""
+    out = {}
+    for _, r in posthoc.predictions.iterrows():
+        out[f"prediction, {r['kind']}, {r['account']}, {r['key']}"] = r["outcome"]
+    for _, r in posthoc.summary.iterrows():
+        out[f"all predictions, {r['account']}, {r['kind']}"] = r["all_predictions"]
+    for _, r in posthoc.kinds.iterrows():
+        for name in rivals_posthoc.READINGS_BY_KIND:
+            out[f"kinds, {r['kind']}, {r['verdict']}, {r['head']}, {name}"] = r[name]
+    keys = {"surgery lowers it: proxy - control": "surgery", "surgery lowers it: proxy - random": "surgery random",
+            "aliasing": "aliasing", "the proxy is enriched": "enrichment"}
+
+    def key_of(verdict):
+        return next(v for k, v in keys.items() if verdict.startswith(k))
+
+    for _, r in posthoc.survival.iterrows():
+        k = key_of(r["verdict"])
+        for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
+            out[f"survival, {k}, {r['kind']}, {column}"] = r[column]
+        out[f"kept, {k}, {r['kind']}"] = f"{int(r['kept'])} of {int(r['applies'])}"
+    for _, r in posthoc.nulls.iterrows():
+        out[f"excludes, {r['head']}, {r['correction']}, {key_of(r['verdict'])}, {r['kind']}"] = \
+            "yes" if r["excludes_raw"] else "no"
+    return out
