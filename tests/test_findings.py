@@ -32,18 +32,23 @@ def test_the_property_rule_refuses_an_unknown_reading():
         findings.property_word(["holds"])
 
 
-def _survival(words, verdict="surgery lowers the mean cosine (chapter 12)"):
-    """A survival table of one verdict in both architectures: the standard word 'negative' and
-    ``words`` for the five corrections (n/a where a correction does not apply)."""
-    cols = ["unigram head", "centred", "standardised", "type-balanced", "outside W_U"]
-    return pd.DataFrame([{"verdict": verdict, "kind": k, "standard": "negative", **dict(zip(cols, words))}
-                         for k in ("encoder", "decoder")])
+def _survival(words, verdict="surgery lowers it: proxy - control (chapter 12)"):
+    """A survival table of one verdict in both architectures (the columns of
+    :func:`tanbias.lab.analysis.rivals_posthoc.survival_rows`): the standard word 'less anisotropic'
+    and ``words`` for the five corrections (n/a where a correction does not apply)."""
+    from tanbias.lab.analysis.rivals_posthoc import SURVIVAL_CORRECTIONS
+
+    return pd.DataFrame([{"verdict": verdict, "kind": k, "standard": "less anisotropic",
+                          **dict(zip(SURVIVAL_CORRECTIONS, words))} for k in ("encoder", "decoder")])
+
+
+LESS, NONE, MORE = "less anisotropic", "not detected", "more anisotropic"
 
 
 @pytest.mark.parametrize("words,word", [
-    (["negative"] * 4 + ["n/a"], "survives"),
-    (["indistinguishable"] * 4 + ["n/a"], "does not survive"),
-    (["negative", "negative", "positive", "negative", "n/a"], "partly survives"),
+    ([LESS] * 4 + ["n/a"], "survives"),
+    ([NONE] * 4 + ["n/a"], "does not survive"),
+    ([LESS, LESS, MORE, LESS, "n/a"], "partly survives"),
 ])
 def test_a_verdict_survives_a_rival_when_its_correction_keeps_the_word(words, word):
     assert findings.survival_word(_survival(words), ("surgery",), interim=False) == word
@@ -60,9 +65,11 @@ def grid():
 
     sw = sweep_report.analyse_sweep()
     da, aa = alias.chapter10_analyses()
+    from tanbias.lab.analysis import rivals_report
+
     ca, ra = causal.analyse_causal(), rivals.analyse_rivals()
     tables = {name: pretrained.load_pretrained(name) for name in zoo.ZOO}
-    return findings.verdict_grid(sw, tables, da, aa, ca, ra), ca, ra
+    return findings.verdict_grid(sw, tables, da, aa, ca, ra, rivals_report.posthoc_analysis()), ca, ra
 
 
 def _labels(stem):
@@ -100,6 +107,22 @@ def test_the_grid_reads_each_chapters_rule(grid):
     h = findings.headline_words(g)
     assert all(len(v.split()) == 1 for v in h.values())
     assert h["causal_decoder"] == ca.words["decoder"] and "rivals" not in h
+
+
+def test_every_verdict_cell_says_its_rule_and_the_kind_of_anisotropy_it_reads(grid):
+    g, ca, ra = grid
+    tested = g[g["word"] != "not tested"]
+    assert set(tested["rule"]) <= set(findings.RULES) and "" not in set(tested["rule"])
+    assert set(tested["anisotropy"]) <= set(findings.ANISOTROPY_KINDS)
+    cells = g.set_index(["property", "evidence"])
+    # a qualifier is written where its reading holds: the decoder's surgery moves the shared mean only
+    assert cells.loc[("mechanisms", "causal_decoder"), "anisotropy"] == "shared mean"
+    assert "IsoScore*" in cells.loc[("mechanisms", "causal_decoder"), "qualifier"]
+    assert cells.loc[("mechanisms", "lab"), "rule"] == "correlational"
+    assert "variance" in cells.loc[("mechanisms", "lab"), "qualifier"]
+    # "possibly adaptive" reads the rule fixed before the dose runs; the post-hoc one is its qualifier
+    assert cells.loc[("adaptive", "knobs"), "word"] == "undetected"
+    assert "added after the data" in cells.loc[("adaptive", "knobs"), "qualifier"]
 
 
 def test_a_headline_word_of_several_words_is_refused(grid):

@@ -47,9 +47,9 @@ CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._check
 
 
 def experiment_steps(name: str) -> list[list[str]]:
-    """The chain's steps of one experiment's analysis: ``<name>_design``, ``<name>``, ``<name>_report``,
-    those that exist, in that order."""
-    return [[m] for m in (f"tanbias.lab.analysis.{name}{part}" for part in ("_design", "", "_report"))
+    """The chain's steps of one experiment's analysis: ``<name>_design``, ``<name>``, ``<name>_posthoc``
+    (its readings added after the data), ``<name>_report``, those that exist, in that order."""
+    return [[m] for m in (f"tanbias.lab.analysis.{name}{part}" for part in ("_design", "", "_posthoc", "_report"))
             if (ROOT / (m.replace(".", "/") + ".py")).exists()]
 
 
@@ -301,7 +301,7 @@ def test_every_runtime_import_is_declared():
 #: test files named for a topic rather than a module, for what is genuinely across modules
 #: (DESIGN.md, "Tests")
 TEST_TOPICS = {"binder", "book", "browser", "chapters", "figure_contract", "layers", "precision", "release",
-               "reports"}
+               "reports", "verdict_words"}
 
 
 def _defines_code(path: Path) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tanbias.figures.verdicts import verdicts_figure
+from tanbias.figures.verdicts import QUALIFIED_MARK, QUALIFIED_OPACITY, verdicts_figure
 from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES
 from tanbias.palette import VERDICT_COLORS
 
@@ -38,9 +38,22 @@ def test_each_cell_is_coloured_by_its_category_and_links_its_section():
     # a cell without a section links its chapter's page
     assert 'href="01_manifold_hypothesis.html"' in fig.layout.annotations[0].text
     # the legend names every category once, in order; the rows read top to bottom
-    assert [t.name for t in fig.data if t.showlegend is not False] == list(CATEGORIES)
+    assert [t.name for t in fig.data if t.showlegend is not False] == [*CATEGORIES, f"{QUALIFIED_MARK} paler: qualified"]
     assert fig.layout.yaxis.autorange == "reversed" and list(fig.layout.yaxis.ticktext) == list(PROPERTIES.values())
     assert fig.layout.title.text
+
+
+def test_a_qualified_word_is_drawn_paler_and_marked():
+    g = _grid()
+    at = (g["property"] == "balancing") & (g["evidence"] == "knobs")
+    g["qualifier"] = ""
+    g.loc[at, "qualifier"] = "narrowly, on one reading"
+    fig = verdicts_figure(g)
+    k = list(PROPERTIES).index("balancing") * len(EVIDENCE) + list(EVIDENCE).index("knobs")
+    assert fig.layout.shapes[k].opacity == QUALIFIED_OPACITY and f"contradicted{QUALIFIED_MARK}" in fig.layout.annotations[k].text
+    j = list(PROPERTIES).index("mechanisms") * len(EVIDENCE) + list(EVIDENCE).index("causal_decoder")
+    assert fig.layout.shapes[j].opacity == 1 and QUALIFIED_MARK not in fig.layout.annotations[j].text
+    assert any("narrowly, on one reading" in t for t in fig.data[0].hovertext)
 
 
 def test_a_grid_with_a_missing_cell_or_an_unknown_category_is_refused():

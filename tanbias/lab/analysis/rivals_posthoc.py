@@ -36,7 +36,7 @@ from tanbias.stats import interval_word
 from tanbias.theory.anisotropy import TOP_COORDINATES
 
 __all__ = ["MARGIN_LOG", "MARGIN_LINEAR", "TOP_SHARE_FACTOR", "TOP_SHARE_EVEN", "COLLAPSE", "PREDICTIONS", "prediction_rows",
-           "all_predictions_word", "account_summary", "READING_NAMES", "SURVIVAL_VERDICTS", "realised_power", "READINGS_BY_KIND", "MORE_ANISOTROPIC", "VERDICT_CONTRASTS",
+           "all_predictions_word", "account_summary", "share_interval", "READING_NAMES", "SURVIVAL_VERDICTS", "realised_power", "READINGS_BY_KIND", "MORE_ANISOTROPIC", "VERDICT_CONTRASTS",
            "direction_word", "kind_rows", "SURVIVAL_CORRECTIONS", "survival_rows", "null_rows", "scatter_numbers",
            "PosthocAnalysis", "analyse_posthoc", "posthoc", "registration_predicts"]
 
@@ -88,7 +88,7 @@ PREDICTIONS = (
 _SHARE = rivals.SHARE_THRESHOLD
 
 
-def _share_interval(table, kind: str, column: str, transform=None) -> tuple[float, float, float]:
+def share_interval(table, kind: str, column: str, transform=None) -> tuple[float, float, float]:
     """The 95 % seed t interval of ``column`` in the standard-head control runs of ``kind``'s complete seeds."""
     seeds = rivals.complete_seeds(table, kind)
     g = table[(table["kind"] == kind) & (table["cell"] == "standard-control") & table["seed"].isin(seeds)]
@@ -191,11 +191,11 @@ def prediction_rows(table, contrasts, accounts) -> "object":
                                "met" if np.sign(row["estimate"]) == -np.sign(other) else "failed")
             elif how in ("share", "top_share"):
                 if key == "q_s":
-                    m, lo, hi = _share_interval(table, kind, "", lambda g: g["standardised"] / np.exp(g["raw"]))
+                    m, lo, hi = share_interval(table, kind, "", lambda g: g["standardised"] / np.exp(g["raw"]))
                 elif key == "q_c":
-                    m, lo, hi = _share_interval(table, kind, "", lambda g: g["centred"] / np.exp(g["raw"]))
+                    m, lo, hi = share_interval(table, kind, "", lambda g: g["centred"] / np.exp(g["raw"]))
                 else:
-                    m, lo, hi = _share_interval(table, kind, key)
+                    m, lo, hi = share_interval(table, kind, key)
                 reading = f"{_g(m)} [{_g(lo)}, {_g(hi)}]"
                 if how == "share":
                     outcome = _side(lo, hi, arg, _SHARE)
@@ -205,7 +205,7 @@ def prediction_rows(table, contrasts, accounts) -> "object":
                         outcome = "failed"
                     reading += f" (even: {_g(even)})"
             elif how in ("enrichment", "near0"):
-                m, lo, hi = _share_interval(table, kind, key)
+                m, lo, hi = share_interval(table, kind, key)
                 reading = f"×{_g(np.exp(m))} [{_g(np.exp(lo))}, {_g(np.exp(hi))}]"
                 if how == "enrichment":
                     outcome = _side(lo, hi, "above" if arg == "+" else "below", 0.0)

@@ -456,67 +456,82 @@ def null_table(nulls) -> "object":
     return t.drop(columns=["excludes_raw"])
 
 
+#: the secondary contrasts the pages quote as ratios, per architecture (``_holm``: with the Holm-adjusted p)
+_QUOTED_CONTRASTS = {"encoder": {"head_peak": "", "surgery_standard": "_holm", "surgery_interaction": "",
+                                 "surgery_standard_random": "", "head_enrichment": None},
+                     "decoder": {"alias_standard": None, "alias_unigram": None, "alias_interaction": "_holm",
+                                 "head_enrichment": None}}
+#: the nulls the pages quote: (head, correction, verdict, architecture, with the uncorrected change)
+_QUOTED_NULLS = (("unigram", "centred", "surgery", "decoder", True), ("standard", "centred", "surgery", "encoder", True),
+                 ("standard", "IsoScore*", "surgery", "decoder", False))
+
+
 def posthoc_numbers(analysis, posthoc) -> dict:
     """The numbers the pages quote from the readings added after the data (``rivals-posthoc.toml``):
 
-    * ``failed_<account>_<kind>``, ``predictions_<account>_<kind>``: how many of an account's
-      predictions failed, of how many;
+    * ``failed_unigram_first_decoder``, ``failed_common_drift_<kind>``: how many of those accounts'
+      predictions failed;
     * ``realised_power_<kind>``, ``detectable_<kind>``, ``realised_sd_<kind>``: the primary family's
       realised power for x1.25 at Holm's first threshold, the smallest ratio it detects with 80 % power,
       and the residual SD (the unigram head's contrast; the surgery's has the same; the planned SD is
       :func:`~tanbias.lab.analysis.rivals_design.design_numbers`' ``sd_<kind>``);
-    * ``<contrast>_<kind>`` with ``_lo`` / ``_hi`` for the secondary contrasts the prose quotes, as
-      ratios: ``head_peak``, ``surgery_interaction``, ``surgery_standard``, ``surgery_standard_random``,
-      ``alias_standard``, ``alias_unigram``, ``alias_interaction``, ``head_enrichment``;
-    * ``head_centred_<kind>`` with ``_lo`` / ``_hi``: the unigram head's effect on the centred mean cosine;
+    * the secondary contrasts of :data:`_QUOTED_CONTRASTS` as ratios, ``<contrast>_<kind>``, with
+      ``_lo`` / ``_hi`` (and ``_holm``) where the pages quote them;
+    * ``head_centred_decoder`` with ``_lo`` / ``_hi``: the unigram head's effect on the centred mean cosine;
     * ``outside_share_<kind>``: the enrichment left outside W_U's top subspace, as a ratio of the enrichment;
     * ``mean_share_<kind>`` with ``_lo`` / ``_hi``: the mean's share of the squared norm;
-    * ``alias_standard_matched_<kind>`` with ``_lo`` / ``_hi``: aliasing under the standard head at matched
+    * ``alias_standard_matched_decoder`` with ``_lo`` / ``_hi``: aliasing under the standard head at matched
       progress;
-    * the nulls the prose quotes, in percent: ``null_<head>_<correction>_<verdict>_<kind>`` with ``_lo``,
-      ``_hi`` and ``_raw`` (verdict ``surgery`` or ``aliasing``, correction ``centred``, ``isoscore``);
-    * :func:`~tanbias.lab.analysis.rivals_posthoc.scatter_numbers`.
+    * the nulls of :data:`_QUOTED_NULLS`, in percent: ``null_<head>_<correction>_<verdict>_<kind>`` with
+      ``_lo``, ``_hi`` (and ``_raw``, the uncorrected change);
+    * from :func:`~tanbias.lab.analysis.rivals_posthoc.scatter_numbers`: the encoder's seed scatter of the
+      heads' ratio (``short_ratio_lo_<kind>``, ``short_ratio_hi_<kind>``, ``short_ratio_logsd_encoder``),
+      the early peaks and collapses the chapter counts, ``peak_step_max`` and ``peak_within``.
     """
     out = {}
-    for _, r in posthoc.summary.iterrows():
-        out[f"failed_{r['account']}_{r['kind']}"] = int(r["failed"])
-        out[f"predictions_{r['account']}_{r['kind']}"] = int(r["predictions"])
+    failed = posthoc.summary.set_index(["account", "kind"])["failed"]
+    out["failed_unigram_first_decoder"] = int(failed[("unigram_first", "decoder")])
+    for kind in KINDS:
+        out[f"failed_common_drift_{kind}"] = int(failed[("common_drift", kind)])
     for _, r in posthoc.power[posthoc.power["contrast"] == "head_final"].iterrows():
         k = r["kind"]
         out.update({f"realised_power_{k}": float(r["power_first"]), f"detectable_{k}": float(r["detectable"]),
                     f"realised_sd_{k}": float(r["sd"])})
     c = analysis.contrasts.set_index(["contrast", "kind"])
-    for name in ("head_peak", "surgery_interaction", "surgery_standard", "surgery_standard_random", "alias_standard",
-                 "alias_unigram", "alias_interaction", "head_enrichment", "surgery_unigram_random"):
-        for kind in KINDS:
+    for kind, quoted in _QUOTED_CONTRASTS.items():
+        for name, extra in quoted.items():
             r = c.loc[(name, kind)]
-            out.update({f"{name}_{kind}": float(np.exp(r["estimate"])), f"{name}_{kind}_lo": float(np.exp(r["lo"])),
-                        f"{name}_{kind}_hi": float(np.exp(r["hi"])), f"{name}_{kind}_holm": float(r["p_holm"])})
+            out[f"{name}_{kind}"] = float(np.exp(r["estimate"]))
+            if extra is not None:
+                out.update({f"{name}_{kind}_lo": float(np.exp(r["lo"])), f"{name}_{kind}_hi": float(np.exp(r["hi"]))})
+            if extra == "_holm":
+                out[f"{name}_{kind}_holm"] = float(r["p_holm"])
+    r = c.loc[("head_final_centred", "decoder")]
+    out.update({"head_centred_decoder": float(r["estimate"]), "head_centred_decoder_lo": float(r["lo"]),
+                "head_centred_decoder_hi": float(r["hi"])})
     s = analysis.shares.set_index(["kind", "head"])
-    pr = posthoc.predictions.set_index(["account", "key", "kind"])
     for kind in KINDS:
-        r = c.loc[("head_final_centred", kind)]
-        out.update({f"head_centred_{kind}": float(r["estimate"]), f"head_centred_{kind}_lo": float(r["lo"]),
-                    f"head_centred_{kind}_hi": float(r["hi"])})
         out[f"outside_share_{kind}"] = float(np.exp(s.loc[(kind, "standard"), "d_e"]))
-        m, lo, hi = rivals_posthoc._share_interval(analysis.table, kind, "mean_share")
+        m, lo, hi = rivals_posthoc.share_interval(analysis.table, kind, "mean_share")
         out.update({f"mean_share_{kind}": m, f"mean_share_{kind}_lo": lo, f"mean_share_{kind}_hi": hi})
-        p = analysis.progress.set_index(["contrast", "kind"]).loc[("alias_standard", kind)]
-        out.update({f"alias_standard_matched_{kind}": float(np.exp(p["estimate"])),
-                    f"alias_standard_matched_{kind}_lo": float(np.exp(p["lo"])),
-                    f"alias_standard_matched_{kind}_hi": float(np.exp(p["hi"]))})
-    del pr
-    names = {"centred": "centred", "IsoScore*": "isoscore"}
-    for _, r in posthoc.nulls.iterrows():
-        if r["correction"] not in names:
-            continue
-        verdict = "surgery" if "proxy - control" in r["verdict"] else "aliasing" if "aliasing" in r["verdict"] else None
-        if verdict is None:
-            continue
-        key = f"null_{r['head']}_{names[r['correction']]}_{verdict}_{r['kind']}"
-        out.update({key: 100 * float(r["estimate"]), f"{key}_lo": 100 * float(r["lo"]),
-                    f"{key}_hi": 100 * float(r["hi"]), f"{key}_raw": 100 * float(r["raw"])})
-    out.update(posthoc.scatter)
+    p = analysis.progress.set_index(["contrast", "kind"]).loc[("alias_standard", "decoder")]
+    out.update({"alias_standard_matched_decoder": float(np.exp(p["estimate"])),
+                "alias_standard_matched_decoder_lo": float(np.exp(p["lo"])),
+                "alias_standard_matched_decoder_hi": float(np.exp(p["hi"]))})
+    nulls = posthoc.nulls
+    for head, correction, verdict, kind, with_raw in _QUOTED_NULLS:
+        r = nulls[(nulls["head"] == head) & (nulls["correction"] == correction) & (nulls["kind"] == kind)
+                  & nulls["verdict"].str.contains("proxy - control" if verdict == "surgery" else "aliasing")].iloc[0]
+        key = f"null_{head}_{'isoscore' if correction == 'IsoScore*' else correction}_{verdict}_{kind}"
+        out.update({key: 100 * float(r["estimate"]), f"{key}_lo": 100 * float(r["lo"]), f"{key}_hi": 100 * float(r["hi"])})
+        if with_raw:
+            out[f"{key}_raw"] = 100 * float(r["raw"])
+    sc = posthoc.scatter
+    keys = ["short_ratio_lo_encoder", "short_ratio_hi_encoder", "short_ratio_logsd_encoder", "short_ratio_lo_decoder",
+            "short_ratio_hi_decoder", "peak_step_max", "peak_within",
+            *(f"{w}_{h}_decoder" for w in ("peak_lo", "peak_hi") for h in ("standard", "unigram")),
+            *(f"{w}_{h}_{k}" for w in ("collapsed", "runs") for h in ("standard", "unigram") for k in KINDS)]
+    out.update({k: sc[k] for k in keys})
     return out
 
 
