@@ -48,7 +48,7 @@ from tanbias.theory.anisotropy import mean_cosine
 
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "LOG_OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
-           "complete_seeds", "ContrastFits", "fit_contrast", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
+           "complete_seeds", "ContrastFits", "fit_contrast", "peak_rows", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
            "CORRECTIONS", "corrections_kept", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
@@ -404,6 +404,25 @@ def contrast_rows(table) -> "object":
             r.update(p_holm=float(a), significant=bool(a < ALPHA), word=interval_word(r["lo"], r["hi"]))
         rows += block
     return pd.DataFrame(rows)
+
+
+def peak_rows(table) -> "object":
+    """rivals.toml's ``phases``: every registered contrast on the final mean cosine (``raw``) read again
+    at the peak (``peak``), shown beside it, labelled, without a verdict. Per contrast and architecture:
+    ``estimate``, ``lo``, ``hi`` (ln units, 95 % t interval, unadjusted) and ``final`` (the registered
+    contrast's estimate)."""
+    import pandas as pd
+
+    fits = ContrastFits(table)
+    out = []
+    for name, (outcome, weights) in CONTRASTS.items():
+        if outcome != "raw":
+            continue
+        for kind in KINDS:
+            r, f = fits(kind, "peak", weights), fits(kind, "raw", weights)
+            out.append({"contrast": name, "kind": kind, "estimate": r["estimate"], "lo": r["lo"], "hi": r["hi"],
+                        "final": f["estimate"]})
+    return pd.DataFrame(out)
 
 
 # --------------------------------------------------------------------------- matched training progress

@@ -9,7 +9,10 @@ registered word; the pages show each beside the registered one, labelled "added 
   ``undecided`` (``[predictions]``), and :func:`all_predictions_word`, an account's word by all of
   them;
 * :func:`realised_power`: each primary contrast's residual SD, power and smallest detectable change
-  as the runs realised them (``[power]``);
+  as the runs realised them (``[power]``), and :func:`secondary_power`, the same beyond the primary
+  family;
+* the registered re-reading at the peak that the chapter had not shown
+  (:func:`tanbias.lab.analysis.rivals.peak_rows`, kept here with the readings it joins);
 * :func:`kind_rows`: each earlier anisotropy verdict on both kinds of anisotropy, the shared mean
   (mean cosine, the mean's share) and the shape of the centred cloud (IsoScore*, participation
   ratio) (``[two_kinds]``);
@@ -38,7 +41,7 @@ from tanbias.theory.anisotropy import TOP_COORDINATES
 __all__ = ["MARGIN_LOG", "MARGIN_LINEAR", "TOP_SHARE_FACTOR", "TOP_SHARE_EVEN", "COLLAPSE", "PREDICTIONS", "prediction_rows",
            "all_predictions_word", "account_summary", "share_interval", "READING_NAMES", "SURVIVAL_VERDICTS", "realised_power", "READINGS_BY_KIND", "MORE_ANISOTROPIC", "VERDICT_CONTRASTS",
            "direction_word", "kind_rows", "SURVIVAL_CORRECTIONS", "survival_rows", "null_rows", "scatter_numbers",
-           "PosthocAnalysis", "analyse_posthoc", "posthoc", "registration_predicts"]
+           "PosthocAnalysis", "analyse_posthoc", "posthoc", "registration_predicts", "secondary_power"]
 
 ALPHA = rivals.ALPHA
 #: the equivalence margin of a null prediction on a logarithmic outcome: a change by x1.25 either way
@@ -294,6 +297,25 @@ def realised_power(contrasts, planned: dict | None = None) -> "object":
     return pd.DataFrame(out)
 
 
+def secondary_power(contrasts) -> "object":
+    """``[power]``'s reading applied beyond the primary family: each secondary contrast on a logarithmic
+    outcome, its power for a x1.25 change at Holm's first threshold over the secondary family and at
+    alpha, and the smallest ratio it detects with 80 % power at that threshold (columns ``contrast``,
+    ``kind``, ``outcome``, ``n_seeds``, ``power_first``, ``power_alpha``, ``detectable``)."""
+    import pandas as pd
+
+    sec = contrasts[contrasts["family"] == "secondary"]
+    family = len(sec)
+    out = []
+    for _, r in sec[sec["outcome"].isin(rivals.LOG_OUTCOMES)].iterrows():
+        se, df = float(r["se"]), float(r["df"])
+        out.append({"contrast": r["contrast"], "kind": r["kind"], "outcome": r["outcome"], "n_seeds": int(r["n_seeds"]),
+                    "power_first": registered.t_test_power(MARGIN_LOG, se, df, ALPHA / family),
+                    "power_alpha": registered.t_test_power(MARGIN_LOG, se, df, ALPHA),
+                    "detectable": float(np.exp(_detectable(se, df, ALPHA / family)))})
+    return pd.DataFrame(out)
+
+
 # --------------------------------------------------------------------------- two kinds of anisotropy
 #: the readings of each kind of anisotropy ([two_kinds]): the first of each decides the kind's word
 READINGS_BY_KIND = {"shared mean": ("raw", "log_mean_share"), "shape": ("isoscore", "participation")}
@@ -515,6 +537,8 @@ class PosthocAnalysis:
     predictions: "object"
     summary: "object"
     power: "object"
+    secondary_power: "object"
+    peaks: "object"
     kinds: "object"
     survival: "object"
     nulls: "object"
@@ -531,6 +555,7 @@ def analyse_posthoc(analysis=None) -> PosthocAnalysis:
     predictions = prediction_rows(a.table, a.contrasts, a.accounts)
     fits = rivals.ContrastFits(a.table)
     return PosthocAnalysis(predictions=predictions, summary=account_summary(predictions, a.accounts),
-                           power=realised_power(a.contrasts), kinds=kind_rows(a.table, fits),
+                           power=realised_power(a.contrasts), secondary_power=secondary_power(a.contrasts),
+                           peaks=rivals.peak_rows(a.table), kinds=kind_rows(a.table, fits),
                            survival=survival_rows(a.table, a.shares, fits), nulls=null_rows(a.table, fits),
                            scatter=scatter_numbers(a.table, a.trajectory))

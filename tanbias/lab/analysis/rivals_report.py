@@ -19,7 +19,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "tra
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
            "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words"]
+           "kinds_table", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -426,6 +426,23 @@ def power_table(power) -> "object":
         "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"})
 
 
+def secondary_power_table(power) -> "object":
+    """The secondary contrasts' realised power (:func:`~tanbias.lab.analysis.rivals_posthoc.secondary_power`)."""
+    return power[["contrast", "kind", "n_seeds", "power_first", "power_alpha", "detectable"]].rename(columns={
+        "kind": "architecture", "n_seeds": "seeds", "power_first": "power for ×1.25 (Holm's first threshold)",
+        "power_alpha": "power at α", "detectable": "detectable ratio (80 %)"})
+
+
+def peak_table(peaks) -> "object":
+    """The registered contrasts on the final mean cosine read again at the peak, as ratios with their 95 %
+    intervals, beside the final reading: shown, without a verdict (rivals.toml, ``phases``)."""
+    import pandas as pd
+
+    return pd.DataFrame({"contrast": peaks["contrast"], "architecture": peaks["kind"],
+                         "at the peak": np.exp(peaks["estimate"]), "lo": np.exp(peaks["lo"]),
+                         "hi": np.exp(peaks["hi"]), "at the last step": np.exp(peaks["final"])})
+
+
 def kinds_table(kinds) -> "object":
     """Each earlier anisotropy verdict on both kinds of anisotropy ([two_kinds]): per verdict, head and
     architecture, the direction on each reading, and whether the two kinds agree."""
@@ -460,7 +477,7 @@ def null_table(nulls) -> "object":
 _QUOTED_CONTRASTS = {"encoder": {"head_peak": "", "surgery_standard": "_holm", "surgery_interaction": "",
                                  "surgery_standard_random": "", "head_enrichment": None},
                      "decoder": {"alias_standard": None, "alias_unigram": None, "alias_interaction": "_holm",
-                                 "head_enrichment": None}}
+                                 "head_enrichment": None, "head_peak": ""}}
 #: the nulls the pages quote: (head, correction, verdict, architecture, with the uncorrected change)
 _QUOTED_NULLS = (("unigram", "centred", "surgery", "decoder", True), ("standard", "centred", "surgery", "encoder", True),
                  ("standard", "IsoScore*", "surgery", "decoder", False))
