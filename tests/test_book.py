@@ -53,8 +53,8 @@ def test_every_chapter_executed_during_the_build(built_book):
     for doc in toc_notebooks():
         assert doc in times, f"{doc} was not executed by the build"
         assert times[doc]["succeeded"], f"{doc} failed to execute: {times[doc].get('error')}"
-        # the budget is 30 s (make bench prints it); a test fails only at twice that
-        assert times[doc]["runtime"] <= 2 * TARGETS["chapter_exec_s"], (doc, times[doc])
+        # how long each page took is make bench's (against its 30 s target), never a test's: a slower or
+        # busier machine must not turn the suite red
 
 
 def test_no_cdn_anywhere_in_scripts_or_links(built_book):

@@ -30,7 +30,7 @@ from tanbias.lab.analysis import (alias_report, causal_report, dose_report, pret
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 
-__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "DERIVATION", "property_word",
+__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "DERIVATION", "RULES", "ANISOTROPY_KINDS", "property_word",
            "survival_word", "verdict_grid", "headline_words"]
 
 #: the rows: the statement's premise and five properties, and the rival accounts

@@ -19,7 +19,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "tra
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
            "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words"]
+           "kinds_table", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -474,12 +474,12 @@ def null_table(nulls) -> "object":
 
 
 #: the secondary contrasts the pages quote as ratios, per architecture (``_holm``: with the Holm-adjusted p)
-_QUOTED_CONTRASTS = {"encoder": {"head_peak": "", "surgery_standard": "_holm", "surgery_interaction": "",
+QUOTED_CONTRASTS = {"encoder": {"head_peak": "", "surgery_standard": "_holm", "surgery_interaction": "",
                                  "surgery_standard_random": "", "head_enrichment": None},
                      "decoder": {"alias_standard": None, "alias_unigram": None, "alias_interaction": "_holm",
                                  "head_enrichment": None, "head_peak": ""}}
 #: the nulls the pages quote: (head, correction, verdict, architecture, with the uncorrected change)
-_QUOTED_NULLS = (("unigram", "centred", "surgery", "decoder", True), ("standard", "centred", "surgery", "encoder", True),
+QUOTED_NULLS = (("unigram", "centred", "surgery", "decoder", True), ("standard", "centred", "surgery", "encoder", True),
                  ("standard", "IsoScore*", "surgery", "decoder", False))
 
 
@@ -492,14 +492,14 @@ def posthoc_numbers(analysis, posthoc) -> dict:
       realised power for x1.25 at Holm's first threshold, the smallest ratio it detects with 80 % power,
       and the residual SD (the unigram head's contrast; the surgery's has the same; the planned SD is
       :func:`~tanbias.lab.analysis.rivals_design.design_numbers`' ``sd_<kind>``);
-    * the secondary contrasts of :data:`_QUOTED_CONTRASTS` as ratios, ``<contrast>_<kind>``, with
+    * the secondary contrasts of :data:`QUOTED_CONTRASTS` as ratios, ``<contrast>_<kind>``, with
       ``_lo`` / ``_hi`` (and ``_holm``) where the pages quote them;
     * ``head_centred_decoder`` with ``_lo`` / ``_hi``: the unigram head's effect on the centred mean cosine;
     * ``outside_share_<kind>``: the enrichment left outside W_U's top subspace, as a ratio of the enrichment;
     * ``mean_share_<kind>`` with ``_lo`` / ``_hi``: the mean's share of the squared norm;
     * ``alias_standard_matched_decoder`` with ``_lo`` / ``_hi``: aliasing under the standard head at matched
       progress;
-    * the nulls of :data:`_QUOTED_NULLS`, in percent: ``null_<head>_<correction>_<verdict>_<kind>`` with
+    * the nulls of :data:`QUOTED_NULLS`, in percent: ``null_<head>_<correction>_<verdict>_<kind>`` with
       ``_lo``, ``_hi`` (and ``_raw``, the uncorrected change);
     * from :func:`~tanbias.lab.analysis.rivals_posthoc.scatter_numbers`: the encoder's seed scatter of the
       heads' ratio (``short_ratio_lo_<kind>``, ``short_ratio_hi_<kind>``, ``short_ratio_logsd_encoder``),
@@ -515,7 +515,7 @@ def posthoc_numbers(analysis, posthoc) -> dict:
         out.update({f"realised_power_{k}": float(r["power_first"]), f"detectable_{k}": float(r["detectable"]),
                     f"realised_sd_{k}": float(r["sd"])})
     c = analysis.contrasts.set_index(["contrast", "kind"])
-    for kind, quoted in _QUOTED_CONTRASTS.items():
+    for kind, quoted in QUOTED_CONTRASTS.items():
         for name, extra in quoted.items():
             r = c.loc[(name, kind)]
             out[f"{name}_{kind}"] = float(np.exp(r["estimate"]))
@@ -536,7 +536,7 @@ def posthoc_numbers(analysis, posthoc) -> dict:
                 "alias_standard_matched_decoder_lo": float(np.exp(p["lo"])),
                 "alias_standard_matched_decoder_hi": float(np.exp(p["hi"]))})
     nulls = posthoc.nulls
-    for head, correction, verdict, kind, with_raw in _QUOTED_NULLS:
+    for head, correction, verdict, kind, with_raw in QUOTED_NULLS:
         r = nulls[(nulls["head"] == head) & (nulls["correction"] == correction) & (nulls["kind"] == kind)
                   & nulls["verdict"].str.contains("proxy - control" if verdict == "surgery" else "aliasing")].iloc[0]
         key = f"null_{head}_{'isoscore' if correction == 'IsoScore*' else correction}_{verdict}_{kind}"
@@ -553,7 +553,7 @@ def posthoc_numbers(analysis, posthoc) -> dict:
 
 
 def posthoc_words(posthoc) -> dict:
-    """The words the pages state from the readings added after the data, for :func:`check_words`:
+    """The words the pages state from the readings added after the data, for :func:`tanbias.stats.check_words`:
     ``prediction, <kind>, <account>, <key>`` (met / failed / undecided); ``all predictions, <account>,
     <kind>``; ``kinds, <kind>, <verdict>, <head>, <shared mean | shape>`` (a direction); ``survival,
     <verdict key>, <kind>, <column>`` and ``kept, <verdict key>, <kind>`` (``k of n``), the verdict keys
