@@ -164,14 +164,12 @@ def _notes(ca, aa, da) -> dict:
     out = {}
     for evidence in ("lab", "released"):
         out[("premise", evidence)] = ("", "correlational", "not anisotropy")
-    out[("mechanisms", "derivation")] = ("two details of the statement's wording corrected", "derivation",
-                                         "not anisotropy")
-    out[("reinforcing", "derivation")] = ("in simulation: compounds early, then reverses", "derivation",
-                                          "not anisotropy")
+    out[("mechanisms", "derivation")] = ("", "derivation", "not anisotropy")
+    out[("reinforcing", "derivation")] = ("", "derivation", "not anisotropy")
     variance = "correlational: that gradients follow the activations' variance is not ruled out"
     out[("mechanisms", "lab")] = (variance, "correlational", "not anisotropy")
     out[("mechanisms", "released")] = (variance, "correlational", "not anisotropy")
-    out[("early", "lab")] = ("the alignment's timing", "correlational", "not anisotropy")
+    out[("early", "lab")] = ("", "correlational", "not anisotropy")
     shared_only = {k: cw[f"secondary, {k}, isoscore"] == "indistinguishable" for k in KINDS}
     out[("mechanisms", "causal_decoder")] = (
         "the shared mean only: IsoScore* does not move" if shared_only["decoder"] else "",
@@ -200,7 +198,7 @@ def _notes(ca, aa, da) -> dict:
         "registered", "shape")
     for prop in PROPERTIES:
         out[(prop, "rivals")] = ("", "added after the data", "both")
-    out[("rivals", "causal_decoder")] = ("weight tying", "registered", "shared mean")
+    out[("rivals", "causal_decoder")] = ("", "registered", "shared mean")
     return out
 
 

@@ -76,7 +76,7 @@ PREDICTIONS = (
     ("tangent_bias", "enrichment_outside", ("enrichment", "+"), "the proxy is enriched outside W_U's top subspace"),
     ("unigram_first", "head_peak", ("sign", "-"), "the unigram head lowers the early peak"),
     ("unigram_first", "head_final", ("sign", "-"), "the unigram head lowers the final mean cosine"),
-    ("unigram_first", "head_final_centred", ("null", None), "the unigram head leaves the centred mean cosine"),
+    ("unigram_first", "head_final_centred", ("null", None), "the unigram head does not change the centred mean cosine"),
     ("unigram_first", "alias_interaction", ("opposite", "alias_standard"),
      "aliasing raises the mean cosine less under the unigram head"),
     ("rogue_dimensions", "q_s", ("share", "below"), "standardising leaves under half of the mean cosine"),

@@ -19,7 +19,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "tra
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
            "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+           "kinds_table", "SHORT_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -443,34 +443,68 @@ def peak_table(peaks) -> "object":
                          "hi": np.exp(peaks["hi"]), "at the last step": np.exp(peaks["final"])})
 
 
+#: a direction of anisotropy (or chapter 7's enrichment) as a table cell says it, in few letters
+SHORT_WORDS = {"more anisotropic": "higher", "less anisotropic": "lower", "not detected": "none",
+               "enriched": "enriched", "depleted": "depleted", "n/a": "n/a", "undecided": "undecided"}
+#: the verdicts' short names in the tables
+_SHORT_VERDICTS = {"surgery lowers it: proxy - control": "surgery: proxy − control",
+                   "surgery lowers it: proxy - random": "surgery: proxy − random",
+                   "aliasing raises it": "aliasing", "the proxy is enriched late": "enrichment (ch. 7)",
+                   "surgery, proxy - control": "surgery: proxy − control",
+                   "surgery, proxy - random": "surgery: proxy − random",
+                   "aliasing, k3 - control": "aliasing", "output bias, unigram - standard head": "output bias"}
+
+
+def _short_verdict(verdict: str) -> str:
+    """A verdict's short name (:data:`_SHORT_VERDICTS`, by prefix).
+
+    >>> _short_verdict("aliasing raises it (chapter 11)"), _short_verdict("surgery, proxy - random")
+    ('aliasing', 'surgery: proxy − random')
+    """
+    return next(v for k, v in _SHORT_VERDICTS.items() if verdict.startswith(k))
+
+
 def kinds_table(kinds) -> "object":
-    """Each earlier anisotropy verdict on both kinds of anisotropy ([two_kinds]): per verdict, head and
-    architecture, the direction on each reading, and whether the two kinds agree."""
-    t = kinds.copy()
-    out = t[["verdict", "head", "kind"]].rename(columns={"kind": "architecture"})
+    """Each earlier anisotropy verdict on both kinds of anisotropy ([two_kinds]): one row per verdict,
+    head and architecture, each reading's direction (anisotropy ``higher``, ``lower``, ``none``
+    detected), and whether the two kinds agree."""
+    import pandas as pd
+
+    head = kinds["head"].map({"standard": "standard head", "unigram": "unigram head", "both": "—"})
+    out = pd.DataFrame({"verdict": [f"{_short_verdict(v)}, {h}, {k}" for v, h, k in
+                                    zip(kinds["verdict"], head, kinds["kind"])]})
     for reading, name in rivals_posthoc.READING_NAMES.items():
-        out[name] = t[f"{reading}_word"]
-    out["kinds agree"] = t["agree"].map({True: "yes", False: "no"})
-    return out.reset_index(drop=True)
+        out[name] = kinds[f"{reading}_word"].map(SHORT_WORDS).to_numpy()
+    out["agree"] = kinds["agree"].map({True: "yes", False: "no"}).to_numpy()
+    return out
 
 
 def posthoc_survival_table(survival) -> "object":
-    """The earlier verdicts under each rival's correction, in words of direction, with how many of the
-    corrections that apply keep the standard reading's word ([two_kinds].survival)."""
-    t = survival.rename(columns={"kind": "architecture"}).copy()
-    t["kept"] = [f"{k} of {a}" for k, a in zip(t["kept"], t["applies"])]
-    return t.drop(columns=["applies"])
+    """The earlier verdicts under each rival's correction ([two_kinds].survival): one row per verdict and
+    architecture, each cell anisotropy ``higher``, ``lower`` or ``none`` detected on that column's reading
+    (``enriched`` for chapter 7's enrichment; ``n/a`` where a correction does not apply), and how many of
+    the corrections that apply keep the standard reading's word."""
+    import pandas as pd
+
+    out = pd.DataFrame({"verdict": [f"{_short_verdict(v)}, {k}" for v, k in zip(survival["verdict"], survival["kind"])]})
+    for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
+        out[column] = survival[column].map(SHORT_WORDS).to_numpy()
+    out["kept"] = [f"{k} of {a}" for k, a in zip(survival["kept"], survival["applies"])]
+    return out.rename(columns={"unigram head": "unigram head", "type-balanced": "types equal"})
 
 
 def null_table(nulls) -> "object":
     """Every correction that leaves an effect undetected, relative to the control's level, beside the
-    uncorrected change ([null_shares]), as percentages."""
-    t = nulls.rename(columns={"kind": "architecture", "raw": "uncorrected (%)", "estimate": "corrected (%)",
-                              "lo": "lo", "hi": "hi"}).copy()
-    for c in ("uncorrected (%)", "corrected (%)", "lo", "hi"):
-        t[c] = 100 * t[c]
-    t["excludes the uncorrected change"] = t["excludes_raw"].map({True: "yes", False: "no"})
-    return t.drop(columns=["excludes_raw"])
+    uncorrected change ([null_shares]), as percentages: one row per verdict, architecture, head and
+    correction; ``lo`` / ``hi`` the corrected change's 95 % interval."""
+    import pandas as pd
+
+    return pd.DataFrame({
+        "verdict": [f"{_short_verdict(v)}, {k}, {h} head" for v, k, h in zip(nulls["verdict"], nulls["kind"], nulls["head"])],
+        "correction": nulls["correction"].to_numpy(), "uncorrected (%)": 100 * nulls["raw"].to_numpy(),
+        "corrected (%)": 100 * nulls["estimate"].to_numpy(), "lo": 100 * nulls["lo"].to_numpy(),
+        "hi": 100 * nulls["hi"].to_numpy(),
+        "excludes the uncorrected": nulls["excludes_raw"].map({True: "yes", False: "no"}).to_numpy()})
 
 
 #: the secondary contrasts the pages quote as ratios, per architecture (``_holm``: with the Holm-adjusted p)
