@@ -19,7 +19,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "tra
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
            "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+           "kinds_table", "SHORT_WORDS", "SURVIVAL_COLUMNS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -470,13 +470,17 @@ def kinds_table(kinds) -> "object":
     detected), and whether the two kinds agree."""
     import pandas as pd
 
-    head = kinds["head"].map({"standard": "standard head", "unigram": "unigram head", "both": "—"})
-    out = pd.DataFrame({"verdict": [f"{_short_verdict(v)}, {h}, {k}" for v, h, k in
+    head = kinds["head"].map({"standard": "standard head, ", "unigram": "unigram head, ", "both": ""})
+    out = pd.DataFrame({"verdict": [f"{_short_verdict(v)}, {h}{k}" for v, h, k in
                                     zip(kinds["verdict"], head, kinds["kind"])]})
     for reading, name in rivals_posthoc.READING_NAMES.items():
         out[name] = kinds[f"{reading}_word"].map(SHORT_WORDS).to_numpy()
     out["agree"] = kinds["agree"].map({True: "yes", False: "no"}).to_numpy()
     return out
+
+
+#: the survival table's columns as the chapter names them (short, so that the table fits the page)
+SURVIVAL_COLUMNS = {"standard": "uncorrected", "standardised": "z-scored", "type-balanced": "types equal"}
 
 
 def posthoc_survival_table(survival) -> "object":
@@ -486,11 +490,12 @@ def posthoc_survival_table(survival) -> "object":
     the corrections that apply keep the standard reading's word."""
     import pandas as pd
 
-    out = pd.DataFrame({"verdict": [f"{_short_verdict(v)}, {k}" for v, k in zip(survival["verdict"], survival["kind"])]})
+    out = pd.DataFrame({"verdict (corrections that keep its word)": [
+        f"{_short_verdict(v)}, {k} ({n} of {a})" for v, k, n, a in
+        zip(survival["verdict"], survival["kind"], survival["kept"], survival["applies"])]})
     for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
-        out[column] = survival[column].map(SHORT_WORDS).to_numpy()
-    out["kept"] = [f"{k} of {a}" for k, a in zip(survival["kept"], survival["applies"])]
-    return out.rename(columns={"unigram head": "unigram head", "type-balanced": "types equal"})
+        out[SURVIVAL_COLUMNS.get(column, column)] = survival[column].map(SHORT_WORDS).to_numpy()
+    return out
 
 
 def null_table(nulls) -> "object":
