@@ -89,3 +89,19 @@ def test_every_key_put_accepts_the_pattern_quotes(key, spec):
     expr = f'glued["{key}:{spec}"]' if spec else f'glued["{key}"]'
     assert re.match(EVAL_PATTERN, expr)
     assert g[f"{key}:{spec}"] == format_value(0.5, spec)
+
+
+def test_the_glue_log_records_every_glued_value(tmp_path, monkeypatch):
+    import json
+
+    from tanbias.book import prose
+
+    log = tmp_path / "glued.jsonl"
+    monkeypatch.setenv(prose.GLUE_LOG, str(log))
+    prose.glue("log_a", 0.5)
+    prose.glue("log_b", "supported")
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rows == [{"key": "log_a", "value": "0.5"}, {"key": "log_b", "value": "'supported'"}]
+    monkeypatch.delenv(prose.GLUE_LOG)
+    prose.glue("log_c", 1.0)
+    assert len(log.read_text().splitlines()) == 2
