@@ -125,3 +125,17 @@ def test_the_output_bias_is_written_only_where_it_is_not_the_standard_head():
         std.replace(output_bias="zipf")
     with pytest.raises(ParameterError, match="tie_embeddings"):
         std.replace(output_bias="unigram", tie_embeddings=True)
+
+
+def test_the_corruption_option_is_the_encoders_and_leaves_every_earlier_config_as_it_was():
+    from tanbias.lab.config import CORRUPTIONS, RunConfig
+
+    assert CORRUPTIONS == ("mask", "random")
+    plain = RunConfig(name="x", kind="encoder", size="smoke", steps=4)
+    assert plain.corruption == "mask" and "corruption" not in plain.to_dict()   # byte-identical config.json
+    rand = RunConfig.from_dict({**plain.to_dict(), "corruption": "random"})
+    assert rand.to_dict()["corruption"] == "random" and RunConfig.from_dict(rand.to_dict()) == rand
+    with pytest.raises(ParameterError, match="corruption"):
+        RunConfig(name="x", kind="decoder", size="smoke", corruption="random")
+    with pytest.raises(ParameterError, match="corruption"):
+        RunConfig(name="x", kind="encoder", size="smoke", corruption="noise")

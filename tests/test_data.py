@@ -208,3 +208,32 @@ def test_target_counts_are_the_scored_ids_of_the_first_steps(tokenizer, kind):
     assert s.target_counts(0).sum() == 0
     with pytest.raises(ParameterError, match="steps=-1"):
         s.target_counts(-1)
+
+
+# ----------------------------------------------------------------------------- the corruption option
+def test_random_corruption_selects_the_same_positions_and_shows_no_mask_row():
+    from tanbias.lab.config import MASK_ID, N_SPECIAL
+    from tanbias.lab.data import mask_tokens
+
+    ids = torch.arange(N_SPECIAL, N_SPECIAL + 4000).reshape(20, 200) % 3000 + N_SPECIAL
+    xm, ym = mask_tokens(ids, 4000, 0.15, torch.Generator().manual_seed(3))
+    xr, yr = mask_tokens(ids, 4000, 0.15, torch.Generator().manual_seed(3), corruption="random")
+    assert torch.equal(ym, yr)                                   # the same positions, the same targets
+    shown = xm == MASK_ID
+    assert shown.any() and not (xr == MASK_ID).any()
+    assert torch.equal(xm[~shown], xr[~shown])                   # only the <mask> positions differ
+    assert bool((xr[shown] >= N_SPECIAL).all())                  # ... and show ordinary tokens instead
+    with pytest.raises(ParameterError, match="corruption"):
+        mask_tokens(ids, 4000, 0.15, corruption="blank")
+
+
+def test_a_random_corruption_run_streams_the_mask_runs_text_and_targets():
+    from tanbias.lab.config import MASK_ID, RunConfig
+    from tanbias.lab.data import Stream
+
+    base = {"name": "x", "kind": "encoder", "size": "smoke", "languages": ["pt"], "steps": 4}
+    mask = Stream.from_config(RunConfig.from_dict(base))
+    rand = Stream.from_config(RunConfig.from_dict({**base, "corruption": "random"}))
+    for a, b in ((next(mask.training()), next(rand.training())), (mask.common(1)[0], rand.common(1)[0])):
+        assert torch.equal(a["labels"], b["labels"])
+        assert (a["input_ids"] == MASK_ID).any() and not (b["input_ids"] == MASK_ID).any()

@@ -40,7 +40,7 @@ from tanbias.errors import ParameterError
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
            "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
-           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
+           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "CORRUPTIONS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -333,7 +333,13 @@ LATER_KEYS = ("language_weights", "temperature", "flatten", "flatten_f0", "probe
 #: run-config keys written to a config.json only where they differ from their default: a setting
 #: that every config made before it existed (committed runs and the design files of
 #: data/runs/configs/ alike) must keep out of its file, byte for byte
-DEFAULT_OMITTED = {"output_bias": "none"}
+DEFAULT_OMITTED = {"output_bias": "none", "corruption": "mask"}
+
+#: what an encoder's masked positions show (:func:`tanbias.lab.data.mask_tokens`): "mask", the shared
+#: <mask> row (BERT's rule, every run before this option); "random", a token drawn uniformly from the
+#: non-special vocabulary, so that no input row is shared by every masked position (the mask-token
+#: account of the encoder's collapse, Meng et al. 2024)
+CORRUPTIONS = ("mask", "random")
 
 #: the output layer's bias (:func:`tanbias.lab.models.make_model`): "none", the lab's standard head;
 #: "unigram", a learnable bias initialised to the log of the add-one-smoothed unigram distribution
@@ -391,6 +397,8 @@ class RunConfig:
     surgery: SurgerySettings | None = None
     #: the output layer's bias (:data:`OUTPUT_BIASES`; left out of config.json when "none")
     output_bias: str = "none"
+    #: an encoder's masked positions (:data:`CORRUPTIONS`; left out of config.json when "mask")
+    corruption: str = "mask"
     steps: int = 240
     #: peak learning rate (None: the size's)
     lr: float | None = None
@@ -444,6 +452,10 @@ class RunConfig:
             raise ParameterError(f"tie_embeddings={self.tie_embeddings!r} is out of range: valid values are "
                                  "true and false.")
         check_choice("output_bias", self.output_bias, OUTPUT_BIASES)
+        check_choice("corruption", self.corruption, CORRUPTIONS)
+        if self.kind == "decoder" and self.corruption != "mask":
+            raise ParameterError(f"corruption={self.corruption!r} is not allowed for kind='decoder': valid range "
+                                 "is corruption='mask' (a decoder masks nothing; the option is the encoder's).")
         if self.output_bias != "none" and self.tie_embeddings:
             raise ParameterError(f"output_bias={self.output_bias!r} is not allowed with tie_embeddings=True: "
                                  "valid range is output_bias='none' for a tied model (the rivals' unigram "

@@ -31,7 +31,7 @@ import torch
 from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
 from tanbias.lab.aliasing import AliasMap, alias_counts
-from tanbias.lab.config import BOS_ID, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, REGIMES, check_kind
+from tanbias.lab.config import BOS_ID, CORRUPTIONS, MASK_ID, MECH_SEED, MLM_PROBABILITY, N_SPECIAL, REGIMES, check_kind
 from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_manifest, split
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE, load_tokenizer
@@ -64,7 +64,7 @@ def special_ids(tokenizer) -> list[int]:
 
 def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float = MLM_PROBABILITY,
                 generator: torch.Generator | None = None, special=None,
-                mask_id: int = MASK_ID) -> tuple[torch.Tensor, torch.Tensor]:
+                mask_id: int = MASK_ID, corruption: str = "mask") -> tuple[torch.Tensor, torch.Tensor]:
     """BERT-style masking of the non-special tokens, for the lab's tokenizer or any other.
 
     Parameters
@@ -79,13 +79,19 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
         lab tokenizer's ``0 .. N_SPECIAL - 1``. :func:`special_ids` gives another tokenizer's.
     mask_id : int
         The mask token's id (the lab's :data:`~tanbias.lab.config.MASK_ID` by default).
+    corruption : {"mask", "random"}
+        What the positions that would show ``mask_id`` show (:data:`~tanbias.lab.config.CORRUPTIONS`):
+        ``"mask"``, the mask token (BERT's rule); ``"random"``, a non-special token drawn uniformly,
+        so that no input row is shared by every corrupted position. Both draw the same random
+        numbers: with one generator state the two select the same positions, give them the same
+        labels and the same replacement tokens, and differ only where one shows ``mask_id``.
 
     Returns
     -------
     (inputs, labels)
-        ``inputs``: 80 % of the selected positions set to ``mask_id``, 10 % to a random
-        non-special token, 10 % unchanged; ``labels``: the original ids at the selected
-        positions, -100 elsewhere.
+        ``inputs``: 80 % of the selected positions set to ``mask_id`` (or, with ``"random"``, to a
+        random non-special token), 10 % to a random non-special token, 10 % unchanged;
+        ``labels``: the original ids at the selected positions, -100 elsewhere.
 
     Example
     -------
@@ -96,6 +102,7 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
     """
     if not (0.0 < mlm_probability < 1.0):
         raise ParameterError(f"mlm_probability={mlm_probability!r} is out of range: valid range is (0, 1).")
+    check_choice("corruption", corruption, CORRUPTIONS)
     special = torch.arange(N_SPECIAL) if special is None else torch.as_tensor(list(special), dtype=torch.long)
     normal = torch.as_tensor(np.setdiff1d(np.arange(int(vocab_size)), special.numpy()), dtype=torch.long)
     ids = input_ids.clone()
@@ -104,15 +111,23 @@ def mask_tokens(input_ids: torch.Tensor, vocab_size: int, mlm_probability: float
     selected = torch.bernoulli(p, generator=generator).bool() & ~torch.isin(ids, special)
     labels[~selected] = -100
     u = torch.rand(ids.shape, generator=generator)
-    ids[selected & (u < 0.8)] = int(mask_id)
+    mask_pos = selected & (u < 0.8)
+    if corruption == "mask":
+        ids[mask_pos] = int(mask_id)
     rand_pos = selected & (u >= 0.8) & (u < 0.9)
-    ids[rand_pos] = normal[torch.randint(0, len(normal), ids.shape, generator=generator)][rand_pos]
+    drawn = normal[torch.randint(0, len(normal), ids.shape, generator=generator)]
+    ids[rand_pos] = drawn[rand_pos]
+    if corruption == "random":
+        # the masked positions' replacements come from the same draw: nothing else is drawn, so the
+        # selection, the labels and every later batch are those of the same stream with <mask>
+        ids[mask_pos] = drawn[mask_pos]
     return ids, labels
 
 
 def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_len: int,
                mlm_probability: float = MLM_PROBABILITY, seed: int = 0,
-               keep: np.ndarray | None = None, aliases: AliasMap | None = None) -> Iterator[dict]:
+               keep: np.ndarray | None = None, aliases: AliasMap | None = None,
+               corruption: str = "mask") -> Iterator[dict]:
     """Pack a stream of documents into fixed-length training batches.
 
     Each document becomes ``<s> tokens </s>``; documents are concatenated and cut
@@ -139,6 +154,8 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
     aliases : AliasMap, optional
         Show every batch through the aliasing knob's map (:func:`alias_batch`, the draws
         seeded by ``seed + ALIAS_SEED_OFFSET``); None draws nothing.
+    corruption : {"mask", "random"}
+        An encoder's masked positions: :func:`mask_tokens`' ``corruption``.
 
     Yields
     ------
@@ -177,7 +194,7 @@ def lm_batches(kind: str, documents: Iterable, tokenizer, batch_size: int, seq_l
         block = torch.tensor(buf[:n], dtype=torch.long).view(int(batch_size), int(seq_len))
         del buf[:n]
         if kind == "encoder":
-            inputs, labels = mask_tokens(block, vocab_size, mlm_probability, gen)
+            inputs, labels = mask_tokens(block, vocab_size, mlm_probability, gen, corruption=corruption)
         else:
             inputs, labels = block, block.clone()
         batch = {"input_ids": inputs, "labels": labels}
@@ -373,6 +390,8 @@ class Stream:
     alias: float
     alias_f0: float
     tokenizer: object
+    #: an encoder's masked positions (:data:`~tanbias.lab.config.CORRUPTIONS`): the mask token, or a random token
+    corruption: str = "mask"
 
     @classmethod
     def from_config(cls, cfg, tok=None) -> "Stream":
@@ -383,7 +402,7 @@ class Stream:
                    mixture={"regime": cfg.regime, "temperature": cfg.mixture_temperature,
                             "weights": cfg.language_weights},
                    flatten=cfg.flatten, flatten_f0=cfg.flatten_f0, alias=cfg.alias, alias_f0=cfg.alias_f0,
-                   tokenizer=load_tokenizer() if tok is None else tok)
+                   tokenizer=load_tokenizer() if tok is None else tok, corruption=cfg.corruption)
 
     # ------------------------------------------------------------------ what the stream is
     @cached_property
@@ -442,7 +461,8 @@ class Stream:
         """Batches of ``documents`` in the run's mixture, subsampling and aliasing, ``seed`` seeding
         the document order, the masks, the subsampling and the alias draws."""
         return lm_batches(self.kind, mixture(documents, seed=seed, **self.mixture), self.tokenizer,
-                          self.batch_size, self.seq_len, seed=seed, keep=self.keep, aliases=self.aliases)
+                          self.batch_size, self.seq_len, seed=seed, keep=self.keep, aliases=self.aliases,
+                          corruption=self.corruption)
 
     def training(self) -> Iterator[dict]:
         """The run's training batches, from the first (endless; :func:`lm_batches`)."""
@@ -479,7 +499,8 @@ class Stream:
         then carry ``types`` and ``aliased`` too."""
         batches = heldout_batches(self.tokenizer, self.kind, int(n_batches) * self.batch_size * self.seq_len,
                                   self.seq_len, seed=MECH_SEED, batch_size=self.batch_size,
-                                  languages=None if self.languages is None else list(self.languages))
+                                  languages=None if self.languages is None else list(self.languages),
+                                  corruption=self.corruption)
         if self.aliases is None:
             return batches
         gen = torch.Generator().manual_seed(MECH_SEED + ALIAS_SEED_OFFSET)
@@ -663,7 +684,7 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
 
 def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int = 0,
                     regime: str = "natural", batch_size: int = 8, languages=None, half: int | None = None,
-                    order: str = "mixture", documents: dict | None = None) -> list[dict]:
+                    order: str = "mixture", documents: dict | None = None, corruption: str = "mask") -> list[dict]:
     """Held-out batches under a model's own tokenizer: :func:`heldout_text` (mixture order, with
     special tokens), masked for an encoder as the lab's training batches are.
 
@@ -671,7 +692,8 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
     ``seed`` (:func:`mask_tokens` with the tokenizer's own special and mask ids);
     decoder labels are the inputs (the model shifts them). The batches are a
     function of ``(tokenizer, kind, n_tokens, seq_len, seed, regime, batch_size, languages,
-    half, order, documents)`` (the last four as :func:`heldout_text`).
+    half, order, documents, corruption)`` (``half`` .. ``documents`` as :func:`heldout_text`;
+    ``corruption`` as :func:`mask_tokens`: the same positions and labels either way).
 
     Returns
     -------
@@ -699,7 +721,8 @@ def heldout_batches(tokenizer, kind: str, n_tokens: int, seq_len: int, seed: int
         rows = block[i:i + batch_size]
         if kind == "encoder":
             inputs, labels = mask_tokens(rows, len(tokenizer), MLM_PROBABILITY, gen,
-                                         special=special_ids(tokenizer), mask_id=tokenizer.mask_token_id)
+                                         special=special_ids(tokenizer), mask_id=tokenizer.mask_token_id,
+                                         corruption=corruption)
         else:
             inputs, labels = rows, rows.clone()
         out.append({"input_ids": inputs, "labels": labels})
