@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+import torch
 
-from tanbias.errors import CorruptFileError
+from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab.corpus import mixture
 
 
@@ -124,3 +126,41 @@ def test_log_unigram_refuses_counts_that_are_not_counts():
     for bad in ([1.0], [1.0, -2.0], [[1.0, 2.0]], [1.0, float("nan")]):
         with pytest.raises(ParameterError, match="counts"):
             log_unigram(bad)
+
+
+# ----------------------------------------------------------------------------- the attention option
+def test_a_causal_encoder_reads_only_the_past_and_keeps_the_same_weights():
+    from tanbias.lab.models import make_model
+
+    native = make_model("encoder", "smoke", vocab_size=100, seed=3).eval()
+    causal = make_model("encoder", "smoke", vocab_size=100, seed=3, attention="causal").eval()
+    assert causal.tanbias_attention == "causal" and native.tanbias_attention == "native"
+    for (n, a), (_, b) in zip(native.state_dict().items(), causal.state_dict().items()):
+        assert torch.equal(a, b), n                              # nothing drawn: the same seed's weights
+    x = torch.randint(5, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    y = x.clone()
+    y[:, 8:] = (y[:, 8:] + 7) % 95 + 5                           # change only the last positions
+    with torch.no_grad():
+        hc, hc2 = causal.model(input_ids=x).last_hidden_state, causal.model(input_ids=y).last_hidden_state
+        hn, hn2 = native.model(input_ids=x).last_hidden_state, native.model(input_ids=y).last_hidden_state
+    assert torch.allclose(hc[:, :8], hc2[:, :8], atol=1e-6)      # the causal encoder's past ignores them
+    assert not torch.allclose(hn[:, :8], hn2[:, :8], atol=1e-4)  # the bidirectional one does not
+    with pytest.raises(ParameterError, match="attention"):
+        make_model("decoder", "smoke", vocab_size=100, attention="causal")
+
+
+def test_model_from_config_builds_what_the_config_says():
+    from tanbias.lab.config import RunConfig
+    from tanbias.lab.data import Stream
+    from tanbias.lab.models import model_from_config
+
+    cfg = RunConfig.from_dict({"name": "x", "kind": "encoder", "size": "smoke", "steps": 4, "languages": ["pt"],
+                               "attention": "causal", "output_bias": "unigram"})
+    stream = Stream.from_config(cfg)
+    m = model_from_config(cfg, stream)
+    assert m.tanbias_attention == "causal" and m.lm_head.bias is not None
+    counts = stream.target_counts(cfg.steps)
+    assert float(m.lm_head.bias.detach()[counts.argmax()]) == pytest.approx(float(np.log((counts.max() + 1)
+                                                                                          / (counts + 1).sum())), rel=1e-5)
+    loaded = model_from_config(cfg, n_inputs=stream.n_inputs)   # a checkpoint's shape: the bias a placeholder
+    assert loaded.tanbias_attention == "causal" and float(loaded.lm_head.bias.detach().abs().sum()) == 0.0

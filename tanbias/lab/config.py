@@ -40,7 +40,7 @@ from tanbias.errors import ParameterError
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
            "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
-           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "CORRUPTIONS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
+           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "CORRUPTIONS", "ATTENTIONS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -333,7 +333,13 @@ LATER_KEYS = ("language_weights", "temperature", "flatten", "flatten_f0", "probe
 #: run-config keys written to a config.json only where they differ from their default: a setting
 #: that every config made before it existed (committed runs and the design files of
 #: data/runs/configs/ alike) must keep out of its file, byte for byte
-DEFAULT_OMITTED = {"output_bias": "none", "corruption": "mask"}
+DEFAULT_OMITTED = {"output_bias": "none", "corruption": "mask", "attention": "native"}
+
+#: a model's attention (:func:`tanbias.lab.models.make_model`): "native", the architecture's own
+#: (bidirectional for the encoder, causal for the decoder; every run before this option); "causal",
+#: the encoder with causal attention on its masked objective (the self-attention account of the
+#: encoder's collapse, Godey et al. 2024)
+ATTENTIONS = ("native", "causal")
 
 #: what an encoder's masked positions show (:func:`tanbias.lab.data.mask_tokens`): "mask", the shared
 #: <mask> row (BERT's rule, every run before this option); "random", a token drawn uniformly from the
@@ -399,6 +405,8 @@ class RunConfig:
     output_bias: str = "none"
     #: an encoder's masked positions (:data:`CORRUPTIONS`; left out of config.json when "mask")
     corruption: str = "mask"
+    #: the model's attention (:data:`ATTENTIONS`; left out of config.json when "native")
+    attention: str = "native"
     steps: int = 240
     #: peak learning rate (None: the size's)
     lr: float | None = None
@@ -453,6 +461,10 @@ class RunConfig:
                                  "true and false.")
         check_choice("output_bias", self.output_bias, OUTPUT_BIASES)
         check_choice("corruption", self.corruption, CORRUPTIONS)
+        check_choice("attention", self.attention, ATTENTIONS)
+        if self.kind == "decoder" and self.attention != "native":
+            raise ParameterError(f"attention={self.attention!r} is not allowed for kind='decoder': valid range is "
+                                 "attention='native' (a decoder's own attention is causal already).")
         if self.kind == "decoder" and self.corruption != "mask":
             raise ParameterError(f"corruption={self.corruption!r} is not allowed for kind='decoder': valid range "
                                  "is corruption='mask' (a decoder masks nothing; the option is the encoder's).")

@@ -81,13 +81,15 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 
+from tanbias._checks import check_choice
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
-from tanbias.lab.config import (ARCH_KEYS, BOS_ID, DEVICES, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID, PRECISIONS,
-                               check_kind, model_size)
+from tanbias.lab.config import (ARCH_KEYS, ATTENTIONS, BOS_ID, DEVICES, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID,
+                               PRECISIONS, check_kind, model_size)
 from tanbias.lab.tokenizer import load_tokenizer
 
 __all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
+           "model_from_config",
            "log_unigram", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
 
@@ -150,9 +152,24 @@ def model_config(kind: str = "encoder", size="small", vocab_size: int = 8192, ti
 ALIAS_INIT_OFFSET = 7_777
 
 
+def _causal_attention_hook(module, args, kwargs):
+    """A forward pre-hook of an attention module that makes it causal: the attention mask it is given
+    (None, boolean "may attend" or additive float) is combined with the lower-triangular one."""
+    hidden = args[0] if args else kwargs["hidden_states"]
+    t = hidden.shape[1]
+    keep = torch.ones(t, t, dtype=torch.bool, device=hidden.device).tril()
+    mask = kwargs.get("attention_mask")
+    if mask is None or mask.dtype != torch.bool:
+        causal = torch.zeros(t, t, dtype=hidden.dtype, device=hidden.device).masked_fill(~keep, float("-inf"))
+        kwargs["attention_mask"] = causal[None, None] if mask is None else mask + causal
+    else:
+        kwargs["attention_mask"] = mask & keep
+    return args, kwargs
+
+
 def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed: int = 0,
                tie_embeddings: bool = False, n_inputs: int | None = None, output_bias=None,
-               **overrides) -> torch.nn.Module:
+               attention: str = "native", **overrides) -> torch.nn.Module:
     """Build ``EuroBertForMaskedLM`` (encoder) or ``LlamaForCausalLM`` (decoder) from scratch.
 
     Parameters
@@ -178,6 +195,12 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
         unigram head: :func:`log_unigram` of the run's training targets). It is added after
         the model is built and draws nothing from the random generator, so every weight
         equals the same seed's model without it. Default: no bias (the lab's standard head).
+    attention : {"native", "causal"}
+        :data:`~tanbias.lab.config.ATTENTIONS`: the architecture's own attention, or (for the encoder)
+        causal attention: every attention module is given a forward pre-hook that adds the
+        lower-triangular mask, so position ``t`` reads positions ``<= t`` only. Nothing is drawn, so
+        every weight equals the same seed's bidirectional encoder; the model carries
+        ``tanbias_attention``. A decoder takes only ``"native"``.
     **overrides
         Architecture overrides, see :func:`model_config`.
 
@@ -195,6 +218,10 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
     """
     from transformers import EuroBertForMaskedLM, LlamaForCausalLM
 
+    check_choice("attention", attention, ATTENTIONS)
+    if attention != "native" and kind != "encoder":
+        raise ParameterError(f"attention={attention!r} is out of range for kind={kind!r}: valid range is "
+                             "'native' (a decoder's own attention is causal).")
     config = model_config(kind, size, vocab_size, tie_embeddings=tie_embeddings, **overrides)
     config._attn_implementation = "sdpa"
     torch.manual_seed(int(seed))
@@ -220,8 +247,43 @@ def make_model(kind: str = "encoder", size="small", vocab_size: int = 8192, seed
             raise ParameterError(f"output_bias has shape {tuple(bias.shape)}: valid range is ({int(vocab_size)},) "
                                  "finite values, one per type of the vocabulary.")
         model.lm_head.bias = torch.nn.Parameter(bias.to(model.lm_head.weight.dtype))
+    if attention == "causal":
+        for layer in model.model.layers:
+            layer.self_attn.register_forward_pre_hook(_causal_attention_hook, with_kwargs=True)
+    model.tanbias_attention = attention
     model.train()
     return model
+
+
+def model_from_config(cfg, stream=None, n_inputs: int | None = None) -> torch.nn.Module:
+    """The ONE place a run config becomes a model: its kind, size, seed, tied or untied embeddings,
+    output bias and attention (:func:`make_model`).
+
+    Parameters
+    ----------
+    cfg : tanbias.lab.config.RunConfig
+    stream : tanbias.lab.data.Stream, optional
+        The run's data stream (training): its vocabulary, its input rows (an aliased run's alias rows)
+        and, for the unigram head, the log-unigram of its training targets as the output bias's start.
+    n_inputs : int, optional
+        Without a stream (loading a checkpoint): the input embedding's rows as the checkpoint saved
+        them; the output bias, where the config has one, is a placeholder the checkpoint overwrites.
+
+    Example
+    -------
+    >>> from tanbias.lab.config import RunConfig
+    >>> m = model_from_config(RunConfig(name="x", kind="encoder", size="smoke", attention="causal"))
+    >>> m.tanbias_attention, m.lm_head.bias is None
+    ('causal', True)
+    """
+    if stream is not None:
+        vocab, n_inputs = len(stream.tokenizer), stream.n_inputs
+        bias = log_unigram(stream.target_counts(cfg.steps)) if cfg.output_bias == "unigram" else None
+    else:
+        vocab = len(load_tokenizer())
+        bias = np.zeros(vocab) if cfg.output_bias != "none" else None
+    return make_model(cfg.kind, cfg.size, vocab_size=vocab, seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
+                      n_inputs=n_inputs, output_bias=bias, attention=cfg.attention)
 
 
 def log_unigram(counts) -> np.ndarray:
@@ -286,8 +348,7 @@ def load_trained(run, step: int | None = None):
         raise CorruptFileError(ckpt, regen + "  (or resume it without --fresh)",
                                f"checkpoint is at step {at}, the run has {want} steps")
     tok = load_tokenizer()
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(tok), seed=cfg.seed, tie_embeddings=cfg.tie_embeddings,
-                       n_inputs=n_inputs, output_bias=np.zeros(len(tok)) if cfg.output_bias != "none" else None)
+    model = model_from_config(cfg, n_inputs=n_inputs)
     model.load_state_dict(state["model"])
     model.eval()
     return model, tok, cfg

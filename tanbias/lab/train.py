@@ -64,7 +64,7 @@ from tanbias.lab.checkpoints import save_revision
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
 from tanbias.lab.data import Stream, batch_targets, check_languages, original_ids
 from tanbias.lab.hooks import Hook
-from tanbias.lab.models import autocast, evaluate, log_unigram, make_model, resolve_device, to_device, unigram_baseline
+from tanbias.lab.models import autocast, evaluate, model_from_config, resolve_device, to_device, unigram_baseline
 from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, output_spectrum, probe_steps, residual_modules
 from tanbias.lab.surgery import Surgery
 
@@ -113,9 +113,7 @@ def setup_training(cfg: RunConfig, device=None, stream: Stream | None = None):
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
     stream = Stream.from_config(cfg) if stream is None else stream
-    bias = log_unigram(stream.target_counts(cfg.steps)) if cfg.output_bias == "unigram" else None
-    model = make_model(cfg.kind, cfg.size, vocab_size=len(stream.tokenizer), seed=cfg.seed,
-                       tie_embeddings=cfg.tie_embeddings, n_inputs=stream.n_inputs, output_bias=bias)
+    model = model_from_config(cfg, stream)
     if device is not None:
         model = model.to(device)        # before the optimizer: its state lives beside the weights
     dev_type = torch.device(device).type if device is not None else "cpu"

@@ -181,7 +181,7 @@ def initialisation_anisotropy(config: RunConfig) -> "object":
     import pandas as pd
 
     from tanbias.lab.data import Stream
-    from tanbias.lab.models import make_model
+    from tanbias.lab.models import model_from_config
 
     check_choice("config.kind", config.kind, ("encoder",))
     from tanbias.lab.data import original_ids
@@ -197,7 +197,7 @@ def initialisation_anisotropy(config: RunConfig) -> "object":
     inputs = {"masked": ids, "unmasked": original_ids(batch)}
     out = []
     for attention, kind in (("bidirectional", "encoder"), ("causal", "decoder")):
-        model = make_model(kind, config.size, vocab_size=len(tok), seed=config.seed).eval()
+        model = model_from_config(config.replace(kind=kind, name=f"{config.name}-as-{kind}")).eval()
         for shown, x in inputs.items():
             for layer, H in enumerate(_residual_states(model, x)):
                 norms = np.linalg.norm(H, axis=1)

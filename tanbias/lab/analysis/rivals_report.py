@@ -514,7 +514,7 @@ def null_table(nulls) -> "object":
 
 #: the secondary contrasts the pages quote as ratios, per architecture (``_holm``: with the Holm-adjusted p)
 QUOTED_CONTRASTS = {"encoder": {"head_peak": "", "surgery_standard": "_holm", "surgery_interaction": "",
-                                 "surgery_standard_random": "", "head_enrichment": None},
+                                 "surgery_standard_random": "", "head_enrichment": None, "head_enrichment_outside": ""},
                      "decoder": {"alias_standard": None, "alias_unigram": None, "alias_interaction": "_holm",
                                  "head_enrichment": None, "head_peak": ""}}
 #: the nulls the pages quote: (head, correction, verdict, architecture, with the uncorrected change)
