@@ -119,7 +119,7 @@ def test_survival_counts_only_the_corrections_that_apply():
     assert row["standard"] == "less anisotropic" and row["unigram head"] == "less anisotropic"
     assert row["type-balanced"] == "less anisotropic" and row["IsoScore*"] == "not detected"
     assert (row["kept"], row["applies"]) == (2, 4)
-    enr = v.loc[("the proxy is enriched late (chapter 7)", "decoder")]
+    enr = v.loc[(rivals.ENRICHMENT_VERDICT, "decoder")]
     assert enr["applies"] == 2 and enr["standard"] == "enriched"
 
 
@@ -139,7 +139,7 @@ def test_a_wide_null_cannot_exclude_the_uncorrected_effect():
 def test_the_scatter_reads_each_seeds_ratio_of_the_heads():
     eff = {("decoder", "unigram-control", "raw"): np.log(0.5)}
     t = planted_table(eff, noise=0.0)
-    n = rp.scatter_numbers(t, None)
+    n = rp.scatter_numbers(t)
     assert n["short_ratio_lo_decoder"] == pytest.approx(0.5) == n["short_ratio_hi_decoder"]
     assert n["peak_within"] > n["peak_step_max"]
 

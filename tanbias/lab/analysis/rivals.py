@@ -49,7 +49,7 @@ from tanbias.theory.anisotropy import mean_cosine
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "LOG_OUTCOMES", "CELLS",
            "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
            "complete_seeds", "ContrastFits", "fit_contrast", "peak_rows", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
-           "CORRECTIONS", "corrections_kept", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
+           "CORRECTIONS", "corrections_kept", "ENRICHMENT_VERDICT", "survival_table", "CORRECTION_READINGS", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
 ALPHA = 0.05
 #: the peak is read over the probe steps in this first share of training (steps 0..95 of 320)
@@ -579,39 +579,69 @@ def corrections_kept(row, corrections=CORRECTIONS) -> list[bool]:
     return [row[c] == row["standard"] for c in corrections if row[c] != "n/a"]
 
 
+#: chapter 7's verdict as the survival tables name it: read from the shares, not from a contrast
+ENRICHMENT_VERDICT = "the proxy is enriched late (chapter 7)"
+
+
+def survival_table(fits, shares, verdicts: dict, columns: dict, word, enrichment_word=interval_word) -> "object":
+    """The earlier verdicts under each rival's correction: the one builder of the registered survival
+    table (:func:`survival_rows`) and of the one added after the data
+    (:func:`tanbias.lab.analysis.rivals_posthoc.survival_rows`).
+
+    Parameters
+    ----------
+    fits : ContrastFits
+        The run table's fits.
+    shares : pandas.DataFrame
+        :func:`share_rows` (chapter 7's enrichment, in and outside W_U's top subspace).
+    verdicts : dict
+        name -> (the standard-head contrast of :data:`CONTRASTS`, its unigram-head twin).
+    columns : dict
+        column -> (outcome, ``"standard"`` or ``"unigram"``: which twin is read), in the table's order.
+    word : callable
+        ``word(lo, hi, outcome)``: a cell's word from the contrast's 95 % interval.
+    enrichment_word : callable
+        ``enrichment_word(lo, hi)``: a cell of the enrichment's row from its seed t interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``verdict``, ``kind``, the ``columns`` and ``outside W_U`` (``n/a`` but for the enrichment,
+        where the columns other than ``standard`` and ``unigram head`` read ``n/a``).
+    """
+    import pandas as pd
+
+    rows = []
+    for kind in KINDS:
+        for verdict, twins in verdicts.items():
+            row = {"verdict": verdict, "kind": kind}
+            for column, (outcome, head) in columns.items():
+                r = fits(kind, outcome, CONTRASTS[twins[head == "unigram"]][1])
+                row[column] = word(r["lo"], r["hi"], outcome)
+            rows.append({**row, "outside W_U": "n/a"})
+        s = shares.set_index(["kind", "head"])
+        std, uni = s.loc[(kind, "standard")], s.loc[(kind, "unigram")]
+        rows.append({"verdict": ENRICHMENT_VERDICT, "kind": kind, **{c: "n/a" for c in columns},
+                     "standard": enrichment_word(std["enrichment_lo"], std["enrichment_hi"]),
+                     "unigram head": enrichment_word(uni["enrichment_lo"], uni["enrichment_hi"]),
+                     "outside W_U": enrichment_word(std["enrichment_outside_lo"], std["enrichment_outside_hi"])})
+    return pd.DataFrame(rows)
+
+
+#: the registered survival table's columns: column -> (outcome, which head's contrast)
+CORRECTION_READINGS = {"standard": ("raw", "standard"), "unigram head": ("raw", "unigram"),
+                    "centred": ("centred", "standard"), "standardised": ("standardised", "standard"),
+                    "type-balanced": ("type_balanced", "standard")}
+
+
 def survival_rows(table, contrasts, shares) -> "object":
     """The earlier anisotropy verdicts under each rival's correction, per architecture: the 95 %
     interval word of the standard-head contrast, and of the same contrast under the unigram head
     (unigram first), on the centred reading (common drift), the standardised one (rogue
     dimensions) and the type-balanced one (measurement); and chapter 7's late enrichment above
-    1, with and without the output matrix's top subspace (output bottleneck)."""
-    import pandas as pd
-
-    rows = []
-    for kind in KINDS:
-        for verdict, (std, uni) in VERDICTS.items():
-            outcome, w = CONTRASTS[std]
-            row = {"verdict": verdict, "kind": kind,
-                   "standard": interval_word(*_lohi(table, kind, "raw", w)),
-                   "unigram head": interval_word(*_lohi(table, kind, "raw", CONTRASTS[uni][1])),
-                   "centred": interval_word(*_lohi(table, kind, "centred", w)),
-                   "standardised": interval_word(*_lohi(table, kind, "standardised", w)),
-                   "type-balanced": interval_word(*_lohi(table, kind, "type_balanced", w)),
-                   "outside W_U": "n/a"}
-            rows.append(row)
-        s = shares.set_index(["kind", "head"]).loc[(kind, "standard")]
-        u = shares.set_index(["kind", "head"]).loc[(kind, "unigram")]
-        rows.append({"verdict": "the proxy is enriched late (chapter 7)", "kind": kind,
-                     "standard": interval_word(s["enrichment_lo"], s["enrichment_hi"]),
-                     "unigram head": interval_word(u["enrichment_lo"], u["enrichment_hi"]),
-                     "centred": "n/a", "standardised": "n/a", "type-balanced": "n/a",
-                     "outside W_U": interval_word(s["enrichment_outside_lo"], s["enrichment_outside_hi"])})
-    return pd.DataFrame(rows)
-
-
-def _lohi(table, kind, outcome, weights):
-    r = fit_contrast(table, kind, outcome, weights)
-    return r["lo"], r["hi"]
+    1, with and without the output matrix's top subspace (output bottleneck) (:func:`survival_table`)."""
+    return survival_table(ContrastFits(table), shares, VERDICTS, CORRECTION_READINGS,
+                          lambda lo, hi, outcome: interval_word(lo, hi))
 
 
 # --------------------------------------------------------------------------- the twins

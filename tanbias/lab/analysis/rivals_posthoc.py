@@ -40,7 +40,7 @@ from tanbias.theory.anisotropy import TOP_COORDINATES
 
 __all__ = ["MARGIN_LOG", "MARGIN_LINEAR", "TOP_SHARE_FACTOR", "TOP_SHARE_EVEN", "COLLAPSE", "PREDICTIONS", "prediction_rows",
            "all_predictions_word", "account_summary", "share_interval", "READING_NAMES", "SURVIVAL_VERDICTS", "realised_power", "READINGS_BY_KIND", "MORE_ANISOTROPIC", "VERDICT_CONTRASTS",
-           "direction_word", "kind_rows", "SURVIVAL_CORRECTIONS", "survival_rows", "null_rows", "scatter_numbers",
+           "direction_word", "kind_rows", "SURVIVAL_CORRECTIONS", "POSTHOC_CORRECTION_READINGS", "survival_rows", "null_rows", "scatter_numbers",
            "PosthocAnalysis", "analyse_posthoc", "posthoc", "registration_predicts", "secondary_power"]
 
 ALPHA = rivals.ALPHA
@@ -398,40 +398,29 @@ def _direction(fits, kind, outcome, weights, reading) -> str:
     return direction_word(interval_word(r["lo"], r["hi"]), reading)
 
 
+#: the survival table's columns added after the data: column -> (outcome, which head's contrast)
+POSTHOC_CORRECTION_READINGS = {"standard": ("raw", "standard"), "unigram head": ("raw", "unigram"),
+                    "IsoScore*": ("isoscore", "standard"), "standardised": ("standardised", "standard"),
+                    "type-balanced": ("type_balanced", "standard")}
+
+
+def _enrichment_word(lo, hi) -> str:
+    return {"positive": "enriched", "negative": "depleted", "indistinguishable": "not detected"}.get(
+        interval_word(lo, hi), "undecided")
+
+
 def survival_rows(table, shares, fits=None) -> "object":
     """The earlier verdicts under each rival's correction, every cell a direction of anisotropy
     (``more anisotropic``, ``less anisotropic``, ``not detected``) or, for chapter 7's enrichment,
     ``enriched`` / ``not detected`` / ``depleted``; ``n/a`` where a correction does not apply.
     Columns: ``verdict``, ``kind``, ``standard`` (the mean cosine, standard head) and
     :data:`SURVIVAL_CORRECTIONS`; ``kept`` and ``applies``: how many corrections keep the standard
-    word, of how many apply."""
-    import pandas as pd
+    word, of how many apply (:func:`tanbias.lab.analysis.rivals.survival_table`)."""
+    def word(lo, hi, outcome):
+        return direction_word(interval_word(lo, hi), "isoscore" if outcome == "isoscore" else "raw")
 
-    def enr(lo, hi):
-        return {"positive": "enriched", "negative": "depleted", "indistinguishable": "not detected"}.get(
-            interval_word(lo, hi), "undecided")
-
-    fits = fits or rivals.ContrastFits(table)
-    rows = []
-    for kind in KINDS:
-        for verdict, (std, uni) in SURVIVAL_VERDICTS.items():
-            w = rivals.CONTRASTS[std][1]
-            row = {"verdict": verdict, "kind": kind,
-                   "standard": _direction(fits, kind, "raw", w, "raw"),
-                   "unigram head": _direction(fits, kind, "raw", rivals.CONTRASTS[uni][1], "raw"),
-                   "IsoScore*": _direction(fits, kind, "isoscore", w, "isoscore"),
-                   "standardised": _direction(fits, kind, "standardised", w, "raw"),
-                   "type-balanced": _direction(fits, kind, "type_balanced", w, "raw"),
-                   "outside W_U": "n/a"}
-            rows.append(row)
-        s = shares.set_index(["kind", "head"]).loc[(kind, "standard")]
-        u = shares.set_index(["kind", "head"]).loc[(kind, "unigram")]
-        rows.append({"verdict": "the proxy is enriched late (chapter 7)", "kind": kind,
-                     "standard": enr(s["enrichment_lo"], s["enrichment_hi"]),
-                     "unigram head": enr(u["enrichment_lo"], u["enrichment_hi"]),
-                     "IsoScore*": "n/a", "standardised": "n/a", "type-balanced": "n/a",
-                     "outside W_U": enr(s["enrichment_outside_lo"], s["enrichment_outside_hi"])})
-    t = pd.DataFrame(rows)
+    t = rivals.survival_table(fits or rivals.ContrastFits(table), shares, SURVIVAL_VERDICTS, POSTHOC_CORRECTION_READINGS,
+                              word, _enrichment_word)
     kept = [rivals.corrections_kept(r, SURVIVAL_CORRECTIONS) for _, r in t.iterrows()]
     t["kept"] = [sum(k) for k in kept]
     t["applies"] = [len(k) for k in kept]
@@ -503,7 +492,7 @@ def null_rows(table, fits=None) -> "object":
 
 
 # --------------------------------------------------------------------------- one long run against the scatter
-def scatter_numbers(table, trajectory) -> dict:
+def scatter_numbers(table) -> dict:
     """The 320-step seed scatter a long run is read against, and the runs' early peaks.
 
     Per architecture: the heads' ratio (unigram over standard control, final mean cosine) over the
@@ -558,4 +547,4 @@ def analyse_posthoc(analysis=None) -> PosthocAnalysis:
                            power=realised_power(a.contrasts), secondary_power=secondary_power(a.contrasts),
                            peaks=rivals.peak_rows(a.table), kinds=kind_rows(a.table, fits),
                            survival=survival_rows(a.table, a.shares, fits), nulls=null_rows(a.table, fits),
-                           scatter=scatter_numbers(a.table, a.trajectory))
+                           scatter=scatter_numbers(a.table))

@@ -19,7 +19,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "tra
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
            "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "SURVIVAL_COLUMNS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -380,10 +380,6 @@ def posthoc_analysis(analysis=None):
     return rivals_posthoc.analyse_posthoc(analysis)
 
 
-#: an outcome of a prediction as the table shows it
-_OUTCOME_WORDS = {"met": "met", "failed": "failed", "undecided": "undecided"}
-
-
 def predictions_outcome_table(predictions) -> "object":
     """Every registered prediction, account by account, with its outcome in each architecture
     (``met``, ``failed``, ``undecided``; rivals-posthoc.toml, [predictions])."""
@@ -480,7 +476,7 @@ def kinds_table(kinds) -> "object":
 
 
 #: the survival table's columns as the chapter names them (short, so that the table fits the page)
-SURVIVAL_COLUMNS = {"standard": "uncorrected", "standardised": "z-scored", "type-balanced": "types equal"}
+SURVIVAL_HEADERS = {"standard": "uncorrected", "standardised": "z-scored", "type-balanced": "types equal"}
 
 
 def posthoc_survival_table(survival) -> "object":
@@ -494,7 +490,7 @@ def posthoc_survival_table(survival) -> "object":
         f"{_short_verdict(v)}, {k} ({n} of {a})" for v, k, n, a in
         zip(survival["verdict"], survival["kind"], survival["kept"], survival["applies"])]})
     for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
-        out[SURVIVAL_COLUMNS.get(column, column)] = survival[column].map(SHORT_WORDS).to_numpy()
+        out[SURVIVAL_HEADERS.get(column, column)] = survival[column].map(SHORT_WORDS).to_numpy()
     return out
 
 
