@@ -65,11 +65,11 @@ def grid():
 
     sw = sweep_report.analyse_sweep()
     da, aa = alias.chapter10_analyses()
-    from tanbias.lab.analysis import rivals_report
+    from tanbias.lab.analysis import rivals_posthoc
 
     ca, ra = causal.analyse_causal(), rivals.analyse_rivals()
     tables = {name: pretrained.load_pretrained(name) for name in zoo.ZOO}
-    return findings.verdict_grid(sw, tables, da, aa, ca, ra, rivals_report.posthoc_analysis()), ca, ra
+    return findings.verdict_grid(sw, tables, da, aa, ca, ra, rivals_posthoc.analyse_posthoc()), ca, ra
 
 
 def _labels(stem):

@@ -18,7 +18,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "tra
            "head_numbers", "long_numbers", "progress_table", "progress_numbers",
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
-           "posthoc_analysis", "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
+           "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
            "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
@@ -113,7 +113,7 @@ def chapter_numbers(analysis, init, causal_trajectory, posthoc=None) -> dict:
     :func:`progress_numbers`, :func:`shares_numbers`, :func:`init_numbers` (``init``:
     :func:`initialisation`), :func:`contrast_numbers`, :func:`long_numbers`,
     :func:`transient_numbers` (``causal_trajectory``: the causal test's trajectory table) and
-    :func:`posthoc_numbers` (``posthoc``: :func:`posthoc_analysis` of ``analysis``, computed if not given)."""
+    :func:`posthoc_numbers` (``posthoc``: :func:`~tanbias.lab.analysis.rivals_posthoc.analyse_posthoc` of ``analysis``, computed if not given)."""
     if posthoc is None:
         posthoc = rivals_posthoc.analyse_posthoc(analysis)
     return {**numbers(analysis), **head_numbers(analysis), **progress_numbers(analysis.progress),
@@ -375,11 +375,6 @@ def registration() -> dict:
 
 
 # --------------------------------------------------------------------------- the readings added after the data
-def posthoc_analysis(analysis=None):
-    """:func:`tanbias.lab.analysis.rivals_posthoc.analyse_posthoc` (memoised for the committed runs)."""
-    return rivals_posthoc.analyse_posthoc(analysis)
-
-
 def predictions_outcome_table(predictions) -> "object":
     """Every registered prediction, account by account, with its outcome in each architecture
     (``met``, ``failed``, ``undecided``; rivals-posthoc.toml, [predictions])."""
