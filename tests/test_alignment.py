@@ -190,3 +190,23 @@ def test_subspace_sharpness_reads_the_gap_after_rank_r():
     assert al.subspace_sharpness(X, 1) == pytest.approx(1.0, abs=0.05)
     with pytest.raises(ParameterError, match="rows"):
         al.subspace_sharpness(X[:2], 2)
+
+
+def test_the_variance_calibrated_enrichment_tells_a_planted_tangent_bias_from_variance_following():
+    """Chapter 7's enrichment is large for gradients that only follow the activations' variance; the
+    calibrated reading is 1 for them and above 1 only where the gradients concentrate in the proxy
+    beyond the variance (the variance null of the horizon experiment)."""
+    for normal_scale, bias in ((0.5, 3.0), (0.3, 5.0), (0.1, 3.0)):
+        d = al.planted_tangent_data(n=4000, D=48, d=4, normal_scale=normal_scale, gradient_bias=bias, rng=3)
+        following = al.variance_following_gradients(d.X, rng=4)
+        null = al.variance_calibrated_test(d.X, following, d.tangent_basis, rng=5)
+        assert null["grad_enrichment"] > 3                 # the enrichment alone would call it tangent
+        assert abs(np.log(null["calibrated"])) < np.log(1.15)
+        planted = al.variance_calibrated_test(d.X, d.G, d.tangent_basis, rng=5)
+        assert planted["grad_enrichment"] == pytest.approx(
+            al.enrichment_test(d.G, d.tangent_basis, controls=al.random_controls(d.tangent_basis, 20, 5))["enrichment"])
+        # above 1 where the planted gradients are more concentrated than the activations; the
+        # strongly concentrated activations of normal_scale 0.1 out-concentrate the gradients
+        assert (planted["calibrated"] > 1.4) == (normal_scale > 0.1)
+    with pytest.raises(ParameterError, match="one activation row per gradient row"):
+        al.variance_calibrated_test(d.X[:10], d.G, d.tangent_basis)

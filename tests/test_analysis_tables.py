@@ -88,3 +88,38 @@ def test_rival_rows_accept_an_output_spectrum_stored_in_float32():
     rows = rival_rows(captures, cfg)
     assert len(rows) == 3 and all(np.isfinite(r["enrichment_outside"]) for r in rows)
     assert all(0 <= r["wu_overlap"] <= 1 for r in rows)
+
+
+def test_intact_positions_leave_out_every_corrupted_position_whatever_it_shows():
+    """The encoder's collapse 2 x 2 reads one position set in all its cells: positions that show the
+    text's own token; a <mask> input and a random replacement at the same position both drop out."""
+    from tanbias.lab.analysis.tables import anisotropy_rows
+    from tanbias.lab.experiments import horizon_config
+
+    cfg = horizon_config("encoder", "random-native", 0, steps=10, size="smoke")
+    rng = np.random.default_rng(1)
+    n, D = 256, 16
+    text = rng.integers(5, 60, n)
+    shown = text.copy()
+    corrupted = rng.random(n) < 0.3
+    shown[corrupted] = rng.integers(5, 60, int(corrupted.sum()))
+    shown[corrupted & (shown == text)] += 1                 # every corrupted position shows another token
+    acts = rng.normal(size=(2, n, D))
+    acts[:, corrupted] += 50.0                            # a shared direction at the corrupted positions only
+    cap = {"acts": acts.astype(np.float16), "token_ids": text, "input_ids": shown}
+    rows = {(r["layer"], r["positions"]): r for r in anisotropy_rows({0: cap}, cfg)}
+    seq = cfg.size.seq_len
+    expected = int(((np.arange(n) % seq != 0) & ~corrupted).sum())
+    assert rows[(0, "intact")]["n_tokens"] == expected
+    assert rows[(0, "content")]["mean_cosine"] > 0.05 > abs(rows[(0, "intact")]["mean_cosine"])
+
+
+def test_extra_probe_steps_join_the_grid_and_stay_out_of_configs_without_them():
+    p = ProbeSettings(n_steps=6, extra_steps=(50, 50, 7))
+    assert p.extra_steps == (7, 50) and p.grid(100) == [0, 1, 3, 7, 10, 31, 50, 99]
+    assert "extra_steps" not in ProbeSettings(n_steps=6).to_dict()
+    assert ProbeSettings.from_dict(p.to_dict()) == p
+    from tanbias.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="probe.extra_steps"):
+        ProbeSettings(n_steps=6, extra_steps=(100,)).resolved(steps=100, tokens_per_step=256)

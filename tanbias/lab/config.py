@@ -40,7 +40,7 @@ from tanbias.errors import ParameterError
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
            "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
-           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "CORRUPTIONS", "ATTENTIONS", "PROBE_STEPS", "PROBE_TOKENS", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
+           "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "CORRUPTIONS", "ATTENTIONS", "PROBE_STEPS", "PROBE_TOKENS", "probe_steps", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
@@ -173,6 +173,24 @@ PROBE_STEPS = 14
 PROBE_TOKENS = 4096
 
 
+def probe_steps(steps: int, n: int = 14) -> list[int]:
+    """Log-spaced probe steps (the probe's grid, :class:`ProbeSettings`) in ``[0, steps - 1]``, step 0 and the last step included.
+
+    Example
+    -------
+    >>> probe_steps(100, 6)
+    [0, 1, 3, 10, 31, 99]
+    """
+    import numpy as np
+
+    steps, n = int(steps), int(n)
+    if steps <= 1:
+        return [0]
+    grid = np.geomspace(1, steps - 1, max(n - 1, 1))
+    out = sorted({0, steps - 1, *np.rint(grid).astype(int).tolist()})
+    return out
+
+
 @dataclass(frozen=True)
 class ProbeSettings:
     """What the alignment probe captures during a run, and how its captures are analysed.
@@ -205,6 +223,9 @@ class ProbeSettings:
     zeta: float = 0.1
     #: layers analysed (None: all); 0 is the embedding output
     layers: tuple[int, ...] | None = None
+    #: further probe steps beside the log grid (e.g. the last step of a shorter run, to compare
+    #: two horizons at one step); left out of a config file when empty, as before the field existed
+    extra_steps: tuple[int, ...] = ()
     #: which of ``n_steps``, ``tokens`` :meth:`resolved` derived from the run (not given)
     derived: frozenset = field(default=frozenset(), compare=False, repr=False)
 
@@ -212,6 +233,7 @@ class ProbeSettings:
         _set(self, "derived", frozenset(self.derived))
         if self.layers is not None:
             _set(self, "layers", tuple(self.layers))
+        _set(self, "extra_steps", tuple(sorted({check_int("probe.extra_steps", s, lo=0) for s in self.extra_steps})))
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "ProbeSettings":
@@ -224,7 +246,21 @@ class ProbeSettings:
         """The settings as the ``probe`` entry of a ``config.json``."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "derived"}
         d["layers"] = list(self.layers) if self.layers is not None else None
+        if self.extra_steps:
+            d["extra_steps"] = list(self.extra_steps)
+        else:
+            del d["extra_steps"]
         return d
+
+    def grid(self, steps: int) -> list[int]:
+        """The probe steps of a run of ``steps`` steps: the log grid of :attr:`n_steps`
+        (:func:`tanbias.lab.probe.probe_steps`) and :attr:`extra_steps`.
+
+        >>> ProbeSettings(n_steps=6, extra_steps=(50,)).grid(100)
+        [0, 1, 3, 10, 31, 50, 99]
+        """
+        n = min(PROBE_STEPS, int(steps)) if self.n_steps is None else self.n_steps
+        return sorted({*probe_steps(steps, n), *(s for s in self.extra_steps if s < int(steps))})
 
     def resolved(self, steps: int, tokens_per_step: int) -> "ProbeSettings":
         """``n_steps`` and ``tokens`` filled in for a run of ``steps`` steps and batches of
@@ -233,6 +269,8 @@ class ProbeSettings:
         tok = min(PROBE_TOKENS, int(tokens_per_step)) if self.tokens is None else self.tokens
         n = check_int("probe.n_steps", n, lo=2, hi=int(steps))
         tok = check_int("probe.tokens", tok, lo=16, hi=int(tokens_per_step))
+        for s in self.extra_steps:
+            check_int("probe.extra_steps", s, lo=0, hi=int(steps) - 1)
         derived = self.derived | {k for k in ("n_steps", "tokens") if getattr(self, k) is None}
         return dataclasses.replace(self, n_steps=n, tokens=tok, derived=derived)
 

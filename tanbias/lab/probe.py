@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab.config import probe_steps
 from tanbias.lab.hooks import Hook
 from tanbias.lab.runs import atomic_save_npz
 
@@ -36,22 +37,6 @@ __all__ = ["probe_steps", "layer_activations", "F16_SAFE", "BLOCK_LISTS", "Resid
            "output_spectrum", "load_capture", "CaptureWriter", "CAPTURE_VERSION", "ProbeEval"]
 
 CAPTURE_VERSION = 1
-
-
-def probe_steps(steps: int, n: int = 14) -> list[int]:
-    """Log-spaced probe steps in ``[0, steps - 1]``, step 0 and the last step included.
-
-    Example
-    -------
-    >>> probe_steps(100, 6)
-    [0, 1, 3, 10, 31, 99]
-    """
-    steps, n = int(steps), int(n)
-    if steps <= 1:
-        return [0]
-    grid = np.geomspace(1, steps - 1, max(n - 1, 1))
-    out = sorted({0, steps - 1, *np.rint(grid).astype(int).tolist()})
-    return out
 
 
 #: Where a base model keeps its list of transformer blocks, in the order they are looked for:

@@ -65,7 +65,7 @@ from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
 from tanbias.lab.data import Stream, batch_targets, check_languages, original_ids
 from tanbias.lab.hooks import Hook
 from tanbias.lab.models import autocast, evaluate, model_from_config, resolve_device, to_device, unigram_baseline
-from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, output_spectrum, probe_steps, residual_modules
+from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, output_spectrum, residual_modules
 from tanbias.lab.surgery import Surgery
 
 __all__ = ["train", "train_step", "Capture", "setup_training", "lr_schedule", "as_config", "train_revisions",
@@ -257,7 +257,7 @@ class TrainingRun:
     def probe_steps(self) -> set[int]:
         """The steps the probe captures (none when the config disables it)."""
         p = self.cfg.probe
-        return set(probe_steps(self.cfg.steps, p.n_steps)) if p.enabled else set()
+        return set(p.grid(self.cfg.steps)) if p.enabled else set()
 
     @cached_property
     def modules(self) -> list:

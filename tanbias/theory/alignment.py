@@ -12,6 +12,11 @@ activations, e.g. their top-``r`` principal directions).
   ``Q_T`` (:func:`random_controls`). **Enrichment** ``E(Q_T) / mean E(controls)``
   and the rank p-value ``p = (1 + #{controls >= proxy}) / (n_controls + 1)``,
   whose smallest value is ``1/21`` (:func:`enrichment_test`).
+* **Variance-calibrated enrichment** (:func:`variance_calibrated_test`): the enrichment
+  divided by the same ratio for the activations' variance, ``ψ = [E_G(Q_T)/E_G(C)] /
+  [V_X(Q_T)/V_X(C)]``. Gradients whose second moment follows the activations' own
+  (``Σ_G ∝ Σ_X``, as a linear map's update follows its inputs' variance) give ``ψ = 1``
+  whatever the proxy; gradients concentrated in the proxy beyond its variance give ``ψ > 1``.
 * **Anisotropy share**: IsoScore* (:func:`isoscore_star`) of the gradients after
   projecting ``Q`` out, minus IsoScore* of the gradients themselves
   (:func:`delta_isoscore_test`); the paper's claim is that removing ``Q_T``
@@ -42,7 +47,8 @@ from tanbias.errors import ParameterError
 
 __all__ = [
     "N_CONTROLS", "energy_share", "orthonormal", "pca_basis", "random_subspace",
-    "random_controls", "enrichment_test", "enrichment_outside", "subspace_sharpness", "project_out",
+    "random_controls", "enrichment_test", "enrichment_outside", "variance_calibrated_test",
+    "variance_following_gradients", "subspace_sharpness", "project_out",
     "isoscore_star",
     "isoscore_star_cov", "delta_isoscore_test", "alignment_test", "local_alignment",
     "concentration_radius", "frequency_radius_correlation", "frequency_buckets",
@@ -262,6 +268,83 @@ def enrichment_test(G, Q, controls=None, n_controls: int = N_CONTROLS, rng=0) ->
     return {"energy_proxy": e_proxy, "energy_controls": e_ctrl, "energy_control_mean": mean,
             "enrichment": e_proxy / mean if mean > 0 else float("inf"),
             "p_energy": _p_value(e_proxy, e_ctrl), "random_share": Q.shape[1] / G.shape[1]}
+
+
+def variance_calibrated_test(X, G, Q, controls=None, n_controls: int = N_CONTROLS, rng=0) -> dict:
+    """The enrichment of the gradients in ``Q`` over the enrichment of the activations' variance in it.
+
+    Chapter 7's enrichment ``E_G(Q) / mean E_G(C)`` compares the gradients' energy share in the
+    proxy with random controls ``C`` orthogonal to it. A proxy built from the activations' top
+    principal directions holds much of their *variance*, and gradients that merely follow the
+    variance (second moment ``Σ_G ∝ Σ_X``) are then enriched in it by the same factor. This
+    divides it out: with ``V_X(Q) = ||X_c Q||_F^2 / ||X_c||_F^2`` the share of the centred
+    activations' variance,
+
+        ``calibrated = [E_G(Q) / mean E_G(C)] / [V_X(Q) / mean V_X(C)]``,
+
+    1 in expectation for variance-following gradients (:func:`variance_following_gradients`),
+    above 1 where the gradients concentrate in ``Q`` more than the activations' variance does
+    (:func:`planted_tangent_data` with a strong ``gradient_bias``), below 1 where less. It
+    does not tell a superlinear law of variance (``Σ_G ∝ Σ_X^b``, b > 1) from tangency.
+
+    Parameters
+    ----------
+    X : array (n, D)
+        The activations at the rows of ``G`` (centred here).
+    G : array (n, D)
+    Q : array (D, r)
+    controls : array (n_controls, D, r), optional
+        Default :func:`random_controls` ``(Q, n_controls, rng)``.
+
+    Returns
+    -------
+    dict
+        ``grad_share``, ``grad_share_control`` (mean over controls), ``var_share``,
+        ``var_share_control``, ``grad_enrichment``, ``var_enrichment``, ``calibrated``.
+
+    Example
+    -------
+    >>> d = planted_tangent_data(n=2000, D=32, d=4, normal_scale=0.5, gradient_bias=3.0, rng=0)
+    >>> v = variance_calibrated_test(d.X, d.G, d.tangent_basis, rng=0)
+    >>> bool(v["calibrated"] > 1.5)
+    True
+    >>> G = variance_following_gradients(d.X, rng=1)
+    >>> bool(0.8 < variance_calibrated_test(d.X, G, d.tangent_basis, rng=0)["calibrated"] < 1.25)
+    True
+    """
+    X = _mat("X", X)
+    G = _mat("G", G, X.shape[1])
+    if len(X) != len(G):
+        raise ParameterError(f"X has {len(X)} rows and G {len(G)}: valid range is one activation row per "
+                             "gradient row.")
+    Q = _check_basis(Q, G.shape[1])
+    C = random_controls(Q, n_controls, rng) if controls is None else np.asarray(controls, float)
+    Xc = X - X.mean(axis=0)
+    out = {}
+    for name, M in (("grad", G), ("var", Xc)):
+        total = float(np.einsum("ij,ij->", M, M))
+        if total == 0.0:
+            raise ParameterError(f"{'G' if name == 'grad' else 'X'} has no energy (all rows equal): valid range "
+                                 "is rows with nonzero energy (centred, for X).")
+        share = float(np.sum((M @ Q) ** 2) / total)
+        ctrl = float((_control_energies(M, C) / total).mean())
+        out[f"{name}_share"], out[f"{name}_share_control"] = share, ctrl
+        out[f"{name}_enrichment"] = share / ctrl if ctrl > 0 else float("inf")
+    out["calibrated"] = out["grad_enrichment"] / out["var_enrichment"]
+    return out
+
+
+def variance_following_gradients(X, rng=0) -> np.ndarray:
+    """Gradients that follow the activations' variance and nothing else: ``g_i = z_i (x_i - mean)``,
+    ``z_i`` standard normal, so that ``E[g g^T] = Σ_X`` (the null of :func:`variance_calibrated_test`).
+
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> variance_following_gradients(X).shape
+    (5, 3)
+    """
+    X = _mat("X", X)
+    rng = check_rng(rng)
+    return rng.standard_normal((len(X), 1)) * (X - X.mean(axis=0))
 
 
 def project_out(G, Q) -> np.ndarray:

@@ -33,7 +33,7 @@ from tanbias.theory import token_clouds
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL, ProbeSettings, RunConfig
-from tanbias.lab.probe import layer_activations, load_capture, probe_steps
+from tanbias.lab.probe import layer_activations, load_capture
 
 __all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "anisotropy_rows",
            "rival_rows", "analyse_run"]
@@ -205,8 +205,12 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
     (an effective dimension between 1 and D). ``positions`` says which captured
     positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 12 have
-    only these rows) or ``"content"``: special tokens (the encoder's ``<mask>``
-    inputs included) and position 0 of each sequence (the attention sink) left out.
+    only these rows), ``"content"``: special tokens (the encoder's ``<mask>``
+    inputs included) and position 0 of each sequence (the attention sink) left out, or
+    ``"intact"``: the content positions whose input is the text's own token (an encoder's
+    corrupted positions left out, whatever they show: the same positions under ``<mask>`` and
+    under random corruption, :func:`tanbias.lab.data.mask_tokens`; a decoder's are its content
+    positions). Runs analysed before the horizon experiment have no ``"intact"`` rows.
     """
     rows = []
     total = config.steps
@@ -215,9 +219,11 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
         cap = captures[step]
         ids = np.asarray(cap.get("input_ids", cap["token_ids"])).astype(np.int64).reshape(-1)
         content = (ids >= N_SPECIAL) & (np.arange(len(ids)) % seq_len != 0)
+        shown = np.asarray(cap["token_ids"]).astype(np.int64).reshape(-1)
+        intact = content & (ids == shown)
         for layer in range(len(cap["acts"])):
             X_all = layer_activations(cap, layer)
-            for positions, X in (("all", X_all), ("content", X_all[content])):
+            for positions, X in (("all", X_all), ("content", X_all[content]), ("intact", X_all[intact])):
                 X = X[np.linalg.norm(X, axis=1) > 0]
                 a = token_clouds.anisotropy(X, rng=np.random.default_rng([config.seed, step, layer]),
                                             zeta=config.probe.zeta)
@@ -247,7 +253,11 @@ def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
       was stored);
     * how sharply the proxies are determined, ``sigma_r / sigma_(r+1)``: ``sharpness_refit`` of
       the step's own activations, ``sharpness_frozen`` of the pooled early activations the
-      frozen proxy is fitted on (:func:`tanbias.theory.alignment.subspace_sharpness`).
+      frozen proxy is fitted on (:func:`tanbias.theory.alignment.subspace_sharpness`);
+    * the variance null (runs from the horizon experiment on): the frozen proxy's enrichment of the
+      centred activations' variance on the same positions (``var_enrichment``) and the gradients'
+      enrichment over it (``calibrated``), :func:`tanbias.theory.alignment.variance_calibrated_test`,
+      with controls of their own seed (the columns before them are unchanged).
     """
     rank, total, seq_len = config.probe.rank, config.steps, config.size.seq_len
     steps = sorted(captures)
@@ -276,7 +286,8 @@ def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
             live = np.linalg.norm(Xc, axis=1) > 0
             r = an.readings(Xc[live], type_ids=ids[content][live])
             G = cap["grads"][layer].astype(np.float64)
-            G = G[np.any(G != 0, axis=1)]
+            nonzero = np.any(G != 0, axis=1)
+            G = G[nonzero]
             Q = frozen[layer]
             rng = np.random.default_rng([config.seed, step, layer, 7])
             plain = al.enrichment_test(G, Q, rng=rng, n_controls=config.probe.n_controls)["enrichment"]
@@ -284,12 +295,15 @@ def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
             if B is not None:
                 out = al.enrichment_outside(G, Q, B, rng=np.random.default_rng([config.seed, step, layer, 8]),
                                             n_controls=config.probe.n_controls)
+            vc = al.variance_calibrated_test(X[nonzero], G, Q, rng=np.random.default_rng([config.seed, step, layer, 9]),
+                                             n_controls=config.probe.n_controls)
             rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
                          "layer": int(layer), **{k: r[k] for k in an.READINGS}, "n_tokens": r["n"],
                          "types": r["types"], "enrichment": plain,
                          "enrichment_outside": out["enrichment"], "wu_energy": out["energy_removed"],
                          "wu_overlap": out["overlap"], "sharpness_refit": al.subspace_sharpness(X, rank),
-                         "sharpness_frozen": sharp_frozen[layer]})
+                         "sharpness_frozen": sharp_frozen[layer],
+                         "var_enrichment": vc["var_enrichment"], "calibrated": vc["calibrated"]})
     return rows
 
 
@@ -308,7 +322,7 @@ def analyse_run(run, progress: bool = True) -> dict:
     regen = runs.regenerate_command(d)
     config = runs.read_config(d)
     captures = {}
-    for s in probe_steps(config.steps, config.probe.n_steps):
+    for s in config.probe.grid(config.steps):
         captures[s] = load_capture(runs.capture_path(d, s), regen)
     # the per-token analyses key on the id the model is shown: an aliased run's alias ids
     counts_path = d / ("input_counts.npy" if config.alias > 0 else "token_counts.npy")

@@ -17,7 +17,7 @@ from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
 from tanbias.lab.analysis.tables import frozen_proxies, single_thread_blas
 from tanbias.lab.config import N_SPECIAL
-from tanbias.lab.probe import layer_activations, load_capture, probe_steps, residual_modules
+from tanbias.lab.probe import layer_activations, load_capture, residual_modules
 
 __all__ = ["compute_views", "load_views"]
 
@@ -53,7 +53,7 @@ def _compute_views(run, n_tokens, attn_tokens, min_count) -> dict:
     model, _, cfg = load_trained(d)
     pc = cfg.probe
     min_count = max(pc.min_count, 2 * pc.local_rank + 2) if min_count is None else int(min_count)
-    steps = probe_steps(cfg.steps, pc.n_steps)
+    steps = pc.grid(cfg.steps)
     caps = {s: load_capture(runs.capture_path(d, s), regen) for s in steps}
     last = caps[steps[-1]]
     ids = last.get("input_ids", last["token_ids"]).astype(np.int64)
