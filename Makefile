@@ -20,7 +20,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
 # the lab's experiments (tanbias.lab.experiments.EXPERIMENTS; their rule is below)
-EXPERIMENTS := sweep dose alias causal rivals
+EXPERIMENTS := sweep dose alias causal rivals horizon
 .PHONY: book test unit lab bench $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11

@@ -26,7 +26,11 @@ from it. :data:`EXPERIMENTS` registers them, in the order they were designed:
   (:data:`RIVALS_HEADS`), crossed with the causal test's control, proxy and random arms and the
   aliasing knob's top level (:data:`RIVALS_ARMS`), :data:`RIVALS_SEEDS` per cell, and long
   control runs; its factor is the cell ``<head>-<arm>``, runs ``rivals-<kind>-<head>-<arm>-s<seed>``
-  (:func:`rivals_config`).
+  (:func:`rivals_config`);
+* :data:`HORIZON`, **past the transient**: chapter 13's heads crossed with its control and proxy
+  arms at four times the steps, and the encoder's collapse as a 2 x 2 of input corruption and
+  attention (:data:`HORIZON_LONG`, :data:`HORIZON_COLLAPSE`, :data:`HORIZON_SEEDS`); runs
+  ``horizon-<kind>-<cell>-s<seed>`` (:func:`horizon_config`).
 
 Chapter 7 reads two runs of the sweep. Every config function returns a full, checked
 :class:`~tanbias.lab.config.RunConfig`; the committed files under ``data/runs/configs/`` are
@@ -52,7 +56,8 @@ __all__ = ["Design", "RUN_STEPS", "SWEEP_SEEDS", "CONTROL_RUNS", "sweep_config",
            "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "causal_arms", "causal_config",
            "CAUSAL", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS", "alias_config", "ALIAS", "RIVALS_HEADS",
            "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS", "RIVALS_LONG_PROBE_STEPS",
-           "rivals_config", "RIVALS", "EXPERIMENTS", "design_of", "design_config"]
+           "rivals_config", "RIVALS", "HORIZON_STEPS", "HORIZON_LONG", "HORIZON_COLLAPSE", "HORIZON_SEEDS",
+           "horizon_config", "HORIZON", "EXPERIMENTS", "design_of", "design_config"]
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -529,10 +534,84 @@ RIVALS = Design(name="rivals", title="the rival accounts", chapter=13, factor="c
                 posthoc_sha256="c58a4a9a9e4c52d18563ccfda96ce54ef24a46ff09852bbcbad976ec5b5b7054")
 
 
+# ---------------------------------------------------------------- past the transient (chapter 14)
+#: the horizon experiment's long runs: chapter 13's base at 4 x the steps (the cosine schedule
+#: stretched, as chapter 13's long runs), both heads crossed with the control and proxy arms
+HORIZON_STEPS = 4 * RUN_STEPS
+HORIZON_LONG = tuple(f"{h}-{a}" for h in RIVALS_HEADS for a in ("control", "proxy"))
+#: the encoder's collapse, a 2 x 2 at 320 steps on the standard head's control arm: what an
+#: encoder's corrupted positions show (tanbias.lab.config.CORRUPTIONS) x its attention
+#: (tanbias.lab.config.ATTENTIONS: "native" is the encoder's own, bidirectional)
+HORIZON_COLLAPSE = ("mask-native", "random-native", "mask-causal", "random-causal")
+#: seeds per architecture and part, from the power analysis on chapter 13's realised residual SDs
+#: within the 10 h budget (data/preregistration/horizon.toml, tanbias.lab.analysis.horizon_design)
+HORIZON_SEEDS = {"decoder": {"long": tuple(range(5))},
+                 "encoder": {"long": tuple(range(4)), "collapse": tuple(range(4))}}
+
+
+def _horizon_part(cell: str) -> str:
+    return "collapse" if cell in HORIZON_COLLAPSE else "long"
+
+
+def horizon_config(kind: str, cell: str, seed: int, steps: int | None = None, size: str = "small",
+                   languages=None, **overrides) -> RunConfig:
+    """The config of one run of the horizon experiment.
+
+    A long cell ``"<head>-<arm>"`` is the rivals run of that cell at :data:`HORIZON_STEPS`, with
+    chapter 13's long runs' 20 log-spaced probe steps and step 319 (the 320-step runs' last)
+    beside them. A collapse cell ``"<corruption>-<attention>"`` (the encoder's) is the rivals
+    encoder's standard-head control run with those options.
+
+    >>> c = horizon_config("decoder", "unigram-proxy", 1)
+    >>> c.name, c.steps, c.output_bias, c.surgery.arm, c.probe.grid(c.steps)[-3:]
+    ('horizon-decoder-unigram-proxy-s1', 1280, 'unigram', 'proxy', [578, 860, 1279])
+    >>> 319 in c.probe.grid(c.steps)
+    True
+    >>> c = horizon_config("encoder", "random-causal", 2)
+    >>> c.steps, c.corruption, c.attention
+    (320, 'random', 'causal')
+    >>> horizon_config("encoder", "mask-native", 0) == rivals_config("encoder", "standard-control", 0).replace(
+    ...     name="horizon-encoder-mask-native-s0")
+    True
+    """
+    check_kind(kind)
+    check_choice("cell", cell, HORIZON.levels[kind])
+    name = f"horizon-{kind}-{cell}-s{int(seed)}"
+    if _horizon_part(cell) == "collapse":
+        corruption, _, attention = cell.partition("-")
+        cfg = rivals_config(kind, "standard-control", seed, steps=RUN_STEPS if steps is None else steps, size=size,
+                            languages=languages, **overrides)
+        return cfg.replace(name=name, corruption=corruption, attention=attention)
+    n = HORIZON_STEPS if steps is None else int(steps)
+    cfg = rivals_config(kind, cell, seed, steps=n, size=size, languages=languages, **overrides)
+    extra = [RUN_STEPS - 1] if n > RUN_STEPS else []
+    return cfg.replace(name=name, probe={"n_steps": min(RIVALS_LONG_PROBE_STEPS, n), "extra_steps": extra})
+
+
+def _horizon_has(kind: str, cell: str, seed: int) -> bool:
+    return seed in HORIZON_SEEDS[kind][_horizon_part(cell)]
+
+
+def _horizon_order(kind: str, cell: str, seed: int) -> tuple:
+    """The queue: the long runs first, a seed at a time (decoders first: slower, so two workers stay
+    balanced), then the encoder's collapse 2 x 2, a seed at a time."""
+    part = _horizon_part(cell)
+    return (part == "collapse", seed, kind != "decoder", HORIZON.levels[kind].index(cell))
+
+
+#: past the transient: chapter 13's primary cells at 4 x the steps, and the encoder's collapse
+HORIZON = Design(name="horizon", title="the horizon experiment", chapter=14, factor="cell",
+                 levels={"decoder": HORIZON_LONG, "encoder": (*HORIZON_LONG, *HORIZON_COLLAPSE)},
+                 seeds={k: tuple(sorted({s for part in HORIZON_SEEDS[k].values() for s in part})) for k in KINDS},
+                 prefix="horizon-", build=horizon_config, order=_horizon_order, keep=_horizon_has,
+                 registration="horizon",
+                 registration_sha256="2f4837a3882a0a59ef7d9e6e06b6ef98eae9e9a493512706113e6d8ff86f9b9c", budget_hours=10)
+
+
 # ---------------------------------------------------------------- the registry
 #: every experiment of the lab, by name, in the order they were designed: an experiment's analysis
 #: may read the experiments registered before it (the layer test's chain follows this order)
-EXPERIMENTS: dict[str, Design] = {d.name: d for d in (SWEEP, DOSE, ALIAS, CAUSAL, RIVALS)}
+EXPERIMENTS: dict[str, Design] = {d.name: d for d in (SWEEP, DOSE, ALIAS, CAUSAL, RIVALS, HORIZON)}
 
 
 def design_of(name: str) -> Design:

@@ -1,0 +1,67 @@
+"""The horizon experiment's design (tanbias.lab.analysis.horizon_design, tanbias.lab.experiments.HORIZON)."""
+from __future__ import annotations
+
+import hashlib
+import re
+
+from tanbias.lab import runs
+from tanbias.lab.analysis import horizon_design as hd
+from tanbias.lab.experiments import (HORIZON, HORIZON_COLLAPSE, HORIZON_LONG, HORIZON_SEEDS, HORIZON_STEPS, RUN_STEPS,
+                                     rivals_config)
+
+REGISTRATION = runs.ROOT / "data" / "preregistration" / "horizon.toml"
+#: chapter 13's realised residual SDs, as its committed runs give them (rivals_posthoc.realised_power)
+SD = {"decoder": 0.078353, "encoder": 0.244841}
+
+
+def test_the_registration_is_pinned_and_names_every_account_and_contrast():
+    assert hashlib.sha256(REGISTRATION.read_bytes()).hexdigest() == hd.REGISTRATION_SHA256
+    reg = hd.registration()
+    assert reg["meta"]["date"] == "2026-12-05"
+    assert set(reg["accounts"]) - {"word"} == {"tangent_bias", "unigram_first", "mask_token", "self_attention",
+                                               "mask_mixing"}
+    primary = reg["rule"]["primary"]["contrasts"]
+    per_kind = sum(2 if "(encoder, decoder)" in c else 1 for c in primary)
+    assert per_kind == hd.PRIMARY_FAMILY == 8
+    assert f"{hd.PRIMARY_FAMILY} contrasts" in reg["rule"]["primary"]["family"]
+
+
+def test_the_registered_power_is_what_the_realised_sds_give():
+    """The numbers [power].result states, recomputed from the SDs (a changed design or SD fails here)."""
+    p = hd.power_analysis(sd=SD).set_index(["kind", "seeds"])
+    result = hd.registration()["power"]["result"]
+    dec, enc = p.loc[("decoder", 5)], p.loc[("encoder", 4)]
+    assert bool(dec["chosen"]) and bool(enc["chosen"])
+    assert f"power {dec['power']:.2f}" in result and f"x{dec['detectable']:.2f}" in result
+    assert f"power {enc['power']:.2f}" in result and f"x{enc['detectable']:.2f}" in result
+    needed = min(n for n in range(4, 60) if hd.power_analysis(seeds=[n], sd=SD).iloc[0]["power"] >= 0.8)
+    assert f"{needed} seeds" in result
+    assert p.loc[("decoder", 4), "power"] < 0.8 <= dec["power"]
+
+
+def test_the_grid_and_the_queue_are_the_registered_ones():
+    reg = hd.registration()["design"]
+    names = HORIZON.names()
+    counts = {k: len(HORIZON_SEEDS[k]["long"]) for k in HORIZON_SEEDS}
+    assert len(names) == 4 * counts["decoder"] + 4 * counts["encoder"] + 4 * len(HORIZON_SEEDS["encoder"]["collapse"])
+    assert f"0..{counts['decoder'] - 1} in each long cell ({counts['decoder']})" in reg["seeds"]["decoder"]
+    # the long runs first, then the collapse cells
+    first_collapse = min(i for i, n in enumerate(names) if n.split("-")[2] in ("mask", "random"))
+    assert all(re.search(r"-(standard|unigram)-", n) for n in names[:first_collapse])
+    assert not any(re.search(r"-(standard|unigram)-", n) for n in names[first_collapse:])
+    assert not any("decoder" in n and any(c in n for c in HORIZON_COLLAPSE) for n in names)
+
+
+def test_a_long_cell_is_the_rivals_cell_at_four_times_the_steps_and_a_collapse_cell_its_encoder_control():
+    for kind in ("encoder", "decoder"):
+        for cell in HORIZON_LONG:
+            c = HORIZON.config(kind, cell, 1)
+            twin = rivals_config(kind, cell, 1, steps=HORIZON_STEPS)
+            assert c.steps == HORIZON_STEPS and RUN_STEPS - 1 in c.probe.grid(c.steps)
+            assert c.replace(name=twin.name, probe={"n_steps": twin.probe.n_steps, "extra_steps": ()}) == twin
+    base = rivals_config("encoder", "standard-control", 2)
+    for cell in HORIZON_COLLAPSE:
+        c = HORIZON.config("encoder", cell, 2)
+        corruption, attention = cell.split("-")
+        assert (c.corruption, c.attention, c.steps) == (corruption, attention, RUN_STEPS)
+        assert c.replace(name=base.name, corruption="mask", attention="native") == base
