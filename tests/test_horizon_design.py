@@ -45,10 +45,11 @@ def test_the_grid_and_the_queue_are_the_registered_ones():
     counts = {k: len(HORIZON_SEEDS[k]["long"]) for k in HORIZON_SEEDS}
     assert len(names) == 4 * counts["decoder"] + 4 * counts["encoder"] + 4 * len(HORIZON_SEEDS["encoder"]["collapse"])
     assert f"0..{counts['decoder'] - 1} in each long cell ({counts['decoder']})" in reg["seeds"]["decoder"]
-    # the long runs first, then the collapse cells
-    first_collapse = min(i for i, n in enumerate(names) if n.split("-")[2] in ("mask", "random"))
-    assert all(re.search(r"-(standard|unigram)-", n) for n in names[:first_collapse])
-    assert not any(re.search(r"-(standard|unigram)-", n) for n in names[first_collapse:])
+    # the collapse cells first (amended before any outcome), then the long runs
+    first_long = min(i for i, n in enumerate(names) if re.search(r"-(standard|unigram)-", n))
+    assert first_long == 4 * len(HORIZON_SEEDS["encoder"]["collapse"])
+    assert all(re.search(r"-(standard|unigram)-", n) for n in names[first_long:])
+    assert "collapse cells first" in reg["order"]
     assert not any("decoder" in n and any(c in n for c in HORIZON_COLLAPSE) for n in names)
 
 
