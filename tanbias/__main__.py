@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import tanbias
 from tanbias.errors import ParameterError
 
-__all__ = ["Command", "COMMANDS", "main"]
+__all__ = ["Command", "COMMANDS", "measure", "main"]
 
 PROG = "tanbias"
 
@@ -73,10 +73,20 @@ class Command:
         return 0 if status is None else int(status)
 
 
+def measure(argv: Sequence[str]) -> int:
+    """``tanbias measure``: the lab's command (:func:`tanbias.lab.measure_command.main`) with the
+    report page the presentation layer draws (:func:`tanbias.figures.report.report_html`). The lab
+    may not import the figures; the face, above both, joins them."""
+    from tanbias.figures.report import report_html
+    from tanbias.lab.measure_command import main as measure_main
+
+    return measure_main(list(argv), report=report_html)
+
+
 #: The commands of ``tanbias``, by name; ``tanbias NAME ARGS...`` runs ``COMMANDS[NAME](ARGS)``.
 #: A new command is one line here.
 COMMANDS: dict[str, Command] = {
-    "measure": Command("tanbias.figures.report:main", "chapter 9's measurements on any model, with a report"),
+    "measure": Command("tanbias.__main__:measure", "chapter 9's measurements on any model, with a report"),
 }
 
 

@@ -109,3 +109,25 @@ def test_the_readme_and_the_lab_guide_quote_each_experiments_recorded_wall_time(
                 assert "running" not in row and "not run" not in row, row
     with pytest.raises(AssertionError):
         _quoted_row("README.md", "no-such-experiment")
+
+
+def test_the_measure_page_is_reported_against_its_target_and_the_slowest_lab_chapter():
+    from tanbias.book.bench import MEASURE_PAGE, measure_page_record
+
+    chapters = [{"doc": "chapters/06_residual_feedback", "exec_s": 29.5},     # not a lab chapter
+                {"doc": "chapters/08_eurobert_vs_decoder", "exec_s": 28.0},
+                {"doc": "chapters/13_rival_accounts", "exec_s": 24.0},
+                {"doc": MEASURE_PAGE, "exec_s": 21.0}]
+    r = copy.deepcopy(REPORT)
+    r["chapters"] += chapters
+    r["measure_page"] = measure_page_record(chapters)
+    assert r["measure_page"]["slowest_lab"] == "chapters/08_eurobert_vs_decoder"
+    assert r["measure_page"]["ratio"] == 21.0 / 28.0
+    text = format_report(r)
+    assert (f"{MEASURE_PAGE}: 21.0 s ok (target <= 30 s); over the slowest lab chapter "
+            "(chapters/08_eurobert_vs_decoder, 28.0 s): 0.75x ok (target <= 1)") in text
+    assert over_targets(r) == []
+    r["chapters"][-1]["exec_s"] = 29.0                   # within 30 s, but slower than every lab chapter
+    r["measure_page"] = measure_page_record(r["chapters"])
+    assert over_targets(r) == ["measure page over the slowest lab chapter"]
+    assert measure_page_record(chapters[:3]) is None     # the page not built

@@ -14,7 +14,8 @@ table below, which is the one in DESIGN.md:
 * every third-party distribution the package imports is declared in
   ``pyproject.toml``;
 * a package module is imported inside a function only where that avoids a heavy import
-  (:data:`HEAVY`) that the importing module does not already load;
+  (:data:`HEAVY`) that the importing module does not already load, or where DESIGN.md lists it
+  with its reason ("Deferred imports");
 * every module has its test file, and every test file a module or a topic.
 """
 
@@ -61,7 +62,7 @@ LAB = [
     ["tanbias.lab.config"],
     ["tanbias.lab.experiments"],
     ["tanbias.lab.runs"],
-    ["tanbias.lab.hooks"],
+    ["tanbias.lab.hooks", "tanbias.lab.devices"],
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.aliasing", "tanbias.lab.data"],
     ["tanbias.lab.e5s"],
     ["tanbias.lab.models", "tanbias.lab.zoo", "tanbias.lab.checkpoints"],
@@ -79,7 +80,7 @@ LAB = [
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
     ["tanbias.lab.analysis.measure"],
     ["tanbias.lab.analysis.findings"],
-    ["tanbias.lab.pipeline"],
+    ["tanbias.lab.pipeline", "tanbias.lab.measure_command"],
     ["tanbias.lab.__main__"],
 ]
 #: the presentation's rank order: the interactive and the renderer, the figures package, its topics
@@ -296,6 +297,148 @@ def test_every_runtime_import_is_declared():
                 used.setdefault(DIST.get(top, top).lower().replace("_", "-"), f"{module}:{line}")
     missing = {d: where for d, where in used.items() if d not in declared}
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+#: Third-party libraries that take a noticeable share of a second (or more) of CPU to import: torch
+#: (about 2 s) and transformers (1 s), scipy's submodules (scipy.stats 1.4 s, scipy.optimize 0.7 s;
+#: counted as one library: each loads the others), statsmodels (2 s), pandas (0.4 s), plotly and
+#: ipywidgets (a few tenths), tqdm (its notebook bars load ipywidgets), wordfreq (0.2 s), accelerate
+#: (2 s), jupytext, nbformat and jupyter_book (3-4 s: jsonschema's grammar), sphinxcontrib.bibtex and
+#: sphinx_proof (0.3-0.4 s); tokenizers, sklearn and matplotlib as DESIGN.md names them. numpy, a bare
+#: ``import scipy``, yaml and the standard library cost far less. The one reason to import a module
+#: inside a function is that it loads one of these (DESIGN.md, "Deferred imports").
+HEAVY = ("torch", "transformers", "tokenizers", "accelerate", "pandas", "scipy", "statsmodels", "sklearn",
+         "plotly", "ipywidgets", "matplotlib", "tqdm", "wordfreq", "jupytext", "nbformat", "jupyter_book",
+         "sphinxcontrib", "sphinx_proof")
+
+#: Deferred imports of package modules that load nothing heavy, in modules that others are
+#: editing now: each moves to its module's top (or into DESIGN.md's list, with its reason) when
+#: that module is next edited; an entry may outlive its import. ``(importer, imported module): "pending"``.
+PENDING_DEFERRED = {
+    ("tanbias.lab.analysis.dose_report", "tanbias._checks"): "pending",
+    ("tanbias.lab.analysis.horizon_design", "tanbias.lab.analysis.rivals_posthoc"): "pending",
+    ("tanbias.lab.analysis.pretrained_report", "tanbias.lab.analysis.pretrained"): "pending",
+    ("tanbias.lab.analysis.rivals_posthoc", "tanbias.lab.analysis.rivals_design"): "pending",
+}
+
+
+def _heavy(target: str, name: str | None) -> str | None:
+    """The library of :data:`HEAVY` that ``from target import name`` (or ``import target``) loads, or None."""
+    parts = target.split(".")
+    if parts[0] == "scipy":
+        return "scipy" if len(parts) > 1 or name is not None else None      # a bare `import scipy` is lazy
+    return parts[0] if parts[0] in HEAVY else None
+
+
+def _package_module(target: str) -> str:
+    while target not in MODULES:       # `import tanbias.x.y` of a name
+        target = target.rpartition(".")[0]
+    return target
+
+
+def _is_package(target: str) -> bool:
+    return target == "tanbias" or target.startswith("tanbias.")
+
+
+def _imports_in(module: str, tree: ast.AST) -> list[tuple[str, str | None, int, bool]]:
+    """(imported module, name or None, line, inside a function?) for every import of ``tree``."""
+    path = MODULES.get(module, PKG / (module.replace(".", "/").removeprefix("tanbias/") + ".py"))
+    found = []
+
+    def visit(node, inside: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                found.extend((a.name, None, child.lineno, inside) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = _resolve(module, path, child)
+                for a in child.names:
+                    sub = f"{base}.{a.name}"
+                    found.append((sub, None, child.lineno, inside) if sub in MODULES
+                                 else (base, a.name, child.lineno, inside))
+            visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return found
+
+
+@functools.cache
+def _tree(module: str) -> ast.AST:
+    return ast.parse(MODULES[module].read_text(encoding="utf8"))
+
+
+def loads_at_import(module: str, tree: ast.AST | None = None) -> frozenset[str]:
+    """The libraries of :data:`HEAVY` that ``import module`` loads: through its imports outside
+    functions, those of the package modules they import and those of their packages, transitively.
+    ``tree``: the module's source parsed (default: its file's)."""
+    found, seen, todo = set(), set(), [(module, tree)]
+    while todo:
+        m, t = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if "." in m:
+            todo.append((m.rpartition(".")[0], None))        # a module's package is imported first
+        for target, name, _, inside in _imports_in(m, t if t is not None else _tree(m)):
+            if inside:
+                continue
+            if _is_package(target):
+                todo.append((_package_module(target), None))
+            elif (heavy := _heavy(target, name)) is not None:
+                found.add(heavy)
+    return frozenset(found)
+
+
+def light_deferred_imports(module: str, tree: ast.AST | None = None) -> list[tuple[int, str]]:
+    """(line, imported module) of each import of a package module inside a function of ``module``
+    that loads no library of :data:`HEAVY` the module does not load already at import."""
+    tree = tree if tree is not None else _tree(module)
+    have = loads_at_import(module, tree)
+    out = []
+    for target, _, line, inside in _imports_in(module, tree):
+        if inside and _is_package(target):
+            target = _package_module(target)
+            if not loads_at_import(target) - have:
+                out.append((line, target))
+    return sorted(set(out))
+
+
+def design_deferred_exceptions(text: str | None = None) -> dict[tuple[str, str], str]:
+    """DESIGN.md's list of the deferred imports kept although they load nothing heavy: ``{(importer,
+    imported module): reason}``, from its lines ``* `importer` imports `module` inside a function: reason``."""
+    import re
+
+    text = text if text is not None else (ROOT / "DESIGN.md").read_text(encoding="utf8")
+    line = re.compile(r"^\* `(tanbias[\w.]*)` imports `(tanbias[\w.]*)` inside a function: (.+)$", re.MULTILINE)
+    return {(m.group(1), m.group(2)): m.group(3).strip() for m in line.finditer(text)}
+
+
+def test_deferred_imports_avoid_a_heavy_import():
+    """An import of a package module inside a function loads a library of :data:`HEAVY` that the
+    importing module does not load at import; any other goes to the top of its module, or into
+    DESIGN.md's list with its reason (a cycle is no reason: :func:`test_no_import_cycle` counts
+    deferred imports too)."""
+    allowed = {**design_deferred_exceptions(), **PENDING_DEFERRED}
+    found = {(module, target): line for module in MODULES for line, target in light_deferred_imports(module)}
+    bad = [f"{MODULES[m].relative_to(ROOT)}:{line}: {t} loads nothing heavy that {m} does not load already "
+           f"({sorted(loads_at_import(t))} against {sorted(loads_at_import(m))})"
+           for (m, t), line in sorted(found.items()) if (m, t) not in allowed]
+    assert not bad, "deferred imports that avoid no heavy import (move them to the top):\n" + "\n".join(bad)
+    stale = sorted(set(design_deferred_exceptions()) - set(found))
+    assert not stale, f"DESIGN.md lists deferred imports that are not deferred, or load something heavy now: {stale}"
+
+
+def test_a_planted_light_deferred_import_is_caught():
+    """A light package module imported inside a function is caught; a torch module, or one the module
+    does not load at its top (pandas here), is not; DESIGN.md's form of an exception is read."""
+    source = ("import numpy\nfrom tanbias.lab import runs\n\n"
+              "def f():\n    from tanbias.errors import ParameterError\n    from tanbias.lab.models import gemm_peak\n"
+              "    import pandas\n    return ParameterError, gemm_peak, pandas\n\n"
+              "class C:\n    def g(self):\n        import tanbias.lab.runs\n        return tanbias.lab.runs\n")
+    caught = light_deferred_imports("tanbias.lab.analysis.planted", ast.parse(source))
+    assert caught == [(5, "tanbias.errors"), (12, "tanbias.lab.runs")]
+    assert loads_at_import("tanbias.lab.analysis.planted", ast.parse(source)) == frozenset()
+    listed = design_deferred_exceptions("* `tanbias.a` imports `tanbias.b` inside a function: an import cycle\n")
+    assert listed == {("tanbias.a", "tanbias.b"): "an import cycle"}
 
 
 #: test files named for a topic rather than a module, for what is genuinely across modules

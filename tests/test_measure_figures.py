@@ -59,3 +59,20 @@ def test_the_six_readings_are_drawn_from_the_anisotropy_table(measured_tiny):
     from tanbias.lab.analysis.pretrained import load_pretrained
 
     assert "readings" not in fr.report_figures({**load_pretrained("minilm-l6")})
+
+
+def test_the_readings_axis_title_follows_the_slider_and_its_labels_fit(measured_tiny):
+    """The static figure's frames redraw annotations, not axes: the y title is an annotation each
+    frame carries, naming its own reading; the slider's six labels are short enough to sit side
+    by side under it (long ones ran off its left end)."""
+    fig = fm.readings_interactive(ms.split_revisions(measured_tiny["one"]))
+    static = fig.static_dict()
+    titles = [[a["text"] for a in f["layout"]["annotations"] if a.get("name") == "y title"]
+              for f in static["frames"]]
+    assert titles == [[fm.READING_AXES[r][0]] for r in fm.READINGS]
+    assert not (static["layout"].get("yaxis", {}).get("title") or {}).get("text")
+    labels = [step["label"] for step in static["layout"]["sliders"][0]["steps"]]
+    assert labels == [fm.READING_AXES[r][1] for r in fm.READINGS] and max(map(len, labels)) <= 12
+    for reading in fm.READINGS:        # the live figure names its reading the same way
+        live = fig.make_figure(reading=reading)
+        assert [a.text for a in live.layout.annotations] == [fm.READING_AXES[reading][0]]

@@ -1,4 +1,5 @@
-"""Devices and precisions of the lab (models, train): clear errors for bad values, bf16 agreeing with fp32.
+"""Precisions of the lab (models, train): clear errors for bad values, bf16 agreeing with fp32 (its
+devices: test_devices.py).
 
 The tolerances: on a smoke run of 24 steps the bfloat16 run's per-step loss
 stays within 0.05 nats of the float32 run's (mean absolute difference within
@@ -18,23 +19,11 @@ from tanbias.errors import ParameterError
 from tanbias.lab import runs
 from tanbias.lab.analysis import sweep
 from tanbias.lab.config import RunConfig
-from tanbias.lab.models import autocast, gemm_peak, resolve_device
+from tanbias.lab.models import autocast, gemm_peak
 from tanbias.lab.pipeline import train_and_analyse
 
 SMOKE = {"kind": "decoder", "size": "smoke", "steps": 24, "languages": ["en"], "checkpoint_every": 12,
          "eval_batches": 1, "probe": {"n_steps": 4, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4}}
-
-
-def test_bad_device_names_the_option_and_the_values():
-    with pytest.raises(ParameterError, match=r"device='tpu' is out of range: valid values are \('auto', 'cpu', 'cuda'\)"):
-        resolve_device("tpu")
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
-def test_cuda_where_there_is_none_is_a_clear_error():
-    with pytest.raises(ParameterError, match="device='cuda'.*no CUDA GPU.*--device cpu"):
-        resolve_device("cuda")
-    assert resolve_device("auto").type == "cpu"
 
 
 def test_bad_precision_names_the_option_and_the_values():

@@ -100,9 +100,53 @@ def test_manifest_records_provenance_and_speed(smoke):
 
 
 def test_languages_default_to_the_model_kind():
-    assert pt.model_languages("smollm2-135m", {}) == pt.DECODER_LANGUAGES
-    assert pt.model_languages("minilm-l6", {**pt.DEFAULTS, **pt.MODEL_SETTINGS["minilm-l6"]}) == ("en",)
-    assert pt.model_languages("gemma3-270m", {"languages": ["de"]}) == ("de",)
+    assert pt.model_languages("smollm2-135m") == pt.DECODER_LANGUAGES
+    assert pt.MeasureSettings.for_zoo("minilm-l6").languages == ("en",)
+    assert pt.MeasureSettings.for_zoo("me5-small").languages == pt.MODEL_SETTINGS["me5-small"]["languages"]
+    assert pt.MeasureSettings.for_zoo("gemma3-270m", languages=["de"]).languages == ("de",)
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in pt.PRETRAINED_DIR.glob("*/manifest.json")))
+def test_the_committed_settings_are_written_back_byte_for_byte(folder):
+    """Every committed manifest's ``settings`` round-trip through MeasureSettings as the same JSON,
+    and are the zoo model's settings (:meth:`MeasureSettings.for_zoo`), so ``make pretrained`` finds
+    them measured already."""
+    import json
+
+    text = (pt.PRETRAINED_DIR / folder / "manifest.json").read_text()
+    committed = json.loads(text)["settings"]
+    settings = pt.MeasureSettings.from_dict(committed)
+    assert json.dumps({"settings": settings.to_dict()}, indent=1)[2:-2] in text
+    assert pt.MeasureSettings.for_zoo(folder) == settings
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("n_tokens", 0, r"n_tokens=0 is out of range: valid range is \[1, inf\)"),
+    ("m", 1, r"m=1 is out of range: valid range is \[2, inf\)"),
+    ("seq_len", 2.5, r"seq_len=2.5 is not an integer: valid range is \[3, inf\)"),
+    ("robust_m", (4, 1), r"robust_m=1 is out of range: valid range is \[2, inf\)"),
+    ("robust_m", 4, r"robust_m=4 is not allowed: valid range is a list of integers"),
+    ("probe", {"n_control": 4}, r"n_control=4 is not allowed: valid range is the config keys"),
+    ("probe", 3, r"probe=3 is not allowed: valid range is None or a dict"),
+    ("frequency_docs", -1, r"frequency_docs=-1 is out of range: valid range is \[1, inf\)"),
+    ("languages", "en", r"languages='en' is out of range: valid values are lists of language codes"),
+])
+def test_bad_settings_name_the_field_the_value_and_the_range(field, value, match):
+    with pytest.raises(ParameterError, match=match):
+        pt.MeasureSettings(**{field: value})
+
+
+def test_settings_are_frozen_and_replaced_whole():
+    import dataclasses
+
+    s = pt.MeasureSettings(languages=["en"], probe={"n_controls": 2})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.m = 4
+    with pytest.raises(TypeError):
+        s.probe["n_controls"] = 3                       # the probe's dict is read-only too
+    assert s.replace(m=4).m == 4 and s.m == 8
+    with pytest.raises(ParameterError, match=r"settings \['mm'\] are not known"):
+        s.replace(mm=4)
 
 
 @pytest.mark.zoo

@@ -61,6 +61,17 @@ def test_a_command_names_its_function_as_module_colon_function():
         Command("tanbias.lab", "no function named").load()
 
 
+def test_measure_joins_the_labs_command_and_the_figures_report(monkeypatch):
+    """The lab may not import the figures: the face gives the lab's command the report page."""
+    from tanbias.figures.report import report_html
+    from tanbias.lab import measure_command
+
+    calls = []
+    monkeypatch.setattr(measure_command, "main", lambda argv, report=None: calls.append((argv, report)) or 0)
+    assert main(["measure", "a", "--tokens", "2048"]) == 0
+    assert calls == [(["a", "--tokens", "2048"], report_html)]
+
+
 def test_every_registered_command_loads():
     """Each command of the registry names a function that exists (its module imported)."""
     broken = {}

@@ -4,7 +4,9 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 
 * the wall time of a clean, strict book build (``jupyter-book build --all``);
 * each chapter's execution time during that build (myst-nb's execution data,
-  the numbers of the status page) - target <= 30 s;
+  the numbers of the status page) - target <= 30 s; the page "Measure your own model"
+  (:data:`MEASURE_PAGE`) beside it as a ratio over the slowest chapter of the training lab
+  (chapters 7-13, :data:`LAB_CHAPTERS`) - target <= 1;
 * each interactive figure's live-update latency (split into compute, figure
   building and widget update when over budget): the chapter's code cells run
   in-process with ``TANBIAS_MODE=bench`` (nothing displayed), every
@@ -35,11 +37,19 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["TARGETS", "toc_documents", "is_notebook", "page_weight", "exec_times",
-           "chapter_latencies", "build_book", "budgeted_experiments", "experiment_record", "run", "format_report", "main"]
+from tanbias.lab.experiments import EXPERIMENTS
 
-#: The budgets the table compares against.
-TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000}
+__all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_notebook", "page_weight", "exec_times",
+           "chapter_latencies", "build_book", "budgeted_experiments", "experiment_record", "measure_page_record",
+           "run", "format_report", "main"]
+
+#: The budgets the table compares against: a chapter's execution, an interactive figure's update, a
+#: page's weight, and the measure page's execution over the slowest lab chapter's.
+TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000, "measure_page_ratio": 1.0}
+#: The page that runs ``python -m tanbias measure`` as the book builds.
+MEASURE_PAGE = "chapters/measure_your_model"
+#: The chapters of the training lab (first and last number): the measure page is held to the slowest.
+LAB_CHAPTERS = (7, 13)
 
 _IMG = re.compile(r"""<(?:img|source)\b[^>]*?\bsrc=["']([^"']+)["']""", re.IGNORECASE)
 
@@ -268,6 +278,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     for key, (name, budget, _) in budgeted_experiments().items():
         report[key] = experiment_record(Path(root), name, budget)
     report["pretrained"] = _pretrained_record(Path(root))
+    report["measure_page"] = measure_page_record(report["chapters"])
     report["ok"] = _all_ok(report)
     path = Path(out) if out else build_root / "bench.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -286,11 +297,35 @@ def _sweep_record(root: Path) -> dict | None:
             "run_seconds": sum(r["seconds"] for r in rec["runs"].values())}
 
 
+def measure_page_record(chapters: list[dict]) -> dict | None:
+    """The measure page's execution time beside the slowest lab chapter's (both from this build).
+
+    Returns None when the build has no execution time of the page; else ``exec_s``, ``target_s``
+    (:data:`TARGETS`' chapter budget), ``slowest_lab`` and ``slowest_lab_s`` (the slowest of
+    chapters :data:`LAB_CHAPTERS`), and ``ratio`` (the page over that chapter; None without one).
+
+    Example
+    -------
+    >>> measure_page_record([{"doc": "chapters/07_alignment_test", "exec_s": 20.0},
+    ...                      {"doc": "chapters/13_rival_accounts", "exec_s": 25.0},
+    ...                      {"doc": "chapters/measure_your_model", "exec_s": 10.0}])["ratio"]
+    0.4
+    """
+    times = {row["doc"]: row.get("exec_s") for row in chapters if row.get("exec_s") is not None}
+    if MEASURE_PAGE not in times:
+        return None
+    lo, hi = LAB_CHAPTERS
+    lab = {doc: t for doc, t in times.items()
+           if (m := re.match(r"chapters/(\d+)_", doc)) and lo <= int(m.group(1)) <= hi}
+    slowest = max(lab, key=lab.get) if lab else None
+    return {"doc": MEASURE_PAGE, "exec_s": times[MEASURE_PAGE], "target_s": TARGETS["chapter_exec_s"],
+            "slowest_lab": slowest, "slowest_lab_s": lab.get(slowest),
+            "ratio": times[MEASURE_PAGE] / lab[slowest] if slowest else None}
+
+
 def budgeted_experiments() -> dict:
     """The experiments with a wall-time budget, from the registry (:data:`tanbias.lab.experiments.EXPERIMENTS`,
     each design's ``budget_hours``): name -> (record under ``data/runs/``, budget in seconds, title)."""
-    from tanbias.lab.experiments import EXPERIMENTS
-
     return {d.name: (f"{d.name}.json", 3600.0 * d.budget_hours, d.title)
             for d in EXPERIMENTS.values() if d.budget_hours is not None}
 
@@ -348,6 +383,7 @@ def _all_ok(report: dict) -> bool:
     ok &= "error" not in sg and sg.get("ratio", 1.0) <= 1.10
     ms = report.get("measure") or {}
     ok &= "error" not in ms and not _measure_over(ms)
+    ok &= ((report.get("measure_page") or {}).get("ratio") or 0) <= TARGETS["measure_page_ratio"]
     for row in report["chapters"]:
         ok &= "error" not in row and row.get("exec_ok", True) is not False
         ok &= (row.get("exec_s") or 0) <= TARGETS["chapter_exec_s"]
@@ -386,6 +422,8 @@ def over_targets(report: dict) -> list[str]:
     if sg.get("ratio", 1.0) > 1.10:
         over.append("surgery overhead")
     over += _measure_over(report.get("measure") or {})
+    if ((report.get("measure_page") or {}).get("ratio") or 0) > TARGETS["measure_page_ratio"]:
+        over.append("measure page over the slowest lab chapter")
     pre = report.get("pretrained") or {}
     for name, r in pre.get("models", {}).items():
         if r["measure_s"] > pre["targets"].get(name, float("inf")):
@@ -424,6 +462,13 @@ def format_report(report: dict) -> str:
         if row.get("error"):
             figs = f"ERROR {row['error'][:80]}"
         lines.append(f"{row['doc']:<36} {exec_s:>16} {page:>18}  {figs or '-'}")
+    mp = report.get("measure_page")
+    if mp:
+        ratio = (f"over the slowest lab chapter ({mp['slowest_lab']}, {mp['slowest_lab_s']:.1f} s): "
+                 f"{_fmt_check(mp['ratio'], t['measure_page_ratio'], lambda v: f'{v:.2f}x')}"
+                 f"(target <= {t['measure_page_ratio']:g})" if mp["ratio"] is not None else "no lab chapter timed")
+        lines.append(f"{mp['doc']}: {_fmt_check(mp['exec_s'], mp['target_s'], lambda v: f'{v:.1f} s')}"
+                     f"(target <= {mp['target_s']:.0f} s); {ratio}")
     lab = report.get("lab")
     if lab and "error" not in lab:
         lines.append(f"training lab: {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "

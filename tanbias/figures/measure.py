@@ -18,7 +18,7 @@ from tanbias.figures import COLORS, GREY, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 
-__all__ = ["READINGS", "readings_interactive", "TRAJECTORY", "trajectory_interactive"]
+__all__ = ["READINGS", "READING_AXES", "readings_interactive", "TRAJECTORY", "trajectory_interactive"]
 
 #: The six readings of :func:`tanbias.lab.analysis.measure.anisotropy_readings`, as the figure names them.
 READINGS = {"raw": "mean cosine of all pairs (raw)",
@@ -27,6 +27,14 @@ READINGS = {"raw": "mean cosine of all pairs (raw)",
             "type_balanced": "mean cosine, every type weighted equally",
             "mean_share": "share of the squared norm in the mean vector",
             "top_share": "variance share of the top 3 coordinates"}
+#: Each reading on the figure's y axis (short enough to stand beside the plot) and on its slider
+#: (six labels side by side).
+READING_AXES = {"raw": ("mean cosine (raw)", "raw"),
+                "centered": ("mean cosine, centred", "centred"),
+                "standardised": ("mean cosine, standardised", "standardised"),
+                "type_balanced": ("mean cosine, types equal", "types equal"),
+                "mean_share": ("mean vector's share of the norm²", "mean share"),
+                "top_share": ("top-3 variance share", "top-3 share")}
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
@@ -55,10 +63,16 @@ def readings_interactive(parts: dict) -> Interactive:
                                               dash=_DASHES[lines[name][1] % len(_DASHES)]))
                          for name, (x, y) in data.items()])
         fig.update_yaxes(range=[-0.05, 1.05])
+        # the y axis' title is an annotation: a slider's frames redraw the annotations, not the axes
+        fig.add_annotation(text=READING_AXES[reading][0], xref="paper", yref="paper", x=0.0, y=0.5,
+                           xanchor="right", yanchor="middle", xshift=-44, textangle=-90, showarrow=False,
+                           font=dict(size=14), name="y title")
+        fig.update_layout(margin=dict(l=80))
         return labelled(fig, f"Anisotropy read six ways: {READINGS[reading]}",
-                        "relative depth (0 = embeddings, 1 = last layer)", READINGS[reading], legend="")
+                        "relative depth (0 = embeddings, 1 = last layer)", "", legend="")
 
-    return Interactive(params=[Param("reading", "reading", options=tuple(READINGS), fmt=READINGS.get)],
+    return Interactive(params=[Param("reading", "reading", options=tuple(READINGS),
+                                     fmt=lambda r: READING_AXES[r][1])],
                        compute=compute, figure=figure, title="Anisotropy, read six ways",
                        caption="Each reading corrects for one account of anisotropy without a tangent bias: a "
                                "shared mean vector (centred, mean share), a few rogue coordinates (standardised, "

@@ -11,9 +11,9 @@ drawn from this model's tables; a series of checkpoints adds its trajectory
 (:mod:`tanbias.figures.measure`). Like :mod:`tanbias.figures.renderer`, this module
 draws no figure of its own: it puts the topics' figures on a page.
 
-:func:`main` is the command itself, ``tanbias measure MODEL [...]`` (``python -m tanbias
-measure``): the arguments, :func:`tanbias.lab.analysis.measure.measure_model` with this
-page as its report, and a one-line error for bad input.
+The command that writes the page, ``tanbias measure MODEL [...]``, is
+:mod:`tanbias.lab.measure_command`; the package face (:func:`tanbias.__main__.measure`)
+gives it :func:`report_html` as its report.
 """
 from __future__ import annotations
 
@@ -21,12 +21,17 @@ import html
 from pathlib import Path
 
 import numpy as np
+import yaml
+from plotly.offline import get_plotlyjs
 
+from tanbias.figures import pretrained as fig9
+from tanbias.figures.measure import READINGS, readings_interactive, trajectory_interactive
 from tanbias.lab.analysis.measure import findings, split_revisions
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
+from tanbias.lab.runs import ROOT
 
 __all__ = ["CHAPTER", "SECTIONS", "MAX_REVISIONS_DRAWN", "book_url", "chapter_url", "drawn_revisions",
-           "report_figures", "report_html", "main"]
+           "report_figures", "report_html"]
 
 #: The chapter whose measurements the command runs (its source, without ``.md``).
 CHAPTER = "chapters/09_pretrained_models"
@@ -53,10 +58,6 @@ def book_url(root=None) -> str:
     >>> book_url().startswith("https://") and book_url().endswith("/")
     True
     """
-    import yaml
-
-    from tanbias.lab.runs import ROOT
-
     book = yaml.safe_load((Path(root or ROOT) / "_config.yml").read_text(encoding="utf8"))
     return book["html"]["baseurl"].rstrip("/") + "/"
 
@@ -87,9 +88,6 @@ def report_figures(tables: dict) -> dict:
     """The report's figures, ``{section key: Interactive}`` in :data:`SECTIONS`' order (the six
     anisotropy readings where the tables carry them, the alignment test's only with a
     language-model head, the trajectory only for a series)."""
-    from tanbias.figures import pretrained as fig9
-    from tanbias.figures.measure import READINGS, readings_interactive, trajectory_interactive
-
     parts = drawn_revisions(split_revisions(tables))
     figs = {"premise": fig9.premise_interactive(parts), "types": fig9.types_interactive(parts),
             "anisotropy": fig9.anisotropy_interactive(parts)}
@@ -124,10 +122,6 @@ def report_html(tables: dict) -> str:
     -------
     str
     """
-    from plotly.offline import get_plotlyjs
-
-    from tanbias.lab.runs import ROOT
-
     man = tables["manifest"]
     esc = html.escape
     link = {key: chapter_url(*where) for key, (_, where) in SECTIONS.items()}
@@ -161,94 +155,7 @@ def report_html(tables: dict) -> str:
             f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
             f"<h1>{esc(title)}</h1>"
             f'<p>Chapter 9\'s measurements of the <a href="{chapter_url("intro")}">tangent-bias book</a>, run on '
-            f"this model by <code>{esc(man['command'])}</code>.</p>"
+            f"this model by <code>{esc(man.get('command_line', man['command']))}</code>.</p>"
             f"<h2>What the measurements say</h2><ul>{items}</ul>"
             f'<table class="tanbias-provenance">{prov}</table>'
             + "".join(body) + "</body></html>\n")
-
-
-# ------------------------------------------------------------------------------------------ the command
-def _measure_arguments(p: argparse.ArgumentParser) -> None:
-    from tanbias.lab.analysis.measure import MIN_TOKENS, TEXT_LANGUAGE
-    from tanbias.lab.analysis.pretrained import DEFAULTS
-    from tanbias.lab.zoo import ZOO
-
-    p.add_argument("model", help=f"a zoo name ({', '.join(ZOO)}), a local folder that transformers loads (a causal "
-                                 "LM, a masked LM or an encoder), a folder of checkpoint folders, or a hub id where "
-                                 "the network allows")
-    p.add_argument("--text", default=None, metavar="FILE",
-                   help="a UTF-8 text of your own, documents separated by blank lines (default: the corpus' "
-                        "held-out documents)")
-    p.add_argument("--language", nargs="+", default=None, metavar="LANG",
-                   help="the corpus languages to read (default: a zoo model's own, else en); with --text, the "
-                        f"text's language, whose corpus counts rank its types by frequency (default "
-                        f"{TEXT_LANGUAGE})")
-    p.add_argument("--tokens", type=int, default=None, metavar="N",
-                   help=f"tokens per language, at least {MIN_TOKENS}: bounds time and memory (default "
-                        f"{DEFAULTS['n_tokens']}, chapter 9's)")
-    p.add_argument("--revisions", nargs="+", default=None, metavar="R",
-                   help="checkpoints of a hub id or of a folder of checkpoint folders, in training order "
-                        "(default: every folder's); a series gives trajectories over training")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="the folder to write (default measure-<model name>); replaced only once the new "
-                        "measurement is complete")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, mps or auto (default cpu)")
-    p.add_argument("--no-alignment", action="store_true", help="skip the post-hoc alignment test")
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads of torch (default: torch's own; on a machine shared with other jobs, "
-                        "1 or 2 are often faster)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-
-
-def _run(args) -> int:
-    from tanbias.lab.analysis.measure import measure_model
-
-    if args.threads is not None:
-        import torch
-
-        from tanbias._checks import check_int
-
-        torch.set_num_threads(check_int("threads", args.threads, lo=1, hint="Pass e.g. --threads 2."))
-
-    man = measure_model(args.model, args.out, text=args.text, languages=args.language, n_tokens=args.tokens,
-                        revisions=args.revisions, alignment=not args.no_alignment, device=args.device,
-                        progress=not args.no_progress, report=report_html)
-    sec = man["seconds"]
-    print(f"{man['model']}: {man['n_tokens']} tokens in {sec['total']:.0f} s (forward {sec['forward']:.0f} s, "
-          f"{man['tokens_per_s']:.0f} tokens/s), peak memory {man['peak_rss_gb']:.1f} GB")
-    print(f"tables and manifest in {man['out']}; the report: {man['out']}/report.html")
-    for note in man["notes"]:
-        print(f"note: {note}")
-    return 0
-
-
-def main(argv=None) -> int:
-    """``tanbias measure MODEL ...`` (``python -m tanbias measure``): measure, write, say where.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        The command's own arguments (after ``measure``).
-
-    Returns
-    -------
-    int
-        0, or 2 with a one-line error when the input is wrong (nothing is written then).
-    """
-    import argparse
-    import sys
-
-    from tanbias.errors import CorruptFileError, ParameterError
-    from tanbias.lab.checkpoints import CheckpointUnavailable
-    from tanbias.lab.zoo import ZooUnavailable
-
-    parser = argparse.ArgumentParser(
-        prog="tanbias measure", description="Run chapter 9's measurements on MODEL; write its tables, a manifest "
-                                            "and a report that opens offline.")
-    _measure_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return _run(args)
-    except (ParameterError, CorruptFileError, CheckpointUnavailable, ZooUnavailable) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2

@@ -34,10 +34,10 @@ from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
 from tanbias.lab.checkpoints import REFERENCE_MODELS, CheckpointUnavailable
 from tanbias.lab.config import load_config
+from tanbias.lab.devices import DEVICE_HELP
 from tanbias.lab.experiments import EXPERIMENTS
 from tanbias.lab.zoo import ZOO, ZooUnavailable
 
-DEVICE_HELP = "auto (a CUDA GPU when there is one), cpu or cuda"
 PRECISION_HELP = ("fp32 or bf16 (bfloat16 autocast, float32 weights and optimizer state); overrides the "
                   "config's precision")
 
@@ -246,7 +246,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("model", help=", ".join(ZOO) + ", or all")
     c.add_argument("--tokens", type=int, default=None,
                    help="held-out tokens per language (default: each model's committed setting, "
-                        "tanbias.lab.analysis.pretrained.DEFAULTS and MODEL_SETTINGS)")
+                        "tanbias.lab.analysis.pretrained.MeasureSettings and MODEL_SETTINGS)")
     c.add_argument("--out", default=None, help="root folder (default data/pretrained)")
     c.add_argument("--fresh", action="store_true", help="measure again models already measured")
     c.add_argument("--no-progress", action="store_true")

@@ -65,7 +65,7 @@ def context(device, environ=None) -> Context:
     Parameters
     ----------
     device : torch.device
-        From :func:`tanbias.lab.models.resolve_device`; on CUDA each rank takes
+        From :func:`tanbias.lab.devices.resolve_device`; on CUDA each rank takes
         ``cuda:LOCAL_RANK``.
     environ : mapping, optional
         Default ``os.environ``.

@@ -84,11 +84,11 @@ import torch
 from tanbias._checks import check_choice
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import runs
-from tanbias.lab.config import (ARCH_KEYS, ATTENTIONS, BOS_ID, DEVICES, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID,
+from tanbias.lab.config import (ARCH_KEYS, ATTENTIONS, BOS_ID, EOS_ID, MASK_ID, N_SPECIAL, PAD_ID,
                                PRECISIONS, check_kind, model_size)
 from tanbias.lab.tokenizer import load_tokenizer
 
-__all__ = ["resolve_device", "autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
+__all__ = ["autocast", "to_device", "gemm_peak", "model_config", "ALIAS_INIT_OFFSET", "make_model",
            "model_from_config",
            "log_unigram", "kind_of", "linear_cross_entropy", "loss_and_correct", "load_trained",
            "evaluate", "unigram_baseline"]
@@ -359,30 +359,6 @@ def load_trained(run, step: int | None = None):
 # ---------------------------------------------------------------------------
 def kind_of(model) -> str:
     return "encoder" if type(model).__name__.startswith("EuroBert") else "decoder"
-
-
-def resolve_device(device: str = "auto") -> "torch.device":
-    """The torch device of ``--device``: ``auto`` (CUDA when a GPU is visible, else CPU), ``cpu`` or ``cuda``.
-
-    Raises
-    ------
-    ParameterError
-        An unknown value, or ``cuda`` asked for on a machine without a CUDA GPU.
-
-    Examples
-    --------
-    >>> resolve_device("cpu")
-    device(type='cpu')
-    """
-    if device not in DEVICES:
-        raise ParameterError(f"device={device!r} is out of range: valid values are {DEVICES}. "
-                             "'auto' uses a CUDA GPU when there is one.")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ParameterError("device='cuda' is out of range on this machine: valid values here are "
-                             "('auto', 'cpu'); torch sees no CUDA GPU. Use --device cpu or --device auto.")
-    return torch.device(device)
 
 
 def autocast(device, precision: str = "fp32"):

@@ -32,7 +32,7 @@ from tanbias.lab.analysis.tables import analyse_run
 from tanbias.lab.analysis.views import compute_views
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig
 from tanbias.lab.experiments import Design
-from tanbias.lab.models import resolve_device
+from tanbias.lab.devices import resolve_device
 from tanbias.lab.train import Interrupted, train
 
 __all__ = ["after_run", "train_and_analyse", "reproduce", "write_configs", "experiment_configs", "run_queue",

@@ -64,7 +64,8 @@ from tanbias.lab.checkpoints import save_revision
 from tanbias.lab.config import REPRODUCE_TOLERANCE, RunConfig, load_config
 from tanbias.lab.data import Stream, batch_targets, check_languages, original_ids
 from tanbias.lab.hooks import Hook
-from tanbias.lab.models import autocast, evaluate, model_from_config, resolve_device, to_device, unigram_baseline
+from tanbias.lab.devices import resolve_device
+from tanbias.lab.models import autocast, evaluate, model_from_config, to_device, unigram_baseline
 from tanbias.lab.probe import CaptureWriter, ProbeEval, ResidualProbe, output_spectrum, residual_modules
 from tanbias.lab.surgery import Surgery
 
@@ -331,10 +332,11 @@ def train(config, out_dir=None, fresh: bool = False, stop_after: int | None = No
         SIGKILLs the process there (a real kill).
     progress : bool
         Show the tqdm bar.
-    device : {"auto", "cpu", "cuda"}
-        Where to compute (:func:`tanbias.lab.models.resolve_device`); the captures,
-        checkpoints and tables are stored from the CPU either way. The summary and
-        the manifest record it with the config's ``precision``.
+    device : str
+        Where to compute (:data:`tanbias.lab.devices.DEVICES`,
+        :func:`~tanbias.lab.devices.resolve_device`); the captures, checkpoints and tables
+        are stored from the CPU either way. The summary and the manifest record it with
+        the config's ``precision``.
 
     Returns
     -------

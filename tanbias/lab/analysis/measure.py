@@ -1,8 +1,9 @@
-"""Chapter 9's measurements on any model, in one command: ``python -m tanbias measure MODEL``.
+"""Chapter 9's measurements on any model: what ``python -m tanbias measure MODEL`` runs.
 
 :func:`measure_model` runs on one checkpoint (or a series of them) what chapter 9
 runs on the zoo (:mod:`tanbias.lab.analysis.pretrained`, whose functions it calls:
-one source for each measurement):
+one source for each measurement), with chapter 9's settings
+(:class:`~tanbias.lab.analysis.pretrained.MeasureSettings`, :func:`measure_settings`):
 
 * the premise under its three count-matched readings, with the bootstrap over
   documents (``premise.csv``, ``types.csv``);
@@ -16,7 +17,9 @@ one source for each measurement):
 
 Every metric that needs activations only reads one forward pass per language
 (:func:`tanbias.lab.analysis.pretrained.hidden_states`); the alignment test runs
-its own forward and backward passes on two shorter texts.
+its own forward and backward passes on two shorter texts. A measurement is two steps:
+:func:`measure_revision` measures one checkpoint into a :class:`Measurement`, and
+:func:`write_measurement` writes its tables, its report and its manifest.
 
 ``MODEL`` is a zoo name (:data:`tanbias.lab.zoo.ZOO`: measured with chapter 9's
 settings, so its tables are those of ``data/pretrained/<name>/`` for the same text
@@ -30,31 +33,47 @@ error or an interruption leaves nothing half-written under ``out``), the tables
 in the form of ``data/pretrained/`` (a ``revision`` and a ``step`` column first
 for a series), ``report.html`` when a report builder is given, and
 ``manifest.json`` last: the weights' sha256, the settings, the tokens read, the
-seconds of each stage, the peak memory and the package's version.
+seconds of each stage, the peak memory and the package's version. The command line
+itself is :mod:`tanbias.lab.measure_command`.
 """
 from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
+import tempfile
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from huggingface_hub import snapshot_download
 
+import tanbias
 from tanbias._checks import check_int
-from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.errors import ParameterError
+from tanbias.lab import zoo
 from tanbias.lab.analysis import pretrained as pt
-from tanbias.lab.runs import atomic_write_text, sha256
+from tanbias.lab.analysis.pretrained import MeasureSettings
+from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table, report_ci
+from tanbias.lab.analysis.sweep import add_log_enrichment, mean_over_layers
+from tanbias.lab.checkpoints import (check_revision, checkpoint_config, load_checkpoint, local_revisions,
+                                     resolve_checkpoint, revision_steps)
+from tanbias.lab.devices import resolve_device
+from tanbias.lab.runs import atomic_write_text, git_commit, sha256
+from tanbias.theory import anisotropy as rival_anisotropy
 
-__all__ = ["COMMAND", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS", "MIN_TYPES",
-           "SETTINGS", "TEXT_LANGUAGE", "read_documents", "resolve_device", "model_revisions", "check_out",
-           "probe_tokens", "architecture_table",
-           "staged_folder", "load_model", "weights_sha256", "measure_model", "trajectory_table",
-           "split_revisions", "findings", "load_measurement", "BENCH_TARGETS", "bench_measure"]
+__all__ = ["COMMAND", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS",
+           "MIN_TYPES", "TEXT_LANGUAGE", "read_documents", "model_revisions", "check_out", "staged_folder",
+           "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
+           "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
+           "findings", "load_measurement", "BENCH_TARGETS", "bench_measure"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
 COMMAND = "python -m tanbias measure"
@@ -92,12 +111,10 @@ def anisotropy_readings(Y, type_ids) -> dict:
     >>> sorted(r), round(r["mean_share"], 1)
     (['centered', 'mean_share', 'raw', 'standardised', 'top_share', 'type_balanced'], 1.0)
     """
-    from tanbias.theory import anisotropy as an
-
     Y = np.asarray(Y, np.float64)
     live = np.linalg.norm(Y, axis=1) > 0
-    r = an.readings(Y[live], type_ids=np.asarray(type_ids)[live])
-    return {k: r[k] for k in an.READINGS}
+    r = rival_anisotropy.readings(Y[live], type_ids=np.asarray(type_ids)[live])
+    return {k: r[k] for k in rival_anisotropy.READINGS}
 
 
 #: The anisotropy readings the command adds to chapter 9's, per layer: ``metrics(Y, type_ids)``
@@ -116,8 +133,6 @@ MIN_TYPES = 10
 #: The language of a text of one's own when none is named (its types' frequencies are
 #: counted in the corpus of that language).
 TEXT_LANGUAGE = "en"
-#: The settings :func:`measure_model` accepts (chapter 9's, :data:`tanbias.lab.analysis.pretrained.DEFAULTS`).
-SETTINGS = tuple(pt.DEFAULTS)
 
 
 def _rebuild(folder) -> str:
@@ -150,49 +165,12 @@ def read_documents(path) -> list[str]:
     except UnicodeDecodeError as exc:
         raise ParameterError(f"text={str(path)!r} is not allowed: valid range is a UTF-8 text file ({exc}). "
                              "Convert it to UTF-8.") from None
-    import re
-
     docs = [d.strip() for d in re.split(r"\n[ \t]*\n", raw.replace("\r\n", "\n"))]
     docs = [d for d in docs if d]
     if not docs:
         raise ParameterError(f"text={str(path)!r} is not allowed: valid range is a file holding text; it is "
                              "empty. Pass a text of documents separated by blank lines.")
     return docs
-
-
-def resolve_device(device: str = "cpu"):
-    """The ``torch.device`` of ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``, or
-    ``"auto"`` (a CUDA GPU when there is one, else the CPU).
-
-    Raises
-    ------
-    ParameterError
-        An unknown device, or one this machine does not have.
-
-    Example
-    -------
-    >>> resolve_device("cpu")
-    device(type='cpu')
-    """
-    import torch
-
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ParameterError(f"device={device!r} is not allowed: valid range is auto, cpu, cuda, cuda:N or "
-                             "mps.") from None
-    available = {"cpu": True, "cuda": torch.cuda.is_available(),
-                 "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()}
-    if not available.get(dev.type, False):
-        have = sorted(k for k, ok in available.items() if ok)
-        raise ParameterError(f"device={device!r} is not allowed: valid range is a device of this machine "
-                             f"({', '.join(have)}, or auto). Pass --device cpu.")
-    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ParameterError(f"device={device!r} is out of range: valid range is cuda:0 to "
-                             f"cuda:{torch.cuda.device_count() - 1}.")
-    return dev
 
 
 def model_revisions(model, revisions=None) -> list:
@@ -208,14 +186,11 @@ def model_revisions(model, revisions=None) -> list:
         A missing folder, a folder holding neither a checkpoint nor checkpoint folders,
         revisions of a zoo model (it ships its final checkpoint only), duplicates.
     """
-    from tanbias.lab.checkpoints import check_revision, local_revisions, resolve_checkpoint
-    from tanbias.lab.zoo import ZOO
-
     if isinstance(revisions, str):
         revisions = [revisions]
     revisions = None if revisions is None else [check_revision(r) for r in revisions]
     name = os.fspath(model)
-    if isinstance(model, str) and model in ZOO:
+    if isinstance(model, str) and model in zoo.ZOO:
         if revisions not in (None, [None], ["main"]):
             raise ParameterError(f"revisions={revisions!r} is out of range for the zoo model {model!r}: valid "
                                  "range is none (the zoo ships the final checkpoint only).")
@@ -322,8 +297,6 @@ def weights_sha256(folder) -> dict:
     >>> d[""] == d["model.safetensors"]
     True
     """
-    import hashlib
-
     folder = Path(folder)
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in (".safetensors", ".bin", ".pt", ".gguf")
                    and not f.name.startswith("training_args"))
@@ -338,8 +311,6 @@ def weights_sha256(folder) -> dict:
 def _hub_folder(model_id: str, revision) -> Path | None:
     """The cached snapshot of a hub checkpoint that ``from_pretrained`` downloaded."""
     try:
-        from huggingface_hub import snapshot_download
-
         return Path(snapshot_download(model_id, revision=revision, local_files_only=True))
     except Exception:  # noqa: BLE001 - provenance only: the manifest then says it is unknown
         return None
@@ -376,34 +347,13 @@ def load_model(model, revision=None, device="cpu", progress: bool = False) -> di
     tanbias.lab.checkpoints.CheckpointUnavailable, tanbias.lab.zoo.ZooUnavailable
         A hub id out of reach, a zoo package not installed.
     """
-    from tanbias.lab import zoo
-    from tanbias.lab.checkpoints import checkpoint_config, load_checkpoint, resolve_checkpoint
-
-    device = resolve_device(device) if isinstance(device, str) else device
+    device = resolve_device(device)
     name = os.fspath(model)
     if isinstance(model, str) and model in zoo.ZOO:
-        entry = zoo.zoo_entry(model)
         net, tok = zoo.load_zoo(model, progress=progress)
-        info = {"source": "zoo", "path": None, "kind": entry.kind, "head": entry.lm_head, "arch": entry.arch,
-                "weights": {entry.weight: entry.sha256, "": entry.sha256}, "weight_sha256": entry.sha256,
-                "weight_file": entry.weight, "upstream": entry.upstream, "licence": entry.licence,
-                "caveats": list(entry.caveats), "packages": [f"{d}=={v}" for d, v, _ in entry.packages],
-                "install": entry.install}
+        info = _zoo_info(model)
     else:
-        config = checkpoint_config(model, revision)
-        model_type = config.get("model_type")
-        architectures = config.get("architectures") or []
-        if model_type not in ARCHITECTURES:
-            raise _unsupported(name, model_type, architectures)
-        kind = ARCHITECTURES[model_type]
-        path, kwargs = resolve_checkpoint(model, revision)
-        net, tok, kind = load_checkpoint(model, revision, kind=kind, progress=progress, headless=True)
-        hub = "revision" in kwargs
-        folder = _hub_folder(path, revision) if hub else Path(path)
-        weights = weights_sha256(folder) if folder is not None else {}
-        info = {"source": "hub" if hub else "folder", "path": path, "kind": kind,
-                "head": net.get_output_embeddings() is not None, "arch": type(net).__name__,
-                "weights": {k: v for k, v in weights.items() if k}, "weight_sha256": weights.get("")}
+        net, tok, info = _load_checkpoint(model, revision, progress)
     info["model_type"] = net.config.model_type
     emb = net.get_input_embeddings().num_embeddings
     if len(tok) > emb:
@@ -413,6 +363,35 @@ def load_model(model, revision=None, device="cpu", progress: bool = False) -> di
     net.to(device)
     net.eval()
     return {"model": net, "tokenizer": tok, **info}
+
+
+def _zoo_info(name: str) -> dict:
+    """What the manifest records of a zoo model: its entry's provenance."""
+    entry = zoo.zoo_entry(name)
+    return {"source": "zoo", "path": None, "kind": entry.kind, "head": entry.lm_head, "arch": entry.arch,
+            "weights": {entry.weight: entry.sha256, "": entry.sha256}, "weight_sha256": entry.sha256,
+            "weight_file": entry.weight, "upstream": entry.upstream, "licence": entry.licence,
+            "caveats": list(entry.caveats), "packages": [f"{d}=={v}" for d, v, _ in entry.packages],
+            "install": entry.install}
+
+
+def _load_checkpoint(model, revision, progress: bool) -> tuple:
+    """A local folder's or a hub id's model, its tokenizer and what the manifest records of it."""
+    name = os.fspath(model)
+    config = checkpoint_config(model, revision)
+    model_type = config.get("model_type")
+    if model_type not in ARCHITECTURES:
+        raise _unsupported(name, model_type, config.get("architectures") or [])
+    path, kwargs = resolve_checkpoint(model, revision)
+    net, tok, kind = load_checkpoint(model, revision, kind=ARCHITECTURES[model_type], progress=progress,
+                                     headless=True)
+    hub = "revision" in kwargs
+    folder = _hub_folder(path, revision) if hub else Path(path)
+    weights = weights_sha256(folder) if folder is not None else {}
+    info = {"source": "hub" if hub else "folder", "path": path, "kind": kind,
+            "head": net.get_output_embeddings() is not None, "arch": type(net).__name__,
+            "weights": {k: v for k, v in weights.items() if k}, "weight_sha256": weights.get("")}
+    return net, tok, info
 
 
 def _check_tokenizer(loaded: dict, name: str, alignment: bool) -> None:
@@ -432,40 +411,55 @@ def _check_tokenizer(loaded: dict, name: str, alignment: bool) -> None:
                              "tokenizer beside it, or pass --no-alignment.")
 
 
-# ---------------------------------------------------------------------------------- text
-def _settings(model, n_tokens, languages, text_docs, settings: dict) -> dict:
-    from tanbias.lab import zoo
-    from tanbias.lab.data import check_languages
+# ---------------------------------------------------------------------------------- settings
+def measure_settings(model, settings: MeasureSettings | None = None, *, text: bool = False,
+                     **overrides) -> MeasureSettings:
+    """The settings of a measurement of ``model``, checked before anything is loaded.
 
-    unknown = set(settings) - set(SETTINGS)
-    if unknown:
-        raise ParameterError(f"settings {sorted(unknown)} are not known: valid keys are {sorted(SETTINGS)}.")
+    ``settings`` (default: chapter 9's, with a zoo model's own departures,
+    :data:`tanbias.lab.analysis.pretrained.MODEL_SETTINGS`) with ``overrides`` (fields of
+    :class:`~tanbias.lab.analysis.pretrained.MeasureSettings`; ``languages`` may be one code).
+    Unless set, the alignment test's ``probe_tokens`` follow ``n_tokens`` (:func:`probe_tokens`)
+    and the languages are a zoo model's own, else :data:`TEXT_LANGUAGE`; with a ``text`` of
+    one's own, one language (the text's).
+
+    Raises
+    ------
+    ParameterError
+        An unknown setting, a value out of its range, fewer than :data:`MIN_TOKENS` tokens,
+        several languages for a text of one's own, a language the corpus lacks.
+
+    Example
+    -------
+    >>> s = measure_settings("a/folder", n_tokens=4096)
+    >>> s.n_tokens, s.probe_tokens, s.languages
+    (4096, 512, ('en',))
+    """
+    from tanbias.lab.data import check_languages      # here: it loads torch
+
     zoo_name = model if isinstance(model, str) and model in zoo.ZOO else None
-    s = {**pt.DEFAULTS, **(pt.MODEL_SETTINGS.get(zoo_name, {}) if zoo_name else {}), **settings}
-    if n_tokens is not None:
-        s["n_tokens"] = n_tokens
-    s["n_tokens"] = check_int("tokens", s["n_tokens"], lo=MIN_TOKENS,
-                              hint="Too few tokens leave too few types with m occurrences for the premise's "
-                                   "correlations. Pass more tokens.")
-    if "probe_tokens" not in settings:       # --tokens bounds the alignment test too
-        s["probe_tokens"] = probe_tokens(s["n_tokens"], s["probe_tokens"], s["seq_len"])
-    if languages is not None:
-        if isinstance(languages, str):
-            languages = [languages]
-        s["languages"] = list(languages)
-    if text_docs is not None:
-        langs = s["languages"] if languages is not None else [TEXT_LANGUAGE]
-        if len(langs) != 1:
-            raise ParameterError(f"languages={list(langs)!r} is out of range with a text of one's own: valid range "
-                                 "is one language, the text's (its types' frequencies are counted in it).")
-        s["languages"] = list(langs)
-    elif not s.get("languages"):
-        s["languages"] = list(pt.model_languages(zoo_name, s)) if zoo_name else [TEXT_LANGUAGE]
-    check_languages(s["languages"])
+    if isinstance(overrides.get("languages"), str):
+        overrides["languages"] = [overrides["languages"]]
+    base = settings.to_dict() if settings is not None else pt.MODEL_SETTINGS.get(zoo_name, {})
+    named = overrides.get("languages", settings.languages if settings is not None else None)
+    s = MeasureSettings.from_dict({**base, **overrides})
+    check_int("tokens", s.n_tokens, lo=MIN_TOKENS, hint="Too few tokens leave too few types with m occurrences "
+                                                         "for the premise's correlations. Pass more tokens.")
+    if "probe_tokens" not in overrides and settings is None:       # --tokens bounds the alignment test too
+        s = s.replace(probe_tokens=probe_tokens(s.n_tokens, s.probe_tokens, s.seq_len))
+    if text and named is not None and len(named) != 1:
+        raise ParameterError(f"languages={list(named)!r} is out of range with a text of one's own: valid range "
+                             "is one language, the text's (its types' frequencies are counted in it).")
+    if text and named is None:
+        s = s.replace(languages=[TEXT_LANGUAGE])
+    elif s.languages is None:
+        s = s.replace(languages=pt.model_languages(zoo_name) if zoo_name else [TEXT_LANGUAGE])
+    check_languages(s.languages)
     return s
 
 
-def probe_tokens(n_tokens: int, default: int = pt.DEFAULTS["probe_tokens"], seq_len: int = pt.DEFAULTS["seq_len"]) -> int:
+def probe_tokens(n_tokens: int, default: int = MeasureSettings.probe_tokens,
+                 seq_len: int = MeasureSettings.seq_len) -> int:
     """The tokens of each text of the alignment test for ``n_tokens`` of measured text: an eighth
     of them in whole rows (at least one), at most ``default``; chapter 9's 16,384 give its 2,048.
 
@@ -490,7 +484,7 @@ def architecture_table():
     return pd.DataFrame(rows)
 
 
-def _text_checks(text: dict, tok, s: dict, lang: str, source: str | None) -> None:
+def _text_checks(text: dict, tok, s: MeasureSettings, lang: str, source: str | None) -> None:
     """Refuse a text too short for the bootstrap: too few documents, too few types reaching m."""
     ids = text["input_ids"]
     keep = ~np.isin(ids, np.asarray(tok.all_special_ids, np.int64)) & ~text["sink"]
@@ -502,39 +496,86 @@ def _text_checks(text: dict, tok, s: dict, lang: str, source: str | None) -> Non
                              f"documents: valid range is at least {MIN_DOCUMENTS} documents. Pass a longer text "
                              "(documents separated by blank lines) or more --tokens.")
     counts = np.bincount(ids[keep])
-    n_types = int((counts >= s["m"]).sum())
+    n_types = int((counts >= s.m).sum())
     if n_types < MIN_TYPES:
         raise ParameterError(f"{what} is too short for the bootstrap in {lang!r}: {n_types} token types "
-                             f"occur at least m = {s['m']} times: valid range is at least {MIN_TYPES} types. Pass "
+                             f"occur at least m = {s.m} times: valid range is at least {MIN_TYPES} types. Pass "
                              "a longer text or more --tokens.")
 
 
-def _fit_text(tok, docs: list, s: dict, seq_len: int, source: str) -> dict:
-    """``n_tokens`` and ``probe_tokens`` no larger than a text of one's own holds (whole rows)."""
-    from tanbias.lab.data import encode_documents
+def _fit_text(run: "Measurement", tok, seq_len: int) -> None:
+    """``n_tokens`` and ``probe_tokens`` no larger than a text of one's own holds (whole rows): the
+    run's settings shrunk, and a note saying so."""
+    from tanbias.lab.data import encode_documents      # here: it loads torch
 
+    s, docs, source = run.settings, run.docs, run.text
     held = sum(len(x) for x in encode_documents(tok, docs, special_tokens=False))
-    need = -(-s["n_tokens"] // seq_len) * seq_len
-    notes = []
+    need = -(-s.n_tokens // seq_len) * seq_len
     if held < need:
         rows = held // seq_len
         if rows * seq_len < MIN_TOKENS:
             raise ParameterError(f"text={source!r} is too short for the bootstrap: it holds {held} tokens under the "
                                  f"model's tokenizer, {rows * seq_len} in whole rows of {seq_len}: valid range is at "
                                  f"least {MIN_TOKENS}. Pass a longer text.")
-        notes.append(f"the text holds {held} tokens: {rows * seq_len} read (whole rows of {seq_len}), not "
-                     f"{s['n_tokens']}")
-        s = {**s, "n_tokens": rows * seq_len}
+        run.notes.append(f"the text holds {held} tokens: {rows * seq_len} read (whole rows of {seq_len}), not "
+                         f"{s.n_tokens}")
+        s = s.replace(n_tokens=rows * seq_len)
     halves = [sum(len(x) for x in encode_documents(tok, docs[h::2])) for h in (0, 1)]
     probe_rows = min(halves) // seq_len
-    if probe_rows * seq_len < s["probe_tokens"]:
-        s = {**s, "probe_tokens": probe_rows * seq_len}
-        notes.append(f"the alignment test reads {probe_rows * seq_len} tokens of each half of the documents (the "
-                     "text holds no more)")
-    return {"settings": s, "notes": notes}
+    if probe_rows * seq_len < s.probe_tokens:
+        s = s.replace(probe_tokens=probe_rows * seq_len)
+        run.notes.append(f"the alignment test reads {probe_rows * seq_len} tokens of each half of the documents "
+                         "(the text holds no more)")
+    run.settings = s
 
 
 # ---------------------------------------------------------------------------------- measuring
+@dataclass
+class Measurement:
+    """One measurement under way: what :func:`measure_revision` adds to, checkpoint after checkpoint,
+    and :func:`write_measurement` writes.
+
+    ``model``, ``settings``, ``device``, the ``revisions`` and their ``steps`` (``series``: they
+    are labelled in the tables), the ``text`` of one's own (its path) and its ``docs``, whether
+    to run the alignment test and show ``progress``; then what the checkpoints add: the tables'
+    ``frames``, the ``seconds`` of each stage, ``notes``, each language's text and frequencies
+    (read once, from the first checkpoint), the ``first`` checkpoint's description, the
+    documents and tokens read per language.
+    """
+    model: object
+    settings: MeasureSettings
+    device: object
+    revisions: list
+    steps: list
+    series: bool = False
+    text: str | None = None
+    docs: list | None = None
+    alignment: bool = True
+    progress: bool = True
+    argv: list | None = None
+    started: float = field(default_factory=time.perf_counter)
+    frames: dict = field(default_factory=lambda: {k: [] for k in (*pt.TABLES, "alignment")})
+    seconds: dict = field(default_factory=lambda: dict.fromkeys(
+        ("load", "frequencies", "forward", "analysis", "probe", "report"), 0.0))
+    notes: list = field(default_factory=list)
+    texts: dict = field(default_factory=dict)
+    frequencies: dict = field(default_factory=dict)
+    first: dict | None = None
+    documents: dict = field(default_factory=dict)
+    measured: dict = field(default_factory=dict)
+    n_read: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The model as named (a zoo name, a folder, a hub id)."""
+        return os.fspath(self.model)
+
+    @property
+    def documents_of(self) -> dict | None:
+        """A text of one's own as ``{language: documents}`` (None: the corpus' held-out documents)."""
+        return None if self.docs is None else {self.settings.languages[0]: self.docs}
+
+
 def _peak_gb(device) -> dict:
     import torch
 
@@ -544,45 +585,26 @@ def _peak_gb(device) -> dict:
     return out
 
 
-def measure_model(model, out=None, *, text=None, languages=None, n_tokens: int | None = None, revisions=None,
-                  alignment: bool = True, device="cpu", progress: bool = True, report=None, **settings) -> dict:
-    """Measure a model (or a series of its checkpoints) and write its folder (see the module docstring).
+def measure_model(model, out=None, settings: MeasureSettings | None = None, *, text=None, revisions=None,
+                  alignment: bool = True, device="cpu", progress: bool = True, report=None, argv=None,
+                  **overrides) -> dict:
+    """Measure a model (or a series of its checkpoints) and write its folder (the module docstring).
 
-    Parameters
-    ----------
-    model : str or path-like
-        A zoo name, a local folder (a checkpoint, or a folder of checkpoint folders), or a hub id.
-    out : path-like, optional
-        The folder to write (:func:`check_out`); default ``measure-<name>`` in the working folder.
-    text : path-like, optional
-        A UTF-8 text file of one's own (:func:`read_documents`), read instead of the corpus'
-        held-out documents; its language (``languages``, default :data:`TEXT_LANGUAGE`) is
-        the one whose corpus counts rank its types by frequency.
-    languages : str or list of str, optional
-        Corpus languages (default: a zoo model's own, else English).
-    n_tokens : int, optional
-        Tokens per language, at least :data:`MIN_TOKENS` (default: chapter 9's, 16,384;
-        a zoo model's own). Bounds the time and the memory: the hidden states kept are
-        ``(L + 1) x n_tokens x D`` float32.
-    revisions : list of str, optional
-        Revisions of a hub id or of a folder of checkpoint folders (default: all of the
-        folder's); each is measured, and ``trajectory.csv`` follows the readings over them.
-    alignment : bool
-        Run the alignment test (models with a language-model head).
-    device : str
-        ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``.
-    progress : bool
-        A progress bar per stage.
-    report : callable, optional
-        ``report(tables) -> str``: the HTML written as ``report.html`` (``tables`` as
-        :func:`load_measurement` returns them, the manifest without its final timings).
-    **settings
-        Chapter 9's settings (:data:`SETTINGS`: ``m``, ``draws``, ``n_boot``, ``probe_tokens``...).
+    ``model`` is a zoo name, a local folder (a checkpoint, or a folder of checkpoint
+    folders: all of them, or ``revisions``) or a hub id (with ``revisions``); ``out`` the
+    folder to write (:func:`check_out`; default ``measure-<name>``). ``settings`` and
+    ``overrides`` as :func:`measure_settings` takes them (``n_tokens`` bounds the time and the
+    memory: the hidden states kept are ``(L + 1) x n_tokens x D`` float32); ``text`` a UTF-8
+    file of one's own (:func:`read_documents`); ``alignment``: run the alignment test (a model
+    with a language-model head); ``device``: :data:`tanbias.lab.devices.DEVICES`;
+    ``report(tables) -> str``: the HTML written as ``report.html`` (``tables`` as
+    :func:`load_measurement` returns them, the manifest without its final timings); ``argv``:
+    the command line that asked for it, recorded in the manifest.
 
     Returns
     -------
     dict
-        The manifest (with ``out``, the folder written).
+        The manifest, with ``out`` (the folder written).
 
     Raises
     ------
@@ -590,130 +612,178 @@ def measure_model(model, out=None, *, text=None, languages=None, n_tokens: int |
         Before anything is written when the arguments are wrong; nothing is left under ``out``
         when the measurement fails.
     """
-    import pandas as pd
-    import torch
-    import transformers
-
-    import tanbias
-    from tanbias.lab.analysis.posthoc import heldout_alignment
-    from tanbias.lab.checkpoints import revision_steps
-    from tanbias.lab.models import gemm_peak
-    from tanbias.lab.runs import git_commit
-
-    t_start = time.perf_counter()
-    name = os.fspath(model)
-    dev = resolve_device(device) if isinstance(device, str) else device
-    text_docs = read_documents(text) if text is not None else None
-    s = _settings(model, n_tokens, languages, text_docs, settings)
+    started = time.perf_counter()
+    dev = resolve_device(device)
+    docs = read_documents(text) if text is not None else None
+    s = measure_settings(model, settings, text=docs is not None, **overrides)
     revs = model_revisions(model, revisions)
     series = revisions is not None or len(revs) > 1
-    steps = revision_steps(revs) if series else [0]
-    slug = Path(name.rstrip("/\\")).name or "model"
+    slug = Path(os.fspath(model).rstrip("/\\")).name or "model"
     out = check_out(Path(out) if out is not None else Path(f"measure-{slug}"))
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(dev)
-    seconds = {k: 0.0 for k in ("load", "frequencies", "forward", "analysis", "probe", "report")}
-    frames: dict = {k: [] for k in (*pt.TABLES, "alignment")}
-    notes: list = []
-    texts: dict = {}
-    frequencies: dict = {}
-    first = None
-    documents, measured, n_read = {}, {}, {}
+    run = Measurement(model, s, dev, revs, revision_steps(revs) if series else [0], series,
+                      text=os.fspath(text) if text is not None else None, docs=docs, alignment=alignment,
+                      progress=progress, argv=argv, started=started)
+    _reset_peak(dev)
     with staged_folder(out) as tmp, warnings.catch_warnings():
         # the embeddings' readings do not vary (every occurrence of a type is one vector): their
         # correlations are NaN by design, and numpy says so at every layer 0
         warnings.filterwarnings("ignore", "Mean of empty slice|Degrees of freedom <= 0", RuntimeWarning)
-        it = list(zip(revs, steps))
-        if progress and len(it) > 1:
-            from tqdm.auto import tqdm
-
-            it = tqdm(it, desc="revisions", unit="checkpoint")
-        for r_i, (rev, step) in enumerate(it):
-            t0 = time.perf_counter()
-            loaded = load_model(model, rev, dev, progress)
-            seconds["load"] += time.perf_counter() - t0
-            net, tok, kind = loaded["model"], loaded["tokenizer"], loaded["kind"]
-            _check_tokenizer(loaded, name, alignment)
-            seq_len = min(s["seq_len"], int(getattr(net.config, "max_position_embeddings", None) or s["seq_len"]))
-            if first is None:
-                first = {**{k: v for k, v in loaded.items() if k not in ("model", "tokenizer")},
-                         "seq_len": seq_len, "flops_per_token": pt.flops_per_token(net, seq_len)}
-                if text_docs is not None:
-                    fit = _fit_text(tok, text_docs, s, seq_len, os.fspath(text))
-                    s, notes = fit["settings"], notes + fit["notes"]
-            docs = None if text_docs is None else {s["languages"][0]: text_docs}
-            for lang in s["languages"]:
-                t = pt.language_text(tok, kind, lang, s, seq_len, docs)
-                if lang not in texts:
-                    _text_checks(t, tok, s, lang, os.fspath(text) if text is not None else None)
-                    texts[lang] = t
-                    t0 = time.perf_counter()
-                    vocab = int(max(len(tok), net.get_input_embeddings().weight.shape[0]))
-                    frequencies[lang] = pt.corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
-                    seconds["frequencies"] += time.perf_counter() - t0
-                elif not np.array_equal(t["input_ids"], texts[lang]["input_ids"]):
-                    raise ParameterError(f"revisions={revs!r} is not allowed for {name!r}: valid range is revisions "
-                                         f"that share one tokenizer ({rev!r} reads the text differently from "
-                                         f"{revs[0]!r}). Measure them apart.")
-                res = pt.measure_language(net, tok, kind, lang, s, seq_len, progress, docs, ANISOTROPY_METRICS,
-                                          text=t, frequency=frequencies[lang])
-                for key, frame in res["tables"].items():
-                    frames[key].append(_label(frame, rev, step, series))
-                for key in ("forward", "analysis"):
-                    seconds[key] += res["seconds"][key]
-                notes += [n for n in res["notes"] if n not in notes]
-                documents[lang], measured[lang], n_read[lang] = res["documents"], res["measured"], res["n_tokens"]
-            if alignment and loaded["head"]:
-                t0 = time.perf_counter()
-                lang = "en" if "en" in s["languages"] else s["languages"][0]
-                a = heldout_alignment(net, tok, kind, n_tokens=s["probe_tokens"], seq_len=seq_len, seed=s["seed"],
-                                      probe=s["probe"], language=lang, null=r_i == 0, progress=progress,
-                                      documents=docs)
-                frames["alignment"].append(_label(a, rev, step, series))
-                seconds["probe"] += time.perf_counter() - t0
-            elif r_i == 0:
-                notes.append("alignment test not run: " + ("--no-alignment" if not alignment else
-                                                           f"{loaded['arch']} has no language-model head"))
-            del net, loaded
-            gc.collect()
-        # (a series' random-init null is measured once, beside its first revision)
-        tables = {k: pd.concat(v, ignore_index=True) for k, v in frames.items() if v}
-        if series:
-            tables["trajectory"] = trajectory_table(tables)
-        for key, frame in tables.items():
-            atomic_write_text(tmp / f"{key}.csv", frame.to_csv(index=False, float_format=pt.CSV_FLOAT))
-        n_total = sum(n_read.values()) * len(revs)
-        manifest = {
-            "command": COMMAND, "model": name, "revisions": [r if r is not None else "main" for r in revs],
-            "steps": steps if series else None, **{k: v for k, v in first.items() if k not in ("seq_len",)},
-            "settings": s, "languages": list(s["languages"]), "text": _text_record(text),
-            "documents": documents, "n_tokens": n_total, "tokens_measured": measured, "seq_len": first["seq_len"],
-            "device": str(dev), "versions": {"tanbias": tanbias.__version__, "torch": torch.__version__,
-                                              "transformers": transformers.__version__},
-            "notes": notes, "tables": {k: sha256(tmp / f"{k}.csv") for k in tables},
-        }
-        forward = max(seconds["forward"], 1e-9)
-        peak = gemm_peak(device=dev)
-        manifest.update({"tokens_per_s": n_total / forward, "gemm_flops": peak,
-                         "gemm_fraction": first["flops_per_token"] * n_total / forward / peak})
-        if report is not None:
-            t0 = time.perf_counter()
-            seconds["total"] = t0 - t_start            # so far: the manifest's last word comes after
-            try:
-                html = report({"manifest": {**manifest, "seconds": dict(seconds)}, **tables})
-            except Exception as exc:  # noqa: BLE001 - the tables stand without their report
-                notes.append(f"the report could not be drawn ({type(exc).__name__}: {exc}); the tables are "
-                             "complete")
-                warnings.warn(notes[-1], stacklevel=2)
-            else:
-                atomic_write_text(tmp / "report.html", html)
-                manifest["report"] = "report.html"
-            seconds["report"] = time.perf_counter() - t0
-        seconds["total"] = time.perf_counter() - t_start
-        manifest.update({"seconds": seconds, "git": git_commit(), **_peak_gb(dev)})
-        # the manifest last: a folder without one is an unfinished measurement
-        atomic_write_text(tmp / "manifest.json", json.dumps(manifest, indent=1, default=_json_default) + "\n")
+        for rev, step in _progress_bar(list(zip(run.revisions, run.steps)), progress):
+            measure_revision(run, rev, step)
+        manifest = write_measurement(run, tmp, report)
     return {**manifest, "out": str(out)}
+
+
+def _reset_peak(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _progress_bar(items: list, progress: bool):
+    if not progress or len(items) < 2:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc="revisions", unit="checkpoint")
+
+
+def measure_revision(run: Measurement, revision, step: int) -> None:
+    """Measure one checkpoint of ``run`` (``revision``, None for a folder's own, at ``step``) and
+    add its rows to ``run``: every table in each language, then the alignment test.
+
+    The first checkpoint fixes what every later one must share: each language's text (a
+    checkpoint that reads it differently is refused) and its token frequencies, and the
+    alignment test's random-init null (measured once, beside it).
+    """
+    first = run.first is None
+    t0 = time.perf_counter()
+    loaded = load_model(run.model, revision, run.device, run.progress)
+    run.seconds["load"] += time.perf_counter() - t0
+    net, tok, kind = loaded["model"], loaded["tokenizer"], loaded["kind"]
+    _check_tokenizer(loaded, run.name, run.alignment)
+    seq_len = min(run.settings.seq_len,
+                  int(getattr(net.config, "max_position_embeddings", None) or run.settings.seq_len))
+    if first:
+        run.first = {**{k: v for k, v in loaded.items() if k not in ("model", "tokenizer")},
+                     "seq_len": seq_len, "flops_per_token": pt.flops_per_token(net, seq_len)}
+        if run.docs is not None:
+            _fit_text(run, tok, seq_len)
+    for lang in run.settings.languages:
+        _measure_language(run, net, tok, kind, lang, seq_len, revision, step)
+    if run.alignment and loaded["head"]:
+        _alignment_test(run, net, tok, kind, seq_len, revision, step, null=first)
+    elif first:
+        run.notes.append("alignment test not run: " + ("--no-alignment" if not run.alignment else
+                                                       f"{loaded['arch']} has no language-model head"))
+    del net, tok, loaded
+    gc.collect()
+
+
+def _measure_language(run: Measurement, net, tok, kind: str, lang: str, seq_len: int, revision, step: int) -> None:
+    s = run.settings
+    t = pt.language_text(tok, kind, lang, s, seq_len, run.documents_of)
+    if lang not in run.texts:
+        _text_checks(t, tok, s, lang, run.text)
+        run.texts[lang] = t
+        t0 = time.perf_counter()
+        vocab = int(max(len(tok), net.get_input_embeddings().weight.shape[0]))
+        run.frequencies[lang] = pt.corpus_frequencies(tok, [lang], vocab, s.frequency_docs)
+        run.seconds["frequencies"] += time.perf_counter() - t0
+    elif not np.array_equal(t["input_ids"], run.texts[lang]["input_ids"]):
+        raise ParameterError(f"revisions={run.revisions!r} is not allowed for {run.name!r}: valid range is revisions "
+                             f"that share one tokenizer ({revision!r} reads the text differently from "
+                             f"{run.revisions[0]!r}). Measure them apart.")
+    res = pt.measure_language(net, tok, kind, lang, s, seq_len, run.progress, run.documents_of, ANISOTROPY_METRICS,
+                              text=t, frequency=run.frequencies[lang])
+    for key, frame in res["tables"].items():
+        run.frames[key].append(_label(frame, revision, step, run.series))
+    for key in ("forward", "analysis"):
+        run.seconds[key] += res["seconds"][key]
+    run.notes += [n for n in res["notes"] if n not in run.notes]
+    run.documents[lang], run.measured[lang], run.n_read[lang] = res["documents"], res["measured"], res["n_tokens"]
+
+
+def _alignment_test(run: Measurement, net, tok, kind: str, seq_len: int, revision, step: int, null: bool) -> None:
+    from tanbias.lab.analysis.posthoc import heldout_alignment      # here: it loads torch
+
+    s = run.settings
+    t0 = time.perf_counter()
+    lang = "en" if "en" in s.languages else s.languages[0]
+    a = heldout_alignment(net, tok, kind, n_tokens=s.probe_tokens, seq_len=seq_len, seed=s.seed, probe=s.probe,
+                          language=lang, null=null, progress=run.progress, documents=run.documents_of)
+    run.frames["alignment"].append(_label(a, revision, step, run.series))
+    run.seconds["probe"] += time.perf_counter() - t0
+
+
+def write_measurement(run: Measurement, folder, report=None) -> dict:
+    """Write what ``run`` measured into ``folder``: its tables (and, for a series, the trajectory),
+    the report (``report(tables) -> str``, when given) and the manifest, last.
+
+    A report that cannot be drawn leaves a note in the manifest: the tables stand without it.
+
+    Returns
+    -------
+    dict
+        The manifest as written.
+    """
+    import pandas as pd
+
+    folder = Path(folder)
+    tables = {k: pd.concat(v, ignore_index=True) for k, v in run.frames.items() if v}
+    if run.series:
+        tables["trajectory"] = trajectory_table(tables)
+    for key, frame in tables.items():
+        atomic_write_text(folder / f"{key}.csv", frame.to_csv(index=False, float_format=pt.CSV_FLOAT))
+    manifest = _manifest(run, folder, tables)
+    if report is not None:
+        _write_report(run, folder, {"manifest": manifest, **tables}, report)
+    run.seconds["total"] = time.perf_counter() - run.started
+    manifest.update({"seconds": run.seconds, "git": git_commit(), **_peak_gb(run.device)})
+    # the manifest last: a folder without one is an unfinished measurement
+    atomic_write_text(folder / "manifest.json", json.dumps(manifest, indent=1, default=_json_default) + "\n")
+    return manifest
+
+
+def _manifest(run: Measurement, folder: Path, tables: dict) -> dict:
+    import torch
+    import transformers
+
+    from tanbias.lab.models import gemm_peak      # here: it loads torch
+
+    s, first = run.settings, run.first
+    n_total = sum(run.n_read.values()) * len(run.revisions)
+    manifest = {
+        "command": COMMAND, **({"command_line": shlex.join(run.argv)} if run.argv is not None else {}),
+        "model": run.name, "revisions": [r if r is not None else "main" for r in run.revisions],
+        "steps": run.steps if run.series else None, **{k: v for k, v in first.items() if k != "seq_len"},
+        "settings": s.to_dict(), "languages": list(s.languages), "text": _text_record(run.text),
+        "documents": run.documents, "n_tokens": n_total, "tokens_measured": run.measured, "seq_len": first["seq_len"],
+        "device": str(run.device), "versions": {"tanbias": tanbias.__version__, "torch": torch.__version__,
+                                                "transformers": transformers.__version__},
+        "notes": run.notes, "tables": {k: sha256(folder / f"{k}.csv") for k in tables},
+    }
+    forward = max(run.seconds["forward"], 1e-9)
+    peak = gemm_peak(device=run.device)
+    manifest.update({"tokens_per_s": n_total / forward, "gemm_flops": peak,
+                     "gemm_fraction": first["flops_per_token"] * n_total / forward / peak})
+    return manifest
+
+
+def _write_report(run: Measurement, folder: Path, tables: dict, report) -> None:
+    t0 = time.perf_counter()
+    run.seconds["total"] = t0 - run.started            # so far: the manifest's last word comes after
+    manifest = tables["manifest"]
+    try:
+        html = report({**tables, "manifest": {**manifest, "seconds": dict(run.seconds)}})
+    except Exception as exc:  # noqa: BLE001 - the tables stand without their report
+        run.notes.append(f"the report could not be drawn ({type(exc).__name__}: {exc}); the tables are complete")
+        warnings.warn(run.notes[-1], stacklevel=3)
+    else:
+        atomic_write_text(folder / "report.html", html)
+        manifest["report"] = "report.html"
+    run.seconds["report"] = time.perf_counter() - t0
 
 
 def _json_default(obj):
@@ -753,8 +823,6 @@ def trajectory_table(tables: dict):
     ``null_enrichment_gmean`` and ``null_enrichment_median``.
     """
     import pandas as pd
-
-    from tanbias.lab.analysis.sweep import add_log_enrichment, mean_over_layers
 
     premise, an, curv = tables["premise"], tables["anisotropy"], tables["curvature"]
     L = int(an["layer"].max())
@@ -829,39 +897,15 @@ def findings(tables: dict) -> list[tuple[str, str]]:
         ``section``: ``"premise"``, ``"anisotropy"``, ``"alignment"``, ``"curvature"`` or
         ``"trajectory"``, the reading the sentence is about.
     """
-    from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table, report_ci
-
     parts = split_revisions(tables)
     label = list(parts)[-1]
     tab = parts[label]
     rep = pretrained_table({label: tab})
     k = f"ch9_{SHORT.get(label, label)}"
-    out = []
     where = "" if len(parts) == 1 else f" (checkpoint {label})"
+    out = []
     for lang in dict.fromkeys(tab["anisotropy"]["language"]):
-        kl, name = f"{k}_{lang}", LANGUAGE_NAMES.get(lang, lang)
-        t = f"{kl}_t_corpus"
-        out.append(("premise", f"{name}{where}: at the last layer, ρ(log frequency, radius t) = "
-                    f"{report_ci(rep, t)}, {rep[f'{t}_sign']}; over the blocks "
-                    f"the band is {rep[f'{t}_band']}. The premise predicts negative."))
-        d = f"{kl}_dist_corpus"
-        out.append(("premise", f"{name}: the distance of a type's centroid to the layer mean gives "
-                    f"{report_ci(rep, d)} at the last layer, "
-                    f"{rep[f'{d}_sign']}; self-similarity {rep[f'{kl}_self_corpus_rho']:+.2f}, "
-                    f"{rep[f'{kl}_self_corpus_sign']}."))
-        out.append(("anisotropy", f"{name}: the mean cosine of random pairs peaks at {rep[f'{kl}_cos_max']:.2f} "
-                    f"(block {rep[f'{kl}_cos_max_layer']}, first position left out; "
-                    f"{rep[f'{kl}_cos_max_with_sink']:.2f} with it); IsoScore* reaches at most "
-                    f"{rep[f'{kl}_iso_max']:.2f}; outlier dimensions: {rep[f'{kl}_outliers']}."))
-        if f"{kl}_sink_ratio_max" in rep:
-            ratio = rep[f"{kl}_sink_ratio_max"]
-            out.append(("anisotropy", f"{name}: the first position's norm is up to {ratio:.1f} times the median "
-                        f"elsewhere (block {rep[f'{kl}_sink_ratio_layer']}): "
-                        f"{'a sink' if ratio > SINK_RATIO else 'no sink'} by chapter 9's rule (above "
-                        f"{SINK_RATIO:.0f} times)."))
-        out.append(("curvature", f"{name}: the normal share's slope against t has median "
-                    f"{rep[f'{kl}_curv_median']:+.2f} over the blocks (from {rep[f'{kl}_curv_min']:+.2f} to "
-                    f"{rep[f'{kl}_curv_max']:+.2f}); a curved manifold gives 2, a flat cloud 0."))
+        out += _language_findings(rep, f"{k}_{lang}", LANGUAGE_NAMES.get(lang, lang), where)
     if f"{k}_enrich_trained_median" in rep:
         out.append(("alignment", f"The gradients' median enrichment in the activations' top principal directions "
                     f"over the inner layers is {rep[f'{k}_enrich_trained_median']:.2f}{where}, against "
@@ -876,6 +920,32 @@ def findings(tables: dict) -> list[tuple[str, str]]:
                     f"layers) peaks at {peak} ({at} of {len(curve)}: ×{curve.max():.2f}); the last holds "
                     f"×{curve.iloc[-1] / curve.max():.2f} of that peak. 'Imprinted early' means a peak early in "
                     "training that later training does not raise."))
+    return out
+
+
+def _language_findings(rep: dict, kl: str, name: str, where: str) -> list[tuple[str, str]]:
+    """:func:`findings`' sentences of one language (``kl``: its keys' prefix in ``rep``)."""
+    t, d = f"{kl}_t_corpus", f"{kl}_dist_corpus"
+    out = [("premise", f"{name}{where}: at the last layer, ρ(log frequency, radius t) = "
+                       f"{report_ci(rep, t)}, {rep[f'{t}_sign']}; over the blocks "
+                       f"the band is {rep[f'{t}_band']}. The premise predicts negative."),
+           ("premise", f"{name}: the distance of a type's centroid to the layer mean gives "
+                       f"{report_ci(rep, d)} at the last layer, "
+                       f"{rep[f'{d}_sign']}; self-similarity {rep[f'{kl}_self_corpus_rho']:+.2f}, "
+                       f"{rep[f'{kl}_self_corpus_sign']}."),
+           ("anisotropy", f"{name}: the mean cosine of random pairs peaks at {rep[f'{kl}_cos_max']:.2f} "
+                          f"(block {rep[f'{kl}_cos_max_layer']}, first position left out; "
+                          f"{rep[f'{kl}_cos_max_with_sink']:.2f} with it); IsoScore* reaches at most "
+                          f"{rep[f'{kl}_iso_max']:.2f}; outlier dimensions: {rep[f'{kl}_outliers']}.")]
+    if f"{kl}_sink_ratio_max" in rep:
+        ratio = rep[f"{kl}_sink_ratio_max"]
+        out.append(("anisotropy", f"{name}: the first position's norm is up to {ratio:.1f} times the median "
+                    f"elsewhere (block {rep[f'{kl}_sink_ratio_layer']}): "
+                    f"{'a sink' if ratio > SINK_RATIO else 'no sink'} by chapter 9's rule (above "
+                    f"{SINK_RATIO:.0f} times)."))
+    out.append(("curvature", f"{name}: the normal share's slope against t has median "
+                f"{rep[f'{kl}_curv_median']:+.2f} over the blocks (from {rep[f'{kl}_curv_min']:+.2f} to "
+                f"{rep[f'{kl}_curv_max']:+.2f}); a curved manifold gives 2, a flat cloud 0."))
     return out
 
 
@@ -897,14 +967,14 @@ BENCH_TARGETS = {"ratio": 3.0, "ratio_alignment": 6.0}
 
 
 def bench_measure(model: str = "smollm2-135m", n_tokens: int = 16_384, language: str = "en",
-                  repeats: int = 1, out=None, alignment: bool = True, **settings) -> dict:
+                  repeats: int = 1, out=None, alignment: bool = True, **overrides) -> dict:
     """The command's speed against one plain forward pass over the same tokens, in one process.
 
     Loads ``model`` once, times a plain forward pass of the whole model (its language-model
-    head included, no hidden states kept) over the same rows as the measurement, then
-    :func:`measure_model` into a temporary folder: without the alignment test and (with
-    ``alignment``) with it (no report, no progress bars). The wall time is the command's
-    whole: loading, the corpus counts, the forward pass, the readings.
+    head included, no hidden states kept) and of its blocks alone over the same rows as the
+    measurement, then :func:`measure_model` into a temporary folder: without the alignment
+    test and (with ``alignment``) with it (no report, no progress bars). The wall time is the
+    command's whole: loading, the corpus counts, the forward pass, the readings.
 
     Returns
     -------
@@ -915,41 +985,18 @@ def bench_measure(model: str = "smollm2-135m", n_tokens: int = 16_384, language:
         ``ratio_alignment`` (each over ``forward_s``), ``tokens_per_s`` (the command without
         the alignment test), and each run's ``seconds`` by stage.
     """
-    import tempfile
-
     import torch
 
-    loaded = load_model(model)
-    net, tok = loaded["model"], loaded["tokenizer"]
-    s = _settings(model, n_tokens, [language], None, settings)
-    seq_len = min(s["seq_len"], int(getattr(net.config, "max_position_embeddings", None) or s["seq_len"]))
-    ids = pt.language_text(tok, loaded["kind"], language, s, seq_len)["input_ids"]
-
-    def plain(body: bool) -> float:
-        f = net.base_model if body else net
-        best = float("inf")
-        for _ in range(max(1, repeats)):
-            t0 = time.perf_counter()
-            with torch.inference_mode():
-                for i in range(0, len(ids), s["batch_size"]):
-                    x = torch.as_tensor(ids[i:i + s["batch_size"]])
-                    f(input_ids=x, attention_mask=torch.ones_like(x))
-            best = min(best, time.perf_counter() - t0)
-        return best
-
-    forward, body = plain(False), plain(True)
-    del net, loaded
-    gc.collect()
+    s = measure_settings(model, n_tokens=n_tokens, languages=[language], **overrides)
+    forward, body, tokens = _plain_forward(model, s, language, repeats)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, align in (("suite", False), ("suite_alignment", True))[:2 if alignment else 1]:
-            man = measure_model(model, Path(out or tmp) / label, languages=[language], n_tokens=n_tokens,
-                                alignment=align, progress=False, **settings)
-            runs[label] = man
-    res = {"model": model, "tokens": int(ids.size), "tokens_measured": runs["suite"]["n_tokens"],
+            runs[label] = measure_model(model, Path(out or tmp) / label, s, alignment=align, progress=False)
+    suite = runs["suite"]["seconds"]["total"]
+    res = {"model": model, "tokens": tokens, "tokens_measured": runs["suite"]["n_tokens"],
            "forward_s": forward, "body_forward_s": body, "threads": torch.get_num_threads(),
-           "suite_s": runs["suite"]["seconds"]["total"], "ratio": runs["suite"]["seconds"]["total"] / forward,
-           "tokens_per_s": ids.size / runs["suite"]["seconds"]["total"],
+           "suite_s": suite, "ratio": suite / forward, "tokens_per_s": tokens / suite,
            "seconds": {k: v["seconds"] for k, v in runs.items()},
            "peak_rss_gb": max(v["peak_rss_gb"] for v in runs.values()), "targets": BENCH_TARGETS}
     if alignment:
@@ -957,3 +1004,30 @@ def bench_measure(model: str = "smollm2-135m", n_tokens: int = 16_384, language:
         res["ratio_alignment"] = res["suite_alignment_s"] / forward
         res["probe_tokens"] = runs["suite_alignment"]["settings"]["probe_tokens"]
     return res
+
+
+def _plain_forward(model, s: MeasureSettings, language: str, repeats: int) -> tuple[float, float, int]:
+    """The best of ``repeats`` plain forward passes over the measurement's rows: the whole model, its
+    blocks alone, and the tokens read."""
+    import torch
+
+    loaded = load_model(model)
+    net, tok = loaded["model"], loaded["tokenizer"]
+    seq_len = min(s.seq_len, int(getattr(net.config, "max_position_embeddings", None) or s.seq_len))
+    ids = pt.language_text(tok, loaded["kind"], language, s, seq_len)["input_ids"]
+
+    def plain(f) -> float:
+        best = float("inf")
+        for _ in range(max(1, repeats)):
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                for i in range(0, len(ids), s.batch_size):
+                    x = torch.as_tensor(ids[i:i + s.batch_size])
+                    f(input_ids=x, attention_mask=torch.ones_like(x))
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    times = plain(net), plain(net.base_model)
+    del net, loaded
+    gc.collect()
+    return times[0], times[1], int(ids.size)

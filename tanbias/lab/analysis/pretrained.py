@@ -47,22 +47,30 @@ does is measured apart.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
+import resource
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 import tanbias
+from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import zoo
+from tanbias.lab.config import ProbeSettings
 from tanbias.lab.analysis.tables import single_thread_blas
 from tanbias.lab.corpus import split
 from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import token_clouds as tc
 from tanbias.theory.token_clouds import READINGS  # the order of premise_bootstrap's columns
 
-__all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES", "CSV_FLOAT",
+__all__ = ["PRETRAINED_DIR", "MeasureSettings", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES", "CSV_FLOAT",
            "corpus_frequencies", "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables",
            "premise_tables", "curvature_rows", "flops_per_token", "model_languages", "frame_tokens",
            "language_text", "measure_language", "measure", "peak_rss_gb", "measure_all", "load_pretrained",
@@ -70,19 +78,141 @@ __all__ = ["PRETRAINED_DIR", "DEFAULTS", "DECODER_LANGUAGES", "MODEL_SETTINGS", 
 
 PRETRAINED_DIR = Path(__file__).resolve().parents[3] / "data" / "pretrained"
 
-#: The settings of the committed measurements (``measure``'s defaults): ``n_tokens`` of
-#: held-out text per language; ``m`` occurrences per type in the matched readings, over
-#: ``draws`` draws; ``n_boot`` resamples of the documents; the matched estimate at the
-#: ``robust_m`` values too; the post-hoc test on ``probe_tokens`` tokens of each of its two
-#: texts (fitted, tested).
-DEFAULTS = dict(n_tokens=16_384, seq_len=256, batch_size=8, seed=0, m=8, draws=20, n_boot=200,
-                robust_m=(4, 8, 16), normal_k=4, probe_tokens=2048, probe=None, frequency_docs=None,
-                languages=None)
+_M_HINT = "A type's matched readings compare pairs of its occurrences: pass at least 2."
+
+
+def _set(obj, name: str, value) -> None:
+    object.__setattr__(obj, name, value)        # a frozen dataclass normalises itself once
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """The settings of chapter 9's measurements, checked when they are made (:func:`measure`'s and
+    ``python -m tanbias measure``'s; ``settings`` in every ``manifest.json`` they write).
+
+    The defaults are those of the committed measurements (``data/pretrained/``), with the
+    departures of :data:`MODEL_SETTINGS` for some models (:meth:`for_zoo`).
+
+    Example
+    -------
+    >>> s = MeasureSettings(n_tokens=4096, languages=["en"])
+    >>> s.n_tokens, s.languages, s.robust_m
+    (4096, ('en',), (4, 8, 16))
+    >>> MeasureSettings.from_dict(s.to_dict()) == s
+    True
+    >>> MeasureSettings(m=1)
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.ParameterError: m=1 is out of range: valid range is [2, inf). A type's matched ...
+    """
+    #: held-out tokens read per language
+    n_tokens: int = 16_384
+    #: tokens per row (a model with fewer positions reads rows of its own length)
+    seq_len: int = 256
+    #: rows per forward pass
+    batch_size: int = 8
+    #: the seed of the text's order, the draws and the resamples
+    seed: int = 0
+    #: occurrences per type in the matched readings (a type occurring fewer times is not read)
+    m: int = 8
+    #: draws of ``m`` occurrences averaged per type
+    draws: int = 20
+    #: resamples of the documents behind each interval
+    n_boot: int = 200
+    #: the other ``m`` the matched estimate is read at (robustness: first, middle and last layer)
+    robust_m: tuple[int, ...] = (4, 8, 16)
+    #: local principal directions a type's normal share leaves out
+    normal_k: int = 4
+    #: tokens of each of the alignment test's two texts (fitted, tested)
+    probe_tokens: int = 2048
+    #: the alignment test's probe settings (:class:`tanbias.lab.config.ProbeSettings` fields; None: its defaults)
+    probe: Mapping | None = None
+    #: training documents per language counted for the token frequencies (None: all of them)
+    frequency_docs: int | None = None
+    #: the corpus languages measured, one at a time (None: the model's own, :func:`model_languages`)
+    languages: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        for name, lo, hint in (("n_tokens", 1, "Pass e.g. 4096."),
+                               ("seq_len", 3, "A row holds an encoder's start and end tokens and some text."),
+                               ("batch_size", 1, "Pass e.g. 8."), ("seed", 0, ""),
+                               ("m", 2, _M_HINT), ("draws", 1, "Pass e.g. 20."),
+                               ("n_boot", 1, "Pass e.g. 200 resamples."), ("normal_k", 1, "Pass e.g. 4."),
+                               ("probe_tokens", 1, "Pass e.g. 2048.")):
+            _set(self, name, check_int(name, getattr(self, name), lo=lo, hint=hint))
+        if isinstance(self.robust_m, (str, bytes)) or not isinstance(self.robust_m, Sequence):
+            raise ParameterError(f"robust_m={self.robust_m!r} is not allowed: valid range is a list of integers "
+                                 "of at least 2, e.g. [4, 8, 16].")
+        _set(self, "robust_m", tuple(check_int("robust_m", m, lo=2, hint=_M_HINT) for m in self.robust_m))
+        if self.probe is not None:
+            if not isinstance(self.probe, Mapping):
+                raise ParameterError(f"probe={self.probe!r} is not allowed: valid range is None or a dict of the "
+                                     "probe settings (tanbias.lab.config.ProbeSettings), e.g. {'n_controls': 4}.")
+            ProbeSettings.from_dict(self.probe)             # an unknown probe setting is named here
+            _set(self, "probe", MappingProxyType(dict(self.probe)))
+        if self.frequency_docs is not None:
+            _set(self, "frequency_docs", check_int("frequency_docs", self.frequency_docs, lo=1,
+                                                   hint="Pass None to count every training document."))
+        if self.languages is not None:
+            if isinstance(self.languages, str) or not self.languages or not all(
+                    isinstance(x, str) for x in self.languages):
+                raise ParameterError(f"languages={self.languages!r} is out of range: valid values are lists of "
+                                     "language codes such as ['en', 'de']. Pass None for the model's own.")
+            _set(self, "languages", tuple(self.languages))
+
+    @classmethod
+    def from_dict(cls, d) -> "MeasureSettings":
+        """Settings from a dict of fields (a manifest's ``settings``); missing fields take their defaults.
+
+        Raises
+        ------
+        ParameterError
+            An unknown key (naming the known ones), or a value out of its range.
+        """
+        d = dict(d or {})
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(d) - set(known))
+        if unknown:
+            raise ParameterError(f"settings {unknown} are not known: valid keys are {sorted(known)}. "
+                                 "Check the spelling.")
+        return cls(**d)
+
+    @classmethod
+    def for_zoo(cls, name: str, **overrides) -> "MeasureSettings":
+        """A zoo model's settings: the defaults, its :data:`MODEL_SETTINGS`, then ``overrides``;
+        the languages, when none are named, the model's own (:func:`model_languages`).
+
+        Example
+        -------
+        >>> MeasureSettings.for_zoo("minilm-l6").n_tokens, MeasureSettings.for_zoo("smollm2-135m").languages
+        (24576, ('en', 'de'))
+        """
+        s = cls.from_dict({**MODEL_SETTINGS.get(name, {}), **overrides})
+        return s if s.languages is not None else s.replace(languages=model_languages(name))
+
+    def replace(self, **changes) -> "MeasureSettings":
+        """A copy with ``changes`` (field names, checked as :meth:`from_dict` checks them)."""
+        return self.from_dict({**self.to_dict(), **changes})
+
+    def to_dict(self) -> dict:
+        """The settings as a manifest writes them: every field in order, lists for tuples.
+
+        Example
+        -------
+        >>> MeasureSettings(languages=("en",)).to_dict()["robust_m"]
+        [4, 8, 16]
+        """
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["robust_m"] = list(self.robust_m)
+        d["probe"] = dict(self.probe) if self.probe is not None else None
+        d["languages"] = list(self.languages) if self.languages is not None else None
+        return d
+
 
 #: The languages a decoder is measured in when the settings name none: English, and German,
 #: the two languages whose held-out documents hold the most text (about 20,000 words each)
 DECODER_LANGUAGES = ("en", "de")
-#: Per-model departures from :data:`DEFAULTS`: MiniLM was trained on English only, and the
+#: Per-model departures from :class:`MeasureSettings`' defaults: MiniLM was trained on English only, and the
 #: corpus' held-out English documents hold about 29,000 of its tokens. Multilingual E5 is
 #: measured in every corpus language whose held-out documents hold at least the default
 #: 16,384 of its tokens: English 31,125, German 32,462, Polish 27,131, Russian 25,772 and
@@ -269,7 +399,7 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
     return rows, aniso, matched
 
 
-def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, seed: int = 0,
+def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, settings: MeasureSettings,
                    progress: bool = False):
     """The premise rows of one language.
 
@@ -283,14 +413,18 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
       with an interval over types (the first edition's, too narrow: it holds each type's
       reading fixed);
     * the matched estimate at the other ``robust_m`` (first, middle and last layer).
+
+    ``settings`` gives ``m``, ``draws``, ``n_boot``, ``robust_m`` and the ``seed`` of the draws and
+    the resamples.
     """
     import pandas as pd
 
+    s, seed = settings, settings.seed
     keep = ~sink
     Hk, ids, docs = H[:, keep], type_ids[keep], doc_ids[keep]
     L = H.shape[0]
     sources = {"corpus": _log_frequency(frequency), "wordfreq": zipf}
-    res = tc.premise_bootstrap(Hk, ids, docs, sources, m=s["m"], draws=s["draws"], n_boot=s["n_boot"],
+    res = tc.premise_bootstrap(Hk, ids, docs, sources, m=s.m, draws=s.draws, n_boot=s.n_boot,
                                rng=np.random.default_rng([seed, 1]), point=matched, progress=progress)
     out = []
     for source, freq in sources.items():
@@ -298,7 +432,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
         for layer in range(L):
             for r_i, reading in enumerate(READINGS):
                 out.append({"layer": layer, "source": source, "reading": reading, "estimator": "matched",
-                            "m": s["m"], "rho": r["rho"][layer, r_i], "lo": r["lo"][layer, r_i],
+                            "m": s.m, "rho": r["rho"][layer, r_i], "lo": r["lo"][layer, r_i],
                             "hi": r["hi"][layer, r_i], "band_lo": r["band_lo"][layer, r_i],
                             "band_hi": r["band_hi"][layer, r_i], "shift": r["shift"][layer, r_i],
                             "n": int(r["n_types"][layer]), "interval": "documents"})
@@ -310,15 +444,15 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
                 good = ok & np.isfinite(y)
                 if good.sum() < 10:
                     continue
-                c = tc.spearman_ci(f[good], y[good], n_boot=s["n_boot"], rng=seed + int(layer))
+                c = tc.spearman_ci(f[good], y[good], n_boot=s.n_boot, rng=seed + int(layer))
                 out.append({"layer": int(layer), "source": source, "reading": reading, "estimator": "plain",
-                            "m": s["m"], **c, "interval": "types"})
+                            "m": s.m, **c, "interval": "types"})
     few = sorted({1, L // 2, L - 1})
-    for m in s["robust_m"]:
-        if m == s["m"]:
+    for m in s.robust_m:
+        if m == s.m:
             continue
-        r = tc.premise_bootstrap(Hk[few], ids, docs, sources["corpus"], m=m, draws=s["draws"],
-                                 n_boot=max(50, s["n_boot"] // 4), rng=np.random.default_rng([seed, 2, m]))
+        r = tc.premise_bootstrap(Hk[few], ids, docs, sources["corpus"], m=m, draws=s.draws,
+                                 n_boot=max(50, s.n_boot // 4), rng=np.random.default_rng([seed, 2, m]))
         for i, layer in enumerate(few):
             for r_i, reading in enumerate(READINGS):
                 out.append({"layer": layer, "source": "corpus", "reading": reading, "estimator": "matched",
@@ -349,11 +483,15 @@ def flops_per_token(model, seq_len: int) -> float:
     return 2.0 * params + 2.0 * L * seq_len * d
 
 
-def model_languages(name: str, settings: dict) -> tuple[str, ...]:
-    """The languages a model is measured in: the settings' ``languages``, else English and German
-    for a decoder, English for an encoder."""
-    if settings.get("languages"):
-        return tuple(settings["languages"])
+def model_languages(name: str) -> tuple[str, ...]:
+    """The languages a zoo model is measured in when its settings name none: English and German
+    for a decoder, English for an encoder.
+
+    Example
+    -------
+    >>> model_languages("smollm2-135m"), model_languages("minilm-l6")
+    (('en', 'de'), ('en',))
+    """
     return DECODER_LANGUAGES if zoo.zoo_entry(name).kind == "decoder" else ("en",)
 
 
@@ -372,7 +510,8 @@ def frame_tokens(tokenizer) -> tuple[int | None, int | None]:
     return start, end
 
 
-def language_text(tok, kind: str, lang: str, s: dict, seq_len: int, documents: dict | None = None) -> dict:
+def language_text(tok, kind: str, lang: str, settings: MeasureSettings, seq_len: int,
+                  documents: dict | None = None) -> dict:
     """One language's held-out rows under the model's tokenizer, with each position's document and
     whether it is the first of its row (an encoder reads ``[CLS] ... [SEP]`` rows, as it was
     trained: those two are special, the first text token is not a sink; :func:`frame_tokens`).
@@ -381,8 +520,8 @@ def language_text(tok, kind: str, lang: str, s: dict, seq_len: int, documents: d
     (:func:`tanbias.lab.data.heldout_text`)."""
     from tanbias.lab.data import heldout_text
 
-    text = heldout_text(tok, s["n_tokens"], seq_len, seed=s["seed"], languages=[lang], order="round_robin",
-                        special_tokens=False, documents=documents)
+    text = heldout_text(tok, settings.n_tokens, seq_len, seed=settings.seed, languages=[lang],
+                        order="round_robin", special_tokens=False, documents=documents)
     ids, docs = text["input_ids"], text["document"]
     sink = np.zeros(ids.shape, bool)
     start, end = frame_tokens(tok)
@@ -395,8 +534,8 @@ def language_text(tok, kind: str, lang: str, s: dict, seq_len: int, documents: d
     return {"input_ids": ids, "document": docs, "sink": sink, "documents": text["documents"]}
 
 
-def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, progress: bool = True,
-                     documents: dict | None = None, metrics=None, text: dict | None = None,
+def measure_language(model, tok, kind: str, lang: str, settings: MeasureSettings, seq_len: int,
+                     progress: bool = True, documents: dict | None = None, metrics=None, text: dict | None = None,
                      frequency: np.ndarray | None = None) -> dict:
     """Every table of one model in one language: one forward pass, then every reading of its rows.
 
@@ -411,8 +550,7 @@ def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, pr
     model, tok
         A ``transformers`` model in eval mode and its own tokenizer.
     kind : {"encoder", "decoder"}
-    s : dict
-        The settings (:data:`DEFAULTS` and any overrides).
+    settings : MeasureSettings
     documents : dict, optional
         ``{lang: [text, ...]}`` read instead of the corpus' held-out documents.
     metrics : dict, optional
@@ -430,12 +568,9 @@ def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, pr
         ``documents``, ``seconds`` (``frequencies``, ``forward``, ``analysis``) and ``notes``
         (what could not be measured, in words).
     """
-    import gc
-
     import pandas as pd
 
-    from tanbias.lab.analysis.tables import single_thread_blas
-
+    s = settings
     seconds, notes = {}, []
     vocab = int(max(len(tok), model.get_input_embeddings().weight.shape[0]))
     special_all = np.asarray(tok.all_special_ids, dtype=np.int64)
@@ -445,9 +580,9 @@ def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, pr
     keep = ~np.isin(ids, special_all)
     t0 = time.perf_counter()
     if frequency is None:
-        frequency = corpus_frequencies(tok, [lang], vocab, s["frequency_docs"])
+        frequency = corpus_frequencies(tok, [lang], vocab, s.frequency_docs)
     seconds["frequencies"] = time.perf_counter() - t0
-    H, seconds["forward"] = hidden_states(model, ids, keep, s["batch_size"], progress)
+    H, seconds["forward"] = hidden_states(model, ids, keep, s.batch_size, progress)
     type_ids, doc_ids, sink = ids[keep], text["document"][keep], text["sink"][keep]
     t0 = time.perf_counter()
     types_seen = np.unique(type_ids[~sink])
@@ -466,14 +601,13 @@ def measure_language(model, tok, kind: str, lang: str, s: dict, seq_len: int, pr
     # eigvalsh 60x slower than one thread (measured, 3 s against 0.05 s)
     with single_thread_blas():
         for layer in layers:
-            rows, an, mt = layer_tables(H[layer], sink, type_ids, frequency, zipf, s["m"], s["draws"],
-                                        s["normal_k"], layer, s["seed"], metrics=metrics)
+            rows, an, mt = layer_tables(H[layer], sink, type_ids, frequency, zipf, s.m, s.draws,
+                                        s.normal_k, layer, s.seed, metrics=metrics)
             type_rows.append(rows)
             aniso_rows.append(an)
             matched.append(mt)
         types = pd.concat(type_rows, ignore_index=True)
-        premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, s["seed"],
-                                 progress=progress)
+        premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, progress=progress)
         curv = pd.DataFrame(curvature_rows(types), columns=["layer", "slope", "lo", "hi", "n_types",
                                                             "median_normal_share"])
     tables = {}
@@ -498,27 +632,21 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     out_dir : path-like, optional
         Default ``data/pretrained/<name>``.
     **settings
-        Overrides of :data:`DEFAULTS` (e.g. ``n_tokens=512`` for a smoke run).
+        Fields of :class:`MeasureSettings` that depart from the model's
+        (:meth:`MeasureSettings.for_zoo`; e.g. ``n_tokens=512`` for a smoke run).
 
     Returns
     -------
     dict
         The manifest.
     """
-    import gc
-
     import pandas as pd
     import torch
     import transformers
 
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise ParameterError(f"settings {sorted(unknown)} are not known: valid keys are "
-                             f"{sorted(DEFAULTS)}.")
     entry = zoo.zoo_entry(name)
-    s = {**DEFAULTS, **MODEL_SETTINGS.get(name, {}), **settings}
-    languages = model_languages(name, s)
-    s["languages"] = list(languages)
+    s = MeasureSettings.for_zoo(name, **settings)
+    languages = s.languages
     out = Path(out_dir) if out_dir is not None else PRETRAINED_DIR / name
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -526,7 +654,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     t0 = time.perf_counter()
     model, tok = zoo.load_zoo(name, progress=progress)
     seconds["load"] = time.perf_counter() - t0
-    seq_len = min(s["seq_len"], int(getattr(model.config, "max_position_embeddings", s["seq_len"])))
+    seq_len = min(s.seq_len, int(getattr(model.config, "max_position_embeddings", s.seq_len)))
     frames = {k: [] for k in TABLES}
     n_total, documents, measured = 0, {}, {}
     for lang in languages:
@@ -543,8 +671,8 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     if entry.kind == "decoder":
         from tanbias.lab.analysis.posthoc import heldout_alignment
 
-        tables["alignment"] = heldout_alignment(model, tok, entry.kind, n_tokens=s["probe_tokens"],
-                                                seq_len=seq_len, seed=s["seed"], probe=s["probe"], language="en")
+        tables["alignment"] = heldout_alignment(model, tok, entry.kind, n_tokens=s.probe_tokens,
+                                                seq_len=seq_len, seed=s.seed, probe=s.probe, language="en")
     seconds["probe"] = time.perf_counter() - t0
     flops = flops_per_token(model, seq_len)
     del model
@@ -561,7 +689,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
         "packages": [f"{dist}=={ver}" for dist, ver, _ in entry.packages],
         "weight_file": entry.weight, "weight_sha256": entry.sha256, "licence": entry.licence,
         "caveats": list(entry.caveats), "install": entry.install,
-        "settings": s, "languages": list(languages), "documents": documents,
+        "settings": s.to_dict(), "languages": list(languages), "documents": documents,
         "n_tokens": n_total, "tokens_measured": measured, "seq_len": seq_len,
         "package_version": tanbias.__version__,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
@@ -580,8 +708,6 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
 def peak_rss_gb() -> float:
     """The peak resident memory of this process so far, in GiB (Linux reports kB): one model per
     process (make pretrained) makes it the model's own peak."""
-    import resource
-
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
@@ -608,11 +734,10 @@ def measure_all(names="all", root=None, fresh: bool = False, progress: bool = Tr
     out = {}
     for name in names[ctx.rank::ctx.world]:
         man_path = base / name / "manifest.json"
-        wanted = json.loads(json.dumps({**DEFAULTS, **MODEL_SETTINGS.get(name, {}), **settings},
-                                       default=list))
+        wanted = MeasureSettings.for_zoo(name, **settings).to_dict()
         if man_path.exists() and not fresh:
             old = json.loads(man_path.read_text())
-            if json.loads(json.dumps(old.get("settings"), default=list)) == wanted:
+            if old.get("settings") == wanted:
                 out[name] = {**old, "skipped": True}
                 continue
         out[name] = measure(name, out_dir=base / name, progress=progress, **settings)

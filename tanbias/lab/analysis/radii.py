@@ -14,7 +14,8 @@ from tanbias.theory.token_clouds import matched_statistics
 from tanbias.lab import runs
 from tanbias.lab.config import N_SPECIAL
 from tanbias.lab.data import Stream
-from tanbias.lab.models import load_trained, resolve_device
+from tanbias.lab.devices import resolve_device
+from tanbias.lab.models import load_trained
 from tanbias.lab.probe import residual_modules
 
 __all__ = ["measure_radii", "premise_rows", "PREMISE_M", "PREMISE_DRAWS"]
