@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tanbias.lab.analysis import alias, causal
-from tanbias.lab.analysis.alias_design import READINGS, positions
+from tanbias.lab.analysis.alias_design import ALIAS_READINGS, positions
 from tanbias.lab.analysis.registered import complete_seeds
 from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, causal_arms
 from tanbias.lab.probe import probe_steps
@@ -32,7 +32,7 @@ def alias_table(slopes=None, seeds=range(4), noise=0.02, gain=None, rng=0):
                      "gain": 1.5 + gain.get(kind, 0.0) * x + g.normal(0, noise),
                      "log_convergence": np.nan if level == "k0" else np.log(0.3) + g.normal(0, 0.05),
                      "log_convergence_init": np.nan if level == "k0" else np.log(2.0) + g.normal(0, 0.05)}
-                for m in READINGS:
+                for m in ALIAS_READINGS:
                     r[m] = base + slopes.get(m, 0.0) * x + g.normal(0, noise)
                 r["log_collision"] = -5.7 - np.log(15) * x + g.normal(0, 1e-3)
                 rows.append(r)

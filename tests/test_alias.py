@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tanbias.lab.analysis import alias, alias_report
-from tanbias.lab.analysis.alias_design import FAMILY_ROWS, READINGS
+from tanbias.lab.analysis.alias_design import FAMILY_ROWS, ALIAS_READINGS
 from tanbias.lab.analysis.registered import complete_seeds
 from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, alias_config
 from plantedtables import alias_table
@@ -22,7 +22,7 @@ def test_a_planted_response_reads_as_predicted_and_a_flat_one_not_detected():
     assert r.loc[("log_enrichment_late", "encoder"), "end_to_end"] == pytest.approx(-0.5, abs=0.05)
     assert r.loc[("mean_cosine_late", "decoder"), "verdict"] == "against the prediction"
     assert r.loc[("log_eta_q1", "decoder"), "verdict"] == "not detected"
-    assert set(r["knob"]) == {"alias"} and len(r) == len(READINGS) * 2
+    assert set(r["knob"]) == {"alias"} and len(r) == len(ALIAS_READINGS) * 2
 
 
 def test_the_joint_family_is_the_registered_38_with_missing_rows_at_p_1():
@@ -108,8 +108,8 @@ def test_the_run_table_of_real_smoke_runs(smoke_cells):
 @pytest.mark.slow
 def test_the_report_quotes_every_reading_and_reads_interim(smoke_cells):
     root, cells = smoke_cells
-    aa, da = alias.analyse_alias(loaded=alias.load_alias(runs_dir=root, cells=cells))
-    n = alias_report.alias_numbers(aa)
+    da, aa = alias.analyse_alias(loaded=alias.load_alias(runs_dir=root, cells=cells))
+    n = alias_report.numbers(aa)
     for short in alias_report.SHORT.values():
         for kind in ("encoder", "decoder"):
             assert {f"alias_{short}_{kind}", f"alias_{short}_{kind}_lo", f"alias_{short}_{kind}_p_holm"} <= set(n)
@@ -117,5 +117,5 @@ def test_the_report_quotes_every_reading_and_reads_interim(smoke_cells):
     assert n["alias_typecol_decoder"] == pytest.approx(1.0)
     assert np.isfinite(n["alias_col_decoder"]) and n["alias_col_decoder"] < 1
     assert aa.interim and alias_report.closing_verdict(aa) == "undecided (interim)"
-    assert len(alias_report.verdict_rows(aa)) == len(READINGS) * 2
+    assert len(alias_report.verdict_rows(aa)) == len(ALIAS_READINGS) * 2
     assert len(da.responses) == 24 and da.responses["p_holm"].notna().all()

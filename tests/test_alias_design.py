@@ -23,7 +23,7 @@ def test_the_registration_is_the_committed_one_and_holds_every_rule():
     assert {"learning", "balancing", "convergence"} <= set(reg["rule"])
     assert reg["rule"]["alpha"] == 0.05
     assert {p["alias"]["sign"] for p in reg["predictions"].values()} >= {"+", "-", "0", "less", "?"}
-    assert len(reg["rule"]["readings"]) == len(ad.READINGS)
+    assert len(reg["rule"]["readings"]) == len(ad.ALIAS_READINGS)
 
 
 def test_an_altered_registration_is_refused(tmp_path):

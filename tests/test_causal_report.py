@@ -9,6 +9,7 @@ import pytest
 from tanbias.book.tables import format_table, too_precise
 from tanbias.lab.analysis import causal, causal_report
 from tanbias.lab.experiments import causal_arms
+from tanbias.stats import check_words
 from plantedtables import causal_status, causal_table, causal_trajectory, complete_causal, progress_trajectory
 
 
@@ -18,7 +19,7 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
     traj = causal_trajectory(two)
     ca = causal.from_tables(two, traj, causal_status(two))
     assert ca.interim
-    n = causal_report.causal_numbers(ca)
+    n = causal_report.numbers(ca)
     assert n["complete_decoder"] == 5 and n["complete_encoder"] == 1
     assert "decoder_proxy_control" in n and not any(k.startswith("encoder_") for k in n)
     assert n["decoder_proxy_control_lo"] < n["decoder_proxy_control"] < n["decoder_proxy_control_hi"] < 1
@@ -57,7 +58,7 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
     last = traj[traj["step"] == traj["step"].max()].set_index("run")
     t = t.assign(log_mean_cosine=t["run"].map(last["log_mean_cosine"]), heldout_loss=t["run"].map(last["heldout_loss"]))
     ca = complete_causal(t, traj)
-    n = causal_report.causal_numbers(ca)
+    n = causal_report.numbers(ca)
     assert n["encoder_matched_lo"] < 1 < n["encoder_matched_hi"] < n["encoder_proxy_control"]
     assert n["encoder_loss_gap"] == pytest.approx(0.2, abs=0.02)
     assert causal_report.progress_words(ca)[("encoder", "proxy - control")] == "not told apart from progress"
@@ -72,14 +73,14 @@ def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
     t = causal_table({"proxy": +0.3}, seeds=range(3))
     traj = progress_trajectory(t)
     ca = complete_causal(t, traj)
-    w = causal_report.words_of(ca)
+    w = causal_report.words(ca)
     # the registered closing rule: the gradient side is supported only if supported in both architectures
     assert w["causal, encoder"] == "against" and w["gradient side"] == "not supported"
     assert w["every seed complete"] == "yes" and w["learning differs, decoder, proxy - control"] == "no"
-    checks = causal_report.word_checks(ca, {"causal, encoder": "against", "causal, decoder": "supported"})
+    checks = check_words(w, {"causal, encoder": "against", "causal, decoder": "supported"})
     assert [c.passed for c in checks] == [True, False]
     with pytest.raises(KeyError, match="causal, nowhere"):
-        causal_report.word_checks(ca, {"causal, nowhere": "against"})
+        check_words(w, {"causal, nowhere": "against"})
 
 
 def test_the_verdict_table_gives_each_interval_its_registered_level_and_shows_isoscore_beside_the_cosine():
@@ -108,7 +109,7 @@ def test_the_report_reads_the_uniform_arms_cost_and_the_trajectories_ratio():
     traj.loc[early & (traj["arm"] == "proxy"), "log_mean_cosine"] -= 0.2     # x0.82 at step 3
     late = traj["step"] > 75
     traj.loc[late & (traj["arm"] == "proxy"), "log_mean_cosine"] -= 0.3      # below its control after step 75
-    n = causal_report.causal_numbers(complete_causal(t, traj))
+    n = causal_report.numbers(complete_causal(t, traj))
     for kind in ("encoder", "decoder"):
         assert n[f"{kind}_uniform_cost_lo"] < n[f"{kind}_uniform_cost"] < n[f"{kind}_uniform_cost_hi"] < 0
         assert n[f"{kind}_iso_proxy_control_lo"] < n[f"{kind}_iso_proxy_control"] < n[f"{kind}_iso_proxy_control_hi"]
@@ -116,5 +117,5 @@ def test_the_report_reads_the_uniform_arms_cost_and_the_trajectories_ratio():
         assert n[f"{kind}_traj_max_lo"] < n[f"{kind}_traj_max"] < n[f"{kind}_traj_max_hi"]
         assert n[f"{kind}_traj_min_step"] == 3 and n[f"{kind}_traj_min"] == pytest.approx(np.exp(-0.2), rel=0.05)
         assert n[f"{kind}_above_last"] == 75
-    w = causal_report.words_of(complete_causal(t, traj))
+    w = causal_report.words(complete_causal(t, traj))
     assert w["loss, decoder, uniform - control"] == "negative"

@@ -57,7 +57,7 @@ def _code_lines(source: str) -> int:
                if line.strip() and not line.strip().startswith(("#", "%")))
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_code_cells_are_short_calls(path):
     long = [(i, _code_lines(c.source)) for i, (c, ex) in enumerate(_cells(path))
             if c.cell_type == "code" and not ex and _code_lines(c.source) > MAX_LINES]

@@ -11,7 +11,7 @@ import pytest
 from tanbias.lab.analysis import alias, dose_report, sweep
 from tanbias.lab.analysis.dose import POSTHOC
 from tanbias.lab.analysis.sweep import BALANCING_WORDS, balancing_property
-from tanbias.stats import interval_word
+from tanbias.stats import check_words, interval_word
 
 
 def row(metric="log_enrichment_late", kind="decoder", verdict="as predicted", survives=True, flat=(1.0, 2.0),
@@ -105,8 +105,8 @@ def test_the_narrow_verdict_table_says_each_row_word_change_and_what_survives_ma
         dose_report.verdict_summary(rows, "alias")
 
 
-def test_dose_checks_read_the_intervals_they_name():
-    da, _ = alias.chapter10_analyses()          # chapter 10's reading of the committed runs, memoised
+def test_the_words_read_the_intervals_and_rows_they_name():
+    da = alias.joint_analyses().dose          # chapter 10's reading of the committed runs, memoised
     r = da.responses.set_index(["metric", "knob", "kind"]).loc[("log_enrichment_late", "token", "encoder")]
     a = da.association["loss"]
     named = {"enr_token_encoder": (r["end_to_end_lo"], r["end_to_end_hi"]),
@@ -115,11 +115,14 @@ def test_dose_checks_read_the_intervals_they_name():
              "enr_token_encoder_progress": (r["progress_lo"], r["progress_hi"]),
              "adapt_loss": (a["lo"], a["hi"]), "adapt_loss_naive": (a["naive_lo"], a["naive_hi"]),
              "adapt_loss_per_run": (a["per_run_lo"], a["per_run_hi"])}
-    words = {key: interval_word(*iv) for key, iv in named.items()}
-    checks = dose_report.dose_checks(da, words)
-    assert [c.words for c in checks] == [(w, w) for w in words.values()] and all(c.passed for c in checks)
-    assert [(c.lo, c.hi) for c in checks] == [tuple(map(float, iv)) for iv in named.values()]
-    wrong = dose_report.dose_checks(da, {"enr_token_encoder": "positive"})[0]
+    words = dose_report.words(da)
+    assert {key: words[key] for key in named} == {key: interval_word(*iv) for key, iv in named.items()}
+    assert words["verdict, encoder, token, log_enrichment_late"] == r["verdict"]
+    assert len([k for k in words if k.startswith("verdict, ")]) == len(da.responses)
+    checks = check_words(words, {"enr_token_encoder": words["enr_token_encoder"]})
+    assert checks[0].passed
+    wrong = check_words(words, {"enr_token_encoder": "positive" if words["enr_token_encoder"] != "positive"
+                                else "negative"})[0]
     assert not wrong.passed
     with pytest.raises(AssertionError):
         wrong.require()

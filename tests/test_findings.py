@@ -60,16 +60,8 @@ def test_a_verdict_survives_a_rival_when_its_correction_keeps_the_word(words, wo
 
 @pytest.fixture(scope="module")
 def grid():
-    from tanbias.lab import zoo
-    from tanbias.lab.analysis import alias, causal, pretrained, rivals, sweep_report
-
-    sw = sweep_report.analyse_sweep()
-    da, aa = alias.chapter10_analyses()
-    from tanbias.lab.analysis import rivals_posthoc
-
-    ca, ra = causal.analyse_causal(), rivals.analyse_rivals()
-    tables = {name: pretrained.load_pretrained(name) for name in zoo.ZOO}
-    return findings.verdict_grid(sw, tables, da, aa, ca, ra, rivals_posthoc.analyse_posthoc()), ca, ra
+    a = findings.analyses()
+    return findings.verdict_grid(a), a["causal"], a["rivals"].analysis
 
 
 def _labels(stem):

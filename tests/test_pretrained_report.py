@@ -9,7 +9,7 @@ import pytest
 from tanbias.lab import zoo
 from tanbias.lab.analysis import pretrained_report
 from tanbias.lab.analysis.pretrained import load_pretrained
-from tanbias.stats import interval_word
+from tanbias.stats import check_words, interval_word
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +29,12 @@ def test_layers_read_as_runs(layers, text):
 
 
 def test_the_numbers_chapter_9_quotes_are_the_tables_numbers(tables, table):
-    numbers = pretrained_report.pretrained_numbers(tables)
-    assert numbers and all(numbers[k] == table[k] or (isinstance(numbers[k], float) and np.isnan(numbers[k]))
+    numbers = pretrained_report.numbers(tables)
+    assert numbers and all(numbers[k] == table["ch9_" + k] or (isinstance(numbers[k], float) and np.isnan(numbers[k]))
                            for k in numbers)
     for m, keys in pretrained_report.PRETRAINED_QUOTED.items():
         for k in keys:
-            assert f"ch9_{m}_{k}" in numbers, (m, k)
+            assert f"{m}_{k}" in numbers, (m, k)
     assert set(pretrained_report.SHORT) == set(zoo.ZOO)
 
 
@@ -59,8 +59,10 @@ def test_the_checks_can_fail_and_read_their_rules(tables, table):
     assert {f"{m}_sink" for m in decoders} <= set(checks) and {f"{m}_beyond_null" for m in decoders} <= set(checks)
     key = next(k for k in table if k.endswith("_t_corpus_sign"))
     m, lang = key.split("_")[1:3]
-    right = pretrained_report.word_checks(table, {f"{m}_{lang}_t_corpus_last": table[key]})
-    wrong = pretrained_report.word_checks(table, {f"{m}_{lang}_t_corpus_last": "no such word"})
+    words = pretrained_report.words(table)
+    assert words[f"{m}_{lang}_t_corpus_last"] == table[key]
+    right = check_words(words, {f"{m}_{lang}_t_corpus_last": table[key]})
+    wrong = check_words(words, {f"{m}_{lang}_t_corpus_last": "no such word"})
     assert right[0].passed and not wrong[0].passed
 
 

@@ -14,11 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tanbias.lab import zoo
-from tanbias.lab.analysis import (alias, alias_design, alias_report, causal, causal_design, causal_report, dose,
-                                  dose_design, dose_report, findings, pretrained_report, registered, rivals,
-                                  rivals_design, rivals_report, sweep, sweep_report)
-from tanbias.lab.analysis.pretrained import load_pretrained
+from tanbias.lab.analysis import (alias_design, causal_design, dose, dose_design, findings, pretrained_report,
+                                  rivals_design, sweep, sweep_report)
 from tanbias.lab.experiments import EXPERIMENTS
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
@@ -44,38 +41,42 @@ def _glued_in_code(chapter: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def committed():
-    sw = sweep_report.analyse_sweep()
     # the analyses the chapters read, memoised (tanbias.lab.runs.memoised): computed once for the book
     # and every test; chapter 10 reads the dose analysis at its joint Holm family, with the aliasing
-    # knob's rows
+    # knob's rows; the designs read the dose analysis alone, as they did before the aliasing runs
+    a = findings.analyses()
     da_alone = dose.analyse_dose()
-    da, aa = alias.chapter10_analyses()
-    tables = {name: load_pretrained(name) for name in zoo.ZOO}
     expected, power = dose_design.expected_concentration(), dose_design.power_analysis()
-    # one line per report; a registered experiment's two (``<name>_design``, ``<name>``) are glued under
-    # its chapter's prefix (GLUED_BY)
     numbers = {
         "run_pair": {"ch7_" + k: v for k, v in sweep_report.run_pair_numbers(sweep.load_runs()).items()},
-        "sweep": {"ch8_" + k: v for k, v in sweep_report.sweep_numbers(sw).items()},
-        "claims": {"end_" + k: v for k, v in sweep_report.claim_numbers(sw).items()},
-        "pretrained": pretrained_report.pretrained_numbers(tables),
+        "claims": {"end_" + k: v for k, v in sweep_report.claim_numbers(a["sweep"]).items()},
+        "pretrained": {"ch9_" + k: v for k, v in pretrained_report.numbers(a["pretrained"]).items()},
         "dose_design": dose_design.design_numbers(expected, power),
-        "dose": dose_report.dose_numbers(da),
         "alias_design": alias_design.design_numbers(alias_design.expected_concentration(),
                                                     alias_design.power_analysis(da_alone.responses)),
-        "alias": alias_report.alias_numbers(aa),
         "causal_design": causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)),
-        "causal": causal_report.causal_numbers(causal.analyse_causal()),
         "rivals_design": rivals_design.design_numbers(rivals_design.power_analysis()),
-        # the keys do not depend on how many seeds are read at initialisation: one (the chapter's five cost 20 s)
-        "rivals": rivals_report.chapter_numbers(rivals.analyse_rivals(),
-                                                rivals_report.initialisation(rivals_report.INIT_SEEDS[:1]),
-                                                causal.analyse_causal().trajectory),
-        "findings": {"verdict_" + k: v for k, v in findings.headline_words(findings.verdict_grid(
-            sw, tables, da, aa, causal.analyse_causal(), rivals.analyse_rivals())).items()},
+        # every registered experiment's report, from the one registry the closing page loops over
+        **{name: report.numbers(a[name]) for name, report in findings.REPORTS.items()},
+        "findings": {"verdict_" + k: v for k, v in findings.headline_words(findings.verdict_grid(a)).items()},
     }
     prefix = {r: GLUED_BY[r][0][1] for r in _REGISTERED_REPORTS}
     return {r: {prefix.get(r, "") + k: v for k, v in n.items()} for r, n in numbers.items()}
+
+
+def test_the_registry_of_reports_is_the_registry_of_experiments_a_chapter_reads():
+    """Every registered experiment that a chapter reads has a report with the three verbs, and no other
+    report is registered: a new experiment is one EXPERIMENTS line and one REPORTS line."""
+    assert list(findings.REPORTS) == [n for n, d in EXPERIMENTS.items() if d.chapter is not None]
+    for name, report in findings.REPORTS.items():
+        assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words")), name
+
+
+def test_every_report_states_its_words_by_name(committed):
+    a = findings.analyses()
+    for name, report in findings.REPORTS.items():
+        words = report.words(a[name])
+        assert words and all(isinstance(k, str) and isinstance(v, str) for k, v in words.items()), name
 
 
 def _chapter(number: int) -> str:
@@ -86,11 +87,11 @@ def _chapter(number: int) -> str:
 #: each registered experiment's reports: ``<name>_design`` (glued by its chapter) and ``<name>`` (by its
 #: chapter and the closing page), under its chapter's prefix; read from the registry (an experiment no
 #: chapter reads yet, ``chapter=None``, has none)
-_REGISTERED_REPORTS = {f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.registration and d.chapter
-                       for part in ("_design", "")}
+_REGISTERED_REPORTS = {**{f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.registration and d.chapter
+                          for part in ("_design", "")},
+                       **{name: EXPERIMENTS[name] for name in findings.REPORTS}}
 #: report -> the chapters that glue it, with the prefix
-GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "sweep": [("08_eurobert_vs_decoder", "ch8_")],
-            "claims": [("conclusions", "end_")],
+GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "claims": [("conclusions", "end_")],
             # the book's verdicts at a glance: the closing page and the introduction (beside chapters/)
             "findings": [("conclusions", "verdict_"), ("../intro", "verdict_")],
             "pretrained": [("09_pretrained_models", "ch9_"), ("conclusions", "ch9_")],

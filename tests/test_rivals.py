@@ -141,3 +141,9 @@ def test_the_log_outcomes_are_those_the_registration_reads_as_logarithms():
     registered = rivals_report.registration()["outcomes"]
     ln = {k for k, v in registered.items() if v.startswith("ln ")} | {"enrichment_outside"}
     assert set(rivals.LOG_OUTCOMES) & set(registered) == ln
+
+
+def test_every_registered_contrast_has_a_name_in_words():
+    assert set(rivals.CONTRAST_NAMES) == set(rivals.CONTRASTS)
+    assert len(set(rivals.CONTRAST_NAMES.values())) == len(rivals.CONTRAST_NAMES)
+    assert not any("_" in name.replace("W_U", "") for name in rivals.CONTRAST_NAMES.values())

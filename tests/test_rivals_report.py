@@ -11,6 +11,7 @@ import pytest
 
 from tanbias.lab.analysis import rivals_report
 from tanbias.lab.config import KINDS
+from tanbias.stats import check_words
 
 
 def _init_rows():
@@ -65,14 +66,14 @@ def test_the_status_numbers_count_runs_seeds_and_twins():
         table=pd.DataFrame({"arm": ["proxy", "proxy", "control"], "sharpness": [2.0, 4.0, 100.0]}),
         twins=pd.DataFrame({"losses": ["identical", "within tolerance", "identical", "different"],
                             "first_step": [np.nan, 3.0, np.nan, 6.0], "first_ulps": [np.nan, 2.0, np.nan, 1.0]}))
-    n = rivals_report.numbers(analysis)
+    n = rivals_report.run_numbers(analysis)
     assert (n["runs_committed"], n["runs_total"]) == (2, 3) and "interim" not in n
     assert (n["complete_seeds_encoder"], n["complete_seeds_decoder"]) == (2, 1)
     assert n["sharpness"] == 3.0                                   # the proxy arms' median only
     assert (n["twins"], n["twins_identical"], n["twins_within"], n["twins_different"]) == (4, 2, 1, 1)
     assert (n["twins_first_step"], n["twins_first_ulps"]) == (6.0, 2.0)    # the twins that part only
     assert n["twins_first_step_median"] == 4.5
-    none = rivals_report.numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
+    none = rivals_report.run_numbers(types.SimpleNamespace(**{**vars(analysis), "interim": False,
                                                           "twins": pd.DataFrame(columns=["losses", "first_step", "first_ulps"]),
                                                           "table": analysis.table.assign(sharpness=np.nan)}))
     assert none["twins"] == none["twins_identical"] == 0 and np.isnan(none["sharpness"])
@@ -184,9 +185,9 @@ def test_the_enrichment_row_is_named_by_its_short_key_and_ignores_na():
     assert w["status"] == "interim"
     assert w["kept, enrichment, decoder"] == "some rivals"            # kept under the unigram head, not outside W_U
     with pytest.raises(KeyError, match="no such word"):
-        rivals_report.word_checks(types.SimpleNamespace(interim=False, survival=s, progress=pd.DataFrame(
+        check_words(rivals_report.words_of(types.SimpleNamespace(interim=False, survival=s, progress=pd.DataFrame(
             columns=["kind", "contrast", "word"]), contrasts=pd.DataFrame(
-            columns=["kind", "contrast", "word", "family", "p_holm"]), accounts=pd.DataFrame(columns=["account", "kind", "word"])),
+            columns=["kind", "contrast", "word", "family", "p_holm"]), accounts=pd.DataFrame(columns=["account", "kind", "word"]))),
             {"kept, surgery, decoder": "every rival"})
 
 

@@ -10,8 +10,8 @@ from tanbias.lab.analysis import sweep, sweep_report
 
 
 def test_sweep_numbers_on_the_smoke_sweep(loaded):
-    sw = sweep_report.analyse_sweep(loaded, controls=())
-    r8 = sweep_report.sweep_numbers(sw)
+    sw = sweep_report.analyse(loaded, controls=())
+    r8 = sweep_report.numbers(sw)
     assert r8["n_runs"] == 8 and r8["n_seeds"] == 2 and r8["L"] == 2
     for key in ("gap_min", "vocab_change_pct", "decoder_q1_eta_d", "rho_decoder_natural",
                 "decoder_natural_late", "eff_interaction_late_hi", "peak_frac", "eta_rho_encoder"):
@@ -27,7 +27,9 @@ def test_sweep_numbers_on_the_smoke_sweep(loaded):
     assert np.isclose(r8["decoder_natural_late"], np.exp(row["mean"]))
     checks = sweep_report.sweep_checks(sw)
     assert set(checks) == {"learns", "flatter", "iso", "architecture_natural", "architecture_balanced"}
-    assert set(sweep_report.balancing_words(sw).values()) <= set(sweep.BALANCING_WORDS)
+    words = sweep_report.words(sw)
+    assert set(words) == {f"balancing, {k}, {p}" for k in ("encoder", "decoder") for p in ("late", "early")}
+    assert set(words.values()) <= set(sweep.BALANCING_WORDS)
     end = sweep_report.claim_numbers(sw)
     assert end["imbalance"] > 1 and end["params_m"] > 0 and end["peak_pct"] <= end["peak_pct_hi"]
     assert not sweep_report.mechanism_table(sw).empty and not sweep_report.cells_table(sw).empty

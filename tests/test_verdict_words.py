@@ -49,12 +49,9 @@ def unknown_words(text: str, headline: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def headline():
-    from tanbias.lab import zoo
-    from tanbias.lab.analysis import alias, causal, findings, pretrained, rivals, rivals_posthoc, sweep_report
+    from tanbias.lab.analysis import findings
 
-    da, aa = alias.chapter10_analyses()
-    grid = findings.verdict_grid(sweep_report.analyse_sweep(), {n: pretrained.load_pretrained(n) for n in zoo.ZOO},
-                                 da, aa, causal.analyse_causal(), rivals.analyse_rivals(), rivals_posthoc.analyse_posthoc())
+    grid = findings.verdict_grid()
     return {f"verdict_{k}": v for k, v in findings.headline_words(grid).items()}
 
 

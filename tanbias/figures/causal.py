@@ -165,11 +165,11 @@ def progress_interactive(traj, seeds: dict) -> Interactive:
         name="ch12-progress", height=480)
 
 
-def forest_figure(causal_rows, rival_rows) -> go.Figure:
+def forest_figure(causal_rows, tied_rows) -> go.Figure:
     """Forest plot: every registered contrast of the primary outcome as a ratio with its 95 % interval
     (prediction 1's six, and the decoder's tied rival), a line at 1 (no effect)."""
     rows = [(r["kind"], r["contrast"], r["estimate"], r["lo"], r["hi"]) for _, r in causal_rows.iterrows()]
-    rows += [("decoder", r["contrast"], r["estimate"], r["lo"], r["hi"]) for _, r in rival_rows.iterrows()
+    rows += [("decoder", r["contrast"], r["estimate"], r["lo"], r["hi"]) for _, r in tied_rows.iterrows()
              if r["contrast"] == "tied - control"]
     fig = go.Figure()
     fig.add_vline(x=1.0, line=dict(color=GREY, width=1))

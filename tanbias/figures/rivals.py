@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from tanbias.figures import COLORS, GREY, KIND_COLORS, frozen_layout, labelled, shared_x_title
 from tanbias.figures.interactive import Interactive, Param
+from tanbias.lab.analysis.rivals import CONTRAST_NAMES
 from tanbias.lab.analysis.rivals import LOG_OUTCOMES as _LOG_OUTCOMES
 from tanbias.lab.config import KINDS
 
@@ -133,7 +134,7 @@ def forest_figure(contrasts) -> go.Figure:
             f = np.exp if logs else (lambda v: v)
             est, lo, hi = f(r["estimate"].to_numpy()), f(r["lo"].to_numpy()), f(r["hi"].to_numpy())
             fig.add_trace(go.Scatter(
-                x=est, y=r["contrast"], mode="markers", name=kind, legendgroup=kind, showlegend=row == 1,
+                x=est, y=r["contrast"].map(lambda c: CONTRAST_NAMES.get(c, c)), mode="markers", name=kind, legendgroup=kind, showlegend=row == 1,
                 marker=dict(color=KIND_COLORS[kind], size=9, symbol=np.where(r["significant"], "circle",
                                                                              "circle-open").tolist()),
                 error_x=dict(type="data", symmetric=False, array=hi - est, arrayminus=est - lo)), row=row, col=1)

@@ -97,7 +97,9 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
             href = _cell_href(cell["chapter"], cell["label"], suffix)
             word = _two_lines(html.escape(cell["word"]), 12) + (QUALIFIED_MARK if qualifier else "")
             colour = GREY if quiet else INK
-            notes.append(dict(x=i, y=j, xref="x", yref="y", showarrow=False, font=dict(size=12, color=colour),
+            # long words in a smaller font: a cell is about 90 px wide in the book's column
+            size = 12 if len(cell["word"]) <= 10 else 10 if len(cell["word"]) <= 14 else 9
+            notes.append(dict(x=i, y=j, xref="x", yref="y", showarrow=False, font=dict(size=size, color=colour),
                               text=f'<a href="{href}" target="_self" style="color:{colour}">{word}</a>'))
             hx.append(i)
             hy.append(j)
@@ -118,9 +120,11 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
              legend="verdict")
     fig.update_layout(
         shapes=shapes, annotations=notes, height=110 + 62 * len(props), hovermode="closest",
-        margin=dict(l=10, r=10, t=140, b=60), plot_bgcolor=VERDICT_COLORS["not tested"],
+        margin=dict(l=10, r=10, t=170, b=60), plot_bgcolor=VERDICT_COLORS["not tested"],
+        # the title above the column headers, which never rotate into it
+        title=dict(y=0.995, yanchor="top"),
         legend=dict(orientation="h", x=0, y=-0.02, xanchor="left", yanchor="top"),
-        xaxis=dict(tickvals=list(range(len(evid))), side="top", showline=False, ticks="", showgrid=False,
+        xaxis=dict(tickvals=list(range(len(evid))), side="top", showline=False, ticks="", showgrid=False, tickangle=0,
                    ticktext=[f"{_two_lines(EVIDENCE[e][0], 8)}<br><i>{EVIDENCE[e][1]}</i>" for e in evid],
                    range=[-0.5, len(evid) - 0.5], fixedrange=True),
         yaxis=dict(tickvals=list(range(len(props))), ticktext=[PROPERTIES[p] for p in props], autorange="reversed",

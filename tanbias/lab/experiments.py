@@ -601,7 +601,7 @@ def _horizon_order(kind: str, cell: str, seed: int) -> tuple:
 
 
 #: past the transient: chapter 13's primary cells at 4 x the steps, and the encoder's collapse
-HORIZON = Design(name="horizon", title="the horizon experiment", chapter=14, factor="cell",
+HORIZON = Design(name="horizon", title="the horizon experiment", chapter=None, factor="cell",
                  levels={"decoder": HORIZON_LONG, "encoder": (*HORIZON_LONG, *HORIZON_COLLAPSE)},
                  seeds={k: tuple(sorted({s for part in HORIZON_SEEDS[k].values() for s in part})) for k in KINDS},
                  prefix="horizon-", build=horizon_config, order=_horizon_order, keep=_horizon_has,

@@ -54,14 +54,14 @@ from tanbias.errors import ParameterError
 from tanbias.stats import SlopeFit, loglog_slope
 
 __all__ = [
-    "OUTLIER_THRESHOLD", "READINGS", "layer_spread", "type_statistics", "matched_statistics", "unbiased_radius",
+    "OUTLIER_THRESHOLD", "RADIUS_READINGS", "layer_spread", "type_statistics", "matched_statistics", "unbiased_radius",
     "spearman_ci", "premise_bootstrap", "anisotropy", "normal_share", "type_normal_shares",
     "normal_share_scaling",
 ]
 
 #: the three readings of "distance to the centroid" (chapter 9): (a) the concentration radius
 #: t, (b) the centroid's distance to the layer mean, (c) self-similarity
-READINGS = ("radius_t", "centroid_distance", "self_similarity")
+RADIUS_READINGS = ("radius_t", "centroid_distance", "self_similarity")
 
 #: Default rogue-dimension threshold: share of the mean cosine one dimension must exceed.
 OUTLIER_THRESHOLD = 0.05
@@ -589,7 +589,7 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
     Returns
     -------
     dict
-        ``rho``, ``lo``, ``hi``, ``sd``: arrays (L, 3), layers by :data:`READINGS` (``lo``,
+        ``rho``, ``lo``, ``hi``, ``sd``: arrays (L, 3), layers by :data:`RADIUS_READINGS` (``lo``,
         ``hi``: each layer's own interval); ``band_lo``, ``band_hi`` (L, 3): the band that
         covers every layer at once with probability ``confidence``;
         ``shift`` (L, 3): the resamples' mean minus ρ; ``n_types`` (L,) (types in the point
@@ -645,7 +645,7 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
             st = point[layer]
         for k, f in enumerate(freqs.values()):
             n_types[k, layer] = int((np.isfinite(f[st["type"]]) & np.isfinite(st["radius_t"])).sum())
-            rho[k, layer] = _spearman_rows(f[st["type"]], [st[r] for r in READINGS])
+            rho[k, layer] = _spearman_rows(f[st["type"]], [st[r] for r in RADIUS_READINGS])
     udocs, doc_of = np.unique(docs, return_inverse=True)
     nd = len(udocs)
     # per-document sums of each layer's rows and squared norms: a resample's mean and

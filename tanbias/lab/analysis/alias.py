@@ -21,18 +21,19 @@ runs where that seed exists):
   knob's removal of words? (``[rule.learning]``);
 * :func:`convergence_table`, :func:`convergence_words`: do a type's aliases become
   one cloud? (``[rule.convergence]``);
-* :func:`analyse_alias` (:class:`AliasAnalysis`) and :func:`chapter10_analyses`,
+* :func:`analyse_alias` (:class:`AliasAnalysis`) and :func:`joint_analyses`,
   the dose analysis read with the joint family, which chapters 10 and 11 and the closing page read.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
 from tanbias.lab import runs
 from tanbias.lab.analysis import dose, registered, sweep
-from tanbias.lab.analysis.alias_design import FAMILY_ROWS, READINGS, positions, registration
+from tanbias.lab.analysis.alias_design import FAMILY_ROWS, ALIAS_READINGS, positions, registration
 from tanbias.lab.analysis.dose_design import level_positions
 from tanbias.lab.analysis.registered import complete_seeds, holm, learning, t_interval
 from tanbias.lab.config import KINDS, N_SPECIAL
@@ -42,11 +43,14 @@ from tanbias.theory.alignment import frequency_buckets
 from tanbias.theory.frequency import concentration
 from tanbias.theory.token_clouds import unbiased_radius
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["load_alias", "frequent_bucket", "run_table", "predicted", "responses", "joint_multiplicity",
            "learning_change", "learning_contrast", "convergence_table", "convergence_words", "cloud_word",
-           "AliasAnalysis", "analyse_alias", "chapter10_analyses"]
+           "AliasAnalysis", "JointAnalyses", "analyse_alias", "joint_analyses"]
 
-ALPHA = 0.05
+ALPHA = registered.ALPHA
 
 
 def load_alias(runs_dir=None, cells=None) -> dict:
@@ -93,7 +97,7 @@ def _convergence_summary(conv, step) -> float:
     return float(np.mean(np.log(r))) if r.size else np.nan
 
 
-def run_table(loaded: dict) -> "object":
+def run_table(loaded: dict) -> pd.DataFrame:
     """One row per committed cell: the aliasing knob's readings, in the dose table's form.
 
     Columns: ``run, kind, level, seed, on_alias`` (True), ``x_alias`` (design position);
@@ -167,14 +171,14 @@ def predicted(metric: str) -> str:
     return {"+": "-", "-": "+"}.get(sign, sign) if metric == "isoscore_late" else sign
 
 
-def responses(table) -> "object":
+def responses(table) -> pd.DataFrame:
     """The dose experiment's registered test (chapter 10) on every reading of
-    :data:`~tanbias.lab.analysis.alias_design.READINGS` and architecture, over the complete seeds
+    :data:`~tanbias.lab.analysis.alias_design.ALIAS_READINGS` and architecture, over the complete seeds
     (``[rule] test``), unadjusted; ``knob`` is ``"alias"``."""
     import pandas as pd
 
     rows = []
-    for metric in READINGS:
+    for metric in ALIAS_READINGS:
         for kind in KINDS:
             t = table[table["seed"].isin(complete_seeds(ALIAS, table, kind)) | (table["kind"] != kind)]
             rows.append(dose.dose_response(t, metric, "alias", kind, positions=positions(),
@@ -220,7 +224,7 @@ def learning_change(table, kind: str, knob: str) -> dict:
             "se": float(abs(fit.bse["log_collision"] * dx)), "df": float(fit.df_resid)}
 
 
-def learning_contrast(alias_table, dose_table) -> "object":
+def learning_contrast(alias_table, dose_table) -> pd.DataFrame:
     """``[rule.learning]``: per architecture, the aliasing knob's end-to-end change of the gain minus
     the direct knob's, SE ``sqrt(se_a² + se_t²)``, Welch–Satterthwaite df, 95 % t interval, Holm
     over the two architectures, and the word (``less``: aliasing loses less gain, ``more``,
@@ -246,7 +250,7 @@ def learning_contrast(alias_table, dose_table) -> "object":
     return out
 
 
-def convergence_table(loaded: dict) -> "object":
+def convergence_table(loaded: dict) -> pd.DataFrame:
     """The aliases' convergence of every committed aliased cell: one row per (run, step, layer) with the
     geometric mean over the followed types of the ratio (``ratio``, and ``n_types``), plus ``kind, level,
     seed``; from the runs' ``alias.csv``."""
@@ -275,7 +279,7 @@ def cloud_word(n: int, lo: float, hi: float) -> str:
             "separate clouds" if lo > 0 else "in between")
 
 
-def convergence_words(table) -> "object":
+def convergence_words(table) -> pd.DataFrame:
     """``[rule.convergence]``: per architecture and aliased level, the t interval (95 %) over the complete
     seeds of the per-run ln ratio after the last step (``log_convergence``), as ratios, and the word:
     ``one cloud`` (upper end below 0.5), ``separate clouds`` (lower end above 1), ``in between``, or
@@ -309,10 +313,18 @@ class AliasAnalysis:
     interim: bool         # a registered seed is incomplete
 
 
-def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
+class JointAnalyses(NamedTuple):
+    """The dose experiment's analysis read at the joint Holm family, and the aliasing knob's: the
+    aliasing knob's 14 registered rows joined the dose experiment's 24 in one family, so chapter 10's
+    verdicts are computed here, with chapter 11's."""
+    dose: object      # tanbias.lab.analysis.dose.DoseAnalysis
+    alias: AliasAnalysis
+
+
+def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> "JointAnalyses":
     """Every statistic of the aliasing knob, and the dose analysis read with the joint Holm family.
 
-    Returns ``(AliasAnalysis, DoseAnalysis)``: the second is chapter 10's
+    Returns :class:`JointAnalyses` ``(dose, alias)``: ``dose`` is chapter 10's
     :class:`~tanbias.lab.analysis.dose.DoseAnalysis` with its verdict table read at Holm over the
     registered 38 rows (the direct and language knobs' 24 and this knob's 14). With nothing
     committed yet, every aliasing row enters with p = 1.
@@ -327,10 +339,10 @@ def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
         raw = responses(table)
     else:
         table = pd.DataFrame(columns=["run", "kind", "level", "seed", "on_alias", "x_alias", "gain", "log_collision",
-                                      "diverged", *READINGS])
+                                      "diverged", *ALIAS_READINGS])
         empty = table.assign(on_alias=pd.Series(dtype=bool))
         raw = pd.DataFrame([dose.dose_response(empty, m, "alias", k, positions=positions(), predicted=predicted(m))
-                            for m in READINGS for k in KINDS])
+                            for m in ALIAS_READINGS for k in KINDS])
     dose_rows, alias_rows = joint_multiplicity(da.responses, raw)
     seeds = {k: complete_seeds(ALIAS, table, k) if len(table) else [] for k in KINDS}
     aa = AliasAnalysis(status=status, table=table, responses=alias_rows,
@@ -338,15 +350,11 @@ def analyse_alias(loaded: dict | None = None, dose_analysis=None) -> tuple:
                        convergence=convergence_table(loaded), clouds=convergence_words(table) if len(table)
                        else pd.DataFrame(), seeds=seeds,
                        interim=any(len(seeds[k]) < len(ALIAS_SEEDS) for k in KINDS))
-    return aa, replace(da, responses=dose_rows)
+    return JointAnalyses(dose=replace(da, responses=dose_rows), alias=aa)
 
 
-def chapter10_analyses() -> tuple:
-    """``(DoseAnalysis, AliasAnalysis)`` of the committed runs, memoised on disk
-    (:func:`tanbias.lab.runs.memoised`): chapters 10 and 11 and the closing page read the dose analysis with
-    the joint Holm family, and the aliasing analysis, from one computation."""
-    def compute():
-        aa, da = analyse_alias()
-        return da, aa
-
-    return runs.memoised("chapter10_analyses", compute)
+def joint_analyses() -> "JointAnalyses":
+    """:func:`analyse_alias` of the committed runs, memoised on disk (:func:`tanbias.lab.runs.memoised`):
+    chapters 10 and 11 and the closing page read the dose analysis with the joint Holm family, and the
+    aliasing analysis, from one computation."""
+    return runs.memoised("joint_analyses", analyse_alias)

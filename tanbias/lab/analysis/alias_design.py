@@ -19,6 +19,8 @@ the runs :mod:`tanbias.lab.analysis.alias`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tanbias.lab.aliasing import alias_counts, input_collision
@@ -28,15 +30,18 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import ALIAS, ALIAS_F0, ALIAS_LEVELS, ALIAS_SEEDS, alias_config
 from tanbias.lab.tokenizer import load_tokenizer
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["registration", "TARGET_RATIO", "TARGET_POWER", "POWER_READING", "FAMILY_ROWS",
-           "READINGS", "positions", "expected_concentration", "power_analysis", "design_numbers"]
+           "ALIAS_READINGS", "positions", "expected_concentration", "power_analysis", "design_numbers"]
 
 #: the end-to-end change the design is powered for, its power, and the reading it is read on
 TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
 POWER_READING = "log_enrichment_late"
 #: the aliasing knob's verdict readings (run-table columns) and what each is
-READINGS = {
+ALIAS_READINGS = {
     "log_collision": "ln collision probability of the shown training stream (per input id)",
     "log_eta_q1": "ln η_g of the frequent bucket, per input id (last layer, common text)",
     "log_eta_q1_type": "ln η_g of the frequent bucket, per merged type (last layer, common text)",
@@ -46,7 +51,7 @@ READINGS = {
     "isoscore_late": "IsoScore* of the activations (last step, mean over layers)",
 }
 #: Holm's family once the aliasing rows (chapter 11) join the dose experiment's verdict table (chapter 10): 24 + 7 x 2
-FAMILY_ROWS = 24 + len(READINGS) * len(KINDS)
+FAMILY_ROWS = 24 + len(ALIAS_READINGS) * len(KINDS)
 
 
 def registration() -> dict:
@@ -65,7 +70,7 @@ def positions() -> dict[str, float]:
     return {lv: i / n for i, lv in enumerate(ALIAS_LEVELS)}
 
 
-def expected_concentration(kind: str = "decoder") -> "object":
+def expected_concentration(kind: str = "decoder") -> pd.DataFrame:
     """Each aliasing level's expected concentration, from the corpus alone (before any run).
 
     The skewed start's expected type frequencies (:attr:`tanbias.lab.data.Stream.frequencies`),
@@ -95,7 +100,7 @@ def expected_concentration(kind: str = "decoder") -> "object":
     return pd.DataFrame(rows)
 
 
-def power_analysis(responses=None, seeds=range(3, 11)) -> "object":
+def power_analysis(responses=None, seeds=range(3, 11)) -> pd.DataFrame:
     """The registered test's power for a ×:data:`TARGET_RATIO` end-to-end change, per reading and
     architecture, at chapter 10's realised residual SD along the direct knob.
 

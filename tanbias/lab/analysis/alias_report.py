@@ -1,31 +1,36 @@
 """The numbers, tables and words chapter 11 (the aliasing knob) and the closing page quote.
 
-:func:`alias_numbers` returns the numbers the chapter glues (``ch11_`` keys, the
-aliasing ones prefixed ``alias_``): the progress of ``make alias``, each reading's
+The experiment's face (registered in :mod:`tanbias.lab.analysis.findings`): :func:`analyse`,
+:func:`numbers` and :func:`words`. :func:`numbers` returns the numbers the chapter glues (keys
+without its ``ch11_`` prefix, the aliasing ones prefixed ``alias_``): the progress of ``make alias``, each reading's
 end-to-end change along the knob with its interval and raw and Holm-adjusted p
 (over the joint family of chapters 10 and 11), the text's own collision change (a check of the
 design), the learning comparison with the direct knob, and the convergence of the
 aliases. :func:`verdict_rows` is the aliasing rows of the verdict table;
 :func:`balancing_words` and :func:`closing_verdict` the closing page's "weaker
-under balancing" by the registration's ``[rule.balancing]``; :func:`words_of` every
-word the chapter states, by name, for its checks (:func:`word_checks`). No torch; the
+under balancing" by the registration's ``[rule.balancing]``; :func:`words` every
+word the chapter states, by name, for :func:`tanbias.stats.check_words`. No torch; the
 statistics are :mod:`tanbias.lab.analysis.alias`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from tanbias.lab.analysis.alias import AliasAnalysis
-from tanbias.lab.analysis.alias_design import READINGS
+from tanbias.lab.analysis.alias import AliasAnalysis, joint_analyses
+from tanbias.lab.analysis.alias_design import ALIAS_READINGS
 from tanbias.lab.analysis.dose import POSTHOC, verdict_table
 from tanbias.lab.analysis.dose_report import balancing_components
 from tanbias.lab.analysis.registered import t_interval
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
-from tanbias.stats import check_words
 
-__all__ = ["SHORT", "alias_numbers", "verdict_rows", "learning_table", "convergence_summary", "status_table",
-           "balancing_words", "closing_verdict", "knob_properties", "words_of", "word_checks"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SHORT", "analyse", "numbers", "verdict_rows", "learning_table", "convergence_summary", "status_table",
+           "balancing_words", "closing_verdict", "knob_properties", "words"]
 
 #: the short names of the readings in the glued keys (``alias_<short>_<kind>``)
 SHORT = {"log_collision": "col", "log_eta_q1": "eta", "log_eta_q1_type": "etatype",
@@ -37,7 +42,13 @@ _RATIO = {"log_collision", "log_eta_q1", "log_eta_q1_type", "log_enrichment_late
 _BALANCING = {*POSTHOC["balancing"]["alignment"], *POSTHOC["balancing"]["anisotropy"]}
 
 
-def alias_numbers(aa: AliasAnalysis) -> dict:
+def analyse() -> AliasAnalysis:
+    """The aliasing knob's analysis of the committed runs (:func:`~tanbias.lab.analysis.alias.joint_analyses`,
+    memoised)."""
+    return joint_analyses().alias
+
+
+def numbers(aa: AliasAnalysis) -> dict:
     """The numbers chapter 11 quotes from the aliasing knob (without the ``ch11_`` prefix).
 
     ``alias_done`` (committed cells), ``alias_complete_<kind>`` (complete seeds). For each reading
@@ -96,12 +107,12 @@ def alias_numbers(aa: AliasAnalysis) -> dict:
     return out
 
 
-def verdict_rows(aa: AliasAnalysis) -> "object":
+def verdict_rows(aa: AliasAnalysis) -> pd.DataFrame:
     """The aliasing knob's rows of the joint verdict table, in its columns (read at the joint family)."""
     return verdict_table(aa.responses)
 
 
-def learning_table(aa: AliasAnalysis) -> "object":
+def learning_table(aa: AliasAnalysis) -> pd.DataFrame:
     """How much the runs of each (architecture, level) learned: mean and SD over the complete seeds of the
     gain over unigram, and the held-out and unigram losses (nats per scored token)."""
     t = aa.table
@@ -115,7 +126,7 @@ def learning_table(aa: AliasAnalysis) -> "object":
     return g.reset_index()
 
 
-def convergence_summary(aa: AliasAnalysis) -> "object":
+def convergence_summary(aa: AliasAnalysis) -> pd.DataFrame:
     """``[rule.convergence]``'s table: per architecture and aliased level, the aliases' centroid spread
     over the type's radius after training (ratio and 95 % interval over seeds), at initialisation, and
     the word; the word next to the level, where a narrow page still shows it."""
@@ -124,7 +135,7 @@ def convergence_summary(aa: AliasAnalysis) -> "object":
     return c[first + [col for col in c.columns if col not in first]]
 
 
-def status_table(aa: AliasAnalysis) -> "object":
+def status_table(aa: AliasAnalysis) -> pd.DataFrame:
     """Committed cells per (architecture, level), and how many of them are shared with the causal test."""
     s = aa.status
     return (s.groupby(["kind", "level"], sort=False)
@@ -155,9 +166,9 @@ def knob_properties(aa: AliasAnalysis, da) -> dict:
                for knob in ("token", "language")}}
 
 
-def words_of(aa: AliasAnalysis) -> dict:
+def words(aa: AliasAnalysis) -> dict:
     """Every word chapter 11 and the closing page state about the runs, by name,
-    for :func:`word_checks`:
+    for :func:`tanbias.stats.check_words`:
 
     * ``every seed complete`` (``yes`` or ``no``) and ``closing`` (:func:`closing_verdict`);
     * ``balancing, <kind> alignment`` and ``balancing, <kind> anisotropy`` (:func:`balancing_words`);
@@ -182,8 +193,3 @@ def words_of(aa: AliasAnalysis) -> dict:
         out[f"clouds at initialisation, {r['kind']}, {r['level']}"] = str(r["init_word"])
     return out
 
-
-def word_checks(aa: AliasAnalysis, expected: dict) -> list:
-    """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
-    :func:`words_of` (a name it does not know raises ``KeyError`` naming the known ones)."""
-    return check_words(words_of(aa), expected)

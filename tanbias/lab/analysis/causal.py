@@ -14,7 +14,7 @@ committed runs ``causal-<kind>-<arm>-s<seed>``:
   with t intervals;
 * the rules: :func:`causal_rows` (prediction 1, Holm across the six contrasts,
   with the learning check), :func:`early_share` (prediction 2),
-  :func:`reinforcing` (prediction 3), :func:`rival_rows` (4), :func:`cost_rows` (5);
+  :func:`reinforcing` (prediction 3), :func:`tied_rows` (4), :func:`cost_rows` (5);
 * post hoc, :func:`matched_progress`: every contrast at matched held-out loss (the
   matched-progress reading of :mod:`tanbias.lab.analysis.registered`);
 * :func:`analyse_causal`: all of it, and whether it is interim (fewer seeds than
@@ -25,6 +25,7 @@ The numbers chapter 12 and the closing page quote are :mod:`tanbias.lab.analysis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,8 +40,11 @@ from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
 from tanbias.lab.probe import probe_steps
 from tanbias.stats import interval_word
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["OUTCOMES", "PRIMARY", "ALPHA", "EARLY_THRESHOLD", "window_end", "run_table", "trajectory_table",
-           "fit_contrasts", "causal_rows", "causal_word", "early_share", "reinforcing", "rival_rows", "cost_rows",
+           "fit_contrasts", "causal_rows", "causal_word", "early_share", "reinforcing", "tied_rows", "cost_rows",
            "trajectory_contrast", "matched_progress", "CausalAnalysis", "analyse_causal", "from_tables"]
 
 #: the outcomes of one run (columns of :func:`run_table`) and what they are
@@ -57,7 +61,7 @@ OUTCOMES = {
 PRIMARY = "log_mean_cosine"
 #: the columns of :func:`trajectory_table`
 TRAJECTORY_COLUMNS = ["run", "kind", "arm", "seed", "step", "layer", "log_mean_cosine", "heldout_loss"]
-ALPHA = 0.05
+ALPHA = registered.ALPHA
 #: the threshold of "most" (rule.early)
 EARLY_THRESHOLD = 0.5
 #: prediction 1's contrasts, per architecture
@@ -68,7 +72,7 @@ def _layer_mean(an, column: str) -> float:
     return float(an[column].mean())
 
 
-def run_table(loaded: dict) -> "object":
+def run_table(loaded: dict) -> pd.DataFrame:
     """One row per causal run: ``run, kind, arm, seed``, every :data:`OUTCOMES` column,
     ``share`` and ``removed`` (mean over the surgery's steps of the share of the maps'
     update energy in P, and of the share removed; NaN without surgery) and ``diverged``
@@ -108,7 +112,7 @@ def run_table(loaded: dict) -> "object":
     return pd.DataFrame(rows)
 
 
-def trajectory_table(loaded: dict) -> "object":
+def trajectory_table(loaded: dict) -> pd.DataFrame:
     """The primary outcome during training: one row per (run, probe step, layer), ``layer`` an int
     (1..L) or ``"mean"`` (ln of the layer mean), columns ``run, kind, arm, seed, step, layer,
     log_mean_cosine, heldout_loss`` (the held-out loss on the common text at that probe step, from
@@ -133,7 +137,7 @@ def trajectory_table(loaded: dict) -> "object":
     return out[TRAJECTORY_COLUMNS]
 
 
-def fit_contrasts(table, outcome: str, kind: str, pairs, confidence: float = 1 - ALPHA) -> "object":
+def fit_contrasts(table, outcome: str, kind: str, pairs, confidence: float = 1 - ALPHA) -> pd.DataFrame:
     """Seed-paired contrasts of arms of one architecture: OLS ``outcome ~ C(seed) + C(arm)`` over the
     complete seeds (statsmodels), each pair ``(a, b)`` the difference of the two arms' effects.
 
@@ -169,7 +173,7 @@ def fit_contrasts(table, outcome: str, kind: str, pairs, confidence: float = 1 -
     return pd.DataFrame(rows)
 
 
-def causal_rows(table) -> "object":
+def causal_rows(table) -> pd.DataFrame:
     """Prediction 1 (rule.causal): the six contrasts of the primary outcome (``proxy`` against
     ``control``, ``random``, ``uniform``, per architecture) with Holm-adjusted p (``p_holm``), the
     learning check on held-out loss (``loss_estimate``, ``loss_lo``, ``loss_hi``; ``learning_differs``:
@@ -286,14 +290,14 @@ def reinforcing(traj, table, kind: str) -> dict:
     return out
 
 
-def rival_rows(table) -> "object":
+def tied_rows(table) -> pd.DataFrame:
     """Prediction 4 (rule.rivals): the decoder's ``proxy − control`` and ``tied − control`` on the
     primary outcome, as ratios ``exp(contrast)`` with 95 % intervals (``ratio, ratio_lo, ratio_hi``)."""
     c = fit_contrasts(table, PRIMARY, "decoder", (("proxy", "control"), ("tied", "control")))
     return c.assign(ratio=np.exp(c["estimate"]), ratio_lo=np.exp(c["lo"]), ratio_hi=np.exp(c["hi"]))
 
 
-def cost_rows(table) -> "object":
+def cost_rows(table) -> pd.DataFrame:
     """Prediction 5 (rule.cost): ``proxy − control`` in held-out loss on the common text, per
     architecture, 95 % t intervals, and the interval's word (:func:`tanbias.stats.interval_word`)."""
     import pandas as pd
@@ -304,7 +308,7 @@ def cost_rows(table) -> "object":
     return c
 
 
-def trajectory_contrast(traj, table, kind: str, a: str = "proxy", b: str = "control") -> "object":
+def trajectory_contrast(traj, table, kind: str, a: str = "proxy", b: str = "control") -> pd.DataFrame:
     """Arm ``a`` against arm ``b`` at every probe step: the seed-paired difference of the layer-mean
     primary outcome (ln mean cosine), over the architecture's complete seeds, with its 95 % seed t
     interval. A description of the trajectories (no rule reads it, no multiplicity correction).
@@ -335,7 +339,7 @@ def trajectory_contrast(traj, table, kind: str, a: str = "proxy", b: str = "cont
     return pd.DataFrame(rows, columns=cols)
 
 
-def matched_progress(traj, table, rows) -> "object":
+def matched_progress(traj, table, rows) -> pd.DataFrame:
     """The contrasts of the primary outcome at matched training progress (post hoc:
     ``data/preregistration/causal-posthoc.toml``, written after 86 runs were seen; it changes no
     registered word).
@@ -392,21 +396,22 @@ def matched_progress(traj, table, rows) -> "object":
 @dataclass
 class CausalAnalysis:
     """Everything chapter 12 shows: the status, the run table, the trajectories and each rule's rows."""
-    status: "object"
-    table: "object"
-    trajectory: "object"
-    causal: "object"
+    status: pd.DataFrame
+    table: pd.DataFrame
+    trajectory: pd.DataFrame
+    causal: pd.DataFrame
     words: dict
     early: dict
     reinforcing: dict
-    rivals: "object"
-    cost: "object"
+    #: the tied-embeddings rival's rows (:func:`tied_rows`)
+    tied: pd.DataFrame
+    cost: pd.DataFrame
     seeds: dict
     interim: bool
-    #: the contrasts at matched training progress (post hoc, :func:`matched_progress`)
-    progress: "object" = None
+    #: the contrasts at matched training progress (added after the data, :func:`matched_progress`)
+    progress: pd.DataFrame | None = None
 
-    def secondary(self, outcome: str) -> "object":
+    def secondary(self, outcome: str) -> pd.DataFrame:
         """The causal contrasts on a secondary outcome (95 % intervals, no multiplicity correction)."""
         import pandas as pd
 
@@ -454,5 +459,5 @@ def from_tables(table, trajectory, status, *, interim: bool | None = None) -> Ca
         status=status, table=table, trajectory=trajectory, causal=rows, words=words,
         early={k: early_share(table, k, words[k]) for k in KINDS},
         reinforcing={k: reinforcing(trajectory, table, k) for k in KINDS},
-        rivals=rival_rows(table), cost=cost_rows(table), seeds=seeds, interim=bool(interim),
+        tied=tied_rows(table), cost=cost_rows(table), seeds=seeds, interim=bool(interim),
         progress=matched_progress(trajectory, table, rows))

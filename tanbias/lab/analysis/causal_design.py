@@ -18,6 +18,8 @@ The statistics of the runs are :mod:`tanbias.lab.analysis.causal`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tanbias._checks import check_int
@@ -25,6 +27,9 @@ from tanbias.lab.analysis import dose, registered
 from tanbias.lab.analysis.registered import contrast_power, seed_blocked_sd, seeds_needed
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["registration", "posthoc", "TARGET_RATIO", "TARGET_POWER", "FAMILY", "ALPHA", "primary_sd",
            "power_analysis", "design_numbers"]
@@ -34,7 +39,7 @@ TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
 #: the primary family: per architecture, proxy against control, random and uniform
 FAMILY = 2 * 3
-ALPHA = 0.05
+ALPHA = registered.ALPHA
 
 
 def registration() -> dict:
@@ -75,7 +80,7 @@ def primary_sd(kind: str, loaded=None, table=None) -> dict:
                                   .to_numpy(float)))
 
 
-def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> "object":
+def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> pd.DataFrame:
     """The design's power per architecture and number of seeds (the numbers chapter 12 quotes).
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``arms``, ``seeds``,

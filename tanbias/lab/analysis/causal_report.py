@@ -1,6 +1,8 @@
 """The numbers, tables and words chapter 12 and the closing page quote from the causal test.
 
-:func:`causal_numbers` returns the numbers the chapter glues (``ch12_`` keys):
+The experiment's face (registered in :mod:`tanbias.lab.analysis.findings`): :func:`analyse`,
+:func:`numbers` and :func:`words`. :func:`numbers` returns the numbers the chapter glues (keys
+without its ``ch12_`` prefix):
 the progress of ``make causal``, and for every architecture with at least two
 complete seeds the registered contrasts as ratios of the primary outcome with
 their intervals, the surgery's energy shares, the early share, the gap
@@ -10,17 +12,28 @@ No torch; the statistics are :mod:`tanbias.lab.analysis.causal`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tanbias.lab.analysis import registered
-from tanbias.lab.analysis.causal import (ALPHA, OUTCOMES, PRIMARY, CausalAnalysis, fit_contrasts,
+from tanbias.lab.analysis.causal import (ALPHA, OUTCOMES, PRIMARY, CausalAnalysis, analyse_causal, fit_contrasts,
                                         trajectory_contrast)
 from tanbias.lab.config import KINDS, SIZES
 from tanbias.lab.experiments import CAUSAL_SEEDS, CAUSAL_SURGERY
-from tanbias.stats import check_words, interval_word
+from tanbias.stats import interval_word
 
-__all__ = ["LEVELS", "analysed_kinds", "causal_numbers", "verdict_table", "closing_words", "contrast_table",
-           "progress_words", "progress_table", "words_of", "word_checks", "secondary_table", "descriptive_table"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["LEVELS", "analyse", "analysed_kinds", "numbers", "verdict_table", "closing_words", "contrast_table",
+           "progress_words", "progress_table", "words", "secondary_table", "descriptive_table"]
+
+
+def analyse() -> CausalAnalysis:
+    """The causal test's analysis of the committed runs (:func:`~tanbias.lab.analysis.causal.analyse_causal`,
+    memoised)."""
+    return analyse_causal()
 
 
 def analysed_kinds(ca: CausalAnalysis) -> list[str]:
@@ -32,7 +45,7 @@ def _key(contrast: str) -> str:
     return contrast.replace(" - ", "_").replace("-", "_")
 
 
-def causal_numbers(ca: CausalAnalysis) -> dict:
+def numbers(ca: CausalAnalysis) -> dict:
     """The numbers chapter 12 quotes (without its ``ch12_`` prefix).
 
     Always: ``n_runs`` (registered), ``runs_done`` and ``complete_<kind>`` (seeds whose every
@@ -124,7 +137,7 @@ def causal_numbers(ca: CausalAnalysis) -> dict:
                 float(np.exp(r[c])) for c in ("estimate", "lo", "hi"))
             out[f"{kind}_loss_gap"] = float(r["loss_gap"])
     if "decoder" in analysed_kinds(ca):
-        r = ca.rivals.set_index("contrast").loc["tied - control"]
+        r = ca.tied.set_index("contrast").loc["tied - control"]
         out["decoder_tied_control"], out["decoder_tied_control_lo"], out["decoder_tied_control_hi"] = (
             float(r[c]) for c in ("ratio", "ratio_lo", "ratio_hi"))
     return out
@@ -137,7 +150,7 @@ def _pair(lo, hi):
     return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else np.nan
 
 
-def contrast_table(ca: CausalAnalysis) -> "object":
+def contrast_table(ca: CausalAnalysis) -> pd.DataFrame:
     """Prediction 1's six contrasts as a reader's table: architecture, contrast, ratio of the
     primary outcome with its 95 % interval, Holm-adjusted p, the learning check, seeds."""
     import pandas as pd
@@ -164,7 +177,7 @@ def progress_words(ca: CausalAnalysis) -> dict:
     return {(k, c): w for k, c, w in zip(p["kind"], p["contrast"], p["word"])}
 
 
-def progress_table(ca: CausalAnalysis) -> "object":
+def progress_table(ca: CausalAnalysis) -> pd.DataFrame:
     """The contrasts at matched training progress (post hoc, causal-posthoc.toml) beside the registered
     ones, as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter
     13's: the ratio at matched held-out loss with its 95 % interval in ``lo`` and ``hi``). Empty before
@@ -192,7 +205,7 @@ def _anisotropy_word(lo, hi) -> str:
             "indistinguishable": "no change detected"}.get(interval_word(lo, hi), "too few seeds")
 
 
-def verdict_table(ca: CausalAnalysis) -> "object":
+def verdict_table(ca: CausalAnalysis) -> pd.DataFrame:
     """One row per prediction and architecture: the rule's measure, its estimate, its interval at the level
     the rule registers (``level``: 95 % or 97.5 %) and the word. Beside prediction 1's mean cosine, the same
     contrast on IsoScore* (a secondary outcome: its row reads what the interval says of anisotropy, no
@@ -250,9 +263,9 @@ def closing_words(ca: CausalAnalysis) -> dict:
             **{f"self-reinforcing, {k}": ca.reinforcing[k]["word"] for k in KINDS}}
 
 
-def words_of(ca: CausalAnalysis) -> dict:
+def words(ca: CausalAnalysis) -> dict:
     """Every word chapter 12 and the closing page state about the runs, by name, for
-    :func:`word_checks`: :func:`closing_words`; per architecture of :func:`analysed_kinds`
+    :func:`tanbias.stats.check_words`: :func:`closing_words`; per architecture of :func:`analysed_kinds`
     ``causal, <kind>``, ``early, <kind>``, ``reinforcing, <kind>``, ``cost, <kind>``, ``matched,
     <kind>, <contrast>`` (:func:`progress_words`), ``learning differs, <kind>, <contrast>`` (``yes`` or
     ``no``), ``secondary, <kind>, <outcome>`` (the interval word of proxy − control on a secondary
@@ -277,14 +290,8 @@ def words_of(ca: CausalAnalysis) -> dict:
     return out
 
 
-def word_checks(ca: CausalAnalysis, expected: dict) -> list:
-    """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against
-    :func:`words_of` (:func:`tanbias.stats.check_words`: a name it does not know raises ``KeyError``
-    naming the known ones)."""
-    return check_words(words_of(ca), expected)
 
-
-def secondary_table(ca: CausalAnalysis) -> "object":
+def secondary_table(ca: CausalAnalysis) -> pd.DataFrame:
     """The secondary outcomes' contrasts (95 % t intervals, no multiplicity correction): one row per
     outcome, architecture and contrast, the difference in the outcome's own units (ln units for the
     ln outcomes, nats for the losses, ρ for the premise)."""
@@ -298,7 +305,7 @@ def secondary_table(ca: CausalAnalysis) -> "object":
                          "seeds": c["n_seeds"].astype(int)})
 
 
-def descriptive_table(ca: CausalAnalysis) -> "object":
+def descriptive_table(ca: CausalAnalysis) -> pd.DataFrame:
     """Every committed run beside its seed's control, complete seed or not (descriptive, no interval):
     the ratio of the primary outcome to the control's, the held-out loss difference and, for the
     surgical arms, the share of the update energy in P. Empty until a control and another arm of one

@@ -18,6 +18,7 @@ check and the matched-progress reading are :mod:`tanbias.lab.analysis.registered
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.stats import interval_word
 from tanbias.theory.alignment import frequency_buckets
 from tanbias.theory.frequency import concentration
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["POSTHOC", "FAMILY", "run_status", "reference_buckets", "run_table", "knob_runs",
            "SIGN_OF_WORD", "verdict_word", "dose_response", "apply_multiplicity", "all_responses",
@@ -48,7 +52,7 @@ POSTHOC: dict = registration(DOSE, posthoc=True)
 FAMILY = len(LINKS) * len(DOSE_KNOBS) * len(KINDS)
 
 
-def run_status(runs_dir=None) -> "object":
+def run_status(runs_dir=None) -> pd.DataFrame:
     """Which dose runs are committed: one row per (kind, level) with the seeds complete
     (:func:`tanbias.lab.analysis.registered.run_status`, counted per cell)."""
     df = registered.run_status(DOSE, runs_dir)
@@ -70,7 +74,7 @@ def reference_buckets(kind: str = "decoder", n_buckets: int = 3) -> np.ndarray:
     return frequency_buckets(f * 1e9, n_buckets, n_special=N_SPECIAL)
 
 
-def run_table(loaded: dict, buckets=None) -> "object":
+def run_table(loaded: dict, buckets=None) -> pd.DataFrame:
     """One row per dose run: the knob's level and every link of the chain.
 
     Columns: ``run, kind, level, seed, on_token, on_language`` (the level lies on
@@ -324,7 +328,7 @@ def apply_multiplicity(responses, rules: dict | None = None, family: int | None 
     return r
 
 
-def all_responses(table, metrics=tuple(LINKS), adjust: bool = True) -> "object":
+def all_responses(table, metrics=tuple(LINKS), adjust: bool = True) -> pd.DataFrame:
     """:func:`dose_response` for every link, knob and architecture, as one table, read at
     Holm-adjusted p over its rows (:func:`apply_multiplicity`; the registered :data:`FAMILY`
     with every link; ``adjust=False``: each row alone, as registered)."""
@@ -398,7 +402,7 @@ def knob_comparison(table, metric: str = "log_enrichment_late", kind: str = "dec
             "p": float(np.asarray(test.pvalue).ravel()[0])}
 
 
-def knob_comparisons(table, metric: str | None = None) -> "object":
+def knob_comparisons(table, metric: str | None = None) -> pd.DataFrame:
     """:func:`knob_comparison` for both architectures, with Holm over the two (``p_holm``,
     :func:`tanbias.lab.analysis.registered.holm`)."""
     import pandas as pd
@@ -411,7 +415,7 @@ def knob_comparisons(table, metric: str | None = None) -> "object":
 
 
 # --------------------------------------------------------------------------- how much the runs learned
-def learning_table(table) -> "object":
+def learning_table(table) -> pd.DataFrame:
     """How much the runs of each (architecture, level) learned: mean and SD over seeds.
 
     Columns ``kind, level, knob, runs``, ``gain`` and ``gain_sd`` (unigram minus model
@@ -430,7 +434,7 @@ def learning_table(table) -> "object":
 
 # --------------------------------------------------------------------------- power at the realised noise
 def realised_power(responses, power, metric: str = "log_enrichment_late", knob: str = "token",
-                   target: float = 1.25) -> "object":
+                   target: float = 1.25) -> pd.DataFrame:
     """The design's power as planned and as realised (``dose-posthoc.toml`` ``[power]``).
 
     One row per architecture: the planned residual SD (chapter 8's 2x2, its df), the
@@ -470,7 +474,7 @@ def realised_power(responses, power, metric: str = "log_enrichment_late", knob: 
 
 
 # --------------------------------------------------------------------------- "possibly adaptive"
-def adaptive_frame(loaded: dict, window: int = 10) -> "object":
+def adaptive_frame(loaded: dict, window: int = 10) -> pd.DataFrame:
     """One row per (run, probe step): effective dimension against held-out loss.
 
     ``participation`` and ``isoscore``: mean over layers 1..L of the captured
@@ -594,7 +598,7 @@ def adaptive_association(frame, y: str = "heldout_loss", x: str = "participation
             "pooled_hi": float(qhi), "sd_within": sd_w, "sd_pooled": float(frame[x].std())}
 
 
-def verdict_table(responses) -> "object":
+def verdict_table(responses) -> pd.DataFrame:
     """The predictions against what was measured: one row per link, knob and architecture.
 
     Each row's ``verdict`` is the registered test's word at Holm-adjusted p
@@ -643,7 +647,7 @@ def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:
         knobs=knob_comparisons(table))
 
 
-def measured_concentration(table, expected) -> "object":
+def measured_concentration(table, expected) -> pd.DataFrame:
     """Each level's collision probability as measured in the runs' streams (mean over runs) and as expected."""
     m = table.groupby("level").agg(runs=("run", "count"), collision=("collision", "mean"),
                                    effective_types=("effective_types", "mean"), top_share=("top_share", "mean"))

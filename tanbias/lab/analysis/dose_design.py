@@ -25,6 +25,8 @@ chapter quotes :mod:`tanbias.lab.analysis.dose_report`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tanbias._checks import check_int
@@ -34,6 +36,9 @@ from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_LEVELS, DOSE_SEEDS, SKEWED_WEIGHTS, dose_config
 from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.theory.frequency import concentration
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["REGISTRATION", "PREDICTIONS", "LINKS", "predicted_sign", "level_positions", "expected_concentration",
            "residual_sd", "power_analysis", "predictions_table", "design_numbers"]
@@ -90,7 +95,7 @@ def level_positions(knob: str) -> dict[str, float]:
     return {lv: o / top for lv, o in sorted(levels.items(), key=lambda kv: kv[1])}
 
 
-def expected_concentration(kind: str = "decoder") -> "object":
+def expected_concentration(kind: str = "decoder") -> pd.DataFrame:
     """Each level's expected frequency concentration, from the corpus alone (before any run).
 
     The training stream's expected type frequencies (:attr:`tanbias.lab.data.Stream.frequencies`)
@@ -143,7 +148,7 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     return {k: v for k, v in seed_blocked_sd(y).items() if k != "n_levels"}
 
 
-def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "object":
+def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> pd.DataFrame:
     """The design's power: detectable end-to-end ratio per architecture and number of seeds.
 
     Returns a DataFrame with columns ``kind, residual_sd, sd_df, seeds, detectable_ratio``
@@ -164,7 +169,7 @@ def power_analysis(seeds=(2, 3, 4, 5), loaded=None, phase: str = "late") -> "obj
     return pd.DataFrame(rows)
 
 
-def predictions_table() -> "object":
+def predictions_table() -> pd.DataFrame:
     """:data:`PREDICTIONS` as a table: one row per link and knob (sign and shape)."""
     import pandas as pd
 

@@ -1,11 +1,12 @@
 """The numbers chapter 10 quotes about the dose runs, its checks and its verdicts (no torch).
 
-* :func:`dose_numbers` — every number chapter 10's results (and the closing
-  page) glue, from :func:`tanbias.lab.analysis.dose.analyse_dose`;
-* :func:`dose_checks` — an interval's word (:func:`tanbias.stats.check_sign`) for
-  each reading the chapter states in words, against the word the chapter
-  expects, and :func:`verdict_checks` — a verdict-table row's word: the build
-  breaks when the data stop supporting a sentence;
+The experiment's face (:mod:`tanbias.lab.analysis.findings` registers it; its analysis is chapter 10's
+dose analysis at the joint Holm family, :func:`tanbias.lab.analysis.alias.joint_analyses`):
+
+* :func:`numbers` — every number chapter 10's results (and the closing page) glue;
+* :func:`words` — every word the chapter states (an interval's word, a verdict-table row's word),
+  by name, for :func:`tanbias.stats.check_words`: the build breaks when the data stop supporting
+  a sentence;
 * :func:`balancing_components`, :func:`balancing_verdict`, :func:`adaptive_verdict`
   — the closing page's verdicts on "weaker under balancing" and "possibly
   adaptive" by the rules added after the dose runs (``data/preregistration/dose-posthoc.toml``:
@@ -31,9 +32,9 @@ from tanbias.lab.analysis.registered import detectable_ratio, power_at
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE
-from tanbias.stats import Check, check_sign, check_word, interval_word
+from tanbias.stats import interval_word
 
-__all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "dose_numbers", "dose_checks", "verdict_checks", "alignment_word",
+__all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words", "alignment_word",
            "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
            "registered_adaptive_verdict", "knob_words", "READING_NAMES", "change_text", "verdict_summary"]
@@ -59,7 +60,7 @@ def _level_mean(table, kind: str, level: str, col: str) -> float:
     return float(g.mean()) if len(g) else float("nan")
 
 
-def dose_numbers(da: DoseAnalysis) -> dict:
+def numbers(da: DoseAnalysis) -> dict:
     """The numbers chapter 10 and the closing page quote about the dose runs (glued as ``ch10_<key>``).
 
     ``runs_done`` of ``n_runs``, ``seeds_min`` per cell; ``span_<knob>``, how many
@@ -149,80 +150,36 @@ def dose_numbers(da: DoseAnalysis) -> dict:
     return out
 
 
-def dose_checks(da: DoseAnalysis, expected: dict) -> list[Check]:
-    """The interval behind each reading chapter 10 states in words, checked against ``expected``.
+def words(da: DoseAnalysis) -> dict:
+    """Every word chapter 10 and the closing page state about the runs, by name, for
+    :func:`tanbias.stats.check_words`:
 
-    Parameters
-    ----------
-    expected : dict
-        ``{key: word}`` with a word of :data:`tanbias.stats.SIGN_WORDS` and a key of the form
-
-        * ``<short>_<knob>_<kind>``: the fitted end-to-end change of a link (log scale for
-          ratios, unadjusted 95 % interval), e.g. ``"cos_token_decoder": "positive"``;
-        * ``<short>_<knob>_<kind>_flat`` / ``_change``: the flattest level's own value and its
-          paired change from the start (secondary contrasts);
-        * ``<short>_<knob>_<kind>_progress``: the end-to-end change at matched gain over unigram;
-        * ``knob_<kind>``: the language knob's excess over the token knob's slope;
-        * ``adapt_<name>``: the within-cell association of "possibly adaptive" (clustered by
-          run); ``adapt_<name>_naive``, its interval with run-steps as independent;
-          ``adapt_<name>_per_run``, one value per run.
-
-    Returns
-    -------
-    list of Check
-        In the order of ``expected``, each labelled with what it reads (and, for a link, the sign
-        the committed predictions give it).
+    * ``verdict, <kind>, <knob>, <metric>``: the verdict-table row's word (the registered test at
+      Holm-adjusted p over the joint family: ``"as predicted"``, ``"not detected"``, ...);
+    * an interval's word (:func:`tanbias.stats.interval_word`), keyed ``<short>_<knob>_<kind>``: the
+      fitted end-to-end change of a link (log scale for ratios, unadjusted 95 % interval), e.g.
+      ``cos_token_decoder``; with ``_flat`` / ``_change``: the flattest level's own value and its
+      paired change from the start (secondary contrasts); with ``_progress``: the end-to-end change
+      at matched gain over unigram (``<short>`` of :data:`SHORT`);
+    * ``knob_<kind>``: the language knob's excess over the token knob's slope (an interval's word);
+    * ``adapt_<name>``: the within-cell association of "possibly adaptive" (clustered by run);
+      ``adapt_<name>_naive``, with run-steps as independent; ``adapt_<name>_per_run``, one value per run.
     """
-    inverse = {v: k for k, v in SHORT.items()}
-    out = []
-    for key, word in expected.items():
-        if key.startswith("adapt_"):
-            name, variant = key[len("adapt_"):], ""
-            for v in ("naive", "per_run"):
-                if name.endswith(f"_{v}"):
-                    name, variant = name[: -len(v) - 1], v
-            res = da.association[name]
-            lo, hi = {"": (res["lo"], res["hi"]), "naive": (res["naive_lo"], res["naive_hi"]),
-                      "per_run": (res["per_run_lo"], res["per_run_hi"])}[variant]
-            how = {"": "errors clustered by run", "naive": "run-steps as independent",
-                   "per_run": "one value per run"}[variant]
-            out.append(check_sign(f"possibly adaptive, {name}: within-cell association ({how})", lo, hi, word))
-            continue
-        if key.startswith("knob_"):
-            kind = key[len("knob_"):]
-            k = da.knobs[da.knobs["kind"] == kind].iloc[0]
-            out.append(check_sign(f"{kind}: language knob minus the token knob's slope, late enrichment (ln)",
-                                  k["excess_lo"], k["excess_hi"], word))
-            continue
-        part = key.rsplit("_", 1)[1] if key.endswith(("_flat", "_change", "_progress")) else ""
-        short, knob, kind = (key[: -len(part) - 1] if part else key).rsplit("_", 2)
-        r = _response(da, inverse[short], knob, kind)
-        if part == "flat":
-            label, lo, hi = f"{kind}, {knob} knob, flattest level: ln enrichment", r["flat_lo"], r["flat_hi"]
-        elif part == "change":
-            label, lo, hi = (f"{kind}, {knob} knob: flattest − start, paired by seed (ln; secondary)", r["change_lo"],
-                             r["change_hi"])
-        elif part == "progress":
-            label, lo, hi = (f"{kind}, {knob} knob, {LINKS[inverse[short]][1]}: end-to-end change at matched gain "
-                             "over unigram", r["progress_lo"], r["progress_hi"])
-        else:
-            label, lo, hi = (f"{kind}, {knob} knob, {LINKS[inverse[short]][1]} (predicted {r['predicted']}): "
-                             "end-to-end change, unadjusted 95 % interval", r["end_to_end_lo"], r["end_to_end_hi"])
-        out.append(check_sign(label, lo, hi, word))
-    return out
-
-
-def verdict_checks(da: DoseAnalysis, expected: dict) -> list[Check]:
-    """Each verdict-table row's word (the registered test at Holm-adjusted p), against ``expected``.
-
-    ``expected``: ``{(metric, knob, kind): word}`` with a word of the registered verdict table
-    (``"as predicted"``, ``"not detected"``, ``"against the prediction"``, ...).
-    """
-    out = []
-    for (metric, knob, kind), word in expected.items():
-        r = _response(da, metric, knob, kind)
-        out.append(check_word(f"{kind}, {knob} knob, {LINKS[metric][1]}: verdict (Holm-adjusted p = "
-                              f"{r['p_holm']:.3g}, raw p = {r['p']:.3g})", r["verdict"], word))
+    out = {}
+    for _, r in da.responses.iterrows():
+        kind, knob, metric = r["kind"], r["knob"], r["metric"]
+        out[f"verdict, {kind}, {knob}, {metric}"] = str(r["verdict"])
+        key = f"{SHORT[metric]}_{knob}_{kind}"
+        out[key] = interval_word(r["end_to_end_lo"], r["end_to_end_hi"])
+        for part in ("flat", "change", "progress"):
+            if f"{part}_lo" in r.index:
+                out[f"{key}_{part}"] = interval_word(r[f"{part}_lo"], r[f"{part}_hi"])
+    for _, k in da.knobs.iterrows():
+        out[f"knob_{k['kind']}"] = interval_word(k["excess_lo"], k["excess_hi"])
+    for name, res in da.association.items():
+        for variant, (lo, hi) in (("", ("lo", "hi")), ("_naive", ("naive_lo", "naive_hi")),
+                                  ("_per_run", ("per_run_lo", "per_run_hi"))):
+            out[f"adapt_{name}{variant}"] = interval_word(res[lo], res[hi])
     return out
 
 

@@ -12,6 +12,8 @@ through that chapter's report; nothing is decided here but how the words are gat
 * :func:`survival_word`: whether a chapter's anisotropy verdicts survive the rival accounts, by
   the rivals experiment's registered rule (``rivals.toml``, ``survives``), and ``not yet
   tested`` while that experiment is interim;
+* :data:`REPORTS` and :func:`analyses`: every registered experiment's report (its face: ``analyse()``,
+  ``numbers(a)``, ``words(a)``) and their analyses, computed once;
 * :func:`verdict_grid`: one row per property and line of evidence: its word, the word's
   :data:`CATEGORIES` entry (the figure's colour) and the section that decides it;
 * :func:`headline_words`: the single words the closing page and the introduction glue.
@@ -22,16 +24,38 @@ derivation stops holding.
 """
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+from types import SimpleNamespace
+
 import numpy as np
 
 from tanbias._checks import check_choice
-from tanbias.lab.analysis import (alias_report, causal_report, dose_report, pretrained_report, rivals, rivals_posthoc,
-                                  sweep, sweep_report)
+from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_report, pretrained_report, rivals, rivals_posthoc,
+                                  rivals_report, sweep, sweep_report)
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "DERIVATION", "RULES", "ANISOTROPY_KINDS", "property_word",
-           "survival_word", "verdict_grid", "headline_words"]
+           "survival_word", "REPORTS", "analyses", "verdict_grid", "headline_words"]
+
+#: every registered experiment's report (tanbias.lab.experiments.EXPERIMENTS, those a chapter reads), by
+#: name: each exposes ``analyse()``, ``numbers(analysis)`` (what its chapter glues, keys without the
+#: chapter's prefix ``ch<Design.chapter>_``) and ``words(analysis)`` (the words it states, by name, for
+#: :func:`tanbias.stats.check_words`). The one exception to ``analyse()``: the dose experiment's verdicts
+#: are read at Holm over the joint family with the aliasing knob's rows, so its analysis comes from the
+#: aliasing analysis (:func:`tanbias.lab.analysis.alias.joint_analyses`), not from a ``dose_report.analyse``.
+REPORTS = {
+    "sweep": sweep_report,
+    "dose": SimpleNamespace(analyse=lambda: alias.joint_analyses().dose, numbers=dose_report.numbers,
+                            words=dose_report.words),
+    "alias": alias_report,
+    "causal": causal_report,
+    "rivals": rivals_report,
+}
 
 #: the rows: the statement's premise and five properties, and the rival accounts
 PROPERTIES = {"premise": "the premise", "mechanisms": "two independent mechanisms",
@@ -155,12 +179,20 @@ def _adaptive_causal(ca, kind: str) -> str:
     return "supported" if cost == "positive" else "no cost"
 
 
+@functools.cache
+def analyses() -> dict:
+    """``{name: analysis}`` of every report of :data:`REPORTS`, and ``"pretrained"``: chapter 9's measurements
+    of the released models (:func:`tanbias.lab.analysis.pretrained_report.analyse`), computed once per process
+    (each is memoised on disk as well)."""
+    return {**{name: report.analyse() for name, report in REPORTS.items()}, "pretrained": pretrained_report.analyse()}
+
+
 def _notes(ca, aa, da) -> dict:
     """Each verdict cell's qualifier, rule and kind of anisotropy: ``{(property, evidence): (qualifier,
     rule, anisotropy)}``. A qualifier is written only where the reading it names holds (each condition
     is read from the analyses here), so it cannot outlive the data."""
-    cw = causal_report.words_of(ca)
-    aw = alias_report.words_of(aa)
+    cw = causal_report.words(ca)
+    aw = alias_report.words(aa)
     out = {}
     for evidence in ("lab", "released"):
         out[("premise", evidence)] = ("", "correlational", "not anisotropy")
@@ -202,24 +234,16 @@ def _notes(ca, aa, da) -> dict:
     return out
 
 
-def verdict_grid(sw, pretrained: dict, da, aa, ca, ra, rp=None) -> "object":
+def verdict_grid(a: dict | None = None) -> pd.DataFrame:
     """Every property of :data:`PROPERTIES` against every line of :data:`EVIDENCE`.
 
     Parameters
     ----------
-    sw : tanbias.lab.analysis.sweep.SweepAnalysis
-        The 2x2 sweep (chapters 7-8), :func:`~tanbias.lab.analysis.sweep_report.analyse_sweep`.
-    pretrained : dict
-        Chapter 9's tables, model name -> :func:`~tanbias.lab.analysis.pretrained.load_pretrained`.
-    da, aa
-        The dose analysis at the joint Holm family and the aliasing analysis (chapters 10-11).
-    ca : tanbias.lab.analysis.causal.CausalAnalysis
-        The causal test (chapter 12).
-    ra : tanbias.lab.analysis.rivals.RivalsAnalysis
-        The rivals experiment (chapter 13), interim or final.
-    rp : tanbias.lab.analysis.rivals_posthoc.PosthocAnalysis, optional
-        Its readings added after the data (default :func:`~tanbias.lab.analysis.rivals_posthoc.analyse_posthoc`
-        of ``ra``): the survival table the rivals column reads.
+    a : dict, optional
+        :func:`analyses` (the default): ``sweep`` (chapters 7-8), ``pretrained`` (chapter 9), ``dose``
+        (at the joint Holm family) and ``alias`` (chapters 10-11), ``causal`` (chapter 12) and ``rivals``
+        (chapter 13, :class:`~tanbias.lab.analysis.rivals_report.RivalsReport`: its survival table
+        is the rivals column's).
 
     Returns
     -------
@@ -234,13 +258,16 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra, rp=None) -> "object":
     """
     import pandas as pd
 
+    a = analyses() if a is None else a
+    sw, pretrained, da, aa, ca = a["sweep"], a["pretrained"], a["dose"], a["alias"], a["causal"]
+    ra, rp = a["rivals"].analysis, a["rivals"].posthoc
     cells = {}
 
     def put(prop, evidence, word, chapter=None, label=""):
         cells[(prop, evidence)] = _cell(prop, evidence, word, chapter, label)
 
     # the premise: the lab's decoders (chapter 8) and the released decoders (chapter 9)
-    n8 = sweep_report.sweep_numbers(sw)
+    n8 = sweep_report.numbers(sw)
     lab_premise = [_premise_reading(pretrained_report.PREMISE_WORDS[n8["rho_word"]])]
     put("premise", "lab", property_word(lab_premise), "08_eurobert_vs_decoder", "sec-ch8-link2")
     pv = pretrained_report.premise_verdicts(pretrained)
@@ -264,7 +291,8 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra, rp=None) -> "object":
         put("adaptive", f"causal_{kind}", _adaptive_causal(ca, kind))
     # imprinted early and weaker under balancing in the lab (chapter 8)
     put("early", "lab", sweep.imprinted_early_property(sw.timing), "08_eurobert_vs_decoder", "sec-ch8-timing")
-    put("balancing", "lab", sweep.balancing_property(sweep_report.balancing_words(sw)), "08_eurobert_vs_decoder",
+    put("balancing", "lab", sweep.balancing_property(
+        {k: sweep_report.words(sw)[f"balancing, {k}, late"] for k in KINDS}), "08_eurobert_vs_decoder",
         "sec-ch8-effects")
     # the frequency knobs (chapters 10-11): the aliasing knob's registered rule decides "weaker under
     # balancing"; "possibly adaptive" reads the dose runs' association (a rule added after the data)
@@ -273,11 +301,9 @@ def verdict_grid(sw, pretrained: dict, da, aa, ca, ra, rp=None) -> "object":
     # them (a weak association) is its qualifier
     put("adaptive", "knobs", dose_report.registered_adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive")
     # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
-    tied = ca.rivals.set_index("contrast").loc["tied - control"]
+    tied = ca.tied.set_index("contrast").loc["tied - control"]
     put("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])))
     interim = ra.interim
-    if rp is None:
-        rp = rivals_posthoc.analyse_posthoc(ra)
     put("rivals", "rivals", "interim" if interim else survival_word(rp.survival, ("",), interim=False))
     for prop in ("mechanisms", "reinforcing", "early", "balancing", "adaptive"):
         verdicts = _SURVIVAL_ROWS.get(prop)

@@ -13,11 +13,16 @@ attention. This module holds what was fixed *before* its first run:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tanbias.lab.analysis import registered
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG, HORIZON_SEEDS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
            "realised_sd", "detectable_ratio", "power_analysis"]
@@ -29,7 +34,7 @@ TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
 #: the primary family: three long contrasts per architecture and the collapse part's two main effects
 PRIMARY_FAMILY = 3 * len(KINDS) + 2
-ALPHA = 0.05
+ALPHA = registered.ALPHA
 
 
 def registration() -> dict:
@@ -65,7 +70,7 @@ def detectable_ratio(sd: float, n_seeds: int, n_cells: int, alpha: float, power:
     return float(np.exp(brentq(lambda b: registered.t_test_power(b, se, df, alpha) - power, 1e-9, 40 * se)))
 
 
-def power_analysis(seeds=range(3, 11), sd: dict | None = None) -> "object":
+def power_analysis(seeds=range(3, 11), sd: dict | None = None) -> pd.DataFrame:
     """Power per architecture and number of seeds in a long cell.
 
     Columns: ``kind``, ``sd`` (:func:`realised_sd`), ``seeds``, ``power`` (x1.25 at alpha / 8),

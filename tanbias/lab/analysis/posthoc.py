@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import gc
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -60,6 +61,9 @@ from tanbias.lab.config import KINDS, ProbeSettings
 from tanbias.lab.data import heldout_batches, original_ids, special_ids, token_counts
 from tanbias.lab.probe import ResidualProbe, layer_activations, pack_capture
 from tanbias.theory import alignment as al
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["LOGIT_ROWS_BUDGET", "batch_rows", "capture_checkpoint", "probe_checkpoints", "random_copy",
            "heldout_alignment"]
@@ -346,7 +350,7 @@ def _kept_positions(capture: dict, seq_len: int, special) -> np.ndarray:
 
 def heldout_alignment(model, tokenizer, kind: str, n_tokens: int = 2048, seq_len: int = 256, seed: int = 0,
                       probe: dict | None = None, language: str = "en", null: bool = True,
-                      progress: bool = False, documents: dict | None = None) -> "object":
+                      progress: bool = False, documents: dict | None = None) -> pd.DataFrame:
     """The alignment test of a checkpoint with its proxy fitted on held-out documents, beside a random network.
 
     For each layer, the proxy (the top-``rank`` principal directions of the

@@ -3,10 +3,11 @@
 Read from the committed measurements of :mod:`tanbias.lab.analysis.pretrained`
 (``data/pretrained/<model>/``, :func:`~tanbias.lab.analysis.pretrained.load_pretrained`):
 
+* :func:`analyse`, :func:`numbers`, :func:`words` — the face every experiment's report has
+  (:mod:`tanbias.lab.analysis.findings`): the committed measurements of the zoo, the numbers chapter 9
+  (and the closing page) glue, keys without the ``ch9_`` prefix, and the words of the premise by name;
 * :func:`pretrained_table` — every number of the measurements, by key;
-  :func:`pretrained_numbers` — those chapter 9 (and the closing page) glue;
-  :func:`pretrained_checks`, :func:`word_checks` — the checks chapter 9 shows, each the
-  stated rule applied;
+  :func:`pretrained_checks` — the numeric checks chapter 9 shows, each the stated rule applied;
 * :func:`zoo_table`, :func:`estimator_table`, :func:`premise_table`, :func:`robustness_table`,
   :func:`sink_table`, :func:`alignment_table`, :func:`lab_comparison` — its tables.
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "pretrained_table", "PRETRAINED_QUOTED",
-           "pretrained_numbers", "pretrained_checks", "word_checks", "zoo_table", "estimator_table", "premise_table",
+           "analyse", "numbers", "words", "pretrained_checks", "zoo_table", "estimator_table", "premise_table",
            "PREMISE_WORDS", "premise_verdicts",
            "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "report_ci"]
 
@@ -205,7 +206,7 @@ def pretrained_table(pretrained: dict) -> dict:
 
 
 #: what chapter 9 and the closing page quote of each model (``ch9_<model>_<key>``):
-#: :func:`pretrained_numbers` returns these of :func:`pretrained_table`, with ``corpus_words_m``
+#: :func:`numbers` returns these of :func:`pretrained_table`, with ``corpus_words_m``
 PRETRAINED_QUOTED: dict = {
     "smollm2": ("de_dist_corpus_band_neg_layers", "de_dist_corpus_max", "de_dist_corpus_min", "de_dist_web_rho",
         "de_t_corpus_band_pos_layers", "de_t_corpus_hi", "de_t_corpus_lo", "de_t_corpus_rho", "de_tokens",
@@ -239,12 +240,20 @@ PRETRAINED_QUOTED: dict = {
 }
 
 
-def pretrained_numbers(pretrained: dict) -> dict:
+def analyse() -> dict:
+    """``{model: tables}``: the committed measurement of every model of the zoo, checksums verified
+    (:func:`~tanbias.lab.analysis.pretrained.load_pretrained`)."""
+    from tanbias.lab.analysis.pretrained import load_pretrained
+
+    return {name: load_pretrained(name) for name in zoo.ZOO}
+
+
+def numbers(pretrained: dict) -> dict:
     """The numbers (and single words) chapter 9 and the closing page quote about the released
-    models: :data:`PRETRAINED_QUOTED` of :func:`pretrained_table`."""
+    models (keys without the ``ch9_`` prefix): :data:`PRETRAINED_QUOTED` of :func:`pretrained_table`."""
     table = pretrained_table(pretrained)
-    return {"ch9_corpus_words_m": table["ch9_corpus_words_m"],
-            **{f"ch9_{m}_{k}": table[f"ch9_{m}_{k}"] for m, keys in PRETRAINED_QUOTED.items()
+    return {"corpus_words_m": table["ch9_corpus_words_m"],
+            **{f"{m}_{k}": table[f"ch9_{m}_{k}"] for m, keys in PRETRAINED_QUOTED.items()
                if f"ch9_{m}_layers" in table for k in keys}}
 
 
@@ -265,7 +274,7 @@ def pretrained_checks(pretrained: dict) -> dict:
     * ``<m>_enrichment``, ``<m>_beyond_null`` (decoders): the median enrichment over the
       inner layers exceeds 1; it exceeds the random-init copy's median.
 
-    The words of the premise are checked by :func:`word_checks`.
+    The words of the premise are :func:`words`.
     """
     rep = pretrained_table(pretrained)
     checks = {}
@@ -296,35 +305,19 @@ def pretrained_checks(pretrained: dict) -> dict:
     return checks
 
 
-def word_checks(table: dict, expected: dict) -> list:
-    """The words chapter 9 states about the premise, each checked against its rule.
+def words(table: dict) -> dict:
+    """The words chapter 9 states about the premise, by name, for :func:`tanbias.stats.check_words`.
 
-    Parameters
-    ----------
-    table : dict
-        :func:`pretrained_table`.
-    expected : dict
-        ``{key: word}``; a key is ``<model>_<language>_<reading>_<source>_<rule>``
-        (reading ``t``, ``dist`` or ``self``; source ``corpus`` or ``web``; rule ``band``,
-        the band over the blocks, :func:`tanbias.stats.band_word`, or ``last``, the last
-        layer's interval, :func:`tanbias.stats.interval_word`), e.g.
-        ``{"smollm2_en_t_corpus_band": "mixed"}``.
-
-    Returns
-    -------
-    list of Check
-        In the order of ``expected``.
+    ``table`` is :func:`pretrained_table`. A name is ``<model>_<language>_<reading>_<source>_<rule>``
+    (reading ``t``, ``dist`` or ``self``; source ``corpus`` or ``web``; rule ``band``, the band over the
+    blocks, :func:`tanbias.stats.band_word`, or ``last``, the last layer's interval,
+    :func:`tanbias.stats.interval_word`), e.g. ``smollm2_en_t_corpus_band``.
     """
-    inverse = {v: k for k, v in SHORT.items()}
-    readings = {v: k for k, v in _READ.items()}
-    out = []
-    for key, word in expected.items():
-        m, lang, short, src, rule = key.split("_")
-        measured = table[f"ch9_{m}_{lang}_{short}_{src}_{'band' if rule == 'band' else 'sign'}"]
-        where = "band over the blocks" if rule == "band" else "last layer"
-        source = "corpus" if src == "corpus" else "web"
-        out.append(check_word(f"{inverse[m]}, {LANGUAGE_NAMES.get(lang, lang)}: ρ(log {source} frequency, "
-                              f"{readings[short]}), {where}", measured, word))
+    out = {}
+    for key, value in table.items():
+        if key.startswith("ch9_") and key.endswith(("_band", "_sign")) and isinstance(value, str):
+            stem = key[len("ch9_"):].rsplit("_", 1)[0]
+            out[f"{stem}_{'band' if key.endswith('_band') else 'last'}"] = value
     return out
 
 
@@ -526,7 +519,7 @@ def alignment_table(pretrained: dict):
 def lab_comparison(numbers: dict, sw, models):
     """The lab's small models (chapter 8, natural data) beside the released ones (English).
 
-    ``numbers`` is :func:`pretrained_table` (or :func:`pretrained_numbers` where it has the
+    ``numbers`` is :func:`pretrained_table` (or :func:`numbers` where it has the
     keys), ``sw`` the sweep's :class:`~tanbias.lab.analysis.sweep_report.SweepAnalysis`,
     ``models`` the zoo models to show.
     """

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +41,16 @@ from tanbias.lab import runs
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 
-__all__ = ["REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
            "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_ratio",
            "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress",
            "progress_table"]
+
+#: the level of every registered test of the lab (two-sided; Holm's first threshold is ALPHA / m)
+ALPHA = 0.05
 
 #: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
 #: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
@@ -127,7 +134,7 @@ def registration(design, posthoc: bool = False) -> dict:
 
 
 # --------------------------------------------------------------------------- the runs
-def run_status(design, runs_dir=None) -> "object":
+def run_status(design, runs_dir=None) -> pd.DataFrame:
     """Every cell of a design, committed or not: one row per cell in queue order.
 
     Returns
@@ -157,9 +164,10 @@ def load(design, runs_dir=None, names=None) -> dict:
     return {n: runs.load_run(root / n) for n in names if runs.is_complete(root / n)}
 
 
-def complete_seeds(design, table, kind: str) -> list[int]:
+def complete_seeds(design, table, kind: str, skip=None) -> list[int]:
     """The seeds of ``kind`` in a run table (columns ``kind``, ``seed``, the design's factor and,
     where there is one, ``diverged``) whose every level of the design is there and none diverged.
+    ``skip(level)``, if given, says which levels a seed may lack (the rivals' long runs).
 
     >>> import pandas as pd
     >>> from tanbias.lab.experiments import ALIAS
@@ -170,7 +178,8 @@ def complete_seeds(design, table, kind: str) -> list[int]:
     check_choice("kind", kind, KINDS)
     out = []
     for seed, g in table[table["kind"] == kind].groupby("seed"):
-        levels = set(design.levels_of(kind, int(seed)))        # the levels the grid has at this seed
+        levels = {lv for lv in design.levels_of(kind, int(seed))  # the levels the grid has at this seed
+                  if skip is None or not skip(lv)}
         if set(g[design.factor]) >= levels and not ("diverged" in g and g["diverged"].any()):
             out.append(int(seed))
     return sorted(out)
@@ -423,7 +432,7 @@ def progress_word(sign, lo, hi) -> str:
     return _PROGRESS_WORDS[relative_word(sign, lo, hi)]
 
 
-def progress_table(progress) -> "object":
+def progress_table(progress) -> pd.DataFrame:
     """Contrasts at matched training progress as a reader's table, for chapters 12 and 13: architecture,
     contrast, the held-out loss the first arm ends with beyond the second (nats), the ratio at the last
     step (the registered contrast), the ratio at matched held-out loss with its 95 % interval (``lo``,

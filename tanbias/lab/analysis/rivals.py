@@ -32,6 +32,7 @@ Besides the registered statistics:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
@@ -46,12 +47,15 @@ from tanbias.lab.tokenizer import load_tokenizer
 from tanbias.stats import interval_word
 from tanbias.theory.anisotropy import mean_cosine
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["POSITION_KINDS", "initialisation_anisotropy", "ALPHA", "EARLY_FRAC_PEAK", "OUTCOMES", "LOG_OUTCOMES", "CELLS",
-           "PRIMARY", "SECONDARY", "CONTRASTS", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
+           "PRIMARY", "SECONDARY", "CONTRASTS", "CONTRAST_NAMES", "SHARE_THRESHOLD", "FALL", "run_table", "trajectory_table",
            "complete_seeds", "ContrastFits", "fit_contrast", "peak_rows", "contrast_rows", "PROGRESS_PAIRS", "matched_progress", "first_departure", "share_rows", "account_words",
            "CORRECTIONS", "corrections_kept", "ENRICHMENT_VERDICT", "survival_table", "CORRECTION_READINGS", "survival_rows", "twin_rows", "RivalsAnalysis", "analyse_rivals"]
 
-ALPHA = 0.05
+ALPHA = registered.ALPHA
 #: the peak is read over the probe steps in this first share of training (steps 0..95 of 320)
 EARLY_FRAC_PEAK = 0.3
 #: a share below it means the correction removes most of the raw reading (rule.shares)
@@ -115,6 +119,26 @@ SECONDARY = {
     "head_enrichment_outside": ("enrichment_outside", _HEAD),
 }
 CONTRASTS = {**PRIMARY, **SECONDARY}
+#: each contrast in words, for figures and tables (the names above are the registration's)
+CONTRAST_NAMES = {
+    "head_final": "unigram head − standard", "surgery_unigram": "proxy surgery, unigram head",
+    "head_peak": "unigram head − standard, at the peak", "head_final_centred": "unigram head − standard, centred",
+    "head_peak_centred": "unigram head − standard, centred, at the peak",
+    "head_final_isoscore": "unigram head − standard, IsoScore*",
+    "surgery_unigram_random": "proxy − random surgery, unigram head",
+    "surgery_interaction": "proxy surgery: unigram head − standard",
+    "surgery_standard": "proxy surgery, standard head",
+    "surgery_standard_random": "proxy − random surgery, standard head",
+    "head_final_type_balanced": "unigram head − standard, type-balanced",
+    "surgery_unigram_type_balanced": "proxy surgery, unigram head, type-balanced",
+    "surgery_unigram_centred": "proxy surgery, unigram head, centred",
+    "surgery_unigram_standardised": "proxy surgery, unigram head, standardised",
+    "head_final_standardised": "unigram head − standard, standardised",
+    "alias_unigram": "aliasing, unigram head", "alias_standard": "aliasing, standard head",
+    "alias_interaction": "aliasing: unigram head − standard",
+    "head_enrichment": "unigram head − standard, enrichment",
+    "head_enrichment_outside": "unigram head − standard, enrichment outside W_U",
+}
 
 #: the positions :func:`initialisation_anisotropy` reads apart (position 0 of every row is left out)
 POSITION_KINDS = ("content", "mask", "special")
@@ -154,7 +178,7 @@ def _within_across(U: np.ndarray, rows: np.ndarray) -> tuple[float, float]:
             (all_sum - within_sum) / across_pairs if across_pairs else nan)
 
 
-def initialisation_anisotropy(config: RunConfig) -> "object":
+def initialisation_anisotropy(config: RunConfig) -> pd.DataFrame:
     """Mean cosine at initialisation by layer, position kind and attention, on the run's first batch.
 
     Parameters
@@ -214,7 +238,7 @@ def initialisation_anisotropy(config: RunConfig) -> "object":
 
 
 # --------------------------------------------------------------------------- the runs
-def _layer_means(table, column: str, layers) -> "object":
+def _layer_means(table, column: str, layers) -> pd.Series:
     """Per probe step, the mean over ``layers`` of ``column``."""
     return table[table["layer"].isin(layers)].groupby("step")[column].mean()
 
@@ -224,7 +248,7 @@ def _cell(name: str) -> tuple[str, str, int]:
     return kind, cell, seed
 
 
-def run_table(loaded: dict) -> "object":
+def run_table(loaded: dict) -> pd.DataFrame:
     """One row per rivals run of 320 steps (the long runs are :func:`trajectory_table`'s only):
     ``run, kind, cell, head, arm, seed``, every :data:`OUTCOMES` column, ``peak_step``,
     ``sharpness`` (the proxy arms' median sigma_r / sigma_(r+1) over the steps), ``diverged``.
@@ -277,7 +301,7 @@ def run_table(loaded: dict) -> "object":
     return pd.DataFrame(rows, columns=cols)
 
 
-def trajectory_table(loaded: dict) -> "object":
+def trajectory_table(loaded: dict) -> pd.DataFrame:
     """Every run's readings at every probe step: one row per (run, step, layer), ``layer`` an int
     (1..L) or ``"mean"`` (the layer mean), columns ``run, kind, cell, head, arm, seed, step, frac,
     layer, raw`` (ln mean cosine; of the layer mean for ``"mean"``), ``mean_cosine``, ``centred``,
@@ -310,14 +334,9 @@ def trajectory_table(loaded: dict) -> "object":
 
 
 def complete_seeds(table, kind: str) -> list[int]:
-    """The seeds of ``kind`` whose every cell of the grid (:meth:`~tanbias.lab.experiments.Design.levels_of`,
-    long runs aside) is in ``table`` and none diverged."""
-    out = []
-    for seed, g in table[table["kind"] == kind].groupby("seed"):
-        want = {c for c in RIVALS.levels_of(kind, int(seed)) if not c.endswith("-long")}
-        if set(g["cell"]) >= want and not g["diverged"].any():
-            out.append(int(seed))
-    return sorted(out)
+    """The seeds of ``kind`` whose every cell of the grid (long runs aside) is in ``table`` and none
+    diverged (:func:`tanbias.lab.analysis.registered.complete_seeds`)."""
+    return registered.complete_seeds(RIVALS, table, kind, skip=lambda cell: cell.endswith("-long"))
 
 
 # --------------------------------------------------------------------------- the registered contrasts
@@ -385,7 +404,7 @@ def fit_contrast(table, kind: str, outcome: str, weights: dict, confidence: floa
     return ContrastFits(table)(kind, outcome, weights, confidence)
 
 
-def contrast_rows(table) -> "object":
+def contrast_rows(table) -> pd.DataFrame:
     """Every registered contrast of both architectures: ``family`` (primary, secondary), ``contrast``,
     ``kind``, ``outcome``, the :func:`fit_contrast` columns, ``p_holm`` (Holm within the family,
     a missing p kept at 1), ``significant`` (``p_holm < 0.05``) and ``word`` (the 95 % interval's,
@@ -406,7 +425,7 @@ def contrast_rows(table) -> "object":
     return pd.DataFrame(rows)
 
 
-def peak_rows(table) -> "object":
+def peak_rows(table) -> pd.DataFrame:
     """rivals.toml's ``phases``: every registered contrast on the final mean cosine (``raw``) read again
     at the peak (``peak``), shown beside it, labelled, without a verdict. Per contrast and architecture:
     ``estimate``, ``lo``, ``hi`` (ln units, 95 % t interval, unadjusted) and ``final`` (the registered
@@ -434,7 +453,7 @@ PROGRESS_PAIRS = {"alias_unigram": ("unigram-k3", "unigram-control"),
                   "head_final": ("unigram-control", "standard-control")}
 
 
-def matched_progress(traj, table, contrasts) -> "object":
+def matched_progress(traj, table, contrasts) -> pd.DataFrame:
     """The registered matched-progress reading: per architecture, seed and pair of
     :data:`PROGRESS_PAIRS`, ``L*`` = the larger of the two runs' final held-out losses, each run's
     raw reading at ``L*`` (:func:`~tanbias.lab.analysis.registered.value_at_progress`), and the
@@ -474,7 +493,7 @@ def matched_progress(traj, table, contrasts) -> "object":
 
 
 # --------------------------------------------------------------------------- shares and enrichment
-def share_rows(table) -> "object":
+def share_rows(table) -> pd.DataFrame:
     """Rule.shares, in the control runs of each head and architecture (complete seeds): ``q_c`` (the
     centred reading over the raw one), ``q_s`` (the standardised one), ``enrichment`` and
     ``enrichment_outside`` (ln), ``d_e`` (their difference), each as ``<name>``, ``<name>_lo``,
@@ -499,7 +518,7 @@ def share_rows(table) -> "object":
 
 
 # --------------------------------------------------------------------------- the accounts' words
-def account_words(contrasts, shares) -> "object":
+def account_words(contrasts, shares) -> pd.DataFrame:
     """Each account's word per architecture by its rule (accounts of rivals.toml): ``supported``,
     ``against`` or ``not distinguished``. The numbers the rules read are the contrasts and
     :func:`share_rows`' intervals."""
@@ -583,7 +602,7 @@ def corrections_kept(row, corrections=CORRECTIONS) -> list[bool]:
 ENRICHMENT_VERDICT = "the proxy is enriched late (chapter 7)"
 
 
-def survival_table(fits, shares, verdicts: dict, columns: dict, word, enrichment_word=interval_word) -> "object":
+def survival_table(fits, shares, verdicts: dict, columns: dict, word, enrichment_word=interval_word) -> pd.DataFrame:
     """The earlier verdicts under each rival's correction: the one builder of the registered survival
     table (:func:`survival_rows`) and of the one added after the data
     (:func:`tanbias.lab.analysis.rivals_posthoc.survival_rows`).
@@ -634,7 +653,7 @@ CORRECTION_READINGS = {"standard": ("raw", "standard"), "unigram head": ("raw", 
                     "type-balanced": ("type_balanced", "standard")}
 
 
-def survival_rows(table, contrasts, shares) -> "object":
+def survival_rows(table, contrasts, shares) -> pd.DataFrame:
     """The earlier anisotropy verdicts under each rival's correction, per architecture: the 95 %
     interval word of the standard-head contrast, and of the same contrast under the unigram head
     (unigram first), on the centred reading (common drift), the standardised one (rogue
@@ -645,7 +664,7 @@ def survival_rows(table, contrasts, shares) -> "object":
 
 
 # --------------------------------------------------------------------------- the twins
-def twin_rows(loaded: dict, runs_dir=None) -> "object":
+def twin_rows(loaded: dict, runs_dir=None) -> pd.DataFrame:
     """The standard-head runs against their committed twins (rivals.toml, [design.reuse]): per pair,
     ``twin``, ``losses`` and ``tables``, each ``identical`` (bit for bit), ``within tolerance``
     (:data:`tanbias.lab.config.REPRODUCE_TOLERANCE`) or ``different``, and ``max_loss_diff`` and

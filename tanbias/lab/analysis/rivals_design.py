@@ -16,12 +16,17 @@ The statistics of the runs are :mod:`tanbias.lab.analysis.rivals`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tanbias._checks import check_choice
 from tanbias.lab.analysis import causal, registered
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_ARMS, RIVALS_HEADS, RIVALS_SEEDS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
            "CELLS", "secondary_family", "primary_sd", "power_analysis", "design_numbers"]
@@ -34,7 +39,7 @@ TARGET_RATIO = 1.25
 TARGET_POWER = 0.8
 #: the primary family: per architecture, the unigram head's effect and the surgery under it
 PRIMARY_FAMILY = 2 * 2
-ALPHA = 0.05
+ALPHA = registered.ALPHA
 #: cells per architecture: heads x arms
 CELLS = len(RIVALS_HEADS) * len(RIVALS_ARMS)
 
@@ -80,7 +85,7 @@ def primary_sd(kind: str, table=None) -> dict:
     return {"sd": float(np.sqrt(fit.scale)), "df": int(fit.df_resid), "n_runs": int(len(t))}
 
 
-def power_analysis(seeds=range(3, 13), table=None) -> "object":
+def power_analysis(seeds=range(3, 13), table=None) -> pd.DataFrame:
     """The registered design's power per architecture and number of seeds in a primary cell.
 
     Columns: ``kind``, ``sd`` and ``sd_df`` (:func:`primary_sd`), ``seeds``, ``power`` (×1.25 at

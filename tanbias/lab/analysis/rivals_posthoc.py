@@ -28,6 +28,7 @@ registered word; the pages show each beside the registered one, labelled "added 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_HEADS, rivals_config
 from tanbias.stats import interval_word
 from tanbias.theory.anisotropy import TOP_COORDINATES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MARGIN_LOG", "MARGIN_LINEAR", "TOP_SHARE_FACTOR", "TOP_SHARE_EVEN", "COLLAPSE", "PREDICTIONS", "prediction_rows",
            "all_predictions_word", "account_summary", "share_interval", "READING_NAMES", "SURVIVAL_VERDICTS", "realised_power", "READINGS_BY_KIND", "MORE_ANISOTROPIC", "VERDICT_CONTRASTS",
@@ -150,7 +154,7 @@ def _value(row, outcome: str) -> str:
     return f"{_g(row['estimate'], True)} [{_g(row['lo'], True)}, {_g(row['hi'], True)}]"
 
 
-def prediction_rows(table, contrasts, accounts) -> "object":
+def prediction_rows(table, contrasts, accounts) -> pd.DataFrame:
     """Every registered prediction of every account, per architecture, read by ``[predictions]``.
 
     Parameters
@@ -242,7 +246,7 @@ def all_predictions_word(outcomes) -> str:
     return "not distinguished"
 
 
-def account_summary(predictions, accounts) -> "object":
+def account_summary(predictions, accounts) -> pd.DataFrame:
     """Per account and architecture: the registered word, the counts of predictions met, failed and
     undecided, and :func:`all_predictions_word`."""
     import pandas as pd
@@ -265,7 +269,7 @@ def _detectable(se: float, df: float, alpha: float, power: float = 0.8) -> float
     return float(brentq(lambda b: registered.t_test_power(b, se, df, alpha) - power, 1e-9, 40 * se))
 
 
-def realised_power(contrasts, planned: dict | None = None) -> "object":
+def realised_power(contrasts, planned: dict | None = None) -> pd.DataFrame:
     """The primary family's power as the runs realised it (``[power]``).
 
     ``planned`` maps an architecture to the SD the design planned with (rivals.toml's [power]);
@@ -297,7 +301,7 @@ def realised_power(contrasts, planned: dict | None = None) -> "object":
     return pd.DataFrame(out)
 
 
-def secondary_power(contrasts) -> "object":
+def secondary_power(contrasts) -> pd.DataFrame:
     """``[power]``'s reading applied beyond the primary family: each secondary contrast on a logarithmic
     outcome, its power for a x1.25 change at Holm's first threshold over the secondary family and at
     alpha, and the smallest ratio it detects with 80 % power at that threshold (columns ``contrast``,
@@ -351,7 +355,7 @@ def direction_word(word: str, reading: str) -> str:
     return "more anisotropic" if more else "less anisotropic"
 
 
-def kind_rows(table, fits=None) -> "object":
+def kind_rows(table, fits=None) -> pd.DataFrame:
     """Each earlier anisotropy verdict (:data:`VERDICT_CONTRASTS`) on both kinds of anisotropy.
 
     Returns
@@ -409,7 +413,7 @@ def _enrichment_word(lo, hi) -> str:
         interval_word(lo, hi), "undecided")
 
 
-def survival_rows(table, shares, fits=None) -> "object":
+def survival_rows(table, shares, fits=None) -> pd.DataFrame:
     """The earlier verdicts under each rival's correction, every cell a direction of anisotropy
     (``more anisotropic``, ``less anisotropic``, ``not detected``) or, for chapter 7's enrichment,
     ``enriched`` / ``not detected`` / ``depleted``; ``n/a`` where a correction does not apply.
@@ -443,7 +447,7 @@ def _relative(fits, kind, outcome, weights) -> tuple[float, float, float]:
     return tuple(float(r[k] / level) for k in ("estimate", "lo", "hi"))
 
 
-def null_rows(table, fits=None) -> "object":
+def null_rows(table, fits=None) -> pd.DataFrame:
     """Every correction that leaves a verdict's effect undetected, while the uncorrected reading of
     the same head has one, as a change relative to the reference cell's level beside that reading's
     change (``[null_shares]``). Under each head the corrections are the readings; the unigram head is

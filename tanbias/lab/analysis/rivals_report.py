@@ -1,23 +1,31 @@
 """The numbers, tables and words the rivals chapter (chapter 13) and the closing page quote.
 
-Everything here reads :func:`tanbias.lab.analysis.rivals.analyse_rivals`, the causal test's
-committed control runs (the transient before the rivals runs) and
-:func:`tanbias.lab.analysis.rivals.initialisation_anisotropy`; nothing is computed twice.
+The experiment's face (registered in :mod:`tanbias.lab.analysis.findings`): :func:`analyse` reads
+:func:`tanbias.lab.analysis.rivals.analyse_rivals`, the readings added after the data
+(:func:`tanbias.lab.analysis.rivals_posthoc.analyse_posthoc`), the encoder at initialisation
+(:func:`tanbias.lab.analysis.rivals.initialisation_anisotropy`) and the causal test's committed control
+runs (the transient before the rivals runs), once; :func:`numbers` and :func:`words` are what the
+chapter and the closing page glue and state.
 """
 from __future__ import annotations
+
+from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
 from tanbias.lab import runs
-from tanbias.lab.analysis import registered, rivals, rivals_posthoc
+from tanbias.lab.analysis import causal, registered, rivals, rivals_posthoc
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS
-from tanbias.stats import check_words
 
-__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "initialisation", "init_numbers", "transient_numbers", "numbers", "chapter_numbers", "head_table",
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "RivalsReport", "analyse", "numbers", "words", "initialisation", "init_numbers", "transient_numbers",
+           "run_numbers", "head_table",
            "head_numbers", "long_numbers", "progress_table", "progress_numbers",
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
-           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "word_checks", "survival_table", "twin_table", "registration",
+           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration",
            "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
            "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
@@ -29,7 +37,7 @@ ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first"
 INIT_SEEDS = (0, 1, 2, 3, 4)
 
 
-def initialisation(seeds=INIT_SEEDS) -> "object":
+def initialisation(seeds=INIT_SEEDS) -> pd.DataFrame:
     """:func:`~tanbias.lab.analysis.rivals.initialisation_anisotropy` of the encoder's control config at
     each seed, stacked (column ``seed``); memoised (:func:`tanbias.lab.runs.memoised`)."""
     import pandas as pd
@@ -80,7 +88,7 @@ def transient_numbers(causal_trajectory) -> dict:
     return out
 
 
-def numbers(analysis) -> dict:
+def run_numbers(analysis) -> dict:
     """The experiment's numbers the chapter glues while its runs land: its status (``runs_committed``,
     ``runs_total``; whether it is interim is :func:`words_of`'s ``status``), the complete seeds
     (``complete_seeds_<kind>``), the proxy arms' median sharpness (``sharpness``: sigma_8 / sigma_9 of
@@ -108,21 +116,39 @@ def numbers(analysis) -> dict:
     return out
 
 
-def chapter_numbers(analysis, init, causal_trajectory, posthoc=None) -> dict:
-    """Every number chapter 13 glues from its runs, in one dict: :func:`numbers`, :func:`head_numbers`,
-    :func:`progress_numbers`, :func:`shares_numbers`, :func:`init_numbers` (``init``:
-    :func:`initialisation`), :func:`contrast_numbers`, :func:`long_numbers`,
-    :func:`transient_numbers` (``causal_trajectory``: the causal test's trajectory table) and
-    :func:`posthoc_numbers` (``posthoc``: :func:`~tanbias.lab.analysis.rivals_posthoc.analyse_posthoc` of ``analysis``, computed if not given)."""
-    if posthoc is None:
-        posthoc = rivals_posthoc.analyse_posthoc(analysis)
-    return {**numbers(analysis), **head_numbers(analysis), **progress_numbers(analysis.progress),
-            **shares_numbers(analysis.shares), **init_numbers(init), **contrast_numbers(analysis.contrasts),
-            **long_numbers(analysis.trajectory), **transient_numbers(causal_trajectory),
-            **posthoc_numbers(analysis, posthoc)}
+class RivalsReport(NamedTuple):
+    """What the rivals chapter reads, computed once (:func:`analyse`)."""
+    analysis: object    # tanbias.lab.analysis.rivals.RivalsAnalysis
+    posthoc: object     # tanbias.lab.analysis.rivals_posthoc.PosthocAnalysis
+    init: object        # initialisation()
+    transient: object   # the causal test's trajectory table (its control runs' transient)
 
 
-def head_table(analysis) -> "object":
+def analyse(init_seeds=INIT_SEEDS) -> RivalsReport:
+    """The committed rivals runs' analysis, its readings added after the data, the encoder at
+    initialisation at ``init_seeds`` and the causal test's trajectory (each memoised)."""
+    return RivalsReport(rivals.analyse_rivals(), rivals_posthoc.analyse_posthoc(), initialisation(init_seeds),
+                        causal.analyse_causal().trajectory)
+
+
+def numbers(r: RivalsReport) -> dict:
+    """Every number chapter 13 and the closing page glue from the experiment, in one dict (keys without
+    the ``ch13_`` prefix): :func:`run_numbers`, :func:`head_numbers`, :func:`progress_numbers`,
+    :func:`shares_numbers`, :func:`init_numbers`, :func:`contrast_numbers`, :func:`long_numbers`,
+    :func:`transient_numbers` and :func:`posthoc_numbers`."""
+    a = r.analysis
+    return {**run_numbers(a), **head_numbers(a), **progress_numbers(a.progress), **shares_numbers(a.shares),
+            **init_numbers(r.init), **contrast_numbers(a.contrasts), **long_numbers(a.trajectory),
+            **transient_numbers(r.transient), **posthoc_numbers(a, r.posthoc)}
+
+
+def words(r: RivalsReport) -> dict:
+    """Every word chapter 13 and the closing page state about the experiment, by name, for
+    :func:`tanbias.stats.check_words`: :func:`words_of` the analysis and :func:`posthoc_words`."""
+    return {**words_of(r.analysis), **posthoc_words(r.posthoc)}
+
+
+def head_table(analysis) -> pd.DataFrame:
     """The transient under each output head while the runs land: per architecture, over the seeds whose
     control runs are committed under both heads, the mean of each head's largest layer-mean mean cosine
     and of its value at the last step. A description, not a registered contrast; an architecture
@@ -204,7 +230,7 @@ def long_numbers(trajectory) -> dict:
     return out
 
 
-def progress_table(progress) -> "object":
+def progress_table(progress) -> pd.DataFrame:
     """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
     as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter 12's)."""
     return registered.progress_table(progress)
@@ -228,7 +254,7 @@ def progress_numbers(progress) -> dict:
 TOP_SHARE_EVEN = rivals_posthoc.TOP_SHARE_EVEN
 
 
-def shares_table(shares) -> "object":
+def shares_table(shares) -> pd.DataFrame:
     """The readings the account rules read (rule.shares, :func:`~tanbias.lab.analysis.rivals.share_rows`),
     per architecture and head, in the control runs: how much of the raw mean cosine centring and
     standardising leave (ratios), chapter 7's enrichment with and without the output matrix's top
@@ -264,17 +290,18 @@ def shares_numbers(shares) -> dict:
             **{f"top_share_{kind}": float(s.loc[(kind, "standard"), "top_share"]) for kind in KINDS}}
 
 
-def accounts_table(accounts) -> "object":
+def accounts_table(accounts) -> pd.DataFrame:
     """The accounts' words, one row per account, one column per architecture."""
     t = accounts.pivot(index="account", columns="kind", values="word").reindex(list(ACCOUNT_NAMES))[list(KINDS)]
     t.index = [ACCOUNT_NAMES[a] for a in t.index]
     return t.rename_axis("account").reset_index()
 
 
-def contrast_table(contrasts, family: str) -> "object":
+def contrast_table(contrasts, family: str) -> pd.DataFrame:
     """One family's contrasts for the chapter's dropdown: contrast, architecture, reading, estimate with
     its 95 % interval (``lo``, ``hi``), raw and Holm-adjusted p, the interval's word."""
     t = contrasts[contrasts["family"] == family]
+    t = t.assign(contrast=t["contrast"].map(lambda c: rivals.CONTRAST_NAMES.get(c, c)))
     return t[["contrast", "kind", "outcome", "estimate", "lo", "hi", "p", "p_holm", "word"]].rename(
         columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p"})
 
@@ -313,7 +340,7 @@ VERDICT_KEYS = {"surgery": "surgery", "aliasing": "aliasing", "the proxy is enri
 
 def words_of(analysis) -> dict:
     """Every word chapter 13 and the closing page state about the experiment, by name, for
-    :func:`word_checks`: ``status`` (``interim`` or ``final``); ``<account>, <kind>`` (the account's
+    :func:`words`: ``status`` (``interim`` or ``final``); ``<account>, <kind>`` (the account's
     word by its registered rule); ``contrast, <kind>, <contrast>`` (the interval word of each
     registered contrast); ``holm, <kind>, <contrast>`` (``significant`` or ``not significant`` by
     Holm over the primary family, at its α); ``matched, <kind>, <contrast>`` (its registered reading at matched
@@ -351,18 +378,12 @@ def words_of(analysis) -> dict:
     return out
 
 
-def word_checks(analysis, expected: dict) -> list:
-    """One :func:`~tanbias.stats.check_word` per ``name: word`` of ``expected``, against :func:`words_of`
-    (:func:`tanbias.stats.check_words`: a name it does not know raises ``KeyError`` naming the known ones)."""
-    return check_words(words_of(analysis), expected)
-
-
-def survival_table(survival) -> "object":
+def survival_table(survival) -> pd.DataFrame:
     """The earlier verdicts under each correction, as :func:`~tanbias.lab.analysis.rivals.survival_rows`."""
     return survival.rename(columns={"kind": "architecture"})
 
 
-def twin_table(twins) -> "object":
+def twin_table(twins) -> pd.DataFrame:
     """The standard-head runs against their committed twins."""
     return twins[["run", "twin", "losses", "tables", "first_step", "max_loss_diff", "max_table_diff"]].rename(
         columns={"first_step": "first step apart", "max_loss_diff": "largest loss difference",
@@ -375,7 +396,7 @@ def registration() -> dict:
 
 
 # --------------------------------------------------------------------------- the readings added after the data
-def predictions_outcome_table(predictions) -> "object":
+def predictions_outcome_table(predictions) -> pd.DataFrame:
     """Every registered prediction, account by account, with its outcome in each architecture
     (``met``, ``failed``, ``undecided``; rivals-posthoc.toml, [predictions])."""
     t = predictions.pivot_table(index=["account", "key", "prediction"], columns="kind", values="outcome",
@@ -384,14 +405,14 @@ def predictions_outcome_table(predictions) -> "object":
     return t[["account", "prediction", *KINDS]]
 
 
-def predictions_table(predictions, kind: str) -> "object":
+def predictions_table(predictions, kind: str) -> pd.DataFrame:
     """One architecture's registered predictions, account by account, each with its reading and outcome
     (``rivals-posthoc.toml``, [predictions]): account, prediction, reading (its 95 % interval), outcome."""
     t = predictions[predictions["kind"] == kind]
     return t.assign(account=t["account"].map(ACCOUNT_NAMES))[["account", "prediction", "reading", "outcome"]]
 
 
-def accounts_summary_table(summary) -> "object":
+def accounts_summary_table(summary) -> pd.DataFrame:
     """Each account's registered word beside its predictions' outcomes and its word by all of them, one row
     per account, the two architectures side by side (``registered``, ``failed / all``, ``all predictions``)."""
     import pandas as pd
@@ -408,7 +429,7 @@ def accounts_summary_table(summary) -> "object":
     return pd.DataFrame(rows)
 
 
-def power_table(power) -> "object":
+def power_table(power) -> pd.DataFrame:
     """The primary family's realised power ([power]): contrast, architecture, seeds, planned and realised
     residual SD, power for a x1.25 change at Holm's first threshold, and the smallest change detectable
     with 80 % power there."""
@@ -417,14 +438,14 @@ def power_table(power) -> "object":
         "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"})
 
 
-def secondary_power_table(power) -> "object":
+def secondary_power_table(power) -> pd.DataFrame:
     """The secondary contrasts' realised power (:func:`~tanbias.lab.analysis.rivals_posthoc.secondary_power`)."""
     return power[["contrast", "kind", "n_seeds", "power_first", "power_alpha", "detectable"]].rename(columns={
         "kind": "architecture", "n_seeds": "seeds", "power_first": "power for ×1.25 (Holm's first threshold)",
         "power_alpha": "power at α", "detectable": "detectable ratio (80 %)"})
 
 
-def peak_table(peaks) -> "object":
+def peak_table(peaks) -> pd.DataFrame:
     """The registered contrasts on the final mean cosine read again at the peak, as ratios with their 95 %
     intervals, beside the final reading: shown, without a verdict (rivals.toml, ``phases``)."""
     import pandas as pd
@@ -455,7 +476,7 @@ def _short_verdict(verdict: str) -> str:
     return next(v for k, v in _SHORT_VERDICTS.items() if verdict.startswith(k))
 
 
-def kinds_table(kinds) -> "object":
+def kinds_table(kinds) -> pd.DataFrame:
     """Each earlier anisotropy verdict on both kinds of anisotropy ([two_kinds]): one row per verdict,
     head and architecture, each reading's direction (anisotropy ``higher``, ``lower``, ``none``
     detected), and whether the two kinds agree."""
@@ -474,7 +495,7 @@ def kinds_table(kinds) -> "object":
 SURVIVAL_HEADERS = {"standard": "uncorrected", "standardised": "z-scored", "type-balanced": "types equal"}
 
 
-def posthoc_survival_table(survival) -> "object":
+def posthoc_survival_table(survival) -> pd.DataFrame:
     """The earlier verdicts under each rival's correction ([two_kinds].survival): one row per verdict and
     architecture, each cell anisotropy ``higher``, ``lower`` or ``none`` detected on that column's reading
     (``enriched`` for chapter 7's enrichment; ``n/a`` where a correction does not apply), and how many of
@@ -489,7 +510,7 @@ def posthoc_survival_table(survival) -> "object":
     return out
 
 
-def null_table(nulls) -> "object":
+def null_table(nulls) -> pd.DataFrame:
     """Every correction that leaves an effect undetected, relative to the control's level, beside the
     uncorrected change ([null_shares]), as percentages: one row per verdict, architecture, head and
     correction; ``lo`` / ``hi`` the corrected change's 95 % interval."""

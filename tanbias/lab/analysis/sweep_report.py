@@ -1,14 +1,12 @@
 """The numbers the lab's runs give the prose: the two seed-0 runs, the 2x2 sweep, its claims.
 
-The chapters are thin: they call :func:`analyse_sweep` once, glue the dict of
-a report function and show the tables and checks of this module. Each report
-is named for what it computes and returns exactly the numbers (and single
-words) its chapter quotes:
+The experiment's face, as every registered experiment's (:mod:`tanbias.lab.analysis.findings`):
+:func:`analyse` once, :func:`numbers` (what chapter 8 glues, keys without its prefix) and
+:func:`words` (the words it states, by name, for :func:`tanbias.stats.check_words`). Beside them:
 
 * :func:`run_pair_numbers` — the two seed-0 natural runs of chapter 7 (their
   sanity numbers, early against late enrichment, the peak);
-* :func:`sweep_numbers` — the 2x2 sweep of chapter 8 (design, mechanism,
-  cells, timing, contrasts), with :func:`sweep_checks`;
+* :func:`sweep_checks` — the checks chapter 8 shows;
 * :func:`claim_numbers` — the sweep's evidence on the statement's claims
   "imprinted early" and "weaker under balancing" (the closing page).
 
@@ -31,10 +29,10 @@ from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
 from tanbias.stats import Check, check_greater, check_in_interval, interval_word
 
-__all__ = ["SweepAnalysis", "analyse_sweep", "decline_word", "language_shares", "loss_summary", "paired_eta",
+__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "decline_word", "language_shares", "loss_summary", "paired_eta",
            "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
-           "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_numbers", "sweep_checks",
-           "balancing_words", "claim_numbers", "run_pair_table", "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED",
+           "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_checks",
+           "claim_numbers", "run_pair_table", "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED",
            "CONTROL_QUOTED"]
 
 #: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
@@ -44,7 +42,7 @@ _Q1 = "q1 (most frequent)"
 
 @dataclass
 class SweepAnalysis:
-    """The sweep's tables, computed once (:func:`analyse_sweep`)."""
+    """The sweep's tables, computed once (:func:`analyse`)."""
     runs: dict            # {name: RunData}
     metrics: object       # run_metrics
     cells: object         # cell_summary
@@ -65,7 +63,7 @@ class SweepAnalysis:
         return next(iter(self.runs.values())).config
 
 
-def analyse_sweep(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAnalysis:
+def analyse(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAnalysis:
     """Load (if not given) and analyse the committed sweep and its learning-rate controls.
 
     On the committed runs (``loaded`` not given) the result is memoised on disk
@@ -76,7 +74,7 @@ def analyse_sweep(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAna
         import hashlib
 
         tag = hashlib.sha256(repr(tuple(controls or ())).encode()).hexdigest()[:8]
-        return lab_runs.memoised(f"analyse_sweep-{tag}", lambda: analyse_sweep(sweep.load_sweep(), controls))
+        return lab_runs.memoised(f"analyse_sweep-{tag}", lambda: analyse(sweep.load_sweep(), controls))
     metrics = sweep.run_metrics(loaded)
     eta_sum, corr_sum, _ = sweep.mechanism_summary(loaded)
     ctl = {n: lab_runs.load_run(n) for n in controls} if controls else {}
@@ -252,6 +250,9 @@ def run_pair_table(loaded: dict) -> dict:
         k = run.config.kind
         out[f"{k}_first_layer_late"], out[f"{k}_last_layer_late"] = float(by_layer[0]), float(by_layer[-1])
         out[f"{k}_grows_with_depth"] = "yes" if bool(np.all(np.diff(by_layer) > 0)) else "no"
+        c = run.radius_corr                            # the frequency-radius correlation, layer by layer
+        last = c[c["step"] == c["step"].max()].dropna(subset=["spearman"]).sort_values("layer")["spearman"]
+        out[f"{k}_spearman_min"], out[f"{k}_spearman_last_layer"] = float(last.min()), float(last.iloc[-1])
     for _, row in sweep.timing(loaded).iterrows():     # where the layer-averaged enrichment peaks
         out[f"{row['kind']}_peak_step"] = int(row["peak_step"])
         out[f"{row['kind']}_peak_pct"] = 100 * float(row["peak_frac"])
@@ -270,7 +271,8 @@ def _with_interval(*keys: str) -> tuple[str, ...]:
 
 
 #: the numbers chapter 7 quotes (:func:`run_pair_numbers` returns these of :func:`run_pair_table`)
-RUN_PAIR_QUOTED = ("D", "r", "r_over_D", "steps", "n_probe", "weaker", "late_min", "decoder_over_encoder_early",
+RUN_PAIR_QUOTED = ("D", "r", "r_over_D", "steps", "n_probe", "weaker", "decoder_spearman_min",
+                   "encoder_spearman_last_layer", "late_min", "decoder_over_encoder_early",
                    "decoder_over_encoder_late", "peak_pct_max", "late_over_peak_max") + _per_kind(
     "loss", "unigram", "acc", "minutes", "tps", "learns", "frozen_enrichment_init", "frozen_enrichment_early",
     "frozen_enrichment_late", "frozen_excess_iso_early", "frozen_excess_iso_late", "frozen_p_energy_late_max",
@@ -285,7 +287,7 @@ def run_pair_numbers(loaded: dict) -> dict:
     return {k: table[k] for k in RUN_PAIR_QUOTED}
 
 
-#: the numbers chapter 8 quotes (:func:`sweep_numbers` returns these of :func:`sweep_table`, those of
+#: the numbers chapter 8 quotes (:func:`numbers` returns these of :func:`sweep_table`, those of
 #: the constant-rate controls only when the controls are loaded)
 SWEEP_QUOTED = (
     "n_runs", "n_seeds", "steps", "tokens_m", "T", "share_min_nat", "share_min_bal", "gap_min", "gap_min_run",
@@ -305,7 +307,7 @@ CONTROL_QUOTED = ("ctl_word",) + tuple(f"ctl_{kind}_{s}_{x}" for kind in KINDS f
                                        for x in ("peak", "ratio"))
 
 
-def sweep_numbers(sw: SweepAnalysis) -> dict:
+def numbers(sw: SweepAnalysis) -> dict:
     """The numbers chapter 8 quotes about the 2x2 sweep (keys without the ``ch8_`` prefix):
     :data:`SWEEP_QUOTED` (and :data:`CONTROL_QUOTED`, with the controls) of :func:`sweep_table`."""
     table = sweep_table(sw)
@@ -426,10 +428,12 @@ def sweep_checks(sw: SweepAnalysis) -> dict[str, Check]:
     return out
 
 
-def balancing_words(sw: SweepAnalysis, phase: str = "late") -> dict:
-    """``{kind: word}`` of :func:`~tanbias.lab.analysis.sweep.balancing_verdict` at ``phase``
-    (late: the last probe step; early: the first 30 % of training)."""
-    return sweep.balancing_verdict(sw.cells, sw.effects, phase=phase)
+def words(sw: SweepAnalysis) -> dict:
+    """The words chapter 8 and the closing page state, by name: ``balancing, <kind>, <phase>``, the word
+    of :func:`~tanbias.lab.analysis.sweep.balancing_verdict` per architecture at ``late`` (the last
+    probe step) and ``early`` (the first 30 % of training)."""
+    return {f"balancing, {kind}, {phase}": word for phase in ("late", "early")
+            for kind, word in sweep.balancing_verdict(sw.cells, sw.effects, phase=phase).items()}
 
 
 def claim_numbers(sw: SweepAnalysis) -> dict:
