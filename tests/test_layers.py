@@ -311,17 +311,6 @@ HEAVY = ("torch", "transformers", "tokenizers", "accelerate", "pandas", "scipy",
          "plotly", "ipywidgets", "matplotlib", "tqdm", "wordfreq", "jupytext", "nbformat", "jupyter_book",
          "sphinxcontrib", "sphinx_proof")
 
-#: Deferred imports of package modules that load nothing heavy, in modules that others are
-#: editing now: each moves to its module's top (or into DESIGN.md's list, with its reason) when
-#: that module is next edited; an entry may outlive its import. ``(importer, imported module): "pending"``.
-PENDING_DEFERRED = {
-    ("tanbias.lab.analysis.dose_report", "tanbias._checks"): "pending",
-    ("tanbias.lab.analysis.horizon_design", "tanbias.lab.analysis.rivals_posthoc"): "pending",
-    ("tanbias.lab.analysis.pretrained_report", "tanbias.lab.analysis.pretrained"): "pending",
-    ("tanbias.lab.analysis.rivals_posthoc", "tanbias.lab.analysis.rivals_design"): "pending",
-}
-
-
 def _heavy(target: str, name: str | None) -> str | None:
     """The library of :data:`HEAVY` that ``from target import name`` (or ``import target``) loads, or None."""
     parts = target.split(".")
@@ -417,7 +406,7 @@ def test_deferred_imports_avoid_a_heavy_import():
     importing module does not load at import; any other goes to the top of its module, or into
     DESIGN.md's list with its reason (a cycle is no reason: :func:`test_no_import_cycle` counts
     deferred imports too)."""
-    allowed = {**design_deferred_exceptions(), **PENDING_DEFERRED}
+    allowed = design_deferred_exceptions()
     found = {(module, target): line for module in MODULES for line, target in light_deferred_imports(module)}
     bad = [f"{MODULES[m].relative_to(ROOT)}:{line}: {t} loads nothing heavy that {m} does not load already "
            f"({sorted(loads_at_import(t))} against {sorted(loads_at_import(m))})"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tanbias._checks import check_choice
 from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
 from tanbias.lab.analysis.dose_design import LINKS, level_positions
 from tanbias.lab.analysis.registered import detectable_ratio, power_at
@@ -380,7 +381,6 @@ def verdict_summary(responses, knob: str, names: dict | None = None):
     """
     import pandas as pd
 
-    from tanbias._checks import check_choice
 
     check_choice("knob", knob, tuple(dict.fromkeys(responses["knob"])))
     names = {m: n for m, (_, n) in READING_NAMES.items()} | (names or {})

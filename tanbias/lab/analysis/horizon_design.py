@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tanbias.lab.analysis import registered
+from tanbias.lab.analysis import registered, rivals_posthoc
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG, HORIZON_SEEDS
 
@@ -50,8 +50,6 @@ def realised_sd(power=None) -> dict:
     memoised analysis of the committed runs.
     """
     if power is None:
-        from tanbias.lab.analysis import rivals_posthoc
-
         power = rivals_posthoc.analyse_posthoc().power
     return {k: float(power.loc[power["kind"] == k, "sd"].max()) for k in KINDS}
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from tanbias.lab import zoo
 from tanbias.lab.analysis import sweep_report
+from tanbias.lab.analysis.pretrained import load_pretrained
 from tanbias.lab.corpus import language_counts
 from tanbias.stats import band_word, check_greater, check_in_interval, check_word, interval_word
 
@@ -243,8 +244,6 @@ PRETRAINED_QUOTED: dict = {
 def analyse() -> dict:
     """``{model: tables}``: the committed measurement of every model of the zoo, checksums verified
     (:func:`~tanbias.lab.analysis.pretrained.load_pretrained`)."""
-    from tanbias.lab.analysis.pretrained import load_pretrained
-
     return {name: load_pretrained(name) for name in zoo.ZOO}
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tanbias.lab import runs
-from tanbias.lab.analysis import registered, rivals
+from tanbias.lab.analysis import registered, rivals, rivals_design
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_HEADS, rivals_config
 from tanbias.stats import interval_word
@@ -286,8 +286,6 @@ def realised_power(contrasts, planned: dict | None = None) -> pd.DataFrame:
     import pandas as pd
 
     if planned is None:
-        from tanbias.lab.analysis import rivals_design
-
         planned = {k: rivals_design.primary_sd(k)["sd"] for k in KINDS}
     family = len(contrasts[contrasts["family"] == "primary"])
     out = []
