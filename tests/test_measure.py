@@ -257,3 +257,25 @@ def test_no_function_of_the_measurement_is_longer_than_a_screen():
     long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 60}
     assert not long, long
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in ms.MEASURED_DIR.glob("*/manifest.json")))
+def test_a_committed_measurement_is_what_its_command_line_writes(name):
+    """A measurement the book reads (data/measure/): its tables pass their checksums, its README
+    quotes the command line its manifest records, and that command line gives the settings the
+    manifest holds (what running it again would measure)."""
+    import shlex
+
+    from tanbias.lab.analysis.pretrained import MeasureSettings
+    from tanbias.lab.measure_command import parser, settings_of
+
+    tables = ms.load_measurement(ms.MEASURED_DIR / name)
+    man = tables["manifest"]
+    assert man["command"] == ms.COMMAND and man["model"] == name
+    assert man["command_line"] in (ms.MEASURED_DIR / "README.md").read_text(encoding="utf8")
+    argv = shlex.split(man["command_line"])
+    assert argv[:len(ms.COMMAND.split())] == ms.COMMAND.split()
+    args = parser().parse_args(argv[len(ms.COMMAND.split()):])
+    assert args.model == name and args.out.rstrip("/").endswith(f"data/measure/{name}")
+    assert settings_of(man["command_line"]) == MeasureSettings.from_dict(man["settings"])
+    assert ("alignment" in man["tables"]) is not args.no_alignment

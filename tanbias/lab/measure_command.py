@@ -9,17 +9,18 @@ is drawn by the presentation layer: the package face (:mod:`tanbias.__main__`) p
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab.analysis.measure import COMMAND, MIN_TOKENS, TEXT_LANGUAGE, measure_model
+from tanbias.lab.analysis.measure import COMMAND, MIN_TOKENS, TEXT_LANGUAGE, measure_model, measure_settings
 from tanbias.lab.analysis.pretrained import MeasureSettings
 from tanbias.lab.checkpoints import CheckpointUnavailable
 from tanbias.lab.devices import DEVICE_HELP
 from tanbias.lab.zoo import ZOO, ZooUnavailable
 
-__all__ = ["parser", "run", "main"]
+__all__ = ["parser", "settings_of", "run", "main"]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -63,6 +64,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _overrides(args: argparse.Namespace) -> dict:
+    """The settings the options set (the rest are chapter 9's, or a zoo model's own)."""
+    return {k: v for k, v in (("languages", args.language), ("n_tokens", args.tokens)) if v is not None}
+
+
+def settings_of(command_line: str) -> MeasureSettings:
+    """The settings a command line measures with: ``python -m tanbias measure MODEL [options]``,
+    as a measurement's manifest records it (``command_line``), or its arguments alone.
+
+    Example
+    -------
+    >>> s = settings_of("python -m tanbias measure smollm2-135m --language en --tokens 2048")
+    >>> s.languages, s.n_tokens, s.probe_tokens
+    (('en',), 2048, 256)
+    """
+    argv = shlex.split(command_line)
+    if argv[:len(COMMAND.split())] == COMMAND.split():
+        argv = argv[len(COMMAND.split()):]
+    args = parser().parse_args(argv)
+    return measure_settings(args.model, text=args.text is not None, **_overrides(args))
+
+
 def run(args: argparse.Namespace, report=None, argv=None) -> int:
     """Measure as ``args`` say (:func:`parser`), with ``report(tables) -> str`` as the report page,
     and say where the folder is; ``argv``, the command line, goes into the manifest."""
@@ -70,10 +93,9 @@ def run(args: argparse.Namespace, report=None, argv=None) -> int:
         import torch      # here: --help and a bad argument answer without loading it
 
         torch.set_num_threads(check_int("threads", args.threads, lo=1, hint="Pass e.g. --threads 2."))
-    overrides = {k: v for k, v in (("languages", args.language), ("n_tokens", args.tokens)) if v is not None}
     man = measure_model(args.model, args.out, text=args.text, revisions=args.revisions,
                         alignment=not args.no_alignment, device=args.device, progress=not args.no_progress,
-                        report=None if args.no_report else report, argv=argv, **overrides)
+                        report=None if args.no_report else report, argv=argv, **_overrides(args))
     sec = man["seconds"]
     print(f"{man['model']}: {man['n_tokens']} tokens in {sec['total']:.0f} s (forward {sec['forward']:.0f} s, "
           f"{man['tokens_per_s']:.0f} tokens/s), peak memory {man['peak_rss_gb']:.1f} GB")

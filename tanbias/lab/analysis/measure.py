@@ -69,14 +69,17 @@ from tanbias.lab.devices import resolve_device
 from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import anisotropy as rival_anisotropy
 
-__all__ = ["COMMAND", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS", "MIN_DOCUMENTS",
-           "MIN_TYPES", "TEXT_LANGUAGE", "read_documents", "model_revisions", "check_out", "staged_folder",
+__all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS",
+           "MIN_DOCUMENTS", "MIN_TYPES", "TEXT_LANGUAGE", "read_documents", "model_revisions", "check_out", "staged_folder",
            "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
            "findings", "load_measurement", "BENCH_TARGETS", "bench_measure"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
 COMMAND = "python -m tanbias measure"
+#: Measurements the command made that the book reads (``data/measure/<name>/``: the tables and the
+#: manifest, whose ``command_line`` is the command that wrote them; ``data/measure/README.md``).
+MEASURED_DIR = pt.PRETRAINED_DIR.parent / "measure"
 
 #: The architectures (``config.model_type``) the command measures, each with its kind: a
 #: decoder reads left to right (its first position is an attention sink, left out), an
