@@ -70,8 +70,8 @@ from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import anisotropy as rival_anisotropy
 
 __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS",
-           "MIN_DOCUMENTS", "MIN_TYPES", "TEXT_LANGUAGE", "read_documents", "model_revisions", "check_out", "staged_folder",
-           "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
+           "MIN_DOCUMENTS", "MIN_TYPES", "TEXT_LANGUAGE", "read_documents", "model_revisions", "check_out",
+           "staged_folder", "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
            "findings", "load_measurement", "BENCH_TARGETS", "bench_measure"]
 
