@@ -1,8 +1,15 @@
 """The report `make bench` prints (tanbias.book.bench): its summary line and what counts as over a
-target, from a report written by hand (no timing is run; the lab's benchmarks: test_lab_bench.py)."""
+target, from a report written by hand (no timing is run; the lab's benchmarks: test_lab_bench.py).
+And the rule that makes the bench the only place of timings: no test compares a measured duration with
+a bound (durationguard.py reads every file of tests/; a planted one is caught, legitimate ones are not)."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
+
+import pytest
+
+from durationguard import duration_asserts, is_duration_name
 
 from tanbias.book.bench import format_report, over_targets
 
@@ -109,6 +116,81 @@ def test_the_readme_and_the_lab_guide_quote_each_experiments_recorded_wall_time(
                 assert "running" not in row and "not run" not in row, row
     with pytest.raises(AssertionError):
         _quoted_row("README.md", "no-such-experiment")
+
+
+# --------------------------------------------------------------------------- no test asserts a duration
+#: checks that bound a measured duration, one a source: each must be found, on its line
+PLANTED = {
+    "a clock read twice": "import time\nt0 = time.perf_counter()\nrun()\nassert time.perf_counter() - t0 < 5\n",
+    "a name given the difference": "from time import monotonic\nstart = monotonic()\nrun()\n"
+                                   "elapsed_ = monotonic() - start\nx = 2 * elapsed_\nassert x <= 2.0\n",
+    "a recorded field": "def test_f(summary):\n    train(cfg)\n    assert summary['train_seconds'] < 60\n",
+    "every figure of a report": "def test_f(figs):\n    x = 1\n    x += 1\n"
+                                "    assert all(f['p95_ms'] <= 50 for f in figs)\n",
+    "a median of the clock's": "import time, numpy as np\ndef test_f():\n    ts = []\n"
+                               "    for _ in range(3):\n        t = time.time(); run(); ts.append(time.time() - t)\n"
+                               "    assert np.median(ts) < 0.1\n",
+    "the sign of a difference": "def test_f(b):\n    x = 0\n    y = 1\n"
+                                "    assert b['inline_s'] - b['plain_s'] > 0\n",
+    "a ratio of timings": "def test_f(b):\n    x = 0\n    y = 1\n    assert b['run_overhead_inline'] <= 1.10\n",
+    "an approximate time": "import time\ndef test_f():\n    t0 = time.time()\n    dt = time.time() - t0\n"
+                           "    assert dt == pytest.approx(2.0, abs=0.5)\n",
+    "a failure on a slow run": "import time\ndef test_f():\n    t0 = time.time()\n"
+                               "    if time.time() - t0 > 30:\n        pytest.fail('too slow')\n",
+    "numpy's assertion": "import time\nx = 0\ny = 0\nnp.testing.assert_array_less(durations, 1.0)\n",
+    "datetime": "from datetime import datetime, timedelta\nstart = datetime.now()\nrun()\n"
+                "assert datetime.now() - start < timedelta(seconds=5)\n",
+    "timeit": "import timeit\nx = 1\ny = 2\nassert timeit.timeit(f, number=10) < 1\n",
+}
+
+#: checks that read a clock, a timing's name or a count, and bound no measured duration
+LEGITIMATE = {
+    "a count of steps": "def test_f(cfg, durations):\n    assert cfg.steps <= 10 and len(durations) == 3\n"
+                        "    assert summary['probe_steps'] == [0, 1, 3]\n",
+    "a hang guard's timeout argument": "import subprocess\nproc = subprocess.run(cmd, timeout=120)\n"
+                                       "assert proc.returncode == 0\nproc.wait(timeout=20)\n",
+    "a deadline": "import time\ndeadline = time.monotonic() + 1800\nwhile not done():\n"
+                  "    if time.monotonic() > deadline:\n        pytest.fail('the build hung')\n"
+                  "    assert time.monotonic() <= deadline\n",
+    "a recorded figure": "def test_f(smoke, rows):\n    assert smoke['seconds'] > 0\n"
+                         "    assert rows[0]['seconds_per_step'] == 2.0\n    assert 0 < rows[0]['exec_s']\n",
+    "a planted clock": "def test_f(monkeypatch):\n    monkeypatch.setattr(mod.time, 'perf_counter', lambda: 0.0)\n"
+                       "    assert mod.latency()['p95_ms'] == pytest.approx(8.0)\n",
+    "a figure equal to its formula": "def test_f(b):\n"
+                                     "    assert b['speedup'] == pytest.approx(b['bf16_per_s'] / b['fp32_per_s'])\n",
+    "names that only look like units": "def test_f(f_s, ev_s, second_moment, se):\n"
+                                       "    assert abs(np.mean(f_s) - 1) < 4 * se and second_moment > 0.5\n"
+                                       "    assert np.allclose(ev_s, 1.0)\n",
+}
+
+
+@pytest.mark.parametrize("what", PLANTED)
+def test_a_planted_duration_assert_is_caught(what):
+    source = PLANTED[what]
+    found = duration_asserts(source)
+    assert [f.line for f in found] == [len(source.splitlines()) - (what == "a failure on a slow run")], found
+
+
+@pytest.mark.parametrize("what", LEGITIMATE)
+def test_a_check_that_bounds_no_measured_duration_is_not_flagged(what):
+    assert duration_asserts(LEGITIMATE[what]) == []
+
+
+def test_names_of_timings_and_of_counts():
+    assert all(map(is_duration_name, ("wall_seconds", "exec_s", "p95_ms", "tokens_per_s", "runtime", "speedup",
+                                      "time [s]", "trainTime", "tokens_per_s_ddp")))
+    assert not any(map(is_duration_name, ("steps", "runs", "n_probe_steps", "time", "timeout", "f_s",
+                                          "second_moment", "ratio's 95 % CI")))
+
+
+def test_no_test_asserts_a_duration():
+    """No file of tests/ compares a measured duration with a bound: timings are make bench's
+    (tanbias.book.bench, tanbias.lab.bench), which reports them against their targets; a test must pass
+    on a busy machine. (A timeout that only guards against a hang is an argument or a deadline.)"""
+    found = {path.name: [str(f) for f in duration_asserts(path.read_text(encoding="utf8"))]
+             for path in sorted(Path(__file__).parent.glob("*.py"))}
+    found = {name: lines for name, lines in found.items() if lines}
+    assert not found, f"tests that assert a duration (move the comparison to make bench): {found}"
 
 
 def test_the_measure_page_is_reported_against_its_target_and_the_slowest_lab_chapter():
