@@ -37,7 +37,8 @@ from bookhelpers import BIN, CHROMIUM_ARGS, ROOT  # noqa: E402
 SHARED_ENV = "TANBIAS_TEST_BOOK"
 #: the math libraries' thread counts, set to 1 for the workers of ``pytest -n``
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-#: longest wait for the shared build (a clean build takes about 100 s on 2 idle cores)
+#: longest wait for the shared build, a hang guard (a clean build takes about 100 s on 2 idle cores, 18x less;
+#: 11 min under a load of 6)
 BUILD_TIMEOUT_S = 1800
 
 

@@ -74,7 +74,7 @@ def _changed(page, handle, old: str, what: str) -> str:
     """Wait until the plotted data differ from ``old``; return the new data."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:
+    try:   # a hang guard: a click redraws in under 1 s (0.3-0.7 s under a load of 6 on two cores)
         page.wait_for_function(f"([el, old]) => ({DATA_JS})(el) !== old", arg=[handle, old],
                                timeout=15_000)
     except PlaywrightTimeout:
@@ -92,7 +92,8 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
         # MathJax typesets every math node of the page
         n_math = page.locator(".math").count()
         if n_math:
-            # attached, not visible: some math sits in closed dropdowns (hints, solutions)
+            # attached, not visible: some math sits in closed dropdowns (hints, solutions); 60 s is a
+            # hang guard (MathJax typesets a page in under 0.5 s under a load of 6 on two cores)
             page.wait_for_selector("mjx-container", state="attached", timeout=60_000)
             page.wait_for_function(
                 "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
@@ -250,6 +251,8 @@ def test_lab_opens_chapter_as_notebook_with_live_figure(jupyter_lab, built_book,
     page, problems = open_page(browser, lab_workspace_url(base, token, chapter), viewport=(1400, 1100))
     try:
         run_all_in_lab(page, wait_until_done=False)
+        # the waits below guard against a hang (labhelpers.run_all_in_lab): the live view comes with the
+        # chapter's first cells, the chapter runs within make bench's 30 s, a slider move redraws in 1 s
         # an Interactive's live view: a box holding its sliders and its FigureWidget
         view = page.locator(".jp-OutputArea .widget-vbox:has(.widget-slider):has(.js-plotly-plot)").first
         view.wait_for(state="attached", timeout=180_000)

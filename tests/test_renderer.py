@@ -87,6 +87,7 @@ def test_kernels_started_like_the_book_build_are_not_live(tmp_path):
         "print(os.environ.get('JPY_SESSION_NAME'), resolve_mode(), pio.renderers.default)")])
     env_mode = __import__("os").environ.pop("TANBIAS_MODE", None)
     try:
+        # a hang guard: the cell (importing the figures in a fresh kernel) takes a few seconds
         NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     finally:
         if env_mode is not None:

@@ -18,6 +18,7 @@ from tanbias.errors import ParameterError
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
+    # the timeout is a hang guard: `tanbias --version` answers in 0.2 s
     return subprocess.run(list(argv), capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
