@@ -55,7 +55,7 @@ def test_every_table_is_produced_and_finite(smoke):
         assert np.isfinite(types[col]).all() and (types[col] >= 0).all(), col
     assert types["self_similarity"].between(-1, 1).all()
     premise = tables["premise"]
-    assert set(premise["reading"]) == set(pt.READINGS)
+    assert set(premise["reading"]) == set(pt.RADIUS_READINGS)
     assert {"corpus", "wordfreq"} <= set(premise["source"]) and set(premise["estimator"]) == {"matched", "plain"}
     matched = premise[(premise["estimator"] == "matched") & (premise["m"] == SMOKE["m"]) & (premise["layer"] > 0)
                       & (premise["source"] == "corpus")]

@@ -68,7 +68,7 @@ from tanbias.lab.analysis.tables import single_thread_blas
 from tanbias.lab.corpus import split
 from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import token_clouds as tc
-from tanbias.theory.token_clouds import READINGS  # the order of premise_bootstrap's columns
+from tanbias.theory.token_clouds import RADIUS_READINGS  # the order of premise_bootstrap's columns
 
 __all__ = ["PRETRAINED_DIR", "MeasureSettings", "DECODER_LANGUAGES", "MODEL_SETTINGS", "TABLES", "CSV_FLOAT",
            "corpus_frequencies", "word_marker", "wordfreq_frequencies", "hidden_states", "layer_tables",
@@ -381,10 +381,10 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
     ns = tc.type_normal_shares(Y, ids, k=normal_k, min_count=m, spread=spread)
     types = matched["type"]
     share = pd.Series(ns["normal_share"], index=ns["type"])
-    plain_at = {k: pd.Series(plain[k], index=plain["type"]).reindex(types).to_numpy() for k in READINGS}
+    plain_at = {k: pd.Series(plain[k], index=plain["type"]).reindex(types).to_numpy() for k in RADIUS_READINGS}
     rows = pd.DataFrame({"layer": layer, "type": types, "count": matched["count"],
                          "corpus_count": frequency[types], "zipf": zipf[types],
-                         **{k: matched[k] for k in READINGS}, **{f"{k}_plain": plain_at[k] for k in READINGS},
+                         **{k: matched[k] for k in RADIUS_READINGS}, **{f"{k}_plain": plain_at[k] for k in RADIUS_READINGS},
                          "normal_share": share.reindex(types).to_numpy()})
     an = tc.anisotropy(Y, rng=layer)
     whole = tc.anisotropy(X, rng=layer)
@@ -430,7 +430,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
     for source, freq in sources.items():
         r = res[source]
         for layer in range(L):
-            for r_i, reading in enumerate(READINGS):
+            for r_i, reading in enumerate(RADIUS_READINGS):
                 out.append({"layer": layer, "source": source, "reading": reading, "estimator": "matched",
                             "m": s.m, "rho": r["rho"][layer, r_i], "lo": r["lo"][layer, r_i],
                             "hi": r["hi"][layer, r_i], "band_lo": r["band_lo"][layer, r_i],
@@ -439,7 +439,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
         for layer, g in types.groupby("layer"):
             f = freq[g["type"].to_numpy()]
             ok = np.isfinite(f)
-            for reading in READINGS:
+            for reading in RADIUS_READINGS:
                 y = g[f"{reading}_plain"].to_numpy()
                 good = ok & np.isfinite(y)
                 if good.sum() < 10:
@@ -454,7 +454,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
         r = tc.premise_bootstrap(Hk[few], ids, docs, sources["corpus"], m=m, draws=s.draws,
                                  n_boot=max(50, s.n_boot // 4), rng=np.random.default_rng([seed, 2, m]))
         for i, layer in enumerate(few):
-            for r_i, reading in enumerate(READINGS):
+            for r_i, reading in enumerate(RADIUS_READINGS):
                 out.append({"layer": layer, "source": "corpus", "reading": reading, "estimator": "matched",
                             "m": m, "rho": r["rho"][i, r_i], "lo": r["lo"][i, r_i], "hi": r["hi"][i, r_i],
                             "band_lo": np.nan, "band_hi": np.nan, "shift": r["shift"][i, r_i],
