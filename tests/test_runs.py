@@ -66,3 +66,43 @@ def test_the_key_follows_every_data_file_and_not_the_work_folders(memo_world):
     assert runs.inputs_digest() == key
     (memo_world / "data" / "new.csv").write_text("a\n1\n")
     assert runs.inputs_digest() != key
+
+
+def _settle(root, seconds=60):
+    """Date every file under ``root`` ``seconds`` back: written long before the digest is read."""
+    import os
+    import time
+
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(time.time_ns() - seconds * 10**9,) * 2)
+
+
+def test_settled_files_are_read_once_per_process_and_a_change_is_read_again(memo_world, monkeypatch):
+    """The key reads 300 MB: a process reads files whose sizes and times have not moved once, and
+    reads them again when one moves, or while one was written within SETTLED_S (same digest)."""
+    from pathlib import Path
+
+    monkeypatch.setattr(runs, "_DIGESTS", {})
+    package = memo_world / "pkg" / "lab"               # the package's source: one module of its own
+    package.mkdir(parents=True)
+    (package / "runs.py").write_text("x = 1\n")
+    monkeypatch.setattr(runs, "__file__", str(package / "runs.py"))
+    summary = memo_world / "data" / "runs" / "r1" / "summary.json"
+    reads = []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or read_bytes(self))
+
+    def digest():
+        reads.clear()
+        return runs.inputs_digest(), reads.count(summary)
+
+    fresh, n = digest()                                # just written: read, and read again
+    assert n > 0 and digest() == (fresh, n)
+    _settle(memo_world)
+    assert digest() == (fresh, n)                      # the same digest, read once more
+    assert digest() == (fresh, 0)                      # settled and unmoved: not read again
+    summary.write_text('{"loss": 3.0}')                # the same size, another time
+    _settle(memo_world, seconds=30)
+    changed, m = digest()
+    assert changed != fresh and m == n and digest() == (changed, 0)

@@ -35,6 +35,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,7 @@ from tanbias.lab.config import RunConfig
 __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
            "COMMITTED_FILES", "is_complete", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
-           "read_config", "atomic_save_npz", "MEMO_DIR", "inputs_digest", "memoised"]
+           "read_config", "atomic_save_npz", "MEMO_DIR", "SETTLED_S", "inputs_digest", "memoised"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
@@ -356,15 +357,17 @@ def load_run(run) -> RunData:
 MEMO_DIR = Path(os.environ.get("TANBIAS_MEMO_DIR", ROOT / "work" / "memo"))
 
 
-def inputs_digest() -> str:
-    """sha256 of everything an analysis of the committed data can read: every file under
-    ``data/`` and :data:`RUNS_DIR` (run ``work/`` folders left out), the package's source,
-    and the versions of Python and of the numerical libraries."""
-    import importlib.metadata as md
+#: the digests of :func:`inputs_digest` this process computed, by the files' sizes and times
+_DIGESTS: dict = {}
+#: a file written less than this long before a digest is read in full every time: its time may not
+#: yet tell it from a later write of the same size (the "racy" case of git's index)
+SETTLED_S = 2.0
 
-    h = hashlib.sha256()
+
+def _input_files() -> list[tuple[Path, Path]]:
+    """``(root, file)`` of everything :func:`inputs_digest` reads, in the order it reads them."""
     roots = [ROOT / "data", RUNS_DIR, Path(__file__).resolve().parents[1]]
-    seen = set()
+    seen, files = set(), []
     for top in roots:
         top = top.resolve()
         if top in seen or not top.exists():
@@ -372,16 +375,41 @@ def inputs_digest() -> str:
         seen.add(top)
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d not in ("work", "__pycache__"))
-            for f in sorted(filenames):
-                if f.endswith(".pyc"):
-                    continue
-                path = Path(dirpath, f)
-                h.update(str(path.relative_to(top.parent)).encode() + b"\0")
-                h.update(path.read_bytes())
-    for lib in ("numpy", "pandas", "scipy", "statsmodels", "patsy"):
-        h.update(f"{lib}={md.version(lib)};".encode())
+            files += [(top, Path(dirpath, f)) for f in sorted(filenames) if not f.endswith(".pyc")]
+    return files
+
+
+def inputs_digest() -> str:
+    """sha256 of everything an analysis of the committed data can read: every file under
+    ``data/`` and :data:`RUNS_DIR` (run ``work/`` folders left out), the package's source,
+    and the versions of Python and of the numerical libraries.
+
+    The files are read (about 300 MB) once per process while their sizes and modification times
+    stay what they were, and every time while one of them was written in the last
+    :data:`SETTLED_S` seconds; the digest is the same either way.
+    """
+    import importlib.metadata as md
+
+    files = _input_files()
+    stats = [path.stat() for _, path in files]
+    versions = [f"{lib}={md.version(lib)};" for lib in ("numpy", "pandas", "scipy", "statsmodels", "patsy")]
+    key = (tuple(versions), sys.version, tuple((str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+                                               for (_, path), st in zip(files, stats)))
+    if key in _DIGESTS:
+        return _DIGESTS[key]
+    h = hashlib.sha256()
+    for top, path in files:
+        h.update(str(path.relative_to(top.parent)).encode() + b"\0")
+        h.update(path.read_bytes())
+    for v in versions:
+        h.update(v.encode())
     h.update(sys.version.encode())
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if all(st.st_mtime_ns < time.time_ns() - SETTLED_S * 1e9 for st in stats):
+        if len(_DIGESTS) >= 8:
+            _DIGESTS.clear()
+        _DIGESTS[key] = digest
+    return digest
 
 
 def memoised(name: str, compute):
