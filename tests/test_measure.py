@@ -76,11 +76,12 @@ def test_a_bare_encoder_is_measured_without_the_alignment_test(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_folder_of_checkpoints_gives_trajectories(tmp_path):
-    root = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0", "step1", "step2"))
-    man = ms.measure_model(root, tmp_path / "out", progress=False, **SMALL)
+def test_a_folder_of_checkpoints_gives_trajectories(measured_tiny, tmp_path):
+    """A tiny Llama at three checkpoints, measured as measurehelpers.measure_tiny measures it once for
+    the suite (the same folder of checkpoints, the same settings), then at two of them."""
+    tables = measured_tiny["series"]
+    man = tables["manifest"]
     assert man["revisions"] == ["step0", "step1", "step2"] and man["steps"] == [0, 1, 2]
-    tables = ms.load_measurement(tmp_path / "out")
     for key in ("types", "premise", "anisotropy", "curvature", "alignment"):
         assert list(tables[key].columns[:2]) == ["revision", "step"], key
     assert set(tables["anisotropy"]["revision"]) == {"step0", "step1", "step2"}
@@ -94,6 +95,7 @@ def test_a_folder_of_checkpoints_gives_trajectories(tmp_path):
     # step 0 and step 1 differ by one SGD step: their readings differ
     assert traj["mean_cosine_max"].iloc[0] != traj["mean_cosine_max"].iloc[1]
     # the revisions asked for, only
+    root = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0", "step1", "step2"))
     man = ms.measure_model(root, tmp_path / "two", revisions=["step0", "step2"], alignment=False,
                            progress=False, **SMALL)
     assert man["revisions"] == ["step0", "step2"] and man["steps"] == [0, 2]
