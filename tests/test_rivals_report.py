@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanbias.lab.analysis import rivals_report
+from tanbias.lab.analysis import rivals, rivals_report
 from tanbias.lab.config import KINDS
 from tanbias.stats import check_words
 
@@ -95,7 +95,7 @@ def test_a_contrast_table_shows_one_family():
                                "estimate": 0.1, "lo": 0.0, "hi": 0.2, "p": 0.04, "p_holm": 0.08, "word": "positive",
                                "other": 1} for f, c in (("primary", "head_final"), ("secondary", "x"))])
     t = rivals_report.contrast_table(contrasts, "primary")
-    assert list(t["contrast"]) == ["head_final"]
+    assert list(t["contrast"]) == [rivals.CONTRAST_NAMES["head_final"]]        # in words
     assert list(t.columns) == ["contrast", "architecture", "reading", "estimate", "lo", "hi", "p", "Holm p", "word"]
 
 

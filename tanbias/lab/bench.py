@@ -29,12 +29,12 @@ import torch
 
 from tanbias.errors import CorruptFileError
 from tanbias.lab import distributed, runs
-from tanbias.lab.config import ProbeSettings, RunConfig, SurgerySettings, model_size
+from tanbias.lab.config import ProbeSettings, RunConfig, SurgerySettings, model_size, probe_steps
 from tanbias.lab.data import Stream
 from tanbias.lab.experiments import CAUSAL_SURGERY
 from tanbias.lab.devices import resolve_device
 from tanbias.lab.models import autocast, gemm_peak, loss_and_correct, to_device
-from tanbias.lab.probe import CaptureWriter, ResidualProbe, probe_steps
+from tanbias.lab.probe import CaptureWriter, ResidualProbe
 from tanbias.lab.surgery import Surgery
 from tanbias.lab.train import Capture, setup_training, train, train_step
 

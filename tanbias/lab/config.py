@@ -206,7 +206,7 @@ class ProbeSettings:
     (12, 128, 4)
     """
     enabled: bool = True
-    #: probe steps (log-spaced over the run, :func:`tanbias.lab.probe.probe_steps`)
+    #: probe steps (log-spaced over the run, :func:`tanbias.lab.config.probe_steps`)
     n_steps: int | None = None
     #: captured tokens per probe step
     tokens: int | None = None
@@ -254,7 +254,7 @@ class ProbeSettings:
 
     def grid(self, steps: int) -> list[int]:
         """The probe steps of a run of ``steps`` steps: the log grid of :attr:`n_steps`
-        (:func:`tanbias.lab.probe.probe_steps`) and :attr:`extra_steps`.
+        (:func:`tanbias.lab.config.probe_steps`) and :attr:`extra_steps`.
 
         >>> ProbeSettings(n_steps=6, extra_steps=(50,)).grid(100)
         [0, 1, 3, 10, 31, 50, 99]

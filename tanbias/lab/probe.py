@@ -1,6 +1,6 @@
 """The alignment probe: capture activations and ∂L/∂h during training (ch 7, 8).
 
-Capture (:class:`ResidualProbe`), at log-spaced steps (:func:`probe_steps`,
+Capture (:class:`ResidualProbe`), at log-spaced steps (:func:`~tanbias.lab.config.probe_steps`,
 step 0 included): forward hooks on the embedding and on every block of the
 model (:func:`residual_modules`) call ``h.retain_grad()`` on the residual
 stream ``h`` (layer 0 is the embedding output, layer ``l`` the output of block
@@ -32,7 +32,7 @@ from tanbias.lab.config import probe_steps
 from tanbias.lab.hooks import Hook
 from tanbias.lab.runs import atomic_save_npz
 
-__all__ = ["probe_steps", "layer_activations", "F16_SAFE", "BLOCK_LISTS", "ResidualProbe", "residual_modules",
+__all__ = ["layer_activations", "F16_SAFE", "BLOCK_LISTS", "ResidualProbe", "residual_modules",
            "pack_capture",
            "output_spectrum", "load_capture", "CaptureWriter", "CAPTURE_VERSION", "ProbeEval"]
 

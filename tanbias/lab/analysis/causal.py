@@ -35,9 +35,8 @@ from tanbias.lab.analysis import registered, sweep
 from tanbias.lab.analysis.causal_design import FAMILY
 from tanbias.lab.analysis.registered import (complete_seeds, holm, learning, progress_word, relative_word, t_interval,
                                              value_at_progress)
-from tanbias.lab.config import EARLY_FRAC, KINDS, PROBE_STEPS
+from tanbias.lab.config import EARLY_FRAC, KINDS, PROBE_STEPS, probe_steps
 from tanbias.lab.experiments import CAUSAL, CAUSAL_SEEDS, causal_arms
-from tanbias.lab.probe import probe_steps
 from tanbias.stats import interval_word
 
 if TYPE_CHECKING:
