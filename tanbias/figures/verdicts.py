@@ -44,6 +44,15 @@ def _cell_href(chapter: str, label: str = "", suffix: str = ".html") -> str:
     return f"{chapter}{suffix}" + (f"#{label}" if label else "")
 
 
+def _short_chapters(text: str) -> str:
+    """``chapters 7–8`` as ``ch. 7–8``, for a column header.
+
+    >>> _short_chapters("chapters 10–11"), _short_chapters("chapter 9")
+    ('ch. 10–11', 'ch. 9')
+    """
+    return text.replace("chapters ", "ch. ").replace("chapter ", "ch. ")
+
+
 def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
     """The verdicts at a glance: one row per property (:data:`~tanbias.lab.analysis.findings.PROPERTIES`),
     one column per line of evidence (:data:`~tanbias.lab.analysis.findings.EVIDENCE`), each cell its
@@ -125,7 +134,9 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
         title=dict(y=0.995, yanchor="top"),
         legend=dict(orientation="h", x=0, y=-0.02, xanchor="left", yanchor="top"),
         xaxis=dict(tickvals=list(range(len(evid))), side="top", showline=False, ticks="", showgrid=False, tickangle=0,
-                   ticktext=[f"{_two_lines(EVIDENCE[e][0], 8)}<br><i>{EVIDENCE[e][1]}</i>" for e in evid],
+                   # short and small: seven columns of about 90 px, the headers never rotate
+                   ticktext=[f"{_two_lines(EVIDENCE[e][0], 8)}<br><i>{_short_chapters(EVIDENCE[e][1])}</i>"
+                             for e in evid], tickfont=dict(size=11),
                    range=[-0.5, len(evid) - 0.5], fixedrange=True),
         yaxis=dict(tickvals=list(range(len(props))), ticktext=[PROPERTIES[p] for p in props], autorange="reversed",
                    showline=False, ticks="", showgrid=False, fixedrange=True))
