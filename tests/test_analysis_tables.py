@@ -68,7 +68,7 @@ def test_rival_rows_accept_an_output_spectrum_stored_in_float32():
     """A capture keeps W_U's right singular vectors in float32, orthonormal only to about 1e-6 on the
     lab's models; the rival readings take their span, orthonormalised, instead of refusing the basis
     (a committed run once failed its analysis there)."""
-    from tanbias.lab.analysis.tables import rival_rows
+    from tanbias.lab.analysis.tables import reading_rows
     from tanbias.lab.experiments import rivals_config
 
     cfg = rivals_config("decoder", "standard-control", 0, steps=10, size="smoke",
@@ -85,7 +85,7 @@ def test_rival_rows_accept_an_output_spectrum_stored_in_float32():
                           "wu_vt": vt.astype(np.float32), "wu_s": np.linspace(2, 1, D).astype(np.float32)}
     v32 = vt[:3].astype(np.float32).astype(np.float64)
     assert not np.allclose(v32 @ v32.T, np.eye(3), atol=1e-6)
-    rows = rival_rows(captures, cfg)
+    rows = reading_rows(captures, cfg)
     assert len(rows) == 3 and all(np.isfinite(r["enrichment_outside"]) for r in rows)
     assert all(0 <= r["wu_overlap"] <= 1 for r in rows)
 

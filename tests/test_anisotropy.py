@@ -39,6 +39,23 @@ def test_exact_mean_cosine_agrees_with_the_sampled_one_within_its_error():
     assert abs(exact - sampled) < 4 * sd / np.sqrt(20000)
 
 
+def test_the_sampled_pairs_are_those_every_committed_run_drew():
+    # the committed runs' anisotropy.csv came from this sampling, inline in token_clouds until it
+    # moved here: the same seed must give the same pairs and the same parts, bit for bit
+    X = np.random.default_rng(3).normal(size=(700, 12)) + 0.2
+    norms = np.linalg.norm(X, axis=1)
+    rng = np.random.default_rng(5)
+    i = rng.integers(0, 700, size=9000)
+    j = (i + rng.integers(1, 700, size=9000)) % 700
+    old = np.zeros(12)
+    for s in range(0, 9000, 4096):
+        a, b = i[s:s + 4096], j[s:s + 4096]
+        old += np.einsum("ij,ij->j", X[a] / norms[a, None], X[b] / norms[b, None])
+    old /= 9000
+    assert np.array_equal(an.pair_contributions(X, norms, 9000, np.random.default_rng(5)), old)
+    assert token_clouds.anisotropy(X, n_pairs=9000, rng=5)["mean_cosine"] == float(old.sum())
+
+
 def test_a_planted_rogue_coordinate_is_raw_near_one_and_standardised_near_zero():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(4000, 32))

@@ -5,7 +5,7 @@ import pytest
 
 from tanbias.errors import ParameterError
 from tanbias.lab import checkpoints as ck
-from tanbias.lab.analysis import posthoc as ph
+from tanbias.lab.analysis import checkpoint_probe as ph
 
 
 def test_missing_local_revision_names_the_available_ones(tiny):

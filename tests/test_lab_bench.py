@@ -23,8 +23,8 @@ def _finite(d: dict, keys) -> bool:
 
 def test_bench_lab_reports_every_figure_for_every_precision():
     b = bench_lab(size="smoke", reps=1, run_steps=4, n_probe_steps=2, gemm_n=64)
-    keys = ("tokens_per_s", "t_plain", "t_inline", "t_posthoc", "per_step_inline_ratio", "per_step_posthoc_ratio",
-            "run_overhead_inline", "run_overhead_posthoc", "gemm_gflops", "peak_fraction")
+    keys = ("tokens_per_s", "t_plain", "t_inline", "t_separate", "per_step_inline_ratio", "per_step_separate_ratio",
+            "run_overhead_inline", "run_overhead_separate", "gemm_gflops", "peak_fraction")
     assert set(b["precisions"]) == {"fp32", "bf16"} and all(_finite(v, keys) for v in b["precisions"].values())
     assert {k: b[k] for k in keys} == {k: b["precisions"]["fp32"][k] for k in keys}   # the first at the top
     assert b["run_steps"] == 4 and b["probe_steps"] == len(probe_steps(4, 2)) and b["size"] == "smoke"

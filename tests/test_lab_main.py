@@ -2,7 +2,7 @@
 the registry, each handing its options to the function that does the work, and one exit status
 rule (2 with one line for bad input or a corrupt file; 1 when a run or a reproduction fails).
 
-The work itself is tested with its module (pipeline, bench, posthoc, pretrained); here each
+The work itself is tested with its module (pipeline, bench, checkpoint_probe, pretrained); here each
 command's function is replaced by a stand-in that records what it was given."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import __main__ as cli
 from tanbias.lab import pipeline
-from tanbias.lab.analysis import posthoc, pretrained
+from tanbias.lab.analysis import checkpoint_probe, pretrained
 from tanbias.lab.checkpoints import REFERENCE_MODELS, CheckpointUnavailable
 from tanbias.lab.experiments import EXPERIMENTS
 from tanbias.lab.zoo import ZooUnavailable
@@ -125,7 +125,7 @@ def test_checkpoints_writes_every_table_the_probe_returns(monkeypatch, tmp_path,
         seen.update(model=model_id, revisions=revisions, **kw)
         return {"alignment": alignment, "radius": pd.DataFrame({"t": [0.25]})}
 
-    monkeypatch.setattr(posthoc, "probe_checkpoints", fake)
+    monkeypatch.setattr(checkpoint_probe, "probe_checkpoints", fake)
     out = tmp_path / "tables"
     assert cli.main(["checkpoints", model, "--out", str(out), "--tokens", "64", "--no-progress"]) == 0
     assert seen["revisions"] == REFERENCE_MODELS[model]["revisions"] and seen["n_tokens"] == 64
@@ -135,7 +135,7 @@ def test_checkpoints_writes_every_table_the_probe_returns(monkeypatch, tmp_path,
     assert cli.main(["checkpoints", "some/model", "--revisions", "step1", "--out", str(out)]) == 0
     assert seen["revisions"] == ["step1"]
     # under torchrun, a rank other than 0 gets no tables and writes none
-    monkeypatch.setattr(posthoc, "probe_checkpoints", lambda *a, **kw: None)
+    monkeypatch.setattr(checkpoint_probe, "probe_checkpoints", lambda *a, **kw: None)
     assert cli.main(["checkpoints", model, "--out", str(tmp_path / "rank1")]) == 0
     assert not (tmp_path / "rank1").exists()
 
@@ -153,7 +153,7 @@ def test_a_model_that_cannot_be_had_is_status_2_for_the_commands_that_load_one(m
     monkeypatch.setattr(pretrained, "measure_all", lambda *a, **kw: (_ for _ in ()).throw(zoo_missing))
     assert cli.main(["pretrained", "gemma3-270m"]) == 2
     assert capsys.readouterr().err == f"error: {zoo_missing}\n"
-    monkeypatch.setattr(posthoc, "probe_checkpoints",
+    monkeypatch.setattr(checkpoint_probe, "probe_checkpoints",
                         lambda *a, **kw: (_ for _ in ()).throw(CheckpointUnavailable("a/b", None)))
     assert cli.main(["checkpoints", "a/b", "--out", "x"]) == 2
     assert capsys.readouterr().err.startswith("error: checkpoint 'a/b' at revision None")

@@ -76,7 +76,7 @@ LAB = [
     ["tanbias.lab.analysis.radii"],
     ["tanbias.lab.analysis.registered"],
     *(step for name in EXPERIMENTS for step in experiment_steps(name)),
-    ["tanbias.lab.analysis.posthoc"],
+    ["tanbias.lab.analysis.checkpoint_probe"],
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
     ["tanbias.lab.analysis.measure"],
     ["tanbias.lab.analysis.findings"],

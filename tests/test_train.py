@@ -138,7 +138,7 @@ def test_constant_schedule_keeps_the_learning_rate_after_warmup():
 
 
 def test_train_revisions_saves_a_mirror_of_the_runs_steps(smoke_run, tmp_path):
-    """The post-hoc probe's input for a lab model: the same steps as train()."""
+    """The checkpoint probe's input for a lab model: the same steps as train()."""
     import torch
 
     from tanbias.lab.checkpoints import load_checkpoint, local_revisions

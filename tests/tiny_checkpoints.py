@@ -2,7 +2,7 @@
 
 The families of the paper's reference checkpoints (EuroBERT, GPT-NeoX for
 Pythia, Llama for SmolLM2) at toy size, written with
-:func:`tanbias.lab.checkpoints.save_revision`, so that the post-hoc probe, the
+:func:`tanbias.lab.checkpoints.save_revision`, so that the checkpoint probe, the
 loaders and their errors are tested offline on real ``transformers`` models.
 """
 from __future__ import annotations

@@ -251,7 +251,7 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
                 row["interactives"], row["error"] = [], f"{type(exc).__name__}: {exc}"
         report["chapters"].append(row)
     # The training lab (issue: training tokens/s and the probe's overhead,
-    # inline versus a separate post-hoc forward+backward), measured in one process.
+    # inline versus a separate forward+backward), measured in one process.
     from tanbias.lab.bench import bench_lab
     try:
         report["lab"] = bench_lab(reps=3 if quick else 8)
@@ -472,9 +472,9 @@ def format_report(report: dict) -> str:
     lab = report.get("lab")
     if lab and "error" not in lab:
         lines.append(f"training lab: {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "
-                     f"inline {lab['per_step_inline_ratio']:.3f}x vs post hoc {lab['per_step_posthoc_ratio']:.3f}x; "
+                     f"inline {lab['per_step_inline_ratio']:.3f}x vs a separate pass {lab['per_step_separate_ratio']:.3f}x; "
                      f"whole default run inline {lab['run_overhead_inline']:.3f}x (target <= 1.10) "
-                     f"vs post hoc {lab['run_overhead_posthoc']:.3f}x")
+                     f"vs a separate pass {lab['run_overhead_separate']:.3f}x")
         for prec, r in lab.get("precisions", {}).items():
             rate = (f"{100 * r['peak_fraction']:.0f} % of {r['gemm_gflops']:.0f} GFLOP/s ({prec} matmul, same process)"
                     if r["gemm_gflops"] >= 0.5 else f"its {prec} matmul rate rounds to 0 GFLOP/s here (no native "

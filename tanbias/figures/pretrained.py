@@ -12,7 +12,7 @@ read in one language ("smollm2-135m · English"): every slider that picks a mode
 * :func:`anisotropy_interactive` — anisotropy by relative depth, one line per
   measurement; sliders over the measure and whether the first position (the
   attention sink) is included;
-* :func:`alignment_interactive` — the post-hoc alignment test of the decoders by
+* :func:`alignment_interactive` — the checkpoint alignment test of the decoders by
   layer, the released checkpoint beside a randomly initialised copy;
 * :func:`curvature_interactive` — each type's local normal share against its
   radius *t* on log axes, with the fitted slope and the slope 2 of a curved
@@ -231,7 +231,7 @@ NETWORKS = {"trained": "released checkpoint", "random-init": "random-init copy (
 
 
 def alignment_interactive(pretrained: dict) -> Interactive:
-    """Interactive: the decoders' post-hoc enrichment by layer, beside a randomly initialised copy."""
+    """Interactive: the decoders' enrichment on their checkpoints by layer, beside a randomly initialised copy."""
     models = tuple(m for m, t in pretrained.items() if "alignment" in t)
 
     def compute(model=models[0]):

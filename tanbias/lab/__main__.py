@@ -10,7 +10,7 @@
                                                                train an experiment's runs, resumable (below)
     python -m tanbias.lab mechanism RUN                        per-token radii t on common held-out text (ch 8)
     python -m tanbias.lab checkpoints MODEL [--revisions R ...] [--kind K] [--tokens N] --out DIR
-                                                               probe released/saved checkpoints post hoc
+                                                               probe released/saved checkpoints
     python -m tanbias.lab pretrained MODEL|all [--tokens N] [--fresh]
                                                                measure a zoo model on held-out text (ch 9)
 
@@ -141,8 +141,8 @@ def mechanism(args) -> int:
 
 
 def checkpoints(args) -> int:
-    """Probe released or saved checkpoints post hoc; write their tables to ``args.out``."""
-    from tanbias.lab.analysis.posthoc import probe_checkpoints
+    """Probe released or saved checkpoints; write their tables to ``args.out``."""
+    from tanbias.lab.analysis.checkpoint_probe import probe_checkpoints
 
     revisions = args.revisions
     if revisions is None:
@@ -230,7 +230,7 @@ def parser() -> argparse.ArgumentParser:
     c = command(mechanism, "measure every token's radius t on held-out text (tokens.csv)")
     c.add_argument("run")
     c.add_argument("--batches", type=int, default=8)
-    c = command(checkpoints, "probe released or saved checkpoints post hoc")
+    c = command(checkpoints, "probe released or saved checkpoints")
     c.add_argument("model", help="hub id (e.g. EleutherAI/pythia-160m), local folder or zoo "
                                  "decoder (smollm2-135m, gemma3-270m)")
     c.add_argument("--revisions", nargs="+", default=None,

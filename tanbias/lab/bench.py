@@ -55,22 +55,22 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
       to a :class:`~tanbias.lab.probe.CaptureWriter`), a plain step and a wait for the
       capture to be on disk: the probe's whole cost, including what its writer thread
       takes from the next step;
-    * ``posthoc``: a plain step and the *post-hoc* alternative (a separate
+    * ``separate``: a plain step and the *separate-pass* alternative (a separate
       forward+backward with the probe armed, as a probe of a saved checkpoint would
       need, packed and written synchronously).
 
-    Each round's ``inline`` and ``posthoc`` are compared with its own ``plain`` pair
+    Each round's ``inline`` and ``separate`` are compared with its own ``plain`` pair
     (steps on this machine vary by about 10 % from one to the next, ten times the
     probe's cost: the paired differences cancel the slow drifts), and the medians over
     rounds give ``t_plain`` (half the plain pair), ``t_inline = t_plain + (inline -
-    plain)`` (one probed step) and ``t_posthoc = 2 t_plain + (posthoc - plain)`` (a
-    step and its post-hoc pass).
+    plain)`` (one probed step) and ``t_separate = 2 t_plain + (separate - plain)`` (a
+    step and its separate probe pass).
 
     The overheads of a whole default run (``run_steps`` steps, ``n_probe_steps`` of
     them probed) are then
 
         inline  = (N t_plain + k (t_inline - t_plain)) / (N t_plain)
-        posthoc = (N t_plain + k (t_posthoc - t_plain)) / (N t_plain)
+        separate = (N t_plain + k (t_separate - t_plain)) / (N t_plain)
 
     Training throughput is also given as a fraction of the matrix-multiply rate
     of its dtype (:func:`tanbias.lab.models.gemm_peak` of ``gemm_n x gemm_n``
@@ -82,8 +82,8 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     -------
     dict
         The first precision's figures at the top level (``tokens_per_s``, ``t_plain``,
-        ``t_inline``, ``t_posthoc``, ``per_step_inline_ratio``, ``per_step_posthoc_ratio``,
-        ``run_overhead_inline``, ``run_overhead_posthoc``), every precision's under
+        ``t_inline``, ``t_separate``, ``per_step_inline_ratio``, ``per_step_separate_ratio``,
+        ``run_overhead_inline``, ``run_overhead_separate``), every precision's under
         ``precisions``, ``speedup`` (second over first tokens/s), ``device``, ``load_average``.
     """
     dev = resolve_device(device)
@@ -100,7 +100,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         _, model, opt, sched = setup_training(cfg, dev, stream)
         setups[prec] = (model, opt, sched, ResidualProbe(model, cfg.probe.tokens))
     batches = stream.training()
-    times = {p: {"plain": [], "inline": [], "posthoc": []} for p in precisions}
+    times = {p: {"plain": [], "inline": [], "separate": []} for p in precisions}
     tmp = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     writer = CaptureWriter()
 
@@ -113,7 +113,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         train_step(model, opt, sched, batch, prec, dev,
                    capture=Capture(probe, writer, tmp / "cap.npz", probe.tokens) if inline else None)
 
-    def posthoc(prec, batch):
+    def separate(prec, batch):
         model, _, _, probe = setups[prec]
         probe.arm()
         with autocast(dev, prec):
@@ -129,13 +129,13 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
             step(prec, b)                                     # warm-up
         for _ in range(int(reps)):
             b = to_device(next(batches), dev)                 # one batch for the round's pairs
-            for kind_ in ("plain", "inline", "posthoc"):
+            for kind_ in ("plain", "inline", "separate"):
                 for prec in precisions:
                     sync()
                     t0 = time.perf_counter()
-                    if kind_ == "posthoc":
+                    if kind_ == "separate":
                         step(prec, b)
-                        posthoc(prec, b)
+                        separate(prec, b)
                     elif kind_ == "inline":
                         step(prec, b, inline=True)
                         step(prec, b)
@@ -159,15 +159,15 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         t_plain = float(np.median(pairs["plain"])) / 2
         med = {"plain": t_plain,
                "inline": t_plain + float(np.median(pairs["inline"] - pairs["plain"])),
-               "posthoc": 2 * t_plain + float(np.median(pairs["posthoc"] - pairs["plain"]))}
+               "separate": 2 * t_plain + float(np.median(pairs["separate"] - pairs["plain"]))}
         tps = tokens_per_step / med["plain"]
         peak = gemm_peak(int(gemm_n), dtype=prec, device=dev)
         per[prec] = {
-            "tokens_per_s": tps, "t_plain": med["plain"], "t_inline": med["inline"], "t_posthoc": med["posthoc"],
+            "tokens_per_s": tps, "t_plain": med["plain"], "t_inline": med["inline"], "t_separate": med["separate"],
             "per_step_inline_ratio": med["inline"] / med["plain"],
-            "per_step_posthoc_ratio": med["posthoc"] / med["plain"],
+            "per_step_separate_ratio": med["separate"] / med["plain"],
             "run_overhead_inline": (N * med["plain"] + k * (med["inline"] - med["plain"])) / (N * med["plain"]),
-            "run_overhead_posthoc": (N * med["plain"] + k * (med["posthoc"] - med["plain"])) / (N * med["plain"]),
+            "run_overhead_separate": (N * med["plain"] + k * (med["separate"] - med["plain"])) / (N * med["plain"]),
             "gemm_gflops": peak / 1e9, "peak_fraction": tps * flop_token / peak}
     first = per[precisions[0]]
     return {"size": ms.name, "kind": kind, "reps": int(reps), "threads": cfg0.threads, "device": dev.type,

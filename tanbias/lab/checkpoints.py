@@ -1,6 +1,6 @@
 """Where a saved checkpoint comes from and how it is loaded: hub ids, local folders, the zoo (ch 8, 9).
 
-The post-hoc probe (:mod:`tanbias.lab.analysis.posthoc`) runs on *saved*
+The checkpoint probe (:mod:`tanbias.lab.analysis.checkpoint_probe`) runs on *saved*
 checkpoints: a Hugging Face model id at a list of revisions (the paper's
 :data:`REFERENCE_MODELS`: EuroBERT-210m, Pythia-160m at its ``stepN`` revisions,
 SmolLM2-360M), a local folder, or a zoo decoder (:mod:`tanbias.lab.zoo`). This
@@ -16,7 +16,7 @@ repository's branches is a folder with one subfolder per revision
 (``DIR/step1000/config.json`` ...), made with
 ``hf download ID --revision REV --local-dir DIR/REV`` (the former
 ``huggingface-cli download``), or written from a model of one's own with
-:func:`save_revision` (for instance from a lab run, to probe it post hoc).
+:func:`save_revision` (for instance from a lab run, to probe it after training).
 """
 from __future__ import annotations
 
@@ -451,7 +451,7 @@ def save_revision(model, tokenizer, root, revision: str) -> Path:
     """Save ``model`` and ``tokenizer`` as the revision ``revision`` of a local mirror ``root``.
 
     Writes ``root/<revision>/`` with ``save_pretrained`` (``config.json``, weights,
-    tokenizer files): the layout :func:`resolve_checkpoint` reads, so the post-hoc
+    tokenizer files): the layout :func:`resolve_checkpoint` reads, so the checkpoint
     probe runs on the model offline (``probe_checkpoints(root, [revision, ...])``).
     Revisions named ``stepN`` are ordered by their step.
 

@@ -282,7 +282,7 @@ class ProbeSettings:
         """The analysis settings checked for activations of width ``D`` and ``L`` blocks.
 
         Shared by training runs (:class:`RunConfig`) and released checkpoints
-        (:func:`tanbias.lab.analysis.posthoc.probe_checkpoints`).
+        (:func:`tanbias.lab.analysis.checkpoint_probe.probe_checkpoints`).
         """
         rank = check_int("probe.rank", self.rank, lo=1, hi=D // 2,
                          hint=f"D={D}; the 20 controls must fit orthogonal to the proxy (rank <= D/2 < D).")

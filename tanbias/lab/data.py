@@ -584,7 +584,7 @@ def heldout_text(tokenizer, n_tokens: int, seq_len: int, seed: int = 0, language
     """Held-out documents of the corpus (its validation split), tokenised and cut into rows.
 
     The one builder of held-out text: the lab's common text (:meth:`Stream.common`),
-    the post-hoc probe's evaluation text (:func:`heldout_batches`) and the released
+    the checkpoint probe's evaluation text (:func:`heldout_batches`) and the released
     models' text (:mod:`tanbias.lab.analysis.pretrained`) all come from it. The
     documents are never in any of *our* training streams; a released model's own
     training data are unknown.

@@ -55,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the folder to write (default measure-<model name>); replaced only once the new "
                         "measurement is complete")
     p.add_argument("--device", default="cpu", help=f"{DEVICE_HELP} (default cpu)")
-    p.add_argument("--no-alignment", action="store_true", help="skip the post-hoc alignment test")
+    p.add_argument("--no-alignment", action="store_true", help="skip the checkpoint alignment test")
     p.add_argument("--no-report", action="store_true", help="write the tables and the manifest only, no report.html")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads of torch (default: torch's own; on a machine shared with other jobs, "

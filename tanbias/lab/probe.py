@@ -10,8 +10,8 @@ positions of the batch, the activations and the gradients at every layer; a
 :class:`CaptureWriter` thread stores them as float16 (gradients divided by a
 per-layer scale first, so they do not underflow; every metric is scale-free) in
 ``work/probe/step_XXXXXX.npz`` (atomic write) while training goes on.
-Released EuroBERT, GPT-NeoX and Llama checkpoints get the same hooks post hoc
-(:mod:`tanbias.lab.analysis.posthoc`).
+Released EuroBERT, GPT-NeoX and Llama checkpoints get the same hooks on saved checkpoints
+(:mod:`tanbias.lab.analysis.checkpoint_probe`).
 
 The held-out score at the probe steps (:class:`ProbeEval`, a hook of the
 training loop: :class:`tanbias.lab.hooks.Hook`) is logged beside the captures.
@@ -122,7 +122,7 @@ class ResidualProbe:
         Returns ``(acts, grads, input_ids, token_ids)``: one ``(n, D)`` tensor per
         layer each, and the ``(n,)`` input and uncorrupted token ids. Captures of
         several batches of one loss are concatenated and then packed with
-        :func:`pack_capture` (:func:`tanbias.lab.analysis.posthoc.capture_checkpoint`).
+        :func:`pack_capture` (:func:`tanbias.lab.analysis.checkpoint_probe.capture_checkpoint`).
         """
         import torch
 

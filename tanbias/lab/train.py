@@ -543,10 +543,10 @@ def _finish(run: TrainingRun) -> dict:
 
 def train_revisions(config, root, at=None, device: str = "cpu") -> Path:
     """Train a run config in this process (no log, no probe) and save the model at steps ``at``
-    as revisions ``step<N>`` of a local mirror ``root``: the post-hoc probe's input for a lab model.
+    as revisions ``step<N>`` of a local mirror ``root``: the checkpoint probe's input for a lab model.
 
     The steps are :func:`train`'s (same data stream, schedule and :func:`train_step`), so
-    the post-hoc probe of these revisions can be set beside the in-step probe of a run.
+    the checkpoint probe of these revisions can be set beside the in-step probe of a run.
     Revision ``step0`` is the initialisation.
 
     Parameters

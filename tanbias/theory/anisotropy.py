@@ -22,9 +22,12 @@ correction that should remove it if it is right:
 Every mean cosine here is *exact* over all ``n (n - 1)`` ordered pairs of distinct
 rows, from the identity ``sum_{i != j} u_i . u_j = ||sum_i u_i||^2 - sum_i ||u_i||^2``
 for unit rows ``u_i``, in ``O(n D)``: no pair is sampled, so two readings of one
-cloud differ only by what they correct. (The lab's older ``mean_cosine`` column,
-:func:`tanbias.theory.token_clouds.anisotropy`, samples 20,000 pairs of the same
-quantity; the tests check that the two agree within its sampling error.)
+cloud differ only by what they correct. The lab's older ``mean_cosine`` column
+(:func:`tanbias.theory.token_clouds.anisotropy`) estimates the same quantity from
+20,000 sampled pairs, :func:`pair_contributions`, which lives here beside the exact one
+so that the mean cosine has one home; the tests check that the two agree within the
+sample's error. The sampled estimate stays because every committed run's
+``anisotropy.csv`` holds it: an experiment reads one estimator across all its runs.
 
 The output-bottleneck account and the proxy's sharpness are about gradients and
 proxies, not clouds: :func:`tanbias.theory.alignment.enrichment_outside` and
@@ -37,7 +40,7 @@ import numpy as np
 from tanbias._checks import check_array, check_int
 from tanbias.errors import ParameterError
 
-__all__ = ["READINGS", "TOP_COORDINATES", "mean_cosine", "coordinate_shares", "readings"]
+__all__ = ["READINGS", "TOP_COORDINATES", "mean_cosine", "pair_contributions", "coordinate_shares", "readings"]
 
 #: the readings :func:`readings` returns, in the order tables show them
 READINGS = ("raw", "centered", "standardised", "type_balanced", "mean_share", "top_share")
@@ -110,6 +113,34 @@ def _mean_cosine(X: np.ndarray, norms: np.ndarray, w: np.ndarray) -> float:
     w2 = float(w @ w)
     denom = float(w.sum()) ** 2 - w2
     return float(np.clip((float(s @ s) - w2) / denom, -1.0, 1.0))
+
+
+def pair_contributions(X: np.ndarray, norms: np.ndarray, n_pairs: int, rng: np.random.Generator,
+                       chunk: int = 4096) -> np.ndarray:
+    """Each dimension's part of the mean cosine over ``n_pairs`` sampled pairs of distinct rows (D,).
+
+    Pair ``k`` is ``(i_k, j_k)`` with ``i_k`` uniform and ``j_k = (i_k + U{1..n-1}) mod n``;
+    dimension ``d`` gets ``mean_k x_{i_k d} x_{j_k d} / (||x_{i_k}|| ||x_{j_k}||)``. The parts sum
+    to the sampled mean cosine, an unbiased estimate of :func:`mean_cosine` (Timkey & van
+    Schijndel 2021 read the parts for rogue dimensions). ``X`` is checked by the caller, its
+    ``norms`` are positive, and ``rng`` is consumed in this order so that a seed gives the
+    committed runs' values bit for bit.
+
+    Example
+    -------
+    >>> X = np.random.default_rng(0).normal(size=(500, 4)) + [3.0, 0, 0, 0]
+    >>> c = pair_contributions(X, _norms(X), 20000, np.random.default_rng(1))
+    >>> int(np.argmax(c)), abs(float(c.sum()) - mean_cosine(X)) < 0.02
+    (0, True)
+    """
+    n, D = X.shape
+    i = rng.integers(0, n, size=n_pairs)
+    j = (i + rng.integers(1, n, size=n_pairs)) % n
+    contrib = np.zeros(D)
+    for s in range(0, n_pairs, chunk):
+        a, b = i[s:s + chunk], j[s:s + chunk]
+        contrib += np.einsum("ij,ij->j", X[a] / norms[a, None], X[b] / norms[b, None])
+    return contrib / n_pairs
 
 
 def coordinate_shares(X) -> np.ndarray:

@@ -50,6 +50,7 @@ from scipy import stats as _st
 
 from tanbias._checks import check_array, check_int, check_real, check_rng, check_rows, to_numpy
 from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_cov
+from tanbias.theory.anisotropy import pair_contributions
 from tanbias.errors import ParameterError
 from tanbias.stats import SlopeFit, loglog_slope
 
@@ -789,13 +790,7 @@ def anisotropy(X, n_pairs: int = 20000, top_k: int = 10, zeta: float = DEFAULT_Z
         i = int(np.argmax(norms == 0))
         raise ParameterError(f"X[{i}] is a zero row: valid range is rows with a non-zero norm "
                              f"(a cosine needs a direction). Drop zero rows first.")
-    i = rng.integers(0, n, size=n_pairs)
-    j = (i + rng.integers(1, n, size=n_pairs)) % n
-    contrib = np.zeros(D)
-    for s in range(0, n_pairs, _CHUNK):
-        a, b = i[s:s + _CHUNK], j[s:s + _CHUNK]
-        contrib += np.einsum("ij,ij->j", X[a] / norms[a, None], X[b] / norms[b, None])
-    contrib /= n_pairs
+    contrib = pair_contributions(X, norms, n_pairs, rng, _CHUNK)
     mean_cos = float(contrib.sum())
 
     C = _centred_cov(X, X.mean(axis=0))

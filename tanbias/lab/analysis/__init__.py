@@ -17,7 +17,7 @@
   * :mod:`~tanbias.lab.analysis.causal_design`, :mod:`~tanbias.lab.analysis.causal`,
     :mod:`~tanbias.lab.analysis.causal_report`: the causal test (chapter 12)
 
-* :mod:`~tanbias.lab.analysis.posthoc`            the same probe on released or local checkpoints
+* :mod:`~tanbias.lab.analysis.checkpoint_probe`            the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)
 * :mod:`~tanbias.lab.analysis.pretrained_report`  the numbers, checks and tables of chapter 9
 * :mod:`~tanbias.lab.analysis.findings`           the book's verdicts at a glance: each property of the

@@ -11,7 +11,7 @@ one source for each measurement), with chapter 9's settings
   it the rival accounts' six readings (:func:`anisotropy_readings`: centred,
   standardised, type-balanced, mean share, top-coordinate share, and the exact raw
   mean cosine);
-* the post-hoc alignment test with its random-initialisation null
+* the checkpoint alignment test with its random-initialisation null
   (``alignment.csv``: models with a language-model head);
 * curvature visibility (``curvature.csv``).
 
@@ -709,7 +709,7 @@ def _measure_language(run: Measurement, net, tok, kind: str, lang: str, seq_len:
 
 
 def _alignment_test(run: Measurement, net, tok, kind: str, seq_len: int, revision, step: int, null: bool) -> None:
-    from tanbias.lab.analysis.posthoc import heldout_alignment      # here: it loads torch
+    from tanbias.lab.analysis.checkpoint_probe import heldout_alignment      # here: it loads torch
 
     s = run.settings
     t0 = time.perf_counter()

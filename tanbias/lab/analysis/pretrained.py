@@ -34,9 +34,9 @@ does is measured apart.
     Per language and layer: the log-log slope of the types' local normal share
     against their matched radius *t*, beside the slope 2 a curved manifold predicts.
 ``alignment.csv`` (decoders)
-    The post-hoc alignment test with its proxy fitted on other documents than the
+    the checkpoint alignment test with its proxy fitted on other documents than the
     ones tested, for the checkpoint and for a randomly initialised copy of its
-    architecture (:func:`tanbias.lab.analysis.posthoc.heldout_alignment`).
+    architecture (:func:`tanbias.lab.analysis.checkpoint_probe.heldout_alignment`).
 ``manifest.json``
     The version of this package that measured (``package_version``: manifests written before
     it was recorded have none), the versions of torch and transformers, weight checksum, text
@@ -669,7 +669,7 @@ def measure(name: str, out_dir=None, progress: bool = True, **settings) -> dict:
     tables = {k: pd.concat(v, ignore_index=True) for k, v in frames.items()}
     t0 = time.perf_counter()
     if entry.kind == "decoder":
-        from tanbias.lab.analysis.posthoc import heldout_alignment
+        from tanbias.lab.analysis.checkpoint_probe import heldout_alignment
 
         tables["alignment"] = heldout_alignment(model, tok, entry.kind, n_tokens=s.probe_tokens,
                                                 seq_len=seq_len, seed=s.seed, probe=s.probe, language="en")

@@ -36,7 +36,7 @@ from tanbias.lab.config import N_SPECIAL, ProbeSettings, RunConfig
 from tanbias.lab.probe import layer_activations, load_capture
 
 __all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "anisotropy_rows",
-           "rival_rows", "analyse_run"]
+           "reading_rows", "analyse_run"]
 
 
 @contextlib.contextmanager
@@ -236,7 +236,7 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     return rows
 
 
-def rival_rows(captures: dict, config: RunConfig) -> list[dict]:
+def reading_rows(captures: dict, config: RunConfig) -> list[dict]:
     """The rival accounts' readings at every probe step and layer (``rivals.csv``, the rivals chapter).
 
     One row per (step, layer), on the content positions of :func:`anisotropy_rows` (special
@@ -335,7 +335,7 @@ def analyse_run(run, progress: bool = True) -> dict:
         align, radius, corr = analyse_captures(captures, config.probe, config.steps, counts, source,
                                                progress=progress)
         aniso = anisotropy_rows(captures, config)
-        rivals = rival_rows(captures, config)
+        rivals = reading_rows(captures, config)
     # no type repeats min_count times in a tiny probe batch (smoke runs): an empty table, with its header
     radius_cols = ["run", "kind", "regime", "seed", "step", "frac", "layer", "token_id", "count_in_batch",
                    "corpus_count", "bucket", "radius"]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanbias.lab.analysis import posthoc as ph
+from tanbias.lab.analysis import checkpoint_probe as ph
 from tanbias.lab.checkpoints import load_checkpoint
 from tanbias.lab.data import heldout_batches
 from tanbias.lab.config import N_SPECIAL

@@ -1,4 +1,4 @@
-"""The alignment probe on saved checkpoints: released models or local folders, post hoc (ch 8).
+"""The alignment probe on saved checkpoints: released models or local folders (ch 8).
 
 The paper measured the alignment on *released* intermediate checkpoints
 (EuroBERT-210m, Pythia-160m at its ``stepN`` revisions, SmolLM2-360M,
@@ -10,13 +10,13 @@ of revisions::
     tables = probe_checkpoints("EleutherAI/pythia-160m", ["step0", "step1000", "step143000"])
     python -m tanbias.lab checkpoints EleutherAI/pythia-160m --revisions step0 step1000 --out DIR
 
-Why post hoc costs one extra forward + backward per checkpoint: during our own
+Why a saved checkpoint costs one extra forward + backward per checkpoint: during our own
 runs the probe rides on the training step's own backward pass (``retain_grad``
 on the residual stream, no extra compute). A released checkpoint has no
 training step to ride on (its optimiser state and data order are not used), so
 for each checkpoint :func:`capture_checkpoint` runs one forward and one backward
 of the language-model loss on evaluation text with the probe armed, and no
-optimizer step (``bench_lab`` measures that overhead as ``t_posthoc``). Only
+optimizer step (``bench_lab`` measures that overhead as ``t_separate``). Only
 ``∂L/∂h`` is needed, so the parameters' gradients are not computed.
 
 Token counts: the per-token analyses (frequency buckets, ``corpus_count``, the
@@ -190,7 +190,7 @@ def capture_checkpoint(model, batch_or_batches, kind: str, gradients: bool = Tru
 def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = None,
                       n_tokens: int = 4096, seq_len: int = 128, seed: int = 0,
                       probe: dict | None = None, progress: bool = True) -> dict:
-    """The alignment probe, post hoc, on the revisions of a released or local model.
+    """The alignment probe on the revisions of a released or local model.
 
     For each revision: load it (:func:`~tanbias.lab.checkpoints.load_checkpoint`), capture one forward +
     backward on the evaluation text (:func:`tanbias.lab.data.heldout_batches`, :func:`capture_checkpoint`),
@@ -330,7 +330,7 @@ def probe_checkpoints(model_id_or_path, revisions=(None,), kind: str | None = No
 # ---------------------------------------------------------------------------
 def random_copy(model, seed: int = 0):
     """A randomly initialised model of ``model``'s architecture (its config, its initialiser),
-    in eval mode, float32, on ``model``'s device: the post-hoc test's null for "any network
+    in eval mode, float32, on ``model``'s device: the checkpoint probe's null for "any network
     of this shape"."""
     import torch
 
