@@ -1,4 +1,4 @@
-"""The six readings of anisotropy (tanbias.theory.anisotropy) on clouds whose answer is known."""
+"""The readings of anisotropy (tanbias.theory.anisotropy) on clouds whose answer is known."""
 from __future__ import annotations
 
 import itertools
@@ -129,3 +129,50 @@ def test_rows_without_a_direction_are_left_out():
     X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
     assert an.mean_cosine(X) == 1.0
     assert np.isnan(an.mean_cosine(np.array([[0.0, 0.0], [1.0, 0.0]])))
+
+
+# ------------------------------------------------------------------ the measurement command's readings
+def test_the_cosine_parts_are_exact_and_sum_to_the_mean_cosine():
+    X = np.random.default_rng(1).normal(size=(9, 5)) + [2.0, 0, 0, 0.5, 0]
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    brute = np.zeros(5)
+    for i, j in itertools.permutations(range(len(X)), 2):
+        brute += U[i] * U[j]
+    c = an.cosine_contributions(X)
+    assert np.allclose(c, brute / (9 * 8), atol=1e-12)
+    assert c.sum() == pytest.approx(an.mean_cosine(X), abs=1e-12)
+
+
+def test_the_cosine_top_share_finds_a_rogue_coordinate_and_not_a_spread_shift():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 24))
+    rogue = X + 6.0 * (np.arange(24) == 7)
+    spread = X + 1.2
+    assert an.cosine_top_share(rogue, top=1) > 0.95
+    assert an.cosine_top_share(spread, top=3) == pytest.approx(3 / 24, abs=0.05)
+    with pytest.raises(ParameterError, match="top=30"):
+        an.cosine_top_share(X, top=30)
+
+
+def test_the_measure_readings_leave_out_the_centred_cosine_and_keep_the_labs_readings():
+    """The command's readings drop 'centered' and add the cosine top share; readings(), which every
+    lab run's rivals.csv holds, is unchanged (the same keys, the same values)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 8)) + 2.0
+    ids = rng.integers(0, 30, 400)
+    lab = an.readings(X, ids)
+    assert list(lab) == [*an.READINGS, "n", "types"]
+    ours = an.measure_readings(X, ids)
+    assert tuple(ours) == an.MEASURE_READINGS and "centered" not in ours
+    assert all(ours[k] == lab[k] for k in an.MEASURE_READINGS if k in lab)
+    assert set(an.MEASURE_READINGS) | set(an.READINGS) <= set(an.LABELS)
+
+
+def test_the_singular_spectrum_is_numpys_in_any_chunking():
+    W = np.random.default_rng(4).normal(size=(50, 7)) * np.arange(1, 8)
+    want = np.linalg.svd(W, compute_uv=False)
+    for chunk in (1, 9, 1000):
+        assert np.allclose(an.singular_spectrum(W, chunk=chunk), want, rtol=1e-9)
+    assert np.allclose(an.singular_spectrum(W.T), want, rtol=1e-9)
+    with pytest.raises(ParameterError, match="chunk"):
+        an.singular_spectrum(W, chunk=0)

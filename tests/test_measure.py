@@ -9,6 +9,7 @@ in ``test_pretrained.py`` (it loads a real model).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,7 +229,49 @@ def test_bad_arguments_are_named(tmp_path):
         ms.measure_settings("minilm-l6", n_tokens=100)
     with pytest.raises(ParameterError, match=r"m=1 is out of range: valid range is \[2"):
         ms.measure_model("minilm-l6", tmp_path / "o", m=1)
+    with pytest.raises(ParameterError, match=r"dtype='float16' is not allowed: valid range is \{'float32', 'bfloat16'\}"):
+        ms.measure_model("minilm-l6", tmp_path / "o", dtype="float16")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_bfloat16_measurement_reads_as_the_float32_one(tmp_path):
+    """--dtype bfloat16 runs the forward passes in bfloat16 (the readings in float64 still): on a tiny
+    model, every table of the float32 measurement, within bfloat16's rounding, and the output matrix's
+    spectrum (read from the weights, rounded to bfloat16)."""
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    small = {**SMALL, "probe_tokens": 256}
+    ms.measure_model(path, tmp_path / "f32", progress=False, alignment=False, **small)
+    man = ms.measure_model(path, tmp_path / "bf16", progress=False, alignment=False, dtype="bfloat16", **small)
+    assert man["dtype"] == "bfloat16"
+    f32, bf16 = ms.load_measurement(tmp_path / "f32"), ms.load_measurement(tmp_path / "bf16")
+    for reading in ("raw", "mean_share", "top_share", "mean_cosine"):
+        assert np.allclose(f32["anisotropy"][reading], bf16["anisotropy"][reading], atol=0.02), reading
+    assert np.allclose(f32["spectrum"]["share"], bf16["spectrum"]["share"], atol=1e-3)
+
+
+def test_the_output_spectrum_is_the_unembeddings():
+    from tiny_checkpoints import tiny_model
+
+    net = tiny_model("llama", 300, seed=0)
+    sp = ms.output_spectrum(net)
+    W = net.get_output_embeddings().weight.detach().numpy().astype(float)
+    assert np.allclose(sp["singular_value"], np.linalg.svd(W, compute_uv=False), rtol=1e-6)
+    assert list(sp["rank"]) == list(range(1, 33)) and set(sp["dims"]) == {32}
+    assert np.isclose(sp["cumulative"].iloc[-1], 1.0) and np.isclose(sp["share"].sum(), 1.0)
+    assert ms.output_spectrum(tiny_model("bert", 300, seed=0, head=False)) is None
+
+
+def test_the_books_models_are_read_as_references():
+    """The zoo's committed measurements (chapter 9's readings) and the lab's final runs (every reading
+    of rivals.csv), by relative depth; a source whose files are absent is left out."""
+    ref = ms.reference_readings()
+    zoo = ref[ref["group"] == "zoo"]
+    assert set(zoo["source"]) == set(ms.zoo.ZOO) and set(zoo["reading"]) == {"raw", "isoscore_star"}
+    lab = ref[ref["group"] == "lab"]
+    assert set(lab["source"]) == set(ms.REFERENCE_RUNS.values())
+    assert set(lab["reading"]) == {r for r, (_, col) in ms.REFERENCE_READINGS.items() if col}
+    assert ref["depth"].between(0, 1).all() and ref.groupby(["source", "reading"])["depth"].max().eq(1).all()
+    assert ms.reference_readings(zoo_names=["no-such-model"], runs={"no-such-run": "x"}).empty
 
 
 def test_a_tampered_table_names_the_command(tmp_path):
@@ -261,11 +304,12 @@ def test_no_function_of_the_measurement_is_longer_than_a_screen():
     assert not long, long
 
 
-@pytest.mark.parametrize("name", sorted(p.parent.name for p in ms.MEASURED_DIR.glob("*/manifest.json")))
+@pytest.mark.parametrize("name", sorted(p.parent.relative_to(ms.MEASURED_DIR).as_posix()
+                                         for p in ms.MEASURED_DIR.rglob("manifest.json")))
 def test_a_committed_measurement_is_what_its_command_line_writes(name):
-    """A measurement the book reads (data/measure/): its tables pass their checksums, its README
-    quotes the command line its manifest records, and that command line gives the settings the
-    manifest holds (what running it again would measure)."""
+    """A measurement the book reads (data/measure/, and the token counts under tokens/): its tables
+    pass their checksums, its README quotes the command line its manifest records, and that command
+    line gives the settings the manifest holds (what running it again would measure)."""
     import shlex
 
     from tanbias.lab.analysis.pretrained import MeasureSettings
@@ -273,11 +317,63 @@ def test_a_committed_measurement_is_what_its_command_line_writes(name):
 
     tables = ms.load_measurement(ms.MEASURED_DIR / name)
     man = tables["manifest"]
-    assert man["command"] == ms.COMMAND and man["model"] == name
+    assert man["command"] == ms.COMMAND and Path(name).name.startswith(man["model"])
+    assert set(ms.rival_anisotropy.MEASURE_READINGS) <= set(tables["anisotropy"])
     assert man["command_line"] in (ms.MEASURED_DIR / "README.md").read_text(encoding="utf8")
     argv = shlex.split(man["command_line"])
     assert argv[:len(ms.COMMAND.split())] == ms.COMMAND.split()
     args = parser().parse_args(argv[len(ms.COMMAND.split()):])
-    assert args.model == name and args.out.rstrip("/").endswith(f"data/measure/{name}")
+    assert args.model == man["model"] and args.out.rstrip("/").endswith(f"data/measure/{name}")
     assert settings_of(man["command_line"]) == MeasureSettings.from_dict(man["settings"])
     assert ("alignment" in man["tables"]) is not args.no_alignment
+
+
+def test_the_install_lines_read_the_projects_own_pins():
+    import re
+    import tomllib
+
+    from tanbias.lab.runs import ROOT
+
+    got = ms.installation()
+    assert got["python"] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    req = (ROOT / "requirements.txt").read_text()
+    for name in ("torch", "transformers"):
+        assert re.search(rf"^{name}=={re.escape(got[name])}\s*$", req, flags=re.M), name
+
+
+def test_the_zoo_costs_are_chapter_9s_manifests():
+    from tanbias.lab.analysis.pretrained import load_pretrained
+
+    costs = ms.zoo_costs()
+    assert list(costs["model"]) == list(ms.zoo.ZOO)
+    for row in costs.itertuples():
+        man = load_pretrained(row.model)["manifest"]
+        assert row.seconds == man["seconds"]["total"] and row.peak_gb == man["peak_rss_gb"]
+        assert row.tokens == sum(man["tokens_measured"].values())
+
+
+def test_the_cost_rule_scales_as_it_says():
+    costs = ms.zoo_costs()
+    one = ms.cost_rule(1e9, 16, 2048, costs=costs)
+    two = ms.cost_rule(1e9, 16, 2048, n_tokens=2 * 16_384, costs=costs)
+    assert np.isclose(two["forward"], 2 * one["forward"]) and np.isclose(two["analysis"], 2 * one["analysis"])
+    assert np.isclose(two["probe"], one["probe"]), "the alignment test reads its own texts"
+    assert ms.cost_rule(1e9, 16, 2048, alignment=False, costs=costs)["probe"] == 0
+    bf16 = ms.cost_rule(1e9, 16, 2048, dtype="bfloat16", costs=costs)
+    assert np.isclose(one["peak_gb"] - bf16["peak_gb"], 2e9 / 2 ** 30)
+    with pytest.raises(ParameterError, match="params=0"):
+        ms.cost_rule(0, 16, 2048, costs=costs)
+    with pytest.raises(ParameterError, match="dtype='int8'"):
+        ms.cost_rule(1e9, 16, 2048, dtype="int8", costs=costs)
+
+
+def test_the_token_counts_are_read_with_their_widths():
+    from tanbias.lab.analysis.pretrained import load_pretrained
+
+    w = ms.token_widths()
+    assert list(w["tokens"]) == sorted(w["tokens"]) and w["tokens"].iloc[0] == 2048
+    assert (w["width"] > 0).all() and np.allclose(w["width"], w["hi"] - w["lo"])
+    chapter = ms.premise_width(load_pretrained("smollm2-135m"), "en")
+    assert 0 < chapter["width"] < 1 and chapter["types"] > 0
+    with pytest.raises(ParameterError, match="language='xx'"):
+        ms.premise_width(load_pretrained("smollm2-135m"), "xx")

@@ -77,6 +77,8 @@ def test_the_options_map_onto_the_settings():
     s = ms.measure_settings("m", languages=args.language, n_tokens=args.tokens)
     assert s.languages == ("de",) and s.n_tokens == 4096 and s.probe_tokens == 512
     assert str(MeasureSettings.n_tokens) in " ".join(mc.parser().format_help().split())
+    assert mc.parser().parse_args(["m"]).dtype == "float32"
+    assert mc.parser().parse_args(["m", "--dtype", "bfloat16"]).dtype == "bfloat16"
 
 
 def test_help_answers_without_loading_torch():

@@ -10,6 +10,7 @@ import numpy as np
 from tanbias.figures import measure as fm
 from tanbias.figures import report as fr
 from tanbias.lab.analysis import measure as ms
+from tanbias.theory.anisotropy import LABELS
 
 
 def test_a_series_is_split_into_checkpoints_each_with_the_null(measured_tiny):
@@ -48,31 +49,47 @@ def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny
     assert np.allclose(line.y, measured_tiny["series"]["trajectory"]["rho_radius_t"])
 
 
-def test_the_six_readings_are_drawn_from_the_anisotropy_table(measured_tiny):
+def test_each_reading_is_drawn_from_the_anisotropy_table(measured_tiny):
     parts = ms.split_revisions(measured_tiny["one"])
-    fig = fm.readings_interactive(parts)
-    a = measured_tiny["one"]["anisotropy"]
-    for reading in fm.READINGS:
-        line = fig.make_figure(reading=reading).data[0]
-        assert np.allclose(line.y, a.sort_values("layer")[reading], equal_nan=True), reading
-    # chapter 9's committed tables carry none of them: their report draws the figure not
+    figs = fm.readings_figures(parts)
+    a = measured_tiny["one"]["anisotropy"].sort_values("layer")
+    assert list(figs) == list(fm.READINGS) and "centered" not in figs, "the centred mean cosine is left out"
+    for reading, fig in figs.items():
+        line = fig.data[-1]
+        assert np.allclose(line.y, a[reading], equal_nan=True), reading
+        assert fig.layout.yaxis.title.text == LABELS[reading][1] and fig.layout.title.text, reading
+    # chapter 9's committed tables carry IsoScore* alone of them
     from tanbias.lab.analysis.pretrained import load_pretrained
 
-    assert "readings" not in fr.report_figures({**load_pretrained("minilm-l6")})
+    minilm = load_pretrained("minilm-l6")
+    assert list(fm.readings_figures({"minilm-l6": minilm})) == ["isoscore_star"]
+    assert [k for k in fr.report_figures(minilm) if k.startswith("reading-")] == ["reading-isoscore_star"]
 
 
-def test_the_readings_axis_title_follows_the_slider_and_its_labels_fit(measured_tiny):
-    """The static figure's frames redraw annotations, not axes: the y title is an annotation each
-    frame carries, naming its own reading; the slider's six labels are short enough to sit side
-    by side under it (long ones ran off its left end)."""
-    fig = fm.readings_interactive(ms.split_revisions(measured_tiny["one"]))
-    static = fig.static_dict()
-    titles = [[a["text"] for a in f["layout"]["annotations"] if a.get("name") == "y title"]
-              for f in static["frames"]]
-    assert titles == [[fm.READING_AXES[r][0]] for r in fm.READINGS]
-    assert not (static["layout"].get("yaxis", {}).get("title") or {}).get("text")
-    labels = [step["label"] for step in static["layout"]["sliders"][0]["steps"]]
-    assert labels == [fm.READING_AXES[r][1] for r in fm.READINGS] and max(map(len, labels)) <= 12
-    for reading in fm.READINGS:        # the live figure names its reading the same way
-        live = fig.make_figure(reading=reading)
-        assert [a.text for a in live.layout.annotations] == [fm.READING_AXES[reading][0]]
+def test_the_widths_figure_draws_the_square_root_law_and_chapter_9(measured_tiny):
+    import pandas as pd
+
+    widths = pd.DataFrame({"tokens": [4096, 1024], "width": [0.3, 0.6], "median_width": [0.25, 0.5]})
+    fig = fm.widths_figure(widths, chapter=0.2)
+    law, last, median, chapter = fig.data
+    assert list(last.x) == [1024, 4096] and np.allclose(law.y, [0.6, 0.3]) and list(chapter.y) == [0.2, 0.2]
+    assert fig.layout.xaxis.type == "log" and fig.layout.title.text
+
+
+def test_the_reading_labels_have_one_home():
+    """The figures name every reading from tanbias.theory.anisotropy.LABELS (no list of their own)."""
+    import inspect
+
+    from tanbias.theory.anisotropy import MEASURE_READINGS
+
+    assert set(fm.READINGS) <= set(LABELS) and set(MEASURE_READINGS) <= set(fm.READINGS)
+    assert "mean cosine of all pairs" not in inspect.getsource(fm)
+
+
+def test_the_spectrum_rises_to_one_above_the_isotropic_diagonal(measured_tiny):
+    parts = ms.split_revisions(measured_tiny["series"])
+    fig = fm.spectrum_figure(parts)
+    assert [t.name for t in fig.data] == ["isotropic matrix", *parts]
+    for line in fig.data[1:]:
+        y = np.asarray(line.y)
+        assert np.isclose(y[-1], 1.0) and np.all(np.diff(y) >= -1e-12) and np.all(y >= np.asarray(line.x) - 1e-9)

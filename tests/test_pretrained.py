@@ -213,7 +213,7 @@ def test_the_measure_command_gives_chapter_9s_tables(name, languages, tmp_path):
     writes for the same text and tokens, byte for byte (smoke size: the committed tables took
     minutes; the same code path, measure_language, computes both)."""
     from tanbias.lab.analysis import measure as ms
-    from tanbias.theory.anisotropy import READINGS as RIVAL_READINGS
+    from tanbias.theory.anisotropy import MEASURE_READINGS
 
     if not _zoo_ready(name):
         pytest.skip(f"{name} not installed: make zoo")
@@ -223,12 +223,12 @@ def test_the_measure_command_gives_chapter_9s_tables(name, languages, tmp_path):
 
     chapter = pt.measure(name, out_dir=tmp_path / "chapter", progress=False, **small)
     command = ms.measure_model(name, tmp_path / "command", progress=False, **small)
-    assert sorted(command["tables"]) == sorted(chapter["tables"])
+    assert sorted(command["tables"]) == sorted([*chapter["tables"], "spectrum"])     # the output matrix
     for key in chapter["tables"]:          # as written: every digit the CSV holds
         ours = pd.read_csv(tmp_path / "command" / f"{key}.csv", dtype=str, keep_default_na=False)
         theirs = pd.read_csv(tmp_path / "chapter" / f"{key}.csv", dtype=str, keep_default_na=False)
         extra = set(ours.columns) - set(theirs.columns)
-        assert extra <= set(RIVAL_READINGS), (key, extra)         # the rival accounts' readings
+        assert extra <= set(MEASURE_READINGS), (key, extra)       # the command's readings
         pd.testing.assert_frame_equal(ours[list(theirs.columns)], theirs, obj=f"{key}.csv")
     assert command["weight_sha256"] == chapter["weight_sha256"]
     assert command["tokens_measured"] == chapter["tokens_measured"]

@@ -40,8 +40,26 @@ def test_the_report_is_one_page_that_needs_no_network(measured_tiny):
         assert f'<section id="{key}">' in page and fr.chapter_url(*fr.SECTIONS[key][1]) in page, key
     assert page.count('class="plotly-graph-div"') == len(fr.SECTIONS)
     one = fr.report_html(measured_tiny["one"])
-    assert '<section id="alignment">' not in one and '<section id="trajectory">' not in one
-    assert one.count('class="plotly-graph-div"') == len(fr.SECTIONS) - 2
+    # a bare encoder: no language-model head, so no alignment test and no output matrix; one checkpoint
+    for key in ("alignment", "trajectory", "spectrum"):
+        assert f'<section id="{key}">' not in one, key
+    assert one.count('class="plotly-graph-div"') == len(fr.SECTIONS) - 3
+
+
+def test_each_reading_is_drawn_beside_the_books_models(measured_tiny):
+    """One figure per reading: the model's lines over the zoo's committed ones and the lab's final
+    runs, each where it reads that quantity (chapter 9 reads the raw mean cosine and IsoScore*)."""
+    import pandas as pd
+
+    ref = pd.DataFrame([{"source": "zoo-a", "group": "zoo", "reading": "raw", "layer": 0, "depth": 0.0, "value": 0.5},
+                        {"source": "lab decoder", "group": "lab", "reading": "mean_share", "layer": 0, "depth": 0.0,
+                         "value": 0.2}])
+    figs = fr.report_figures(measured_tiny["one"], ref)
+    raw = [t.name for t in figs["reading-raw"].data]
+    assert raw[0].startswith("zoo-a") and "lab decoder" not in " ".join(raw)
+    assert [t.name for t in figs["reading-mean_share"].data][0].startswith("lab decoder")
+    page = fr.report_html(measured_tiny["one"], reference=False)
+    assert "zoo-a" not in page and '<section id="reading-cosine_top_share">' in page
 
 
 def test_a_long_series_draws_a_few_checkpoints_and_tables_them_all(measured_tiny):

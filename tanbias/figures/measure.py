@@ -1,85 +1,160 @@
 """The figures of ``python -m tanbias measure`` that chapter 9 does not draw.
 
-* :func:`readings_interactive` — each layer's anisotropy read six ways, one per rival
-  account (:func:`tanbias.lab.analysis.measure.anisotropy_readings`), by relative depth;
+* :func:`reading_figure` — one anisotropy reading by relative depth, the measured model's
+  lines (:func:`tanbias.lab.analysis.measure.anisotropy_readings`) over the book's own: the
+  zoo's committed measurements and the lab's final runs
+  (:func:`tanbias.lab.analysis.measure.reference_readings`); :func:`readings_figures`, one
+  figure per reading of :data:`READINGS`;
+* :func:`spectrum_figure` — the singular spectrum of the model's output matrix
+  (:func:`tanbias.lab.analysis.measure.output_spectrum`);
+* :func:`widths_figure` — how the premise's interval narrows with the tokens read
+  (:func:`tanbias.lab.analysis.measure.token_widths`);
 * :func:`trajectory_interactive` — chapter 9's headline readings over the checkpoints of
   a series (:func:`tanbias.lab.analysis.measure.trajectory_table`): the premise's
   correlations with their intervals, the anisotropy, the curvature, the alignment test's
   enrichment beside its random-init null.
 
-The report that shows them with chapter 9's own figures is :mod:`tanbias.figures.report`.
+Every reading's name is :data:`tanbias.theory.anisotropy.LABELS`, its one home. The report
+that shows these figures with chapter 9's own is :mod:`tanbias.figures.report`.
 """
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 
-from tanbias.figures import COLORS, GREY, labelled
+from tanbias.figures import COLORS, GREY, LIGHT_GREY, REFERENCE_GREY, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
+from tanbias.theory.anisotropy import LABELS
 
-__all__ = ["READINGS", "READING_AXES", "readings_interactive", "TRAJECTORY", "trajectory_interactive"]
+__all__ = ["READINGS", "READING_NOTES", "reading_figure", "readings_figures", "spectrum_figure", "widths_figure",
+           "TRAJECTORY", "trajectory_interactive"]
 
-#: The six readings of :func:`tanbias.lab.analysis.measure.anisotropy_readings`, as the figure names them.
-READINGS = {"raw": "mean cosine of all pairs (raw)",
-            "centered": "mean cosine after removing the mean vector",
-            "standardised": "mean cosine of standardised coordinates",
-            "type_balanced": "mean cosine, every type weighted equally",
-            "mean_share": "share of the squared norm in the mean vector",
-            "top_share": "variance share of the top 3 coordinates"}
-#: Each reading on the figure's y axis (short enough to stand beside the plot) and on its slider
-#: (six labels side by side).
-READING_AXES = {"raw": ("mean cosine (raw)", "raw"),
-                "centered": ("mean cosine, centred", "centred"),
-                "standardised": ("mean cosine, standardised", "standardised"),
-                "type_balanced": ("mean cosine, types equal", "types equal"),
-                "mean_share": ("mean vector's share of the norm²", "mean share"),
-                "top_share": ("top-3 variance share", "top-3 share")}
-_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+#: The readings drawn, one figure each, in the report's order: the command's
+#: (:data:`tanbias.theory.anisotropy.MEASURE_READINGS`, the mean share first: what the raw
+#: mean cosine mostly measures) and chapter 9's IsoScore* of the centred cloud
+READINGS = ("raw", "mean_share", "cosine_top_share", "top_share", "isoscore_star", "standardised", "type_balanced")
+#: What a reading's figure says under it: what it corrects for, and how to read it
+READING_NOTES = {
+    "raw": "The quantity of Ethayarajh (2019). It reads high whenever the vectors share a mean.",
+    "mean_share": "The mean vector's share of the squared norm. Where it tracks the raw mean cosine, a shared "
+                  "mean is most of what that cosine measures.",
+    "cosine_top_share": "The share of the mean cosine held by its three largest coordinates (Timkey and van "
+                        "Schijndel, 2021). Near 1: a few rogue coordinates carry it.",
+    "top_share": "The three largest coordinates' share of the variance: about 3 / D for an isotropic cloud.",
+    "isoscore_star": "IsoScore* of the centred cloud (Rudman and Eickhoff, 2024): 1 for an isotropic cloud, near "
+                     "0 for one direction.",
+    "standardised": "The mean cosine once every coordinate is centred and scaled to unit variance.",
+    "type_balanced": "The mean cosine with every token type weighted equally, not every occurrence.",
+}
+_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
 
 
-def readings_interactive(parts: dict) -> Interactive:
-    """Interactive: one anisotropy reading against relative depth, one line per measurement.
+def _model_lines(parts: dict, reading: str) -> list[tuple[str, list, list]]:
+    """``(name, depth, value)`` of each measured model (or checkpoint) and language."""
+    out = []
+    for label, tab in parts.items():
+        a = tab["anisotropy"]
+        if reading not in a:
+            continue
+        for lang in dict.fromkeys(a["language"]):
+            g = a[a["language"] == lang].sort_values("layer")
+            name = label if len(set(a["language"])) == 1 else f"{label} · {LANGUAGE_NAMES.get(lang, lang)}"
+            out.append((name, (g["layer"] / max(g["layer"].max(), 1)).tolist(), g[reading].tolist()))
+    return out
+
+
+def reading_figure(parts: dict, reading: str, reference=None) -> go.Figure:
+    """One reading against relative depth: the measured model's lines over the book's own.
 
     Parameters
     ----------
     parts : dict
-        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure.split_revisions`) whose
-        ``anisotropy`` tables carry the columns of :data:`READINGS`.
+        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure.split_revisions`).
+    reading : str
+        A key of :data:`READINGS`.
+    reference : pandas.DataFrame, optional
+        :func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's lines (grey,
+        dashed) and the lab's (light grey, dotted) behind the model's.
     """
-    lines = {}
-    for label, tab in parts.items():
-        a = tab["anisotropy"]
-        for i, lang in enumerate(dict.fromkeys(a["language"])):
-            lines[f"{label} · {LANGUAGE_NAMES.get(lang, lang)}"] = (a[a["language"] == lang].sort_values("layer"), i)
-    models = list(parts)
+    title, axis, _ = LABELS[reading]
+    traces = []
+    if reference is not None and len(reference):
+        ref = reference[reference["reading"] == reading]
+        for i, (source, g) in enumerate(ref.groupby("source", sort=False)):
+            lab = g["group"].iloc[0] == "lab"
+            g = g.sort_values("depth")
+            traces.append(go.Scatter(x=g["depth"], y=g["value"], mode="lines", name=f"{source} ({'final run' if lab else 'zoo'})",
+                                     line=dict(color=LIGHT_GREY if lab else REFERENCE_GREY, width=1.5,
+                                               dash=_DASHES[i % len(_DASHES)])))
+    for i, (name, x, y) in enumerate(_model_lines(parts, reading)):
+        traces.append(go.Scatter(x=x, y=y, mode="lines+markers", name=name,
+                                 line=dict(color=COLORS[i % len(COLORS)], width=2.5)))
+    fig = go.Figure(traces)
+    if reading == "cosine_top_share":
+        fig.add_hline(y=1.0, line=dict(color=GREY, width=1))
+    fig.update_layout(height=420, legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))
+    return labelled(fig, f"{title[0].upper()}{title[1:]}", "relative depth (0 = embeddings, 1 = last layer)", axis)
 
-    def compute(reading):
-        return {name: ((g["layer"] / g["layer"].max()).tolist(), g[reading].tolist()) for name, (g, _) in lines.items()}
 
-    def figure(data, reading):
-        fig = go.Figure([go.Scatter(x=x, y=y, mode="lines+markers", name=name,
-                                    line=dict(color=COLORS[models.index(name.rsplit(" · ", 1)[0]) % len(COLORS)],
-                                              dash=_DASHES[lines[name][1] % len(_DASHES)]))
-                         for name, (x, y) in data.items()])
-        fig.update_yaxes(range=[-0.05, 1.05])
-        # the y axis' title is an annotation: a slider's frames redraw the annotations, not the axes
-        fig.add_annotation(text=READING_AXES[reading][0], xref="paper", yref="paper", x=0.0, y=0.5,
-                           xanchor="right", yanchor="middle", xshift=-44, textangle=-90, showarrow=False,
-                           font=dict(size=14), name="y title")
-        fig.update_layout(margin=dict(l=80))
-        return labelled(fig, f"Anisotropy read six ways: {READINGS[reading]}",
-                        "relative depth (0 = embeddings, 1 = last layer)", "", legend="")
+def readings_figures(parts: dict, reference=None) -> dict:
+    """``{reading: figure}``: :func:`reading_figure` for each of :data:`READINGS` that every
+    part's anisotropy table carries (chapter 9's committed tables carry IsoScore* alone)."""
+    return {r: reading_figure(parts, r, reference) for r in READINGS
+            if all(r in t["anisotropy"] for t in parts.values())}
 
-    return Interactive(params=[Param("reading", "reading", options=tuple(READINGS),
-                                     fmt=lambda r: READING_AXES[r][1])],
-                       compute=compute, figure=figure, title="Anisotropy, read six ways",
-                       caption="Each reading corrects for one account of anisotropy without a tangent bias: a "
-                               "shared mean vector (centred, mean share), a few rogue coordinates (standardised, "
-                               "top-3 share), frequent types counted many times (type-balanced). A reading that "
-                               "falls to near 0 where the raw one is high says that account explains it. The "
-                               "first position of a decoder's row is left out.",
-                       name="measure-readings", height=460)
+
+def spectrum_figure(parts: dict) -> go.Figure:
+    """The output matrix's singular spectrum: the cumulative share of its squared singular values
+    against the fraction of directions, one line per model or checkpoint, beside an isotropic
+    matrix's diagonal.
+
+    Parameters
+    ----------
+    parts : dict
+        ``{label: tables}`` whose tables carry ``spectrum``
+        (:func:`tanbias.lab.analysis.measure.output_spectrum`).
+    """
+    traces = [go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="isotropic matrix",
+                         line=dict(color=GREY, dash="dash", width=1))]
+    for i, (label, tab) in enumerate(parts.items()):
+        sp = tab["spectrum"].sort_values("rank")
+        traces.append(go.Scatter(x=[0, *(sp["rank"] / sp["dims"])], y=[0, *sp["cumulative"]], mode="lines",
+                                 name=label, line=dict(color=COLORS[i % len(COLORS)], width=2.5)))
+    fig = go.Figure(traces)
+    fig.update_layout(height=420, legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))
+    fig.update_yaxes(range=[0, 1.02])
+    return labelled(fig, "The output matrix's singular spectrum", "fraction of directions, largest first",
+                    "cumulative share of σ²")
+
+
+def widths_figure(widths, chapter: float | None = None) -> go.Figure:
+    """The premise interval's width against the tokens read, with the ``1 / sqrt(tokens)`` law through
+    the first point and (``chapter``) the width of chapter 9's measurement.
+
+    Parameters
+    ----------
+    widths : pandas.DataFrame
+        :func:`tanbias.lab.analysis.measure.token_widths`.
+    chapter : float, optional
+        Chapter 9's width at its last layer (:func:`tanbias.lab.analysis.measure.premise_width`).
+    """
+    w = widths.sort_values("tokens")
+    n = w["tokens"].to_numpy(float)
+    law = float(w["width"].iloc[0]) * np.sqrt(n[0] / n)
+    traces = [go.Scatter(x=n, y=law, mode="lines", name="1 / √tokens", line=dict(color=GREY, dash="dash", width=1)),
+              go.Scatter(x=n, y=w["width"], mode="lines+markers", name="last layer", line=dict(color=COLORS[0], width=2.5)),
+              go.Scatter(x=n, y=w["median_width"], mode="lines+markers", name="median over the blocks",
+                         line=dict(color=COLORS[1], width=2))]
+    if chapter is not None:
+        traces.append(go.Scatter(x=[n[0], n[-1]], y=[chapter, chapter], mode="lines", name="chapter 9, last layer",
+                                 line=dict(color=REFERENCE_GREY, dash="dot", width=1.5)))
+    fig = go.Figure(traces)
+    fig.update_xaxes(type="log", tickvals=n.tolist(), ticktext=[f"{int(x):,}" for x in n])
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(height=400, legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))
+    return labelled(fig, "The premise's interval narrows with the tokens read", "tokens read (--tokens)",
+                    "width of the 95 % interval of ρ")
 
 
 #: the readings :func:`trajectory_interactive` offers: column -> (label, interval columns or None)

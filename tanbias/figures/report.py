@@ -25,22 +25,29 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from tanbias.figures import pretrained as fig9
-from tanbias.figures.measure import READINGS, readings_interactive, trajectory_interactive
-from tanbias.lab.analysis.measure import findings, split_revisions
+import plotly.graph_objects as go
+
+from tanbias.figures.measure import (READING_NOTES, READINGS, readings_figures, spectrum_figure,
+                                     trajectory_interactive)
+from tanbias.lab.analysis.measure import findings, reference_readings, split_revisions
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 from tanbias.lab.runs import ROOT
+from tanbias.theory.anisotropy import LABELS
 
 __all__ = ["CHAPTER", "SECTIONS", "MAX_REVISIONS_DRAWN", "book_url", "chapter_url", "drawn_revisions",
            "report_figures", "report_html"]
 
 #: The chapter whose measurements the command runs (its source, without ``.md``).
 CHAPTER = "chapters/09_pretrained_models"
-#: The report's figures, in order: key -> (heading, the section of the book that explains it).
+#: The report's figures, in order: key -> (heading, the section of the book that explains it); one
+#: figure per anisotropy reading (``reading-<name>``, :data:`tanbias.figures.measure.READINGS`).
 SECTIONS = {
     "premise": ("The premise, under three readings", (CHAPTER, "sec-ch9-premise")),
     "types": ("Token types, one layer at a time", (CHAPTER, "sec-ch9-estimators")),
     "anisotropy": ("Anisotropy, with and without the first position", (CHAPTER, "sec-ch9-anisotropy")),
-    "readings": ("Anisotropy, read six ways", ("chapters/13_rival_accounts", "ch-rivals")),
+    **{f"reading-{r}": (f"Beside the book's models: {LABELS[r][0]}", ("chapters/13_rival_accounts", "ch-rivals"))
+       for r in READINGS},
+    "spectrum": ("The output matrix's singular spectrum", ("chapters/13_rival_accounts", "ch-rivals")),
     "alignment": ("The alignment test, against a random-init copy", (CHAPTER, "sec-ch9-alignment")),
     "curvature": ("Is curvature visible?", (CHAPTER, "sec-ch9-curvature")),
     "trajectory": ("Over training", ("chapters/08_eurobert_vs_decoder", "sec-ch8-timing")),
@@ -84,15 +91,20 @@ def drawn_revisions(parts: dict) -> dict:
     return {labels[i]: parts[labels[i]] for i in idx}
 
 
-def report_figures(tables: dict) -> dict:
-    """The report's figures, ``{section key: Interactive}`` in :data:`SECTIONS`' order (the six
-    anisotropy readings where the tables carry them, the alignment test's only with a
-    language-model head, the trajectory only for a series)."""
+def report_figures(tables: dict, reference=None) -> dict:
+    """The report's figures, ``{section key: Interactive or go.Figure}`` in :data:`SECTIONS`' order.
+
+    One figure per anisotropy reading the tables carry, over ``reference`` (the book's own
+    models, :func:`tanbias.lab.analysis.measure.reference_readings`; None: the model alone);
+    the output matrix's spectrum and the alignment test's figure only for a model with a
+    language-model head; the trajectory only for a series.
+    """
     parts = drawn_revisions(split_revisions(tables))
     figs = {"premise": fig9.premise_interactive(parts), "types": fig9.types_interactive(parts),
             "anisotropy": fig9.anisotropy_interactive(parts)}
-    if all(set(READINGS) <= set(t["anisotropy"]) for t in parts.values()):
-        figs["readings"] = readings_interactive(parts)
+    figs.update({f"reading-{r}": f for r, f in readings_figures(parts, reference).items()})
+    if all("spectrum" in t for t in parts.values()):
+        figs["spectrum"] = spectrum_figure(parts)
     if any("alignment" in t for t in parts.values()):
         figs["alignment"] = fig9.alignment_interactive(parts)
     figs["curvature"] = fig9.curvature_interactive(parts)
@@ -110,13 +122,17 @@ h1 { font-size: 1.6rem; } h2 { font-size: 1.25rem; margin-top: 2.2rem; }
 """
 
 
-def report_html(tables: dict) -> str:
+def report_html(tables: dict, reference=True) -> str:
     """The whole report: one HTML page with plotly.js inlined, which opens offline.
 
     Parameters
     ----------
     tables : dict
         A measurement's tables and its ``manifest`` (:func:`tanbias.lab.analysis.measure.load_measurement`).
+    reference : bool or pandas.DataFrame
+        The book's models each reading is drawn beside: True reads them
+        (:func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's committed measurements
+        and the lab's final runs, where the book's data is at hand), False draws the model alone.
 
     Returns
     -------
@@ -141,11 +157,17 @@ def report_html(tables: dict) -> str:
                         f"transformers {man['versions']['transformers']}")]
     rows += [("note", n) for n in man.get("notes", [])]
     prov = "".join(f"<tr><td>{esc(k)}</td><td>{esc(str(v))}</td></tr>" for k, v in rows)
+    if reference is True:
+        reference = reference_readings()
     body = []
-    for key, fig in report_figures(tables).items():
+    for key, fig in report_figures(tables, reference if reference is not False else None).items():
         heading, where = SECTIONS[key]
-        body.append(f'<section id="{key}"><h2>{esc(heading)}</h2>{fig.to_html(div_id=f"fig-{key}")}'
-                    f'<p class="tanbias-explained">Explained in the book: <a href="{link[key]}">'
+        drawn = (fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{key}")
+                 if isinstance(fig, go.Figure) else fig.to_html(div_id=f"fig-{key}"))
+        note = READING_NOTES.get(key.removeprefix("reading-"), "") if key.startswith("reading-") else ""
+        body.append(f'<section id="{key}"><h2>{esc(heading)}</h2>{drawn}'
+                    + (f"<p>{esc(note)}</p>" if note else "")
+                    + f'<p class="tanbias-explained">Explained in the book: <a href="{link[key]}">'
                     f'{esc(link[key].rsplit("/", 1)[-1])}</a>.</p></section>')
     css = (Path(ROOT) / "assets" / "tanbias.css").read_text(encoding="utf8") + _STYLE
     title = f"tanbias measure: {Path(str(man['model']).rstrip('/')).name}"

@@ -14,7 +14,7 @@ import sys
 
 from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab.analysis.measure import COMMAND, MIN_TOKENS, TEXT_LANGUAGE, measure_model, measure_settings
+from tanbias.lab.analysis.measure import COMMAND, DTYPES, MIN_TOKENS, TEXT_LANGUAGE, measure_model, measure_settings
 from tanbias.lab.analysis.pretrained import MeasureSettings
 from tanbias.lab.checkpoints import CheckpointUnavailable
 from tanbias.lab.devices import DEVICE_HELP
@@ -55,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
                    help="the folder to write (default measure-<model name>); replaced only once the new "
                         "measurement is complete")
     p.add_argument("--device", default="cpu", help=f"{DEVICE_HELP} (default cpu)")
+    p.add_argument("--dtype", default="float32", metavar="TYPE",
+                   help=f"the parameters' type in the forward passes, one of {', '.join(DTYPES)} where the device "
+                        "computes in it (default float32); the readings are computed in float64 either way")
     p.add_argument("--no-alignment", action="store_true", help="skip the checkpoint alignment test")
     p.add_argument("--no-report", action="store_true", help="write the tables and the manifest only, no report.html")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace, report=None, argv=None) -> int:
 
         torch.set_num_threads(check_int("threads", args.threads, lo=1, hint="Pass e.g. --threads 2."))
     man = measure_model(args.model, args.out, text=args.text, revisions=args.revisions,
-                        alignment=not args.no_alignment, device=args.device, progress=not args.no_progress,
+                        alignment=not args.no_alignment, device=args.device, dtype=args.dtype,
+                        progress=not args.no_progress,
                         report=None if args.no_report else report, argv=argv, **_overrides(args))
     sec = man["seconds"]
     print(f"{man['model']}: {man['n_tokens']} tokens in {sec['total']:.0f} s (forward {sec['forward']:.0f} s, "

@@ -29,6 +29,15 @@ so that the mean cosine has one home; the tests check that the two agree within 
 sample's error. The sampled estimate stays because every committed run's
 ``anisotropy.csv`` holds it: an experiment reads one estimator across all its runs.
 
+The measurement command (``python -m tanbias measure``) reads its own set of a model's layers,
+:data:`MEASURE_READINGS` (:func:`measure_readings`): the centred mean cosine is left out (it is
+near 0 by construction: a centred cloud's rows sum to 0), and the **cosine top share**, the
+part of the raw mean cosine that its ``top`` coordinates carry (:func:`cosine_contributions`,
+exact), is added: Timkey & van Schijndel's rogue dimensions read off the cosine itself rather
+than off the variance. :func:`singular_spectrum` reads a model's output matrix. Every reading's
+name on a figure is in :data:`LABELS`, its one home. The lab's runs read :func:`readings`
+(``rivals.csv``), unchanged.
+
 The output-bottleneck account and the proxy's sharpness are about gradients and
 proxies, not clouds: :func:`tanbias.theory.alignment.enrichment_outside` and
 :func:`tanbias.theory.alignment.subspace_sharpness`.
@@ -40,12 +49,31 @@ import numpy as np
 from tanbias._checks import check_array, check_int
 from tanbias.errors import ParameterError
 
-__all__ = ["READINGS", "TOP_COORDINATES", "mean_cosine", "pair_contributions", "coordinate_shares", "readings"]
+__all__ = ["READINGS", "TOP_COORDINATES", "MEASURE_READINGS", "LABELS", "mean_cosine", "pair_contributions",
+           "coordinate_shares", "readings", "cosine_contributions", "cosine_top_share", "measure_readings",
+           "singular_spectrum"]
 
 #: the readings :func:`readings` returns, in the order tables show them
 READINGS = ("raw", "centered", "standardised", "type_balanced", "mean_share", "top_share")
 #: how many coordinates the top-coordinate share reads (the rogue-dimension account's "one to three")
 TOP_COORDINATES = 3
+#: the readings :func:`measure_readings` returns (the measurement command's ``anisotropy.csv``), in order
+MEASURE_READINGS = ("raw", "mean_share", "cosine_top_share", "top_share", "standardised", "type_balanced")
+#: Each reading's names: ``(title, axis title, short label)``; the readings of this module, and
+#: IsoScore* (:func:`tanbias.theory.alignment.isoscore_star`), which the measurement reads beside them
+LABELS = {
+    "raw": ("mean cosine of all pairs (raw)", "mean cosine (raw)", "raw"),
+    "centered": ("mean cosine after removing the mean vector", "mean cosine, centred", "centred"),
+    "standardised": ("mean cosine of standardised coordinates", "mean cosine, standardised", "standardised"),
+    "type_balanced": ("mean cosine, every type weighted equally", "mean cosine, types equal", "types equal"),
+    "mean_share": ("share of the squared norm in the mean vector", "mean vector's share of the norm²",
+                   "mean share"),
+    "top_share": (f"variance share of the top {TOP_COORDINATES} coordinates", f"top-{TOP_COORDINATES} variance share",
+                  f"top-{TOP_COORDINATES} variance"),
+    "cosine_top_share": (f"share of the mean cosine in its top {TOP_COORDINATES} coordinates",
+                         f"top-{TOP_COORDINATES} share of the cosine", f"top-{TOP_COORDINATES} cosine"),
+    "isoscore_star": ("IsoScore* of the centred cloud (1 = isotropic)", "IsoScore*", "IsoScore*"),
+}
 
 
 def _rows(X) -> np.ndarray:
@@ -226,3 +254,99 @@ def readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
         out["type_balanced"] = _mean_cosine(X, norms, 1.0 / counts[inverse])
         out["types"] = int(len(counts))
     return out
+
+
+def cosine_contributions(X) -> np.ndarray:
+    """Each coordinate's exact part of the mean cosine over all pairs of distinct rows (D,).
+
+    ``c_d = ((sum_i u_id)^2 - sum_i u_id^2) / (n (n - 1))`` with ``u_i = x_i / ||x_i||``: the parts
+    sum to :func:`mean_cosine` (rows of norm 0 left out). :func:`pair_contributions` estimates
+    them from sampled pairs; these are exact, in ``O(n D)``.
+
+    Example
+    -------
+    >>> X = np.random.default_rng(0).normal(size=(400, 4)) + [3.0, 0, 0, 0]
+    >>> c = cosine_contributions(X)
+    >>> int(np.argmax(c)), bool(np.isclose(c.sum(), mean_cosine(X)))
+    (0, True)
+    """
+    X = _rows(X)
+    norms = _norms(X)
+    keep = norms > 0
+    if keep.sum() < 2:
+        return np.full(X.shape[1], np.nan)
+    U = X[keep] / norms[keep, None]
+    n = len(U)
+    return (U.sum(axis=0) ** 2 - np.einsum("ij,ij->j", U, U)) / (n * (n - 1))
+
+
+def cosine_top_share(X, top: int = TOP_COORDINATES) -> float:
+    """The share of the mean cosine that its ``top`` largest coordinate parts carry.
+
+    Timkey & van Schijndel (2021) found one to three coordinates carrying most of a layer's
+    cosine: a share near 1 says the anisotropy lives in a few rogue coordinates, a share near
+    ``top / D`` that it is spread over all of them. The share is of the signed sum, so it may
+    pass 1 when other coordinates pull the cosine down; NaN when the mean cosine is 0.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 32))
+    >>> rogue = X + 8.0 * (np.arange(32) == 5)       # one rogue coordinate
+    >>> spread = X + 1.5                             # the same shift over every coordinate
+    >>> round(cosine_top_share(rogue, top=1), 2), round(cosine_top_share(spread, top=1), 2)
+    (1.0, 0.03)
+    """
+    X = _rows(X)
+    top = check_int("top", top, lo=1, hi=X.shape[1], hint="Pass the number of coordinates, e.g. 3.")
+    c = cosine_contributions(X)
+    total = float(c.sum())
+    if not np.isfinite(total) or total == 0:
+        return float("nan")
+    return float(np.sort(c)[::-1][:top].sum() / total)
+
+
+def measure_readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
+    """The readings of :data:`MEASURE_READINGS` for one layer's cloud (the measurement command's).
+
+    :func:`readings` without the centred mean cosine (near 0 by construction), with the
+    :func:`cosine_top_share`. Parameters and errors as :func:`readings`.
+
+    Example
+    -------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(3000, 16))
+    >>> X[:, 2] += 30.0                                          # a shifted mean, in one coordinate
+    >>> r = measure_readings(X)
+    >>> tuple(r) == MEASURE_READINGS, round(r["mean_share"], 2), round(r["cosine_top_share"], 2)
+    (True, 0.98, 1.0)
+    """
+    r = readings(X, type_ids=type_ids, top=top)
+    r["cosine_top_share"] = cosine_top_share(X, top=top)
+    return {k: r[k] for k in MEASURE_READINGS}
+
+
+def singular_spectrum(W, chunk: int = 16384) -> np.ndarray:
+    """The singular values of a matrix ``W`` (V, D), largest first (min(V, D),).
+
+    Read from the eigenvalues of ``W^T W`` (or ``W W^T``, the smaller), summed in float64 over
+    blocks of ``chunk`` rows: a vocabulary of 262,144 rows never needs a float64 copy. A model's
+    output matrix (its unembedding) is one: a few large values say its logits move along few
+    directions (the softmax-bottleneck reading of anisotropy).
+
+    Example
+    -------
+    >>> W = np.diag([3.0, 2.0, 1.0])[:, :2]
+    >>> singular_spectrum(W).round(6).tolist()
+    [3.0, 2.0]
+    """
+    W = check_array("W", np.asarray(W), shape=(None, None))
+    chunk = check_int("chunk", chunk, lo=1, hint="Pass e.g. 16384.")
+    if W.shape[0] < W.shape[1]:
+        W = W.T
+    G = np.zeros((W.shape[1], W.shape[1]))
+    for s in range(0, W.shape[0], chunk):
+        B = np.asarray(W[s:s + chunk], np.float64)
+        G += B.T @ B
+    lam = np.clip(np.linalg.eigvalsh(G)[::-1], 0.0, None)
+    return np.sqrt(lam)

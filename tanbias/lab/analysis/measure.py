@@ -56,7 +56,7 @@ import numpy as np
 from huggingface_hub import snapshot_download
 
 import tanbias
-from tanbias._checks import check_int
+from tanbias._checks import check_choice, check_int
 from tanbias.errors import ParameterError
 from tanbias.lab import zoo
 from tanbias.lab.analysis import pretrained as pt
@@ -73,7 +73,9 @@ __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "A
            "MIN_DOCUMENTS", "MIN_TYPES", "TEXT_LANGUAGE", "read_documents", "model_revisions", "check_out",
            "staged_folder", "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
-           "findings", "load_measurement", "BENCH_TARGETS", "bench_measure"]
+           "findings", "load_measurement", "BENCH_TARGETS", "bench_measure", "DTYPES", "check_dtype",
+           "output_spectrum", "REFERENCE_RUNS", "REFERENCE_READINGS", "reference_readings", "installation",
+           "zoo_costs", "cost_rule", "TOKENS_DIR", "token_widths", "premise_width"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
 COMMAND = "python -m tanbias measure"
@@ -96,34 +98,89 @@ ARCHITECTURES = {
 # ------------------------------------------------------------------------------------------
 # THE RIVAL ANISOTROPY METRICS PLUG IN HERE.
 def anisotropy_readings(Y, type_ids) -> dict:
-    """More readings of one layer's anisotropy, beside chapter 9's: the rival accounts' six.
+    """More readings of one layer's anisotropy, beside chapter 9's: the command's six.
 
-    :func:`tanbias.theory.anisotropy.readings` of the layer's rows without the first position
-    (``Y``, ``(n, D)``) and their types: ``raw`` (the exact mean cosine over all pairs, where
-    chapter 9's ``mean_cosine`` samples 20,000), ``centered``, ``standardised``,
-    ``type_balanced``, ``mean_share`` and ``top_share`` (the top three coordinates' share of
-    the variance). Each account of anisotropy without a tangent bias names the correction
-    that should remove it if it is right (the rivals chapter). Rows of norm 0 are left out.
-    The columns of ``anisotropy.csv`` that :data:`ANISOTROPY_METRICS` adds; chapter 9's own
-    tables never carry them.
+    :func:`tanbias.theory.anisotropy.measure_readings` of the layer's rows without the first
+    position (``Y``, ``(n, D)``) and their types: ``raw`` (the exact mean cosine over all pairs,
+    where chapter 9's ``mean_cosine`` samples 20,000), ``mean_share`` (the mean vector's share of
+    the squared norm: what the raw mean cosine mostly measures), ``cosine_top_share`` (the top
+    three coordinates' share of the mean cosine itself), ``top_share`` (their share of the
+    variance), ``standardised`` and ``type_balanced``. Each account of anisotropy without a
+    tangent bias names the correction that should remove it if it is right (the rivals
+    chapter). Rows of norm 0 are left out. The columns of ``anisotropy.csv`` that
+    :data:`ANISOTROPY_METRICS` adds; chapter 9's own tables never carry them. The lab's runs read
+    :func:`tanbias.theory.anisotropy.readings` instead (``rivals.csv``).
 
     Example
     -------
     >>> rng = np.random.default_rng(0)
     >>> r = anisotropy_readings(rng.normal(size=(500, 8)) + 5.0, rng.integers(0, 20, 500))
-    >>> sorted(r), round(r["mean_share"], 1)
-    (['centered', 'mean_share', 'raw', 'standardised', 'top_share', 'type_balanced'], 1.0)
+    >>> list(r) == list(rival_anisotropy.MEASURE_READINGS), round(r["mean_share"], 1)
+    (True, 1.0)
     """
     Y = np.asarray(Y, np.float64)
     live = np.linalg.norm(Y, axis=1) > 0
-    r = rival_anisotropy.readings(Y[live], type_ids=np.asarray(type_ids)[live])
-    return {k: r[k] for k in rival_anisotropy.READINGS}
+    return rival_anisotropy.measure_readings(Y[live], type_ids=np.asarray(type_ids)[live])
 
 
 #: The anisotropy readings the command adds to chapter 9's, per layer: ``metrics(Y, type_ids)``
 #: of :func:`tanbias.lab.analysis.pretrained.layer_tables` (None: chapter 9's alone).
 ANISOTROPY_METRICS = anisotropy_readings
 # ------------------------------------------------------------------------------------------
+
+#: The parameter types the forward passes may run in (``--dtype``): every reading is computed in
+#: float64 from the hidden states' float32 copies, whatever the model's type
+DTYPES = ("float32", "bfloat16")
+
+
+def check_dtype(dtype: str, device) -> str:
+    """``dtype`` if the forward passes can run in it on ``device`` (a small product there is tried).
+
+    Raises
+    ------
+    ParameterError
+        A type outside :data:`DTYPES`, or one the device cannot compute in.
+
+    Example
+    -------
+    >>> check_dtype("bfloat16", "cpu")
+    'bfloat16'
+    """
+    import torch
+
+    check_choice("dtype", dtype, DTYPES, hint="bfloat16 halves the weights' memory where the device has it.")
+    dev = resolve_device(device)
+    try:
+        x = torch.ones(2, 2, dtype=getattr(torch, dtype), device=dev)
+        (x @ x).sum().item()
+    except (RuntimeError, TypeError) as exc:
+        raise ParameterError(f"dtype={dtype!r} is not allowed on device {str(dev)!r}: valid range is a type the "
+                             f"device computes in ({exc}). Pass --dtype float32.") from None
+    return dtype
+
+
+def output_spectrum(net):
+    """The singular spectrum of a model's output matrix (its unembedding), or None without one.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        One row per singular value, largest first: ``rank`` (1, 2, ...), ``dims`` (the matrix's
+        smaller side, D), ``singular_value``, ``share`` (its square's share of the sum of
+        squares) and ``cumulative`` (the shares summed so far): an isotropic matrix has
+        ``cumulative`` = ``rank / dims``
+        (:func:`tanbias.theory.anisotropy.singular_spectrum`).
+    """
+    import pandas as pd
+
+    out = net.get_output_embeddings()
+    if out is None or getattr(out, "weight", None) is None:
+        return None
+    sv = rival_anisotropy.singular_spectrum(out.weight.detach().float().cpu().numpy())
+    share = sv ** 2 / float((sv ** 2).sum())
+    return pd.DataFrame({"rank": np.arange(1, len(sv) + 1), "dims": len(sv), "singular_value": sv,
+                         "share": share, "cumulative": np.cumsum(share)})
+
 
 #: The fewest tokens per language a measurement reads (``--tokens``): below it too few types
 #: occur ``m`` times for the premise's correlations.
@@ -319,7 +376,7 @@ def _hub_folder(model_id: str, revision) -> Path | None:
         return None
 
 
-def load_model(model, revision=None, device="cpu", progress: bool = False) -> dict:
+def load_model(model, revision=None, device="cpu", progress: bool = False, dtype: str = "float32") -> dict:
     """A checkpoint, its tokenizer and what the measurement needs to know of it.
 
     Parameters
@@ -330,11 +387,13 @@ def load_model(model, revision=None, device="cpu", progress: bool = False) -> di
     device : str or torch.device
     progress : bool
         transformers' loading bars.
+    dtype : str
+        Of the parameters on ``device``, one of :data:`DTYPES` (:func:`check_dtype`).
 
     Returns
     -------
     dict
-        ``model`` (eval mode, float32, on ``device``), ``tokenizer``, ``kind``, ``head`` (it
+        ``model`` (eval mode, in ``dtype``, on ``device``), ``tokenizer``, ``kind``, ``head`` (it
         has a language-model head: the alignment test can run), ``arch`` (its class),
         ``model_type``, ``source`` (``"zoo"``, ``"folder"``, ``"hub"``), ``path``,
         ``weights`` (:func:`weights_sha256`, ``{}`` when unknown) and ``weight_sha256``;
@@ -363,7 +422,9 @@ def load_model(model, revision=None, device="cpu", progress: bool = False) -> di
         raise ParameterError(f"model={name!r} is not allowed: its tokenizer has {len(tok)} tokens, its embedding "
                              f"{emb} rows: valid range is a tokenizer of at most as many tokens as the model "
                              "embeds. Save the model's own tokenizer beside it.")
-    net.to(device)
+    import torch
+
+    net.to(device=device, dtype=getattr(torch, check_dtype(dtype, device)))
     net.eval()
     return {"model": net, "tokenizer": tok, **info}
 
@@ -556,8 +617,9 @@ class Measurement:
     alignment: bool = True
     progress: bool = True
     argv: list | None = None
+    dtype: str = "float32"
     started: float = field(default_factory=time.perf_counter)
-    frames: dict = field(default_factory=lambda: {k: [] for k in (*pt.TABLES, "alignment")})
+    frames: dict = field(default_factory=lambda: {k: [] for k in (*pt.TABLES, "alignment", "spectrum")})
     seconds: dict = field(default_factory=lambda: dict.fromkeys(
         ("load", "frequencies", "forward", "analysis", "probe", "report"), 0.0))
     notes: list = field(default_factory=list)
@@ -590,7 +652,7 @@ def _peak_gb(device) -> dict:
 
 def measure_model(model, out=None, settings: MeasureSettings | None = None, *, text=None, revisions=None,
                   alignment: bool = True, device="cpu", progress: bool = True, report=None, argv=None,
-                  **overrides) -> dict:
+                  dtype: str = "float32", **overrides) -> dict:
     """Measure a model (or a series of its checkpoints) and write its folder (the module docstring).
 
     ``model`` is a zoo name, a local folder (a checkpoint, or a folder of checkpoint
@@ -599,7 +661,8 @@ def measure_model(model, out=None, settings: MeasureSettings | None = None, *, t
     ``overrides`` as :func:`measure_settings` takes them (``n_tokens`` bounds the time and the
     memory: the hidden states kept are ``(L + 1) x n_tokens x D`` float32); ``text`` a UTF-8
     file of one's own (:func:`read_documents`); ``alignment``: run the alignment test (a model
-    with a language-model head); ``device``: :data:`tanbias.lab.devices.DEVICES`;
+    with a language-model head); ``device``: :data:`tanbias.lab.devices.DEVICES`; ``dtype``: the
+    parameters' type in the forward passes (:data:`DTYPES`, checked on ``device`` first);
     ``report(tables) -> str``: the HTML written as ``report.html`` (``tables`` as
     :func:`load_measurement` returns them, the manifest without its final timings); ``argv``:
     the command line that asked for it, recorded in the manifest.
@@ -617,6 +680,7 @@ def measure_model(model, out=None, settings: MeasureSettings | None = None, *, t
     """
     started = time.perf_counter()
     dev = resolve_device(device)
+    check_dtype(dtype, dev)
     docs = read_documents(text) if text is not None else None
     s = measure_settings(model, settings, text=docs is not None, **overrides)
     revs = model_revisions(model, revisions)
@@ -625,7 +689,7 @@ def measure_model(model, out=None, settings: MeasureSettings | None = None, *, t
     out = check_out(Path(out) if out is not None else Path(f"measure-{slug}"))
     run = Measurement(model, s, dev, revs, revision_steps(revs) if series else [0], series,
                       text=os.fspath(text) if text is not None else None, docs=docs, alignment=alignment,
-                      progress=progress, argv=argv, started=started)
+                      progress=progress, argv=argv, started=started, dtype=dtype)
     _reset_peak(dev)
     with staged_folder(out) as tmp, warnings.catch_warnings():
         # the embeddings' readings do not vary (every occurrence of a type is one vector): their
@@ -662,7 +726,7 @@ def measure_revision(run: Measurement, revision, step: int) -> None:
     """
     first = run.first is None
     t0 = time.perf_counter()
-    loaded = load_model(run.model, revision, run.device, run.progress)
+    loaded = load_model(run.model, revision, run.device, run.progress, run.dtype)
     run.seconds["load"] += time.perf_counter() - t0
     net, tok, kind = loaded["model"], loaded["tokenizer"], loaded["kind"]
     _check_tokenizer(loaded, run.name, run.alignment)
@@ -675,6 +739,11 @@ def measure_revision(run: Measurement, revision, step: int) -> None:
             _fit_text(run, tok, seq_len)
     for lang in run.settings.languages:
         _measure_language(run, net, tok, kind, lang, seq_len, revision, step)
+    t0 = time.perf_counter()
+    spectrum = output_spectrum(net)
+    if spectrum is not None:
+        run.frames["spectrum"].append(_label(spectrum, revision, step, run.series))
+    run.seconds["analysis"] += time.perf_counter() - t0
     if run.alignment and loaded["head"]:
         _alignment_test(run, net, tok, kind, seq_len, revision, step, null=first)
     elif first:
@@ -763,7 +832,7 @@ def _manifest(run: Measurement, folder: Path, tables: dict) -> dict:
         "steps": run.steps if run.series else None, **{k: v for k, v in first.items() if k != "seq_len"},
         "settings": s.to_dict(), "languages": list(s.languages), "text": _text_record(run.text),
         "documents": run.documents, "n_tokens": n_total, "tokens_measured": run.measured, "seq_len": first["seq_len"],
-        "device": str(run.device), "versions": {"tanbias": tanbias.__version__, "torch": torch.__version__,
+        "device": str(run.device), "dtype": run.dtype, "versions": {"tanbias": tanbias.__version__, "torch": torch.__version__,
                                                 "transformers": transformers.__version__},
         "notes": run.notes, "tables": {k: sha256(folder / f"{k}.csv") for k in tables},
     }
@@ -860,6 +929,67 @@ def trajectory_table(tables: dict):
                 row.update(null)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: The lab's runs a measurement is drawn beside (:func:`reference_readings`): the rivals experiment's
+#: long control runs, one per architecture, at their last step (the lab's longest-trained models
+#: that carry every reading of ``rivals.csv``)
+REFERENCE_RUNS = {"rivals-decoder-standard-long-s0": "lab decoder", "rivals-encoder-standard-long-s0": "lab encoder"}
+#: The readings :func:`reference_readings` returns, each with the column it is read from in the zoo's
+#: committed tables (chapter 9's ``anisotropy.csv``; None: chapter 9 does not read it) and in a
+#: lab run's tables (``rivals.csv``, or ``anisotropy.csv`` for IsoScore*)
+REFERENCE_READINGS = {"raw": ("mean_cosine", "raw"), "mean_share": (None, "mean_share"),
+                      "cosine_top_share": (None, None), "top_share": (None, "top_share"),
+                      "isoscore_star": ("isoscore_star", "isoscore_star"),
+                      "standardised": (None, "standardised"), "type_balanced": (None, "type_balanced")}
+
+
+def reference_readings(zoo_names=None, runs=None, language: str = "en"):
+    """The book's own per-layer readings, to draw a measurement beside: the zoo's and the lab's.
+
+    The zoo's committed measurements (chapter 9's ``data/pretrained/<name>/anisotropy.csv``, in
+    ``language``; their raw mean cosine is chapter 9's estimate from 20,000 sampled pairs) and the
+    lab's :data:`REFERENCE_RUNS` at their last step (``rivals.csv``; IsoScore* from
+    ``anisotropy.csv``'s content positions), every table read with its checksums. A source whose
+    files are absent (an installed package without the book's ``data/``) is left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``source``, ``group`` (``"zoo"`` or ``"lab"``), ``reading`` (a key of
+        :data:`REFERENCE_READINGS`), ``layer``, ``depth`` (layer over the last layer) and
+        ``value``; one row per source, reading and layer.
+    """
+    import pandas as pd
+
+    from tanbias.lab.runs import load_run, run_dir
+
+    rows = []
+
+    def add(source, group, frame, col, reading):
+        L = max(int(frame["layer"].max()), 1)
+        rows.extend({"source": source, "group": group, "reading": reading, "layer": int(r.layer),
+                     "depth": r.layer / L, "value": float(getattr(r, col))} for r in frame.itertuples())
+
+    for name in zoo.ZOO if zoo_names is None else zoo_names:
+        if not (pt.PRETRAINED_DIR / name / "manifest.json").is_file():
+            continue
+        a = pt.load_pretrained(name)["anisotropy"]
+        a = a[a["language"] == language]
+        for reading, (col, _) in REFERENCE_READINGS.items():
+            if col is not None and len(a):
+                add(name, "zoo", a, col, reading)
+    for run, label in (REFERENCE_RUNS if runs is None else runs).items():
+        if not (run_dir(run) / "manifest.json").is_file():
+            continue
+        data = load_run(run)
+        last = data.rivals[data.rivals["step"] == data.rivals["step"].max()]
+        an = data.anisotropy
+        an = an[(an["step"] == an["step"].max()) & (an["positions"] == "content")]
+        for reading, (_, col) in REFERENCE_READINGS.items():
+            if col is not None:
+                add(label, "lab", an if col == "isoscore_star" else last, col, reading)
+    return pd.DataFrame(rows, columns=["source", "group", "reading", "layer", "depth", "value"])
 
 
 def split_revisions(tables: dict) -> dict:
@@ -961,6 +1091,165 @@ def load_measurement(folder) -> dict:
         The manifest or a table is missing or altered (names the command that writes it).
     """
     return pt.load_tables(folder, _rebuild(folder))
+
+
+# ---------------------------------------------------------------------------------- what it costs
+def installation(root=None) -> dict:
+    """What the command needs installed, read from the project's own files: ``python`` (the
+    ``requires-python`` of ``pyproject.toml``), and the versions ``requirements.txt`` pins of
+    ``torch`` and ``transformers`` (the tested ones: ``make install`` installs them).
+
+    Example
+    -------
+    >>> sorted(installation())
+    ['python', 'torch', 'transformers']
+    """
+    import tomllib
+
+    from tanbias.lab.runs import ROOT
+
+    root = Path(root or ROOT)
+    python = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf8"))["project"]["requires-python"]
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", (root / "requirements.txt").read_text(encoding="utf8"),
+                           flags=re.M))
+    return {"python": python, "torch": pins["torch"], "transformers": pins["transformers"]}
+
+
+def zoo_costs(names=None):
+    """What the command costs at its default tokens, per zoo model: chapter 9's committed measurements.
+
+    ``python -m tanbias measure NAME`` with no option measures a zoo model as chapter 9 did
+    (its languages, 16,384 tokens each, the alignment test where there is a language-model
+    head), through the same functions; the manifests of ``data/pretrained/`` hold what that
+    took on the project's two-core CPU machine, one torch thread.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model: ``model``, ``kind``, ``languages``, ``tokens`` (all languages),
+        ``layers`` (the hidden states read, embeddings included), ``gflops_per_token``,
+        ``seconds`` (total), ``forward``, ``analysis``, ``probe`` (the alignment test),
+        ``peak_gb`` (the process's peak resident memory).
+    """
+    import pandas as pd
+
+    rows = []
+    for name in zoo.ZOO if names is None else names:
+        tab = pt.load_pretrained(name)
+        man, an = tab["manifest"], tab["anisotropy"]
+        sec = man["seconds"]
+        rows.append({"model": name, "kind": man["kind"], "languages": len(man["languages"]),
+                     "tokens": int(sum(man["tokens_measured"].values())), "layers": int(an["layer"].max()) + 1,
+                     "gflops_per_token": man["flops_per_token"] / 1e9, "seconds": sec["total"],
+                     "forward": sec["forward"], "analysis": sec["analysis"], "probe": sec["probe"],
+                     "peak_gb": man["peak_rss_gb"]})
+    return pd.DataFrame(rows)
+
+
+def cost_rule(params: float, layers: int, d_model: int, n_tokens: int = MeasureSettings.n_tokens,
+              languages: int = 1, alignment: bool = True, dtype: str = "float32", costs=None) -> dict:
+    """A rule of thumb for the command's time and memory on a model the zoo does not hold.
+
+    Time: the forward pass at the zoo's rate of floating-point operations (``2 params`` per
+    token), the readings at the zoo's seconds per token and layer, and the alignment test at
+    the zoo's ratio of its time to one language's forward pass (each fitted by least squares
+    through 0 to ``costs``, :func:`zoo_costs`). Memory: the weights (4 bytes a parameter in float32, 2 in
+    bfloat16), the hidden states kept (``(layers + 1) n_tokens d_model`` float32) and 1 GB for
+    the rest. A rough guide: the zoo's models span 23 M to 270 M parameters.
+
+    Returns
+    -------
+    dict
+        ``seconds``, ``forward``, ``analysis``, ``probe`` and ``peak_gb``, and the ``rates`` used.
+
+    Example
+    -------
+    >>> r = cost_rule(1e9, 16, 2048)
+    >>> 300 < r["seconds"] < 5000, 5 < r["peak_gb"] < 15
+    (True, True)
+    """
+    check_choice("dtype", dtype, DTYPES)
+    for name, v in (("layers", layers), ("d_model", d_model), ("n_tokens", n_tokens), ("languages", languages)):
+        check_int(name, v, lo=1)
+    if not params > 0:
+        raise ParameterError(f"params={params!r} is out of range: valid range is (0, inf). Pass e.g. 1e9.")
+    z = zoo_costs() if costs is None else costs
+    fwd_rate = float((z["tokens"] * z["gflops_per_token"] * 1e9) @ z["forward"] / (z["forward"] @ z["forward"]))
+    x = z["tokens"] * z["layers"]
+    per_layer = float(x @ z["analysis"] / (x @ x))
+    head = z[z["probe"] > 1]
+    one = head["forward"] / head["languages"]           # the alignment test reads one language
+    probe_ratio = float(one @ head["probe"] / (one @ one)) if len(head) else 0.0
+    tokens = n_tokens * languages
+    forward = tokens * 2 * params / fwd_rate
+    analysis = tokens * (layers + 1) * per_layer
+    probe = forward / languages * probe_ratio if alignment else 0.0
+    weights = params * (4 if dtype == "float32" else 2) / 2 ** 30
+    hidden = (layers + 1) * n_tokens * d_model * 4 / 2 ** 30
+    return {"seconds": forward + analysis + probe, "forward": forward, "analysis": analysis, "probe": probe,
+            "peak_gb": weights + hidden + 1.0,
+            "rates": {"forward_flops_per_s": fwd_rate, "analysis_s_per_token_layer": per_layer,
+                      "probe_over_forward": probe_ratio}}
+
+
+#: SmolLM2 measured at more tokens than the page's example (``data/measure/tokens/``), for
+#: :func:`token_widths`
+TOKENS_DIR = MEASURED_DIR / "tokens"
+
+
+def token_widths(folders=None, reading: str = "radius_t"):
+    """How the premise's interval narrows with ``--tokens``: one row per measurement folder.
+
+    ``folders`` (default: ``data/measure/smollm2-135m`` and those under :data:`TOKENS_DIR`),
+    each read with its checksums. The width is that of the 95 % interval over documents of the
+    matched ρ of log corpus frequency with ``reading``, in the first language measured, at the
+    last layer and as the median over the blocks (layers 1 to L).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``tokens`` (asked), ``measured`` (read), ``types`` (types that reach ``m`` at the last
+        layer), ``rho``, ``lo``, ``hi``, ``width``, ``median_width``, ``seconds``, ``forward``,
+        ``peak_gb``; sorted by ``tokens``.
+    """
+    import pandas as pd
+
+    if folders is None:
+        folders = [MEASURED_DIR / "smollm2-135m", *sorted(p.parent for p in TOKENS_DIR.glob("*/manifest.json"))]
+    rows = []
+    for folder in folders:
+        tab = load_measurement(folder)
+        man = tab["manifest"]
+        lang = man["languages"][0]
+        rows.append({"tokens": man["settings"]["n_tokens"], "measured": man["tokens_measured"][lang],
+                     **premise_width(tab, lang, reading), "seconds": man["seconds"]["total"],
+                     "forward": man["seconds"]["forward"], "peak_gb": man["peak_rss_gb"]})
+    return pd.DataFrame(rows).sort_values("tokens", ignore_index=True)
+
+
+def premise_width(tables: dict, language: str = "en", reading: str = "radius_t") -> dict:
+    """The premise's interval in one measurement (the command's, or chapter 9's
+    :func:`tanbias.lab.analysis.pretrained.load_pretrained`): the matched ρ of log corpus frequency
+    with ``reading`` at the measurement's ``m``, in ``language``.
+
+    Returns
+    -------
+    dict
+        ``types`` (types read at the last layer), ``rho``, ``lo``, ``hi`` and ``width`` at the last
+        layer; ``median_width``, the median width over the blocks (layers 1 to L).
+    """
+    pr = tables["premise"]
+    m = tables["manifest"]["settings"]["m"]
+    g = pr[(pr["language"] == language) & (pr["estimator"] == "matched") & (pr["source"] == "corpus")
+           & (pr["reading"] == reading) & (pr["m"] == m)].sort_values("layer")
+    if g.empty:
+        raise ParameterError(f"language={language!r}, reading={reading!r} is out of range for this measurement: "
+                             f"valid range is its languages {sorted(set(pr['language']))} and the readings "
+                             f"{sorted(set(pr['reading']))}.")
+    last = g.iloc[-1]
+    body = g[g["layer"] >= 1]
+    return {"types": int(last["n"]), "rho": float(last["rho"]), "lo": float(last["lo"]), "hi": float(last["hi"]),
+            "width": float(last["hi"] - last["lo"]), "median_width": float((body["hi"] - body["lo"]).median())}
 
 
 # ---------------------------------------------------------------------------------- speed
