@@ -82,6 +82,21 @@ def _changed(page, handle, old: str, what: str) -> str:
     return handle.evaluate(DATA_JS)
 
 
+#: JavaScript: every table and figure of the article (closed dropdowns opened) wider than the article's
+#: column, as [tag, width, column width, first words]
+TOO_WIDE_JS = """() => {
+  document.querySelectorAll('main details').forEach(d => d.open = true);
+  const art = document.querySelector('main article') || document.querySelector('main');
+  const col = art.getBoundingClientRect().width;
+  return [...art.querySelectorAll('table, .plotly-graph-div')]
+    .map(e => [e.tagName, Math.round(Math.max(e.scrollWidth, e.getBoundingClientRect().width)), Math.round(col),
+               (e.innerText || '').slice(0, 60)])
+    .filter(([, w]) => w > col + 1);
+}"""
+#: the window widths at which every table and figure must fit its column: a laptop, a narrow window
+READING_WIDTHS = (1280, 800)
+
+
 @pytest.mark.parametrize("doc", toc_docs())
 def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screenshot_dir):
     path = built_book.page(doc)
@@ -145,6 +160,11 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
                 assert back != before, f"{doc}: figure {i}'s sliders do not combine"
             page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}-fig{i}.png"))
         page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}.png"))
+        # no table or figure is wider than the column it sits in, on a laptop and in a narrow window
+        for width in READING_WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(300)                 # plotly redraws a responsive figure on resize
+            assert page.evaluate(TOO_WIDE_JS) == [], f"{doc} at {width} px: wider than the column"
         assert not _real_problems(problems), _real_problems(problems)
     finally:
         page.close()

@@ -129,3 +129,19 @@ def test_the_words_read_the_intervals_and_rows_they_name():
     assert dose_report.balancing_verdict(da) in sweep.PROPERTY_WORDS
     assert dose_report.adaptive_verdict(da) in sweep.PROPERTY_WORDS
     assert set(dose_report.balancing_words(da).values()) <= set(sweep.BALANCING_WORDS)
+
+
+def test_the_full_verdict_tables_split_every_column_once_and_keep_the_words_in_the_first():
+    from tanbias.lab.analysis.dose import verdict_table
+    from tanbias.book.tables import format_table, WIDE_COLUMNS
+
+    responses = alias.joint_analyses().dose.responses
+    rows = verdict_table(responses)
+    (first, i1), (second, i2) = dose_report.full_verdict_tables(rows)
+    key = ["reading", "knob", "architecture"]
+    assert list(first.columns[:3]) == key and list(second.columns[:3]) == key
+    assert len(first.columns) + len(second.columns) - 3 == len(rows.columns)       # nothing lost, no twice
+    assert "verdict" in first and "verdict" not in second
+    assert set(first["reading"]) <= {name for _, name in dose_report.READING_NAMES.values()}
+    for part, intervals in ((first, i1), (second, i2)):      # each fits the page's narrow face
+        assert format_table(part, intervals=intervals).data.shape[1] <= WIDE_COLUMNS

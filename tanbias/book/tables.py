@@ -29,7 +29,7 @@ import re
 from tanbias._checks import check_instance, check_int
 from tanbias.errors import ParameterError
 
-__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "format_number", "format_cell",
+__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "WIDE_CLASS", "WIDE_COLUMNS", "format_number", "format_cell",
            "table_text", "format_table", "too_precise"]
 
 #: significant digits of a number that is not whole, unless a table asks for fewer
@@ -39,6 +39,10 @@ MAX_DIGITS = 3
 #: CSS class of every table made here (the book test finds the tables that bypassed it); beside
 #: pandas' own ``dataframe``, which the book's theme colours (light and dark)
 TABLE_CLASS = "tanbias-table"
+#: CSS class added to a table of :data:`WIDE_COLUMNS` columns or more, which the book sets smaller
+WIDE_CLASS = "tanbias-wide"
+#: from this many columns a table is printed smaller, to fit the page's column
+WIDE_COLUMNS = 10
 #: what a missing value shows
 NA = "–"
 
@@ -239,10 +243,12 @@ def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = N
     >>> html = format_table(pd.DataFrame({"effective types": [301.442], "kept": [1.0]})).to_html()
     >>> 'class="dataframe tanbias-table"' in html, ">301<" in html, "row_heading" in html
     (True, True, False)
+    >>> WIDE_CLASS in format_table(pd.DataFrame({c: [1] for c in "abcdefghij"})).to_html()
+    True
     """
     text = table_text(frame, digits=digits, intervals=intervals, na=na, na_columns=na_columns)
-    return (text.style.format(escape="html").hide(axis="index")
-            .set_table_attributes(f'class="dataframe {TABLE_CLASS}"'))
+    classes = f"dataframe {TABLE_CLASS}" + (f" {WIDE_CLASS}" if text.shape[1] >= WIDE_COLUMNS else "")
+    return text.style.format(escape="html").hide(axis="index").set_table_attributes(f'class="{classes}"')
 
 
 #: a number printed with a point or an exponent, not inside a word or a version string

@@ -15,6 +15,8 @@ dose analysis at the joint Holm family, :func:`tanbias.lab.analysis.alias.joint_
   :func:`registered_balancing_verdict` and :func:`registered_adaptive_verdict` —
   the same verdicts by the rules registered before the runs (``dose.toml``), shown
   beside them;
+* :func:`full_verdict_tables` — the wide table in two parts that fit a page: the registered
+  test, and the secondary contrasts beside it;
 * :func:`verdict_summary` — the verdict table's narrow face: one row per reading of a knob,
   each architecture's word with its end-to-end change, and which detected signs survive
   matched training progress (the wide table, :func:`tanbias.lab.analysis.dose.verdict_table`,
@@ -23,6 +25,8 @@ dose analysis at the joint Holm family, :func:`tanbias.lab.analysis.alias.joint_
 The design's numbers (before the runs) are :func:`tanbias.lab.analysis.dose_design.design_numbers`.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,7 +39,10 @@ from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE
 from tanbias.stats import interval_word
 
-__all__ = ["SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words", "alignment_word",
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["full_verdict_tables", "SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words", "alignment_word",
            "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
            "registered_adaptive_verdict", "knob_words", "READING_NAMES", "change_text", "verdict_summary"]
@@ -349,6 +356,37 @@ def change_text(metric: str, value: float) -> str:
     if metric.startswith("log_"):
         return "×" + f"{np.exp(value):#.2g}".rstrip(".")
     return f"{value:+#.2g}".rstrip(".").replace("-", "−")
+
+
+#: the full verdict tables' columns, named for a reader
+_FULL_COLUMNS = {"metric": "reading", "n_seeds": "seeds", "end_to_end": "end-to-end change", "end_to_end_lo": "low",
+                 "end_to_end_hi": "high", "p": "p (raw)", "p_holm": "p (Holm)", "page_p": "Page's trend p",
+                 "lof_p": "lack-of-fit p", "progress_end_to_end": "change at matched gain",
+                 "progress_lo": "its low", "progress_hi": "its high", "progress_survives": "sign survives"}
+
+
+def full_verdict_tables(rows) -> list[tuple[pd.DataFrame, dict]]:
+    """Every column of the verdict table (:func:`tanbias.lab.analysis.dose.verdict_table`), in two
+    tables that fit a page: the registered test (each row's word, at Holm-adjusted p) and the
+    secondary contrasts, which never change a word (Page's trend test across the levels, the
+    lack-of-fit test of the level means against the line, the change at matched gain over unigram).
+    Both start with the row's reading (in words), knob and architecture. Each comes with the
+    intervals for ``format_table(table, intervals=...)`` to join (``{name: (low, high)}``).
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"metric": ["isoscore_late"], "knob": ["token"], "kind": ["encoder"], "n_seeds": [3],
+    ...                      "end_to_end_lo": [-0.1], "end_to_end_hi": [0.1], "p_holm": [0.2], "page_p": [0.5]})
+    >>> [(list(t.columns), intervals) for t, intervals in full_verdict_tables(rows)]
+    [(['reading', 'knob', 'architecture', 'seeds', 'low', 'high', 'p (Holm)'], {'interval': ('low', 'high')}), (['reading', 'knob', 'architecture', "Page's trend p"], {})]
+    """
+    t = rows.assign(metric=rows["metric"].map(lambda m: READING_NAMES.get(m, (0, m))[1]))
+    t = t.rename(columns={**_FULL_COLUMNS, "kind": "architecture"})
+    key = ["reading", "knob", "architecture"]
+    secondary = [_FULL_COLUMNS[c] for c in ("page_p", "lof_p", "progress_end_to_end", "progress_lo",
+                                              "progress_hi", "progress_survives")]
+    parts = (t[[c for c in t.columns if c not in secondary]], t[key + [c for c in secondary if c in t.columns]])
+    intervals = {"interval": ("low", "high"), "its interval": ("its low", "its high")}
+    return [(part, {k: v for k, v in intervals.items() if v[0] in part}) for part in parts]
 
 
 def verdict_summary(responses, knob: str, names: dict | None = None):

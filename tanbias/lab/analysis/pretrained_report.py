@@ -321,12 +321,13 @@ def words(table: dict) -> dict:
 
 
 def zoo_table():
-    """The zoo's models as a table: what each is, its size and its licence."""
+    """The zoo's models as a table: what each is, its size and its licence (its name; the notes in
+    brackets, such as where a copy of the terms ships, are :data:`tanbias.lab.zoo.ZOO`'s)."""
     import pandas as pd
 
     rows = [{"model": e.name, "kind": e.kind, "architecture": e.arch, "blocks": e.n_layers,
              "width": e.hidden_size, "parameters (M)": round(e.n_params / 1e6, 1),
-             "copy of": e.upstream, "licence": e.licence} for e in zoo.ZOO.values()]
+             "copy of": e.upstream, "licence": e.licence.split(" (")[0]} for e in zoo.ZOO.values()]
     return pd.DataFrame(rows).set_index("model")
 
 
