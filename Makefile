@@ -19,9 +19,10 @@ MAKEFLAGS += --jobs=3
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := book
-# the lab's experiments (tanbias.lab.experiments.EXPERIMENTS; their rule is below)
-EXPERIMENTS := sweep dose alias causal rivals horizon
-.PHONY: book test unit lab bench $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
+# the lab's experiments, read from the registry's line in tanbias/lab/experiments.py (no Python needed
+# before the install; tests/test_experiments.py checks the list equals the registry): their rule is below
+EXPERIMENTS := $(shell sed -n 's/^EXPERIMENTS: .* for d in (\(.*\))}$$/\1/p' tanbias/lab/experiments.py | tr -d ',' | tr A-Z a-z)
+.PHONY: book test unit lab bench list-experiments $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -179,15 +180,14 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \
 	  jupyter lab $(LAB_ROOT) --notebook-dir=. --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
-# The lab's experiments, as tanbias.lab.experiments.EXPERIMENTS registers them (tests/test_experiments.py
-# keeps this list equal to it): the 2x2 sweep of chapter 8 (12 runs, about 70 min on 2 cores), chapter
-# 10's dose experiment (42 runs, about 4 h), chapter 11's aliasing knob (51 runs; its k0 cells of 13 seeds are the
-# causal test's control runs), chapter 12's causal test (107 runs), the rival accounts (100 runs: the
-# standard and the unigram output head crossed with control, proxy and random surgery and the top
-# aliasing level, and 8 long runs). Each trains its runs two at a time over as many sittings as it
-# takes: complete runs are skipped, an interrupted one resumes, and each run is committed to git as
-# it finishes with the sitting's record data/runs/<name>.json.
+# The lab's experiments, as tanbias.lab.experiments.EXPERIMENTS registers them (make list-experiments;
+# the lab guide says what each trains and how long it takes). Each trains its runs two at a time over
+# as many sittings as it takes: complete runs are skipped, an interrupted one resumes, and each run is
+# committed to git as it finishes with the sitting's record data/runs/<name>.json.
 # <NAME>_ARGS passes options, e.g. make dose DOSE_ARGS="--seeds 0". (EXPERIMENTS is set at the top.)
+list-experiments:
+	@echo $(EXPERIMENTS)
+
 $(EXPERIMENTS): $(STAMP)
 	$(PY) -m tanbias.lab $@ --jobs 2 --commit $($(shell echo $@ | tr a-z A-Z)_ARGS)
 
