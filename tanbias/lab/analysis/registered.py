@@ -16,7 +16,8 @@ any of them the same way, and its statistics share these rules (chapters 8, 10-1
 * :func:`holm`, with the one rule for a p value that cannot be computed: the row stays in
   its registered family with p = 1 (the family's size is fixed by the registration; a row
   that cannot be estimated does not make the others easier to pass);
-* :func:`t_interval`, the seed-paired t interval;
+* :func:`t_interval`, the seed-paired t interval; :class:`CellContrasts`, a contrast of a grid's
+  cells in the seed-blocked model ``outcome ~ C(seed) + C(cell)``;
 * :func:`learning`, how much a run learned (gain over unigram, accuracy);
 * the matched-progress reading: :func:`value_at_progress` (an outcome read at a held-out
   loss) and :func:`progress_word` (does a sign survive matched progress?), on
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
            "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_ratio",
            "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress",
-           "progress_table"]
+           "progress_table", "CellContrasts"]
 
 #: the level of every registered test of the lab (two-sided; Holm's first threshold is ALPHA / m)
 ALPHA = 0.05
@@ -229,6 +230,75 @@ def t_interval(x, level: float = 0.95) -> tuple[float, float, float, int]:
         return m, float("nan"), float("nan"), 1
     h = float(t_multiplier(n, level) * x.std(ddof=1) / np.sqrt(n))
     return m, m - h, m + h, n
+
+
+class CellContrasts:
+    """Contrasts of a grid's cells in the seed-blocked model, each model fitted once.
+
+    For one outcome and one set of runs (one row each: ``seed``, ``cell``, the outcome), OLS
+    ``outcome ~ C(seed) + C(cell)`` (statsmodels) over the seeds given, the first of ``cells`` the
+    reference; a contrast ``sum_c w_c beta_c`` gets its t interval and two-sided p on the residual
+    df. With fewer than two seeds, or an outcome missing, every column but ``n_seeds`` is NaN.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The runs: ``kind``, ``cell``, ``seed`` and the outcomes' columns.
+    cells : callable
+        ``cells(kind) -> tuple`` of the cells of an architecture's model, in order (the first is
+        the reference).
+    seeds : callable
+        ``seeds(kind) -> list`` of the seeds that enter its model (the complete ones).
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> rows = [dict(kind="decoder", cell=c, seed=s, y=0.1 * i + 0.01 * s + 0.001 * (i * s % 3))
+    ...         for i, c in enumerate("abc") for s in range(3)]
+    >>> fits = CellContrasts(pd.DataFrame(rows), lambda kind: "abc", lambda kind: [0, 1, 2])
+    >>> r = fits("decoder", "y", {"c": 1, "a": -1})
+    >>> round(r["estimate"], 3), r["df"], r["n_seeds"]
+    (0.2, 4.0, 3)
+    """
+
+    def __init__(self, table, cells, seeds):
+        self.table, self.cells, self.seeds = table, cells, seeds
+        self._fits = {}
+
+    def fit(self, kind: str, outcome: str):
+        """``(statsmodels fit or None, number of seeds)`` of one architecture's model of ``outcome``."""
+        import pandas as pd
+        import statsmodels.formula.api as smf
+
+        key = (kind, outcome)
+        if key not in self._fits:
+            seeds, cells = list(self.seeds(kind)), list(self.cells(kind))
+            t = self.table
+            d = t[(t["kind"] == kind) & t["seed"].isin(seeds) & t["cell"].isin(cells)].copy()
+            fit = None
+            if len(seeds) >= 2 and d[outcome].notna().all():
+                d["cell_"] = pd.Categorical(d["cell"], categories=cells)
+                fit = smf.ols(f"{outcome} ~ C(seed) + C(cell_)", data=d).fit()
+            self._fits[key] = (fit, len(seeds))
+        return self._fits[key]
+
+    def __call__(self, kind: str, outcome: str, weights: dict, confidence: float = 1 - ALPHA) -> dict:
+        """``estimate, se, df, lo, hi, p, n_seeds`` of the contrast ``weights`` (``{cell: w}``)."""
+        fit, n = self.fit(kind, outcome)
+        nan = float("nan")
+        out = {"estimate": nan, "se": nan, "df": nan, "lo": nan, "hi": nan, "p": nan, "n_seeds": n}
+        if fit is None:
+            return out
+        L = np.zeros(len(fit.params))
+        for cell, w in weights.items():
+            key = f"C(cell_)[T.{cell}]"
+            if key in fit.params.index:                 # the reference cell has no coefficient
+                L[fit.params.index.get_loc(key)] += w
+        t = fit.t_test(L)
+        lo, hi = np.asarray(t.conf_int(alpha=1 - confidence)).ravel()
+        out.update(estimate=float(np.ravel(t.effect)[0]), se=float(np.ravel(t.sd)[0]), df=float(fit.df_resid),
+                   lo=float(lo), hi=float(hi), p=float(np.ravel(t.pvalue)[0]))
+        return out
 
 
 def holm(p, family: int | None = None) -> np.ndarray:

@@ -340,9 +340,11 @@ def complete_seeds(table, kind: str) -> list[int]:
 
 
 # --------------------------------------------------------------------------- the registered contrasts
-class ContrastFits:
+class ContrastFits(registered.CellContrasts):
     """:func:`fit_contrast` over one run table, each architecture's model of an outcome fitted once
-    (a table read for many contrasts, as the readings added after the data are, fits each model once).
+    (a table read for many contrasts, as the readings added after the data are, fits each model once):
+    :class:`~tanbias.lab.analysis.registered.CellContrasts` over the rivals grid's cells (the long
+    runs aside) and its complete seeds.
 
     >>> import pandas as pd
     >>> rows = [dict(kind="decoder", cell=c, seed=s, raw=0.1 * i + 0.01 * s + 0.001 * (i * s % 3), diverged=False)
@@ -353,41 +355,7 @@ class ContrastFits:
     """
 
     def __init__(self, table):
-        self.table = table
-        self._fits = {}
-
-    def _fit(self, kind: str, outcome: str):
-        import pandas as pd
-        import statsmodels.formula.api as smf
-
-        key = (kind, outcome)
-        if key not in self._fits:
-            t = self.table
-            seeds = complete_seeds(t, kind)
-            d = t[(t["kind"] == kind) & t["seed"].isin(seeds)].copy()
-            fit = None
-            if len(seeds) >= 2 and d[outcome].notna().all():
-                d["cell_"] = pd.Categorical(d["cell"], categories=list(CELLS))
-                fit = smf.ols(f"{outcome} ~ C(seed) + C(cell_)", data=d).fit()
-            self._fits[key] = (fit, len(seeds))
-        return self._fits[key]
-
-    def __call__(self, kind: str, outcome: str, weights: dict, confidence: float = 1 - ALPHA) -> dict:
-        fit, n = self._fit(kind, outcome)
-        nan = float("nan")
-        out = {"estimate": nan, "se": nan, "df": nan, "lo": nan, "hi": nan, "p": nan, "n_seeds": n}
-        if fit is None:
-            return out
-        L = np.zeros(len(fit.params))
-        for cell, w in weights.items():
-            key = f"C(cell_)[T.{cell}]"
-            if key in fit.params.index:                 # standard-control is the reference
-                L[fit.params.index.get_loc(key)] += w
-        t = fit.t_test(L)
-        lo, hi = np.asarray(t.conf_int(alpha=1 - confidence)).ravel()
-        out.update(estimate=float(np.ravel(t.effect)[0]), se=float(np.ravel(t.sd)[0]), df=float(fit.df_resid),
-                   lo=float(lo), hi=float(hi), p=float(np.ravel(t.pvalue)[0]))
-        return out
+        super().__init__(table, cells=lambda kind: CELLS, seeds=lambda kind: complete_seeds(table, kind))
 
 
 def fit_contrast(table, kind: str, outcome: str, weights: dict, confidence: float = 1 - ALPHA) -> dict:
