@@ -360,7 +360,7 @@ def test_the_cost_rule_scales_as_it_says():
     assert np.isclose(two["probe"], one["probe"]), "the alignment test reads its own texts"
     assert ms.cost_rule(1e9, 16, 2048, alignment=False, costs=costs)["probe"] == 0
     bf16 = ms.cost_rule(1e9, 16, 2048, dtype="bfloat16", costs=costs)
-    assert np.isclose(one["peak_gb"] - bf16["peak_gb"], 2e9 / 2 ** 30)
+    assert np.isclose(one["peak_gb"] - bf16["peak_gb"], 2 * (1e9 + 128_256 * 2048) / 2 ** 30)
     with pytest.raises(ParameterError, match="params=0"):
         ms.cost_rule(0, 16, 2048, costs=costs)
     with pytest.raises(ParameterError, match="dtype='int8'"):
@@ -374,6 +374,23 @@ def test_the_token_counts_are_read_with_their_widths():
     assert list(w["tokens"]) == sorted(w["tokens"]) and w["tokens"].iloc[0] == 2048
     assert (w["width"] > 0).all() and np.allclose(w["width"], w["hi"] - w["lo"])
     chapter = ms.premise_width(load_pretrained("smollm2-135m"), "en")
+    last = w.iloc[-1]
+    assert last["source"] == "chapter 9" and last["tokens"] == 16_384 and last["width"] == chapter["width"]
+    assert list(ms.token_widths(chapter=None)["source"].unique()) == ["command"]
     assert 0 < chapter["width"] < 1 and chapter["types"] > 0
     with pytest.raises(ParameterError, match="language='xx'"):
         ms.premise_width(load_pretrained("smollm2-135m"), "xx")
+
+
+def test_the_cost_rule_is_within_a_factor_of_2_of_the_zoos_own():
+    """The rule, given each zoo model's shape (the parameters of its blocks, its layers, width and
+    vocabulary, from its config), against what chapter 9's measurement of it took."""
+    shapes = {"smollm2-135m": (106.7e6, 30, 576, 49_152), "gemma3-270m": (100.2e6, 18, 640, 262_144),
+              "minilm-l6": (11.0e6, 6, 384, 30_522), "me5-small": (22.0e6, 12, 384, 250_037)}
+    costs = ms.zoo_costs()
+    for row in costs.itertuples():
+        params, layers, d_model, vocab = shapes[row.model]
+        rule = ms.cost_rule(params, layers, d_model, vocab, n_tokens=row.tokens // row.languages,
+                            languages=row.languages, alignment=row.probe_tokens > 0, costs=costs)
+        for key, measured in (("seconds", row.seconds), ("peak_gb", row.peak_gb)):
+            assert 0.5 < rule[key] / measured < 2, (row.model, key, rule[key], measured)

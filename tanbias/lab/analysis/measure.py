@@ -48,6 +48,7 @@ import shlex
 import shutil
 import tempfile
 import time
+import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,7 @@ from tanbias.lab.analysis.sweep import add_log_enrichment, mean_over_layers
 from tanbias.lab.checkpoints import (check_revision, checkpoint_config, load_checkpoint, local_revisions,
                                      resolve_checkpoint, revision_steps)
 from tanbias.lab.devices import resolve_device
-from tanbias.lab.runs import atomic_write_text, git_commit, sha256
+from tanbias.lab.runs import ROOT, atomic_write_text, git_commit, load_run, run_dir, sha256
 from tanbias.theory import anisotropy as rival_anisotropy
 
 __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "ANISOTROPY_METRICS", "MIN_TOKENS",
@@ -962,8 +963,6 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
     """
     import pandas as pd
 
-    from tanbias.lab.runs import load_run, run_dir
-
     rows = []
 
     def add(source, group, frame, col, reading):
@@ -1104,10 +1103,6 @@ def installation(root=None) -> dict:
     >>> sorted(installation())
     ['python', 'torch', 'transformers']
     """
-    import tomllib
-
-    from tanbias.lab.runs import ROOT
-
     root = Path(root or ROOT)
     python = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf8"))["project"]["requires-python"]
     pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", (root / "requirements.txt").read_text(encoding="utf8"),
@@ -1128,7 +1123,7 @@ def zoo_costs(names=None):
     pandas.DataFrame
         One row per model: ``model``, ``kind``, ``languages``, ``tokens`` (all languages),
         ``layers`` (the hidden states read, embeddings included), ``gflops_per_token``,
-        ``seconds`` (total), ``forward``, ``analysis``, ``probe`` (the alignment test),
+        ``probe_tokens`` (of each of the alignment test's texts; 0 without it), ``seconds`` (total), ``forward``, ``analysis``, ``probe`` (the alignment test),
         ``peak_gb`` (the process's peak resident memory).
     """
     import pandas as pd
@@ -1140,22 +1135,28 @@ def zoo_costs(names=None):
         sec = man["seconds"]
         rows.append({"model": name, "kind": man["kind"], "languages": len(man["languages"]),
                      "tokens": int(sum(man["tokens_measured"].values())), "layers": int(an["layer"].max()) + 1,
-                     "gflops_per_token": man["flops_per_token"] / 1e9, "seconds": sec["total"],
+                     "gflops_per_token": man["flops_per_token"] / 1e9,
+                     "probe_tokens": man["settings"]["probe_tokens"] if sec["probe"] > 1 else 0, "seconds": sec["total"],
                      "forward": sec["forward"], "analysis": sec["analysis"], "probe": sec["probe"],
                      "peak_gb": man["peak_rss_gb"]})
     return pd.DataFrame(rows)
 
 
-def cost_rule(params: float, layers: int, d_model: int, n_tokens: int = MeasureSettings.n_tokens,
+def cost_rule(params: float, layers: int, d_model: int, vocab: int = 128_256, n_tokens: int = MeasureSettings.n_tokens,
               languages: int = 1, alignment: bool = True, dtype: str = "float32", costs=None) -> dict:
     """A rule of thumb for the command's time and memory on a model the zoo does not hold.
 
+    ``params`` counts the parameters of the blocks, the embedding and the output matrix left out
+    (the forward pass runs the blocks alone); ``vocab`` and ``d_model`` give the embedding's.
     Time: the forward pass at the zoo's rate of floating-point operations (``2 params`` per
     token), the readings at the zoo's seconds per token and layer, and the alignment test at
-    the zoo's ratio of its time to one language's forward pass (each fitted by least squares
-    through 0 to ``costs``, :func:`zoo_costs`). Memory: the weights (4 bytes a parameter in float32, 2 in
-    bfloat16), the hidden states kept (``(layers + 1) n_tokens d_model`` float32) and 1 GB for
-    the rest. A rough guide: the zoo's models span 23 M to 270 M parameters.
+    the zoo's seconds per token of its texts and operation (:func:`probe_tokens` of ``n_tokens``;
+    each rate fitted by least squares through 0 to ``costs``, :func:`zoo_costs`). Memory: the
+    weights (``params + vocab d_model``, tied: 4 bytes each in float32, 2 in bfloat16), the hidden states kept (``(layers +
+    1) n_tokens d_model`` float32), with the alignment test a batch's logits and their gradients
+    (``3 batch_size seq_len vocab`` float32), and 1 GB for the rest. A rough guide, within a
+    factor of 2 of the zoo's own (``tests/test_measure.py``); the zoo's models span 23 M to 270 M
+    parameters.
 
     Returns
     -------
@@ -1164,12 +1165,13 @@ def cost_rule(params: float, layers: int, d_model: int, n_tokens: int = MeasureS
 
     Example
     -------
-    >>> r = cost_rule(1e9, 16, 2048)
+    >>> r = cost_rule(0.97e9, 16, 2048)            # Llama 3.2 1B: 1.24 B parameters, 0.97 B in its blocks
     >>> 300 < r["seconds"] < 5000, 5 < r["peak_gb"] < 15
     (True, True)
     """
     check_choice("dtype", dtype, DTYPES)
-    for name, v in (("layers", layers), ("d_model", d_model), ("n_tokens", n_tokens), ("languages", languages)):
+    for name, v in (("layers", layers), ("d_model", d_model), ("vocab", vocab), ("n_tokens", n_tokens),
+                    ("languages", languages)):
         check_int(name, v, lo=1)
     if not params > 0:
         raise ParameterError(f"params={params!r} is out of range: valid range is (0, inf). Pass e.g. 1e9.")
@@ -1177,19 +1179,21 @@ def cost_rule(params: float, layers: int, d_model: int, n_tokens: int = MeasureS
     fwd_rate = float((z["tokens"] * z["gflops_per_token"] * 1e9) @ z["forward"] / (z["forward"] @ z["forward"]))
     x = z["tokens"] * z["layers"]
     per_layer = float(x @ z["analysis"] / (x @ x))
-    head = z[z["probe"] > 1]
-    one = head["forward"] / head["languages"]           # the alignment test reads one language
-    probe_ratio = float(one @ head["probe"] / (one @ one)) if len(head) else 0.0
+    head = z[z["probe_tokens"] > 0]
+    work = head["probe_tokens"] * head["gflops_per_token"] * 1e9
+    probe_rate = float(work @ head["probe"] / (work @ work)) if len(head) else 0.0
     tokens = n_tokens * languages
     forward = tokens * 2 * params / fwd_rate
     analysis = tokens * (layers + 1) * per_layer
-    probe = forward / languages * probe_ratio if alignment else 0.0
-    weights = params * (4 if dtype == "float32" else 2) / 2 ** 30
+    probe = probe_tokens(n_tokens) * 2 * params * probe_rate if alignment else 0.0
+    weights = (params + vocab * d_model) * (4 if dtype == "float32" else 2) / 2 ** 30
     hidden = (layers + 1) * n_tokens * d_model * 4 / 2 ** 30
+    s = MeasureSettings
+    logits = 3 * s.batch_size * s.seq_len * vocab * 4 / 2 ** 30 if alignment else 0.0
     return {"seconds": forward + analysis + probe, "forward": forward, "analysis": analysis, "probe": probe,
-            "peak_gb": weights + hidden + 1.0,
+            "peak_gb": weights + hidden + logits + 1.0,
             "rates": {"forward_flops_per_s": fwd_rate, "analysis_s_per_token_layer": per_layer,
-                      "probe_over_forward": probe_ratio}}
+                      "probe_s_per_flop": probe_rate}}
 
 
 #: SmolLM2 measured at more tokens than the page's example (``data/measure/tokens/``), for
@@ -1197,20 +1201,24 @@ def cost_rule(params: float, layers: int, d_model: int, n_tokens: int = MeasureS
 TOKENS_DIR = MEASURED_DIR / "tokens"
 
 
-def token_widths(folders=None, reading: str = "radius_t"):
-    """How the premise's interval narrows with ``--tokens``: one row per measurement folder.
+def token_widths(folders=None, chapter: str | None = "smollm2-135m", reading: str = "radius_t"):
+    """How the premise's interval narrows with ``--tokens``: one row per measurement.
 
     ``folders`` (default: ``data/measure/smollm2-135m`` and those under :data:`TOKENS_DIR`),
-    each read with its checksums. The width is that of the 95 % interval over documents of the
-    matched ρ of log corpus frequency with ``reading``, in the first language measured, at the
-    last layer and as the median over the blocks (layers 1 to L).
+    each read with its checksums, and chapter 9's committed measurement of ``chapter`` (None:
+    none), which ``python -m tanbias measure NAME`` would write again: its first language, at
+    chapter 9's tokens. The width is that of the 95 % interval over documents of the matched ρ
+    of log corpus frequency with ``reading``, in the first language measured, at the last layer
+    and as the median over the blocks (layers 1 to L).
 
     Returns
     -------
     pandas.DataFrame
-        ``tokens`` (asked), ``measured`` (read), ``types`` (types that reach ``m`` at the last
-        layer), ``rho``, ``lo``, ``hi``, ``width``, ``median_width``, ``seconds``, ``forward``,
-        ``peak_gb``; sorted by ``tokens``.
+        ``source`` (``"command"``, ``"chapter 9"``), ``tokens`` (asked), ``measured`` (read),
+        ``types`` (types that reach ``m`` at the last layer), ``rho``, ``lo``, ``hi``, ``width``,
+        ``median_width``, ``seconds`` (chapter 9's: loading, and that language's share of the
+        counts, the forward pass and the readings; the alignment test left out), ``peak_gb``;
+        sorted by ``tokens``.
     """
     import pandas as pd
 
@@ -1221,9 +1229,17 @@ def token_widths(folders=None, reading: str = "radius_t"):
         tab = load_measurement(folder)
         man = tab["manifest"]
         lang = man["languages"][0]
-        rows.append({"tokens": man["settings"]["n_tokens"], "measured": man["tokens_measured"][lang],
-                     **premise_width(tab, lang, reading), "seconds": man["seconds"]["total"],
-                     "forward": man["seconds"]["forward"], "peak_gb": man["peak_rss_gb"]})
+        rows.append({"source": "command", "tokens": man["settings"]["n_tokens"],
+                     "measured": man["tokens_measured"][lang], **premise_width(tab, lang, reading),
+                     "seconds": man["seconds"]["total"], "peak_gb": man["peak_rss_gb"]})
+    if chapter is not None:
+        tab = pt.load_pretrained(chapter)
+        man = tab["manifest"]
+        lang, sec, k = man["languages"][0], man["seconds"], len(man["languages"])
+        rows.append({"source": "chapter 9", "tokens": man["settings"]["n_tokens"],
+                     "measured": man["tokens_measured"][lang], **premise_width(tab, lang, reading),
+                     "seconds": sec["load"] + (sec["frequencies"] + sec["forward"] + sec["analysis"]) / k,
+                     "peak_gb": man["peak_rss_gb"]})
     return pd.DataFrame(rows).sort_values("tokens", ignore_index=True)
 
 
