@@ -1,0 +1,227 @@
+"""The horizon experiment measured, and its registered rules applied (``data/preregistration/horizon.toml``).
+
+The experiment (:data:`tanbias.lab.experiments.HORIZON`) has two parts: the *long* part reads
+chapter 13's primary contrasts at 1280 steps, and the *collapse* part is the encoder's 2 x 2 of
+input corruption (``mask``, ``random``) and attention (``native``, ``causal``) at 320 steps. This
+module reads the committed runs as the registration says:
+
+* :func:`run_table`: one row per run, each outcome ([outcomes]) at each phase, as a layer mean over
+  the blocks: on content positions for the long part, on *intact* positions (the text's own token
+  shown) for the collapse part;
+* :func:`contrast_rows`: the primary family (8 contrasts, Holm; a contrast not yet estimable stays
+  in the family at p = 1), each by the seed-blocked model of its part
+  (:class:`~tanbias.lab.analysis.registered.CellContrasts`), labelled *interim* until every
+  registered seed of its part is complete;
+* :func:`collapse_words`: the registered descriptive words of the collapse part (``collapses``,
+  ``removes``/``kept``), run by run and cell by cell;
+* :func:`status`: how many registered runs of each part are committed;
+* :func:`analyse_horizon`: all of it, once (:class:`HorizonAnalysis`).
+
+One reading of the registration is ours, and said here: "peak" is the largest layer-mean raw mean
+cosine over the probe steps in the first 30 % of the run's steps; the other outcomes "at peak" are
+read at that step (the largest IsoScore* would be the *least* anisotropic moment).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tanbias._checks import check_choice
+from tanbias.lab.analysis import registered
+from tanbias.lab.config import KINDS
+from tanbias.lab.experiments import HORIZON, HORIZON_COLLAPSE, HORIZON_LONG, HORIZON_SEEDS
+from tanbias.stats import interval_word
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "part_of", "run_readings",
+           "run_table", "complete_seeds", "contrast_rows", "collapse_words", "status", "HorizonAnalysis",
+           "analyse_horizon"]
+
+#: the two parts' cells (the encoder has both; the decoder the long part only)
+PARTS = {"long": HORIZON_LONG, "collapse": HORIZON_COLLAPSE}
+#: each part's positions of anisotropy.csv ([design] measures)
+_POSITIONS = {"long": "content", "collapse": "intact"}
+#: the outcomes ([outcomes]): column of the run's tables, and whether it is read in logs
+OUTCOMES = {"raw": ("mean_cosine", True), "isoscore": ("isoscore_star", False),
+            "participation": ("participation_ratio", True), "mean_share": ("mean_share", True)}
+#: the phases ([outcomes] phases); ``at319`` only where the run has that probe step (the long part)
+PHASES = ("step0", "peak", "final", "at319")
+#: the peak is read over the probe steps in this first share of the run's steps
+EARLY_FRACTION = 0.3
+#: a run "collapses" when its layer-mean raw mean cosine exceeds this in the early window ([words])
+COLLAPSE_LEVEL = 0.9
+
+#: the primary family ([rule.primary]): name -> (part, outcome, phase, {cell: weight}, architectures)
+PRIMARY = {
+    "head_final": ("long", "raw", "final", {"unigram-control": 1, "standard-control": -1}, KINDS),
+    "surgery_standard": ("long", "raw", "final", {"standard-proxy": 1, "standard-control": -1}, KINDS),
+    "surgery_unigram": ("long", "raw", "final", {"unigram-proxy": 1, "unigram-control": -1}, KINDS),
+    "corruption_peak": ("collapse", "raw", "peak", {"random-native": 0.5, "random-causal": 0.5,
+                                                    "mask-native": -0.5, "mask-causal": -0.5}, ("encoder",)),
+    "attention_peak": ("collapse", "raw", "peak", {"mask-causal": 0.5, "random-causal": 0.5,
+                                                   "mask-native": -0.5, "random-native": -0.5}, ("encoder",)),
+}
+
+
+def part_of(cell: str) -> str:
+    """``"collapse"`` or ``"long"``: the part a cell belongs to.
+
+    >>> part_of("random-causal"), part_of("unigram-proxy")
+    ('collapse', 'long')
+    """
+    check_choice("cell", cell, (*HORIZON_LONG, *HORIZON_COLLAPSE))
+    return "collapse" if cell in HORIZON_COLLAPSE else "long"
+
+
+def _layer_mean(table, column: str) -> pd.Series:
+    """Per probe step, the mean of ``column`` over the blocks (layers 1..L)."""
+    return table[table["layer"] >= 1].groupby("step")[column].mean()
+
+
+def run_readings(run, part: str) -> dict:
+    """One run's registered outcomes at each phase, layer means over the blocks.
+
+    Parameters
+    ----------
+    run : tanbias.lab.runs.RunData
+        A committed run (its ``anisotropy``, ``rivals``, ``probe_evals``, ``metrics`` and ``config``).
+    part : str
+        ``"long"`` (content positions) or ``"collapse"`` (intact positions).
+
+    Returns
+    -------
+    dict
+        ``<outcome>_<phase>`` for every outcome of :data:`OUTCOMES` (ln where the registration
+        takes the log) and phase of :data:`PHASES` (NaN where the run has no such step), with
+        ``peak_step``, ``peak_level`` (the layer-mean raw mean cosine at the peak, not logged),
+        ``collapses``, ``final_step``, ``heldout_loss_<phase>`` and ``diverged``.
+    """
+    check_choice("part", part, tuple(PARTS))
+    an = run.anisotropy[run.anisotropy["positions"] == _POSITIONS[part]]
+    rv = run.rivals
+    series = {name: _layer_mean(rv if column in rv.columns and column not in an.columns else an, column)
+              for name, (column, _) in OUTCOMES.items()}
+    raw = series["raw"]
+    steps = run.config.steps
+    early = raw[raw.index < EARLY_FRACTION * steps]
+    at = {"step0": 0, "peak": int(early.idxmax()), "final": int(raw.index.max()),
+          "at319": 319 if 319 in raw.index and int(raw.index.max()) > 319 else None}
+    pe = run.probe_evals
+    loss = pe.set_index("step")["loss"] if pe is not None else None
+    out = {"peak_step": at["peak"], "final_step": at["final"], "peak_level": float(early.max()),
+           "collapses": bool(early.max() > COLLAPSE_LEVEL)}
+    for phase, step in at.items():
+        for name, (_, logged) in OUTCOMES.items():
+            s = series[name]
+            v = float(s.loc[step]) if step is not None and step in s.index else np.nan
+            out[f"{name}_{phase}"] = float(np.log(v)) if logged else v
+        out[f"heldout_loss_{phase}"] = (float(loss.loc[step]) if loss is not None and step is not None
+                                        and step in loss.index else np.nan)
+    out["diverged"] = bool(not np.isfinite(run.metrics["loss"].to_numpy(float)).all())
+    return out
+
+
+def run_table(loaded: dict) -> pd.DataFrame:
+    """One row per committed horizon run: ``run, kind, part, cell, seed`` and :func:`run_readings`.
+    Empty (with those five columns) when no run is committed."""
+    import pandas as pd
+
+    rows = []
+    for name, run in loaded.items():
+        kind, cell, seed = HORIZON.parse(name)
+        part = part_of(cell)
+        rows.append({"run": name, "kind": kind, "part": part, "cell": cell, "seed": seed,
+                     **run_readings(run, part)})
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run", "kind", "part", "cell", "seed"])
+
+
+def complete_seeds(table, kind: str, part: str) -> list[int]:
+    """The seeds of one architecture and part whose every cell is committed and none diverged
+    ([rule] complete, diverged)."""
+    check_choice("kind", kind, KINDS)
+    check_choice("part", part, tuple(PARTS))
+    if not len(table):
+        return []
+    t = table[(table["kind"] == kind) & (table["part"] == part)]
+    return sorted(int(s) for s, g in t.groupby("seed")
+                  if set(g["cell"]) >= set(PARTS[part]) and not g["diverged"].any())
+
+
+def contrast_rows(table) -> pd.DataFrame:
+    """The primary family ([rule.primary]): one row per contrast and architecture, ``contrast, kind,
+    part, outcome, phase``, the fit (``estimate, se, df, lo, hi, p, n_seeds``; ln units), ``seeds_registered``,
+    ``interim`` (fewer complete seeds than registered), ``p_holm`` (Holm over the 8; NaN p kept at 1),
+    ``significant`` and ``word`` (the 95 % interval's)."""
+    import pandas as pd
+
+    fits = {part: registered.CellContrasts(table if not len(table) else table[table["part"] == part],
+                                           cells=lambda kind, p=part: PARTS[p],
+                                           seeds=lambda kind, p=part: complete_seeds(table, kind, p))
+            for part in PARTS}
+    rows = []
+    for name, (part, outcome, phase, weights, kinds) in PRIMARY.items():
+        for kind in kinds:
+            column = f"{outcome}_{phase}"
+            fit = (fits[part](kind, column, weights) if len(table) and column in table
+                   else {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan,
+                         "n_seeds": 0})
+            registered_seeds = len(HORIZON_SEEDS[kind][part])
+            rows.append({"contrast": name, "kind": kind, "part": part, "outcome": outcome, "phase": phase, **fit,
+                         "seeds_registered": registered_seeds, "interim": fit["n_seeds"] < registered_seeds})
+    adj = registered.holm([r["p"] for r in rows], family=len(rows))
+    for r, a in zip(rows, adj):
+        r.update(p_holm=float(a), significant=bool(a < registered.ALPHA), word=interval_word(r["lo"], r["hi"]))
+    return pd.DataFrame(rows)
+
+
+def collapse_words(table) -> pd.DataFrame:
+    """[words] collapses and removes, for the collapse part: one row per cell, ``runs``, ``collapsed``
+    (how many runs' layer-mean raw mean cosine exceeds :data:`COLLAPSE_LEVEL` in the early window),
+    ``peak_min``, ``peak_max`` and ``word``: ``kept`` (every run collapses), ``removed`` (none
+    does), ``mixed`` otherwise."""
+    import pandas as pd
+
+    rows = []
+    t = table[table["part"] == "collapse"] if len(table) else table
+    for cell in HORIZON_COLLAPSE:
+        g = t[t["cell"] == cell] if len(t) else t
+        n, c = len(g), int(g["collapses"].sum()) if len(g) else 0
+        word = "–" if n == 0 else "kept" if c == n else "removed" if c == 0 else "mixed"
+        rows.append({"cell": cell, "runs": n, "collapsed": c,
+                     "peak_min": float(g["peak_level"].min()) if n else np.nan,
+                     "peak_max": float(g["peak_level"].max()) if n else np.nan, "word": word})
+    return pd.DataFrame(rows)
+
+
+def status(runs_dir=None) -> pd.DataFrame:
+    """Per architecture and part: ``registered`` runs, ``committed`` runs and their training ``hours``."""
+    import pandas as pd
+
+    s = registered.run_status(HORIZON, runs_dir)
+    s["part"] = s["cell"].map(part_of)
+    rows = [{"kind": kind, "part": part, "registered": len(g), "committed": int(g["committed"].sum()),
+             "hours": float(g["minutes"].sum(skipna=True) / 60)}
+            for (kind, part), g in s.groupby(["kind", "part"], sort=False)]
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class HorizonAnalysis:
+    """The horizon experiment's tables, computed once (:func:`analyse_horizon`)."""
+    table: pd.DataFrame        # run_table
+    contrasts: pd.DataFrame    # contrast_rows: the primary family
+    collapse: pd.DataFrame     # collapse_words
+    status: pd.DataFrame       # status
+
+
+def analyse_horizon(loaded: dict | None = None, runs_dir=None) -> HorizonAnalysis:
+    """Every table of the horizon experiment from its committed runs (``loaded``: ``{run: RunData}``,
+    default :func:`tanbias.lab.analysis.registered.load` of the design)."""
+    loaded = registered.load(HORIZON, runs_dir) if loaded is None else loaded
+    table = run_table(loaded)
+    return HorizonAnalysis(table=table, contrasts=contrast_rows(table), collapse=collapse_words(table),
+                           status=status(runs_dir))

@@ -1,0 +1,95 @@
+"""The horizon experiment's analysis: planted effects recovered by the registered model, the family
+kept whole while runs are missing, the words of the collapse part, and the committed runs read."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanbias.errors import ParameterError
+from tanbias.lab.analysis import horizon, registered
+from tanbias.lab.experiments import HORIZON, HORIZON_COLLAPSE
+
+
+def planted_collapse(seeds=range(4), corruption=-0.5, attention=0.0, noise=0.02, rng=0) -> pd.DataFrame:
+    """A collapse part whose ln peak drops by ``corruption`` under random corruption, with seed effects."""
+    g = np.random.default_rng(rng)
+    rows = []
+    for s in seeds:
+        for cell in HORIZON_COLLAPSE:
+            c, a = cell.split("-")
+            y = 0.1 * s + corruption * (c == "random") + attention * (a == "causal") + noise * g.normal()
+            rows.append({"run": f"horizon-encoder-{cell}-s{s}", "kind": "encoder", "part": "collapse",
+                         "cell": cell, "seed": s, "raw_peak": y, "diverged": False,
+                         "collapses": bool(y > -0.3), "peak_level": float(np.exp(y))})
+    return pd.DataFrame(rows)
+
+
+def test_the_registered_model_recovers_planted_main_effects():
+    rows = horizon.contrast_rows(planted_collapse(corruption=-0.5, attention=0.0))
+    c = rows.set_index("contrast")
+    assert c.loc["corruption_peak", "estimate"] == pytest.approx(-0.5, abs=0.05)
+    assert c.loc["corruption_peak", "word"] == "negative" and c.loc["corruption_peak", "significant"]
+    assert c.loc["attention_peak", "word"] == "indistinguishable"
+    assert c.loc["corruption_peak", "df"] == 9                       # 3 (n - 1) with 4 seeds
+    assert not c.loc["corruption_peak", "interim"]
+
+
+def test_missing_long_runs_stay_in_the_family_at_p_one():
+    rows = horizon.contrast_rows(planted_collapse())
+    assert len(rows) == 8                                              # the registered primary family
+    long = rows[rows["part"] == "long"]
+    assert long["p"].isna().all() and long["interim"].all()
+    p = rows.set_index("contrast").loc["corruption_peak", "p"]
+    assert rows.set_index("contrast").loc["corruption_peak", "p_holm"] == pytest.approx(
+        registered.holm([p, *[np.nan] * 7], family=8)[0])
+    assert rows.set_index("contrast").loc["corruption_peak", "p_holm"] == pytest.approx(min(1.0, 8 * p))
+
+
+def test_a_seed_missing_a_cell_or_diverged_is_not_complete():
+    t = planted_collapse()
+    t = t[~((t["seed"] == 3) & (t["cell"] == "mask-causal"))]
+    t.loc[(t["seed"] == 2) & (t["cell"] == "mask-native"), "diverged"] = True
+    assert horizon.complete_seeds(t, "encoder", "collapse") == [0, 1]
+    rows = horizon.contrast_rows(t).set_index("contrast")
+    assert rows.loc["corruption_peak", "n_seeds"] == 2 and rows.loc["corruption_peak", "interim"]
+    with pytest.raises(ParameterError, match="part"):
+        horizon.complete_seeds(t, "encoder", "short")
+
+
+def test_one_seed_gives_no_interval():
+    rows = horizon.contrast_rows(planted_collapse(seeds=[0])).set_index("contrast")
+    assert np.isnan(rows.loc["corruption_peak", "p"]) and rows.loc["corruption_peak", "n_seeds"] == 1
+
+
+@pytest.mark.parametrize("collapsing, word", [((True, True), "kept"), ((False, False), "removed"),
+                                              ((True, False), "mixed")])
+def test_the_collapse_words(collapsing, word):
+    t = planted_collapse(seeds=[0, 1])
+    for s, c in zip((0, 1), collapsing):
+        t.loc[(t["seed"] == s) & (t["cell"] == "mask-native"), "collapses"] = c
+    w = horizon.collapse_words(t).set_index("cell")
+    assert w.loc["mask-native", "word"] == word
+    assert w.loc["mask-native", "runs"] == 2
+
+
+def test_no_run_gives_an_empty_analysis_with_every_row():
+    a = horizon.analyse_horizon(loaded={})
+    assert len(a.table) == 0 and len(a.contrasts) == 8 and a.contrasts["p"].isna().all()
+    assert (horizon.collapse_words(a.table)["word"] == "–").all()
+
+
+def test_the_committed_collapse_runs_are_read_on_intact_positions():
+    loaded = registered.load(HORIZON, names=[f"horizon-encoder-{c}-s0" for c in HORIZON_COLLAPSE])
+    if len(loaded) < len(HORIZON_COLLAPSE):
+        pytest.skip("the collapse part's seed 0 is not committed")
+    t = horizon.run_table(loaded)
+    assert (t["part"] == "collapse").all()
+    assert (t["peak_step"] < horizon.EARLY_FRACTION * 320).all() and (t["final_step"] == 319).all()
+    assert t["raw_at319"].isna().all()                  # a 320-step run has no step 319 beside its last
+    run = loaded["horizon-encoder-mask-native-s0"]
+    an = run.anisotropy
+    intact = an[(an["positions"] == "intact") & (an["layer"] >= 1)].groupby("step")["mean_cosine"].mean()
+    row = t.set_index("run").loc["horizon-encoder-mask-native-s0"]
+    assert row["raw_final"] == pytest.approx(np.log(intact.loc[319]))
+    assert row["peak_level"] == pytest.approx(intact[intact.index < 96].max())
