@@ -93,3 +93,29 @@ def test_the_committed_collapse_runs_are_read_on_intact_positions():
     row = t.set_index("run").loc["horizon-encoder-mask-native-s0"]
     assert row["raw_final"] == pytest.approx(np.log(intact.loc[319]))
     assert row["peak_level"] == pytest.approx(intact[intact.index < 96].max())
+
+
+def test_the_secondary_family_is_the_registered_29_and_reads_the_interaction():
+    t = planted_collapse(corruption=-0.4)
+    # plant an interaction: random corruption lowers the peak only under native attention
+    t.loc[t["cell"] == "random-causal", "raw_peak"] += 0.4
+    rows = horizon.family_rows(t, horizon.SECONDARY)
+    assert len(rows) == 18 + 10 + 1
+    inter = rows.set_index("contrast").loc["interaction_peak"]
+    assert inter["estimate"] == pytest.approx(-0.4, abs=0.06) and inter["word"] == "negative"
+    assert rows[rows["outcome"] != "raw"]["p"].isna().all()          # columns not in the planted table
+
+
+def test_the_horizon_word_reads_chapter_13_beside_the_long_runs():
+    primary = horizon.contrast_rows(planted_collapse())
+    primary.loc[primary["contrast"] == "head_final", ["estimate", "word"]] = [-0.5, "negative"]
+    c13 = pd.DataFrame({"contrast": ["head_final", "head_final", "surgery_unigram"], "kind": ["encoder", "decoder", "decoder"],
+                        "outcome": "raw", "estimate": [-0.7, -0.8, -0.3],
+                        "word": ["negative", "negative", "negative"]})
+    h = horizon.horizon_rows(primary, c13).set_index(["contrast", "kind"])
+    assert len(h) == 6
+    assert h.loc[("head_final", "decoder"), "horizon"] == "holds"
+    assert h.loc[("surgery_standard", "decoder"), "horizon"] == "–"          # no word yet at either horizon
+    primary.loc[primary["contrast"] == "surgery_unigram", "word"] = "positive"
+    assert horizon.horizon_rows(primary, c13).set_index(["contrast", "kind"]).loc[
+        ("surgery_unigram", "decoder"), "horizon"] == "reverses"

@@ -8,10 +8,11 @@ module reads the committed runs as the registration says:
 * :func:`run_table`: one row per run, each outcome ([outcomes]) at each phase, as a layer mean over
   the blocks: on content positions for the long part, on *intact* positions (the text's own token
   shown) for the collapse part;
-* :func:`contrast_rows`: the primary family (8 contrasts, Holm; a contrast not yet estimable stays
-  in the family at p = 1), each by the seed-blocked model of its part
-  (:class:`~tanbias.lab.analysis.registered.CellContrasts`), labelled *interim* until every
-  registered seed of its part is complete;
+* :func:`contrast_rows` and :func:`family_rows`: the primary family (8 contrasts) and the secondary
+  one (29), Holm within each (a contrast not yet estimable stays in its family at p = 1), each by
+  the seed-blocked model of its part (:class:`~tanbias.lab.analysis.registered.CellContrasts`),
+  labelled *interim* until every registered seed of its part is complete;
+* :func:`horizon_rows`: chapter 13's words at 320 steps beside the words at 1280 ([rule.horizons]);
 * :func:`collapse_words`: the registered descriptive words of the collapse part (``collapses``,
   ``removes``/``kept``), run by run and cell by cell;
 * :func:`status`: how many registered runs of each part are committed;
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tanbias._checks import check_choice
-from tanbias.lab.analysis import registered
+from tanbias.lab.analysis import registered, rivals
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import HORIZON, HORIZON_COLLAPSE, HORIZON_LONG, HORIZON_SEEDS
 from tanbias.stats import interval_word
@@ -37,9 +38,9 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "part_of", "run_readings",
-           "run_table", "complete_seeds", "contrast_rows", "collapse_words", "status", "HorizonAnalysis",
-           "analyse_horizon"]
+__all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "SECONDARY", "part_of",
+           "run_readings", "run_table", "complete_seeds", "family_rows", "contrast_rows", "horizon_word",
+           "horizon_rows", "collapse_words", "status", "HorizonAnalysis", "analyse_horizon"]
 
 #: the two parts' cells (the encoder has both; the decoder the long part only)
 PARTS = {"long": HORIZON_LONG, "collapse": HORIZON_COLLAPSE}
@@ -151,30 +152,97 @@ def complete_seeds(table, kind: str, part: str) -> list[int]:
                   if set(g["cell"]) >= set(PARTS[part]) and not g["diverged"].any())
 
 
-def contrast_rows(table) -> pd.DataFrame:
-    """The primary family ([rule.primary]): one row per contrast and architecture, ``contrast, kind,
-    part, outcome, phase``, the fit (``estimate, se, df, lo, hi, p, n_seeds``; ln units), ``seeds_registered``,
-    ``interim`` (fewer complete seeds than registered), ``p_holm`` (Holm over the 8; NaN p kept at 1),
-    ``significant`` and ``word`` (the 95 % interval's)."""
+_MAIN = {"corruption": {"random-native": 0.5, "random-causal": 0.5, "mask-native": -0.5, "mask-causal": -0.5},
+         "attention": {"mask-causal": 0.5, "random-causal": 0.5, "mask-native": -0.5, "random-native": -0.5}}
+_LONG = {name: PRIMARY[name][3] for name in ("head_final", "surgery_standard", "surgery_unigram")}
+#: the secondary family ([rule.secondary]), Holm within it: the long contrasts on the other outcomes at
+#: the last step, the collapse part's main effects at the other phases and outcomes, and the interaction
+SECONDARY = {
+    **{f"{name}_{outcome}": ("long", outcome, "final", w, KINDS)
+       for name, w in _LONG.items() for outcome in ("mean_share", "isoscore", "participation")},
+    **{f"{effect}_{outcome}_{phase}": ("collapse", outcome, phase, w, ("encoder",))
+       for effect, w in _MAIN.items()
+       for outcome, phase in (("raw", "step0"), ("raw", "final"), ("isoscore", "peak"), ("participation", "peak"),
+                              ("heldout_loss", "final"))},
+    "interaction_peak": ("collapse", "raw", "peak", {"random-native": 1, "mask-native": -1, "random-causal": -1,
+                                                     "mask-causal": 1}, ("encoder",)),
+}
+_NAN_FIT = {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "n_seeds": 0}
+
+
+def family_rows(table, contrasts: dict) -> pd.DataFrame:
+    """One registered family: a row per contrast and architecture, ``contrast, kind, part, outcome,
+    phase``, the fit (``estimate, se, df, lo, hi, p, n_seeds``; ln units where the outcome is logged),
+    ``seeds_registered``, ``interim`` (fewer complete seeds than registered), ``p_holm`` (Holm over
+    the family; a NaN p kept at 1), ``significant`` and ``word`` (the 95 % interval's).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`run_table`.
+    contrasts : dict
+        ``{name: (part, outcome, phase, {cell: weight}, architectures)}``: :data:`PRIMARY` or
+        :data:`SECONDARY`.
+    """
     import pandas as pd
 
-    fits = {part: registered.CellContrasts(table if not len(table) else table[table["part"] == part],
+    fits = {part: registered.CellContrasts(table[table["part"] == part] if len(table) else table,
                                            cells=lambda kind, p=part: PARTS[p],
                                            seeds=lambda kind, p=part: complete_seeds(table, kind, p))
             for part in PARTS}
     rows = []
-    for name, (part, outcome, phase, weights, kinds) in PRIMARY.items():
+    for name, (part, outcome, phase, weights, kinds) in contrasts.items():
+        column = f"{outcome}_{phase}"
         for kind in kinds:
-            column = f"{outcome}_{phase}"
-            fit = (fits[part](kind, column, weights) if len(table) and column in table
-                   else {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan,
-                         "n_seeds": 0})
-            registered_seeds = len(HORIZON_SEEDS[kind][part])
+            fit = fits[part](kind, column, weights) if len(table) and column in table else dict(_NAN_FIT)
+            n_registered = len(HORIZON_SEEDS[kind][part])
             rows.append({"contrast": name, "kind": kind, "part": part, "outcome": outcome, "phase": phase, **fit,
-                         "seeds_registered": registered_seeds, "interim": fit["n_seeds"] < registered_seeds})
+                         "seeds_registered": n_registered, "interim": fit["n_seeds"] < n_registered})
     adj = registered.holm([r["p"] for r in rows], family=len(rows))
     for r, a in zip(rows, adj):
         r.update(p_holm=float(a), significant=bool(a < registered.ALPHA), word=interval_word(r["lo"], r["hi"]))
+    return pd.DataFrame(rows)
+
+
+def contrast_rows(table) -> pd.DataFrame:
+    """The primary family ([rule.primary]): :func:`family_rows` of :data:`PRIMARY` (8 rows, Holm over them)."""
+    return family_rows(table, PRIMARY)
+
+
+#: [rule.horizons]: a pair of interval words at the two horizons, read as one word
+def horizon_word(word_320: str, word_1280: str) -> str:
+    """``holds`` (the same word), ``reverses`` (positive at one horizon, negative at the other),
+    ``changes`` otherwise; ``–`` where either word is missing or undecided.
+
+    >>> horizon_word("negative", "negative"), horizon_word("negative", "indistinguishable")
+    ('holds', 'changes')
+    >>> horizon_word("positive", "negative"), horizon_word("negative", "undecided")
+    ('reverses', '–')
+    """
+    words = {word_320, word_1280}
+    if not words <= {"positive", "negative", "indistinguishable"}:
+        return "–"
+    if word_320 == word_1280:
+        return "holds"
+    return "reverses" if words == {"positive", "negative"} else "changes"
+
+
+def horizon_rows(contrasts, chapter13) -> pd.DataFrame:
+    """[rule.horizons]: chapter 13's word for each long contrast at 320 steps (``chapter13``:
+    :func:`tanbias.lab.analysis.rivals.contrast_rows`, either family) beside this experiment's
+    primary word at 1280, and :func:`horizon_word` of the pair. Columns ``contrast, kind,
+    estimate_320, word_320, estimate_1280, word_1280, interim, horizon``."""
+    import pandas as pd
+
+    c13 = chapter13[chapter13["outcome"] == "raw"].drop_duplicates(["contrast", "kind"]).set_index(["contrast", "kind"])
+    rows = []
+    for _, r in contrasts[contrasts["part"] == "long"].iterrows():
+        key = (r["contrast"], r["kind"])
+        w320 = c13.loc[key, "word"] if key in c13.index else "undecided"
+        rows.append({"contrast": r["contrast"], "kind": r["kind"],
+                     "estimate_320": float(c13.loc[key, "estimate"]) if key in c13.index else np.nan,
+                     "word_320": w320, "estimate_1280": r["estimate"], "word_1280": r["word"],
+                     "interim": r["interim"], "horizon": horizon_word(w320, r["word"])})
     return pd.DataFrame(rows)
 
 
@@ -214,6 +282,8 @@ class HorizonAnalysis:
     """The horizon experiment's tables, computed once (:func:`analyse_horizon`)."""
     table: pd.DataFrame        # run_table
     contrasts: pd.DataFrame    # contrast_rows: the primary family
+    secondary: pd.DataFrame    # family_rows of SECONDARY
+    horizons: pd.DataFrame     # horizon_rows: chapter 13's words beside these
     collapse: pd.DataFrame     # collapse_words
     status: pd.DataFrame       # status
 
@@ -223,5 +293,7 @@ def analyse_horizon(loaded: dict | None = None, runs_dir=None) -> HorizonAnalysi
     default :func:`tanbias.lab.analysis.registered.load` of the design)."""
     loaded = registered.load(HORIZON, runs_dir) if loaded is None else loaded
     table = run_table(loaded)
-    return HorizonAnalysis(table=table, contrasts=contrast_rows(table), collapse=collapse_words(table),
-                           status=status(runs_dir))
+    primary = contrast_rows(table)
+    return HorizonAnalysis(table=table, contrasts=primary, secondary=family_rows(table, SECONDARY),
+                           horizons=horizon_rows(primary, rivals.analyse_rivals().contrasts),
+                           collapse=collapse_words(table), status=status(runs_dir))
