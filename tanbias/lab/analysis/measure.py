@@ -39,6 +39,7 @@ itself is :mod:`tanbias.lab.measure_command`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import json
@@ -952,7 +953,8 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
     ``language``; their raw mean cosine is chapter 9's estimate from 20,000 sampled pairs) and the
     lab's :data:`REFERENCE_RUNS` at their last step (``rivals.csv``; IsoScore* from
     ``anisotropy.csv``'s content positions), every table read with its checksums. A source whose
-    files are absent (an installed package without the book's ``data/``) is left out.
+    files are absent (an installed package without the book's ``data/``) is left out. Read once
+    per process (the committed files do not change under it); each call returns a copy.
 
     Returns
     -------
@@ -961,6 +963,13 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
         :data:`REFERENCE_READINGS`), ``layer``, ``depth`` (layer over the last layer) and
         ``value``; one row per source, reading and layer.
     """
+    names = tuple(zoo.ZOO if zoo_names is None else zoo_names)
+    runs = tuple((REFERENCE_RUNS if runs is None else runs).items())
+    return _reference_readings(names, runs, language).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _reference_readings(zoo_names: tuple, runs: tuple, language: str):
     import pandas as pd
 
     rows = []
@@ -970,7 +979,7 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
         rows.extend({"source": source, "group": group, "reading": reading, "layer": int(r.layer),
                      "depth": r.layer / L, "value": float(getattr(r, col))} for r in frame.itertuples())
 
-    for name in zoo.ZOO if zoo_names is None else zoo_names:
+    for name in zoo_names:
         if not (pt.PRETRAINED_DIR / name / "manifest.json").is_file():
             continue
         a = pt.load_pretrained(name)["anisotropy"]
@@ -978,7 +987,7 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
         for reading, (col, _) in REFERENCE_READINGS.items():
             if col is not None and len(a):
                 add(name, "zoo", a, col, reading)
-    for run, label in (REFERENCE_RUNS if runs is None else runs).items():
+    for run, label in runs:
         if not (run_dir(run) / "manifest.json").is_file():
             continue
         data = load_run(run)
