@@ -119,3 +119,24 @@ def test_the_horizon_word_reads_chapter_13_beside_the_long_runs():
     primary.loc[primary["contrast"] == "surgery_unigram", "word"] = "positive"
     assert horizon.horizon_rows(primary, c13).set_index(["contrast", "kind"]).loc[
         ("surgery_unigram", "decoder"), "horizon"] == "reverses"
+
+
+def test_matched_progress_reads_each_run_at_the_slowest_runs_final_loss():
+    # per seed, four runs whose raw reading is a line in their held-out loss; the random cells learn slower
+    rows = []
+    for s in range(3):
+        for cell in HORIZON_COLLAPSE:
+            slow = cell.startswith("random")
+            loss = np.linspace(9.0, 7.0 if slow else 6.0, 5)
+            raw = -0.5 * (9.0 - loss) + 0.01 * s                   # the same curve in every cell
+            rows += [{"run": f"horizon-encoder-{cell}-s{s}", "kind": "encoder", "part": "collapse", "cell": cell,
+                      "seed": s, "step": st, "raw": r, "heldout_loss": lo} for st, r, lo in zip(range(5), raw, loss)]
+    traj = pd.DataFrame(rows)
+    table = traj.groupby(["run", "kind", "part", "cell", "seed"], as_index=False).last().assign(diverged=False)
+    reg = pd.DataFrame({"contrast": ["corruption_raw_final"], "kind": ["encoder"], "estimate": [0.5],
+                        "significant": [True]})
+    m = horizon.matched_progress(traj, table, reg).set_index("contrast")
+    # at the slow runs' final loss (7) every cell reads the same: the corruption effect vanishes
+    assert m.loc["corruption_final", "estimate"] == pytest.approx(0.0, abs=1e-12)
+    assert m.loc["corruption_final", "n_seeds"] == 3
+    assert m.loc["attention_final", "word"] == "n/a"                  # its registered contrast is not there

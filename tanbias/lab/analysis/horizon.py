@@ -13,6 +13,8 @@ module reads the committed runs as the registration says:
   the seed-blocked model of its part (:class:`~tanbias.lab.analysis.registered.CellContrasts`),
   labelled *interim* until every registered seed of its part is complete;
 * :func:`horizon_rows`: chapter 13's words at 320 steps beside the words at 1280 ([rule.horizons]);
+* :func:`matched_progress`: the registered contrasts re-read at matched held-out loss, beside their
+  words ([rule.matched_progress]; :func:`trajectory_table` gives the runs' readings per probe step);
 * :func:`collapse_words`: the registered descriptive words of the collapse part (``collapses``,
   ``removes``/``kept``), run by run and cell by cell;
 * :func:`status`: how many registered runs of each part are committed;
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "SECONDARY", "part_of",
-           "run_readings", "run_table", "complete_seeds", "family_rows", "contrast_rows", "horizon_word",
+           "run_readings", "run_table", "trajectory_table", "complete_seeds", "PROGRESS", "matched_progress", "family_rows", "contrast_rows", "horizon_word",
            "horizon_rows", "collapse_words", "status", "HorizonAnalysis", "analyse_horizon"]
 
 #: the two parts' cells (the encoder has both; the decoder the long part only)
@@ -138,6 +140,26 @@ def run_table(loaded: dict) -> pd.DataFrame:
         rows.append({"run": name, "kind": kind, "part": part, "cell": cell, "seed": seed,
                      **run_readings(run, part)})
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run", "kind", "part", "cell", "seed"])
+
+
+def trajectory_table(loaded: dict) -> pd.DataFrame:
+    """Every run's layer-mean raw reading (ln mean cosine, on its part's positions) and held-out loss at
+    every probe step: ``run, kind, part, cell, seed, step, raw, heldout_loss``."""
+    import pandas as pd
+
+    rows = []
+    for name, run in loaded.items():
+        kind, cell, seed = HORIZON.parse(name)
+        part = part_of(cell)
+        an = run.anisotropy[run.anisotropy["positions"] == _POSITIONS[part]]
+        raw = np.log(_layer_mean(an, "mean_cosine"))
+        pe = run.probe_evals
+        loss = pe.set_index("step")["loss"] if pe is not None else pd.Series(dtype=float)
+        rows.append(pd.DataFrame({"run": name, "kind": kind, "part": part, "cell": cell, "seed": seed,
+                                  "step": raw.index.astype(int), "raw": raw.to_numpy(),
+                                  "heldout_loss": raw.index.map(loss).astype(float)}))
+    cols = ["run", "kind", "part", "cell", "seed", "step", "raw", "heldout_loss"]
+    return pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)
 
 
 def complete_seeds(table, kind: str, part: str) -> list[int]:
@@ -246,6 +268,54 @@ def horizon_rows(contrasts, chapter13) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: [rule.matched_progress]: name -> (the registered contrast it re-reads, part, {cell: weight}, architectures)
+PROGRESS = {"corruption_final": ("corruption_raw_final", "collapse", _MAIN["corruption"], ("encoder",)),
+            "attention_final": ("attention_raw_final", "collapse", _MAIN["attention"], ("encoder",)),
+            "head_final": ("head_final", "long", PRIMARY["head_final"][3], KINDS)}
+
+
+def matched_progress(traj, table, registered_rows) -> pd.DataFrame:
+    """[rule.matched_progress]: per seed, ``L*`` = the largest of the compared runs' held-out losses at
+    their last probe step, each run's raw reading at ``L*``
+    (:func:`~tanbias.lab.analysis.registered.value_at_progress`), the contrast of those readings, and
+    its 95 % seed t interval; shown beside the registered word (``registered_rows``: the primary and
+    secondary families' rows), never changing it. ``word`` is
+    :func:`~tanbias.lab.analysis.registered.progress_word` against the registered contrast where that is
+    significant, ``n/a`` otherwise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``contrast, kind, estimate, lo, hi, n_seeds, registered, word``.
+    """
+    import pandas as pd
+
+    reg = registered_rows.drop_duplicates(["contrast", "kind"]).set_index(["contrast", "kind"])
+    out = []
+    for name, (source, part, weights, kinds) in PROGRESS.items():
+        for kind in kinds:
+            diffs = []
+            for seed in complete_seeds(table, kind, part):
+                t = traj[(traj["kind"] == kind) & (traj["seed"] == seed)]
+                runs_ = {c: t[t["cell"] == c].sort_values("step") for c in weights}
+                if any(r.empty for r in runs_.values()):
+                    continue
+                final = {c: float(r["heldout_loss"].iloc[-1]) for c, r in runs_.items()}
+                level = max(final.values())
+                diffs.append(sum(w * registered.value_at_progress(runs_[c]["step"], runs_[c]["heldout_loss"],
+                                                                  runs_[c]["raw"], level, last=final[c] >= level)
+                                 for c, w in weights.items()))
+            est, lo, hi, n = registered.t_interval(diffs, 1 - registered.ALPHA)
+            r = reg.loc[(source, kind)] if (source, kind) in reg.index else None
+            word = "n/a"
+            if r is not None and bool(r["significant"]):
+                matched = registered.progress_word(float(r["estimate"]), lo, hi)
+                word = "n/a" if matched == "undecided" else matched
+            out.append({"contrast": name, "kind": kind, "estimate": est, "lo": lo, "hi": hi, "n_seeds": n,
+                        "registered": float(r["estimate"]) if r is not None else np.nan, "word": word})
+    return pd.DataFrame(out)
+
+
 def collapse_words(table) -> pd.DataFrame:
     """[words] collapses and removes, for the collapse part: one row per cell, ``runs``, ``collapsed``
     (how many runs' layer-mean raw mean cosine exceeds :data:`COLLAPSE_LEVEL` in the early window),
@@ -284,6 +354,8 @@ class HorizonAnalysis:
     contrasts: pd.DataFrame    # contrast_rows: the primary family
     secondary: pd.DataFrame    # family_rows of SECONDARY
     horizons: pd.DataFrame     # horizon_rows: chapter 13's words beside these
+    trajectory: pd.DataFrame   # trajectory_table
+    progress: pd.DataFrame     # matched_progress
     collapse: pd.DataFrame     # collapse_words
     status: pd.DataFrame       # status
 
@@ -292,8 +364,11 @@ def analyse_horizon(loaded: dict | None = None, runs_dir=None) -> HorizonAnalysi
     """Every table of the horizon experiment from its committed runs (``loaded``: ``{run: RunData}``,
     default :func:`tanbias.lab.analysis.registered.load` of the design)."""
     loaded = registered.load(HORIZON, runs_dir) if loaded is None else loaded
-    table = run_table(loaded)
-    primary = contrast_rows(table)
-    return HorizonAnalysis(table=table, contrasts=primary, secondary=family_rows(table, SECONDARY),
-                           horizons=horizon_rows(primary, rivals.analyse_rivals().contrasts),
+    import pandas as pd
+
+    table, traj = run_table(loaded), trajectory_table(loaded)
+    primary, secondary = contrast_rows(table), family_rows(table, SECONDARY)
+    return HorizonAnalysis(table=table, contrasts=primary, secondary=secondary,
+                           horizons=horizon_rows(primary, rivals.analyse_rivals().contrasts), trajectory=traj,
+                           progress=matched_progress(traj, table, pd.concat([primary, secondary])),
                            collapse=collapse_words(table), status=status(runs_dir))
