@@ -140,3 +140,19 @@ def test_matched_progress_reads_each_run_at_the_slowest_runs_final_loss():
     assert m.loc["corruption_final", "estimate"] == pytest.approx(0.0, abs=1e-12)
     assert m.loc["corruption_final", "n_seeds"] == 3
     assert m.loc["attention_final", "word"] == "n/a"                  # its registered contrast is not there
+
+
+def test_the_variance_null_reads_the_standard_control_runs_last_step():
+    from types import SimpleNamespace
+
+    def run(values):
+        rows = [{"step": st, "layer": layer, "calibrated": v if st == 1279 else 99.0}
+                for st in (0, 1279) for layer, v in enumerate(values)]
+        return SimpleNamespace(rivals=pd.DataFrame(rows))
+    loaded = {f"horizon-decoder-standard-control-s{s}": run([5.0, 2.0 * np.exp(0.1 * s), 2.0 * np.exp(0.1 * s)])
+              for s in range(3)}
+    loaded["horizon-decoder-standard-proxy-s0"] = run([1.0, 50.0, 50.0])          # another cell: not read
+    v = horizon.variance_null_rows(loaded).set_index("kind")
+    assert v.loc["decoder", "n_seeds"] == 3                         # layer 0 (the embeddings) left out
+    assert v.loc["decoder", "estimate"] == pytest.approx(np.log(2.0) + 0.1)
+    assert v.loc["decoder", "word"] == "positive" and v.loc["encoder", "n_seeds"] == 0

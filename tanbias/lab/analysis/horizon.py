@@ -15,6 +15,8 @@ module reads the committed runs as the registration says:
 * :func:`horizon_rows`: chapter 13's words at 320 steps beside the words at 1280 ([rule.horizons]);
 * :func:`matched_progress`: the registered contrasts re-read at matched held-out loss, beside their
   words ([rule.matched_progress]; :func:`trajectory_table` gives the runs' readings per probe step);
+* :func:`variance_null_rows`: chapter 7's enrichment against the activations' variance, per
+  architecture ([variance_null]);
 * :func:`collapse_words`: the registered descriptive words of the collapse part (``collapses``,
   ``removes``/``kept``), run by run and cell by cell;
 * :func:`status`: how many registered runs of each part are committed;
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "SECONDARY", "part_of",
-           "run_readings", "run_table", "trajectory_table", "complete_seeds", "PROGRESS", "matched_progress", "family_rows", "contrast_rows", "horizon_word",
+           "run_readings", "run_table", "trajectory_table", "complete_seeds", "PROGRESS", "matched_progress", "variance_null_rows", "family_rows", "contrast_rows", "horizon_word",
            "horizon_rows", "collapse_words", "status", "HorizonAnalysis", "analyse_horizon"]
 
 #: the two parts' cells (the encoder has both; the decoder the long part only)
@@ -316,6 +318,29 @@ def matched_progress(traj, table, registered_rows) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def variance_null_rows(loaded: dict) -> pd.DataFrame:
+    """[variance_null]: per architecture, the seed t interval (95 %) of ln of the geometric mean over the
+    blocks of ``calibrated`` (rivals.csv) at the last probe step of each standard-control long run,
+    against 0. Columns ``kind, estimate, lo, hi, n_seeds, word`` (the interval's word: ``positive`` is
+    the tangent bias beyond the activations' variance, ``indistinguishable`` what variance-following
+    gradients give)."""
+    import pandas as pd
+
+    values = {kind: [] for kind in KINDS}
+    for name, run in loaded.items():
+        kind, cell, _ = HORIZON.parse(name)
+        if cell != "standard-control":
+            continue
+        rv = run.rivals[run.rivals["layer"] >= 1]
+        last = rv[rv["step"] == rv["step"].max()]
+        values[kind].append(float(np.log(last["calibrated"]).mean()))
+    rows = []
+    for kind, v in values.items():
+        est, lo, hi, n = registered.t_interval(v, 1 - registered.ALPHA)
+        rows.append({"kind": kind, "estimate": est, "lo": lo, "hi": hi, "n_seeds": n, "word": interval_word(lo, hi)})
+    return pd.DataFrame(rows)
+
+
 def collapse_words(table) -> pd.DataFrame:
     """[words] collapses and removes, for the collapse part: one row per cell, ``runs``, ``collapsed``
     (how many runs' layer-mean raw mean cosine exceeds :data:`COLLAPSE_LEVEL` in the early window),
@@ -355,6 +380,7 @@ class HorizonAnalysis:
     secondary: pd.DataFrame    # family_rows of SECONDARY
     horizons: pd.DataFrame     # horizon_rows: chapter 13's words beside these
     trajectory: pd.DataFrame   # trajectory_table
+    variance_null: pd.DataFrame  # variance_null_rows
     progress: pd.DataFrame     # matched_progress
     collapse: pd.DataFrame     # collapse_words
     status: pd.DataFrame       # status
@@ -371,4 +397,5 @@ def analyse_horizon(loaded: dict | None = None, runs_dir=None) -> HorizonAnalysi
     return HorizonAnalysis(table=table, contrasts=primary, secondary=secondary,
                            horizons=horizon_rows(primary, rivals.analyse_rivals().contrasts), trajectory=traj,
                            progress=matched_progress(traj, table, pd.concat([primary, secondary])),
+                           variance_null=variance_null_rows(loaded),
                            collapse=collapse_words(table), status=status(runs_dir))
