@@ -255,7 +255,8 @@ def horizon_rows(contrasts, chapter13) -> pd.DataFrame:
     """[rule.horizons]: chapter 13's word for each long contrast at 320 steps (``chapter13``:
     :func:`tanbias.lab.analysis.rivals.contrast_rows`, either family) beside this experiment's
     primary word at 1280, and :func:`horizon_word` of the pair. Columns ``contrast, kind,
-    estimate_320, word_320, estimate_1280, word_1280, interim, horizon``."""
+    estimate_320, lo_320, hi_320, word_320, estimate_1280, lo_1280, hi_1280, word_1280, interim,
+    horizon`` (ln units, 95 % intervals)."""
     import pandas as pd
 
     c13 = chapter13[chapter13["outcome"] == "raw"].drop_duplicates(["contrast", "kind"]).set_index(["contrast", "kind"])
@@ -263,10 +264,10 @@ def horizon_rows(contrasts, chapter13) -> pd.DataFrame:
     for _, r in contrasts[contrasts["part"] == "long"].iterrows():
         key = (r["contrast"], r["kind"])
         w320 = c13.loc[key, "word"] if key in c13.index else "undecided"
-        rows.append({"contrast": r["contrast"], "kind": r["kind"],
-                     "estimate_320": float(c13.loc[key, "estimate"]) if key in c13.index else np.nan,
-                     "word_320": w320, "estimate_1280": r["estimate"], "word_1280": r["word"],
-                     "interim": r["interim"], "horizon": horizon_word(w320, r["word"])})
+        at320 = {c: float(c13.loc[key, c]) if key in c13.index and c in c13 else np.nan for c in ("estimate", "lo", "hi")}
+        rows.append({"contrast": r["contrast"], "kind": r["kind"], **{f"{c}_320": v for c, v in at320.items()},
+                     "word_320": w320, "estimate_1280": r["estimate"], "lo_1280": r["lo"], "hi_1280": r["hi"],
+                     "word_1280": r["word"], "interim": r["interim"], "horizon": horizon_word(w320, r["word"])})
     return pd.DataFrame(rows)
 
 
