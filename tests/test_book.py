@@ -104,10 +104,20 @@ def test_plotly_js_matches_the_python_package(built_book):
 def test_figures_are_html_and_plotly_js_is_not_embedded(built_book):
     for doc in toc_notebooks():
         text = built_book.page(doc).read_text(encoding="utf8")
-        # the introduction executes only to glue its five lines of findings; every chapter draws
-        assert doc == "intro" or "Plotly.newPlot" in text, f"{doc}: no plotly figure in the page"
+        # the introduction executes only to glue its five lines of findings, the audit trail to show
+        # checks and tables; every chapter draws
+        assert doc in ("intro", "chapters/audit_trail") or "Plotly.newPlot" in text, f"{doc}: no plotly figure in the page"
         assert "plotly.js v" not in text, f"{doc}: plotly.js embedded in the page"
         assert "application/vnd.plotly" not in text
+
+
+def test_the_checks_of_the_intro_and_the_closing_page_show_on_the_audit_trail_only(built_book):
+    """The introduction and the closing page show no check line ("... -> PASS"): their checks run,
+    and show, on the audit trail page, which the same strict build executes."""
+    for doc in ("intro", "chapters/conclusions"):
+        text = built_book.page(doc).read_text(encoding="utf8")
+        assert "-&gt; PASS" not in text and "-> PASS" not in text, f"{doc} shows a check; it belongs on the audit trail"
+    assert "-&gt; PASS" in built_book.page("chapters/audit_trail").read_text(encoding="utf8")
 
 
 def test_pages_weigh_at_most_2_mb(built_book):

@@ -10,7 +10,8 @@ Static rules over every ``chapters/*.md`` notebook, read with jupytext:
 * numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.book.prose` (one
   source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
   roles, which JupyterLab cannot render;
-* every check is displayed (``display(check.require())``), never printed;
+* every check is displayed (``display(check.require())``), never printed; the introduction's and
+  the closing page's run on the audit trail page (``chapters/audit_trail.md``), which they link to;
 * a folded output (``hide-output``) says in its toggle what it holds;
 * every table goes through :func:`tanbias.book.tables.format_table` (no ``.style``,
   ``.round(...)``, ``.to_string()`` of its own);
@@ -114,6 +115,26 @@ def test_folded_outputs_say_what_they_hold(path):
             bad.append(i)
     assert not bad, (f"{path.name}: folded cells {bad} do not say what they hold; give each a "
                      "`mystnb: code_prompt_show` line")
+
+
+#: the pages whose checks run on the audit trail (chapters/audit_trail.md), and it
+SHOW_NO_CHECK = (ROOT / "intro.md", ROOT / "chapters" / "conclusions.md")
+AUDIT_TRAIL = ROOT / "chapters" / "audit_trail.md"
+CHECK_CALL = re.compile(r"\.(require|refute)\(\)")
+
+
+@pytest.mark.parametrize("path", SHOW_NO_CHECK, ids=lambda p: p.stem)
+def test_the_intro_and_the_closing_page_leave_their_checks_to_the_audit_trail(path):
+    """The introduction and the closing page display no check: theirs run on the audit trail page,
+    executed by the same strict build, and each page links to its section there."""
+    text = path.read_text(encoding="utf8")
+    assert not CHECK_CALL.search(text), f"{path.name} displays a check; move it to {AUDIT_TRAIL.name}"
+    section = {"intro": "audit-intro", "conclusions": "audit-conclusions"}[path.stem]
+    assert f"audit_trail.md#{section})" in text, f"{path.name}: no link to its section of the audit trail"
+    audit = AUDIT_TRAIL.read_text(encoding="utf8")
+    assert f"({section})=" in audit, f"{AUDIT_TRAIL.name} has no section ({section})="
+    body = audit.split(f"({section})=")[1].split("\n## ")[1]     # the section, up to the next one
+    assert CHECK_CALL.search(body), f"{AUDIT_TRAIL.name}, {section}: no check runs there"
 
 
 #: what formats a table outside tanbias.book.tables

@@ -85,7 +85,7 @@ def _chapter(number: int) -> str:
 
 
 #: each registered experiment's reports: ``<name>_design`` (glued by its chapter) and ``<name>`` (by its
-#: chapter and the closing page), under its chapter's prefix; read from the registry (an experiment no
+#: chapter, the closing page and the audit trail), under its chapter's prefix; read from the registry (an experiment no
 #: chapter reads yet, ``chapter=None``, has none)
 _REGISTERED_REPORTS = {**{f"{d.name}{part}": d for d in EXPERIMENTS.values() if d.registration and d.chapter
                           for part in ("_design", "")},
@@ -95,8 +95,8 @@ GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "claims": [("conclusion
             # the book's verdicts at a glance: the closing page and the introduction (beside chapters/)
             "findings": [("conclusions", "verdict_"), ("../intro", "verdict_")],
             "pretrained": [("09_pretrained_models", "ch9_"), ("conclusions", "ch9_")],
-            **{r: [(_chapter(d.chapter), f"ch{d.chapter}_"), *([("conclusions", f"ch{d.chapter}_")]
-                                                               if r == d.name else [])]
+            **{r: [(_chapter(d.chapter), f"ch{d.chapter}_"),
+                   *([("conclusions", f"ch{d.chapter}_"), ("audit_trail", f"ch{d.chapter}_")] if r == d.name else [])]
                for r, d in _REGISTERED_REPORTS.items()}}
 #: report -> the chapters that read it by name without gluing it: (chapter, prefix, dict name)
 READ_BY = {"sweep": [("09_pretrained_models", "ch8_", "lab")]}
