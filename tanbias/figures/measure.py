@@ -3,8 +3,8 @@
 * :func:`reading_figure` — one anisotropy reading by relative depth, the measured model's
   lines (:func:`tanbias.lab.analysis.measure.anisotropy_readings`) over the book's own: the
   zoo's committed measurements and the lab's final runs
-  (:func:`tanbias.lab.analysis.measure.reference_readings`); :func:`readings_figures`, one
-  figure per reading of :data:`READINGS`;
+  (:func:`tanbias.lab.analysis.measure.reference_readings`), one figure per reading of
+  :data:`READINGS` in the report;
 * :func:`spectrum_figure` — the singular spectrum of the model's output matrix
   (:func:`tanbias.lab.analysis.measure.output_spectrum`);
 * :func:`widths_figure` — how the premise's interval narrows with the tokens read
@@ -27,7 +27,7 @@ from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 from tanbias.theory.anisotropy import LABELS
 
-__all__ = ["READINGS", "READING_NOTES", "reading_figure", "readings_figures", "spectrum_figure", "widths_figure",
+__all__ = ["READINGS", "READING_NOTES", "reading_figure", "spectrum_figure", "widths_figure",
            "TRAJECTORY", "trajectory_interactive"]
 
 #: The readings drawn, one figure each, in the report's order: the command's
@@ -95,13 +95,6 @@ def reading_figure(parts: dict, reading: str, reference=None) -> go.Figure:
         fig.add_hline(y=1.0, line=dict(color=GREY, width=1))
     fig.update_layout(height=420, legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))
     return labelled(fig, f"{title[0].upper()}{title[1:]}", "relative depth (0 = embeddings, 1 = last layer)", axis)
-
-
-def readings_figures(parts: dict, reference=None) -> dict:
-    """``{reading: figure}``: :func:`reading_figure` for each of :data:`READINGS` that every
-    part's anisotropy table carries (chapter 9's committed tables carry IsoScore* alone)."""
-    return {r: reading_figure(parts, r, reference) for r in READINGS
-            if all(r in t["anisotropy"] for t in parts.values())}
 
 
 def spectrum_figure(parts: dict) -> go.Figure:

@@ -27,7 +27,7 @@ from plotly.offline import get_plotlyjs
 from tanbias.figures import pretrained as fig9
 import plotly.graph_objects as go
 
-from tanbias.figures.measure import (READING_NOTES, READINGS, readings_figures, spectrum_figure,
+from tanbias.figures.measure import (READING_NOTES, READINGS, reading_figure, spectrum_figure,
                                      trajectory_interactive)
 from tanbias.lab.analysis.measure import findings, reference_readings, split_revisions
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
@@ -102,7 +102,9 @@ def report_figures(tables: dict, reference=None) -> dict:
     parts = drawn_revisions(split_revisions(tables))
     figs = {"premise": fig9.premise_interactive(parts), "types": fig9.types_interactive(parts),
             "anisotropy": fig9.anisotropy_interactive(parts)}
-    figs.update({f"reading-{r}": f for r, f in readings_figures(parts, reference).items()})
+    # one figure per reading that every part's table carries (chapter 9's committed tables: IsoScore* alone)
+    figs.update({f"reading-{r}": reading_figure(parts, r, reference) for r in READINGS
+                 if all(r in t["anisotropy"] for t in parts.values())})
     if all("spectrum" in t for t in parts.values()):
         figs["spectrum"] = spectrum_figure(parts)
     if any("alignment" in t for t in parts.values()):
