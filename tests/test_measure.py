@@ -49,9 +49,11 @@ def test_every_architecture_end_to_end(arch, tmp_path):
     man = ms.measure_model(path, tmp_path / "out", progress=False, **SMALL)
     assert man["kind"] == ms.ARCHITECTURES[arch] and man["model_type"] == arch and man["head"]
     tables = ms.load_measurement(tmp_path / "out")
-    assert set(tables) == {"manifest", "types", "premise", "anisotropy", "curvature", "alignment"}
+    assert set(tables) == {"manifest", "types", "premise", "anisotropy", "curvature", "alignment", "spectrum"}
     an = tables["anisotropy"]
     assert sorted(an["layer"]) == [0, 1, 2] and set(an["language"]) == {"en"}
+    assert set(ms.rival_anisotropy.MEASURE_READINGS) <= set(an) and "centered" not in an
+    assert set(tables["spectrum"]["dims"]) == {32} and np.isclose(tables["spectrum"]["cumulative"].iloc[-1], 1)
     assert an.loc[an["layer"] > 0, "mean_cosine"].between(-1, 1).all()
     assert an.loc[an["layer"] > 0, "isoscore_star"].between(0, 1).all()
     # a decoder's first position is its sink; an encoder's rows start with a special token

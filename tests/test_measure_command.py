@@ -34,7 +34,7 @@ def test_the_command_line_writes_tables_manifest_and_report(tmp_path, capsys, mo
     man = json.loads((out / "manifest.json").read_text())
     assert man["command"] == ms.COMMAND and man["report"] == "report.html"
     assert man["command_line"] == " ".join(["python", "-m", "tanbias", *argv])
-    assert set(man["tables"]) == {"types", "premise", "anisotropy", "curvature", "alignment"}
+    assert set(man["tables"]) == {"types", "premise", "anisotropy", "curvature", "alignment", "spectrum"}
     assert set(ms.load_measurement(out)) == {"manifest", *man["tables"]}          # checksums verified
     page = (out / "report.html").read_text()
     assert "Plotly.newPlot" in page and "<script src=" not in page      # plotly inlined, nothing fetched
