@@ -16,8 +16,12 @@
     :mod:`~tanbias.lab.analysis.alias_report`: the aliasing knob (chapter 11)
   * :mod:`~tanbias.lab.analysis.causal_design`, :mod:`~tanbias.lab.analysis.causal`,
     :mod:`~tanbias.lab.analysis.causal_report`: the causal test (chapter 12)
+  * :mod:`~tanbias.lab.analysis.rivals`, :mod:`~tanbias.lab.analysis.rivals_posthoc`,
+    :mod:`~tanbias.lab.analysis.rivals_report`: the rival accounts (chapter 13)
+  * :mod:`~tanbias.lab.analysis.horizon_design`, :mod:`~tanbias.lab.analysis.horizon`,
+    :mod:`~tanbias.lab.analysis.horizon_report`: past the transient (running; no chapter yet)
 
-* :mod:`~tanbias.lab.analysis.checkpoint_probe`            the same probe on released or local checkpoints
+* :mod:`~tanbias.lab.analysis.checkpoint_probe`  the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)
 * :mod:`~tanbias.lab.analysis.pretrained_report`  the numbers, checks and tables of chapter 9
 * :mod:`~tanbias.lab.analysis.findings`           the book's verdicts at a glance: each property of the
