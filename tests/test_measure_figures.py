@@ -93,3 +93,16 @@ def test_the_spectrum_rises_to_one_above_the_isotropic_diagonal(measured_tiny):
     for line in fig.data[1:]:
         y = np.asarray(line.y)
         assert np.isclose(y[-1], 1.0) and np.all(np.diff(y) >= -1e-12) and np.all(y >= np.asarray(line.x) - 1e-9)
+
+
+def test_the_trajectory_names_its_reading_in_every_frame_and_its_labels_fit(measured_tiny):
+    """As the readings' figures once did not: the static figure's frames redraw annotations, not
+    axes, so the y title is an annotation each frame carries; the slider's labels are short enough
+    to sit side by side; the enrichment, chapter 8's reading over training, comes first."""
+    fig = fm.trajectory_interactive(measured_tiny["series"]["trajectory"])
+    static = fig.static_dict()
+    titles = [[a["text"] for a in f["layout"]["annotations"] if a.get("name") == "y title"]
+              for f in static["frames"]]
+    assert titles == [[fm.TRAJECTORY[c][2]] for c in fm.TRAJECTORY]
+    labels = [step["label"] for step in static["layout"]["sliders"][0]["steps"]]
+    assert labels[0] == "enrichment" and max(map(len, labels)) <= 12

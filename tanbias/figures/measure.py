@@ -150,17 +150,18 @@ def widths_figure(widths, chapter: float | None = None) -> go.Figure:
                     "width of the 95 % interval of ρ")
 
 
-#: the readings :func:`trajectory_interactive` offers: column -> (label, interval columns or None)
-TRAJECTORY = {"rho_radius_t": ("ρ(log frequency, radius t), last layer", ("lo_radius_t", "hi_radius_t")),
+#: the readings :func:`trajectory_interactive` offers: column -> (label, interval columns or None, slider
+#: label); the enrichment first, the reading chapter 8 follows over training
+TRAJECTORY = {"enrichment_gmean": ("enrichment, geometric mean over the layers", None, "enrichment"),
+              "rho_radius_t": ("ρ(log frequency, radius t), last layer", ("lo_radius_t", "hi_radius_t"), "ρ radius"),
               "rho_centroid_distance": ("ρ(log frequency, centroid distance), last layer",
-                                        ("lo_centroid_distance", "hi_centroid_distance")),
+                                        ("lo_centroid_distance", "hi_centroid_distance"), "ρ centroid"),
               "rho_self_similarity": ("ρ(log frequency, self-similarity), last layer",
-                                      ("lo_self_similarity", "hi_self_similarity")),
-              "mean_cosine_max": ("peak mean cosine over the blocks", None),
-              "isoscore_min": ("lowest IsoScore* over the blocks", None),
-              "top1_share_max": ("largest top-direction share over the blocks", None),
-              "curvature_median": ("median normal-share slope over the blocks", None),
-              "enrichment_gmean": ("enrichment, geometric mean over the layers", None)}
+                                      ("lo_self_similarity", "hi_self_similarity"), "ρ self-sim."),
+              "mean_cosine_max": ("peak mean cosine over the blocks", None, "mean cos."),
+              "isoscore_min": ("lowest IsoScore* over the blocks", None, "IsoScore*"),
+              "top1_share_max": ("largest top-direction share over the blocks", None, "top-1 share"),
+              "curvature_median": ("median normal-share slope over the blocks", None, "curvature")}
 
 
 def trajectory_interactive(trajectory) -> Interactive:
@@ -203,11 +204,16 @@ def trajectory_interactive(trajectory) -> Interactive:
         fig = go.Figure(traces)
         fig.add_hline(y=1.0 if reading == "enrichment_gmean" else 0.0, line=dict(color=GREY, width=1))
         fig.update_xaxes(type="category")
-        return labelled(fig, f"Over training: {readings[reading][0]}", "checkpoint (training order)",
-                        readings[reading][0], legend="")
+        # the y axis' title is an annotation: a slider's frames redraw the annotations, not the axes
+        fig.add_annotation(text=readings[reading][2], xref="paper", yref="paper", x=0.0, y=0.5, xanchor="right",
+                           yanchor="middle", xshift=-44, textangle=-90, showarrow=False, font=dict(size=14),
+                           name="y title")
+        fig.update_layout(margin=dict(l=80))
+        return labelled(fig, f"Over training: {readings[reading][0]}", "checkpoint (training order)", "",
+                        legend="")
 
     return Interactive(params=[Param("reading", "reading", options=tuple(readings),
-                                     fmt=lambda c: readings[c][0])],
+                                     fmt=lambda c: readings[c][2])],
                        compute=compute, figure=figure, title="The readings over training",
                        caption="Each checkpoint measured on the same text. Shaded: the 95 % interval over "
                                "documents. Chapter 8 reads 'imprinted early' from when the enrichment peaks and "

@@ -1146,7 +1146,8 @@ def zoo_costs(names=None):
                      "tokens": int(sum(man["tokens_measured"].values())), "layers": int(an["layer"].max()) + 1,
                      "gflops_per_token": man["flops_per_token"] / 1e9,
                      "probe_tokens": man["settings"]["probe_tokens"] if sec["probe"] > 1 else 0, "seconds": sec["total"],
-                     "forward": sec["forward"], "analysis": sec["analysis"], "probe": sec["probe"],
+                     "forward": sec["forward"], "analysis": sec["analysis"],
+                     "probe": sec["probe"] if sec["probe"] > 1 else 0.0,
                      "peak_gb": man["peak_rss_gb"]})
     return pd.DataFrame(rows)
 
