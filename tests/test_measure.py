@@ -384,15 +384,11 @@ def test_the_token_counts_are_read_with_their_widths():
         ms.premise_width(load_pretrained("smollm2-135m"), "xx")
 
 
-def test_the_cost_rule_is_within_a_factor_of_2_of_the_zoos_own():
-    """The rule, given each zoo model's shape (the parameters of its blocks, its layers, width and
-    vocabulary, from its config), against what chapter 9's measurement of it took."""
-    shapes = {"smollm2-135m": (106.7e6, 30, 576, 49_152), "gemma3-270m": (100.2e6, 18, 640, 262_144),
-              "minilm-l6": (11.0e6, 6, 384, 30_522), "me5-small": (22.0e6, 12, 384, 250_037)}
-    costs = ms.zoo_costs()
-    for row in costs.itertuples():
-        params, layers, d_model, vocab = shapes[row.model]
-        rule = ms.cost_rule(params, layers, d_model, vocab, n_tokens=row.tokens // row.languages,
-                            languages=row.languages, alignment=row.probe_tokens > 0, costs=costs)
-        for key, measured in (("seconds", row.seconds), ("peak_gb", row.peak_gb)):
-            assert 0.5 < rule[key] / measured < 2, (row.model, key, rule[key], measured)
+def test_the_cost_rule_is_read_over_each_zoo_model():
+    """The rule given each zoo model's shape, over what chapter 9's measurement of it took: one ratio
+    of time and one of memory per model (the page checks the times against a factor of 2; a test
+    bounds no duration), the memory within a factor of 2 here."""
+    ratios = ms.rule_over_zoo()
+    assert list(ratios["model"]) == list(ms.zoo.ZOO) and set(ms.ZOO_SHAPES) == set(ms.zoo.ZOO)
+    assert ratios["peak_gb"].between(0.5, 2).all(), ratios
+    assert np.isfinite(ratios["seconds"]).all()

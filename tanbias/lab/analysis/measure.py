@@ -77,7 +77,7 @@ __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "A
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
            "findings", "load_measurement", "BENCH_TARGETS", "bench_measure", "DTYPES", "check_dtype",
            "output_spectrum", "REFERENCE_RUNS", "REFERENCE_READINGS", "reference_readings", "installation",
-           "zoo_costs", "cost_rule", "TOKENS_DIR", "token_widths", "premise_width"]
+           "zoo_costs", "cost_rule", "ZOO_SHAPES", "rule_over_zoo", "TOKENS_DIR", "token_widths", "premise_width"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
 COMMAND = "python -m tanbias measure"
@@ -1165,8 +1165,8 @@ def cost_rule(params: float, layers: int, d_model: int, vocab: int = 128_256, n_
     weights (``params + vocab d_model``, tied: 4 bytes each in float32, 2 in bfloat16), the hidden states kept (``(layers +
     1) n_tokens d_model`` float32), with the alignment test a batch's logits and their gradients
     (``3 batch_size seq_len vocab`` float32), and 1 GB for the rest. A rough guide, within a
-    factor of 2 of the zoo's own (``tests/test_measure.py``); the zoo's models span 23 M to 270 M
-    parameters.
+    factor of 2 of the zoo's own (:func:`rule_over_zoo`, checked on the page that quotes it); the
+    zoo's models span 23 M to 270 M parameters.
 
     Returns
     -------
@@ -1204,6 +1204,29 @@ def cost_rule(params: float, layers: int, d_model: int, vocab: int = 128_256, n_
             "peak_gb": weights + hidden + logits + 1.0,
             "rates": {"forward_flops_per_s": fwd_rate, "analysis_s_per_token_layer": per_layer,
                       "probe_s_per_flop": probe_rate}}
+
+
+#: Each zoo model's shape, from its config: the parameters of its blocks (embedding and output matrix left
+#: out), its layers, width and vocabulary (:func:`cost_rule`'s arguments)
+ZOO_SHAPES = {"smollm2-135m": (106.7e6, 30, 576, 49_152), "gemma3-270m": (100.2e6, 18, 640, 262_144),
+              "minilm-l6": (11.0e6, 6, 384, 30_522), "me5-small": (22.0e6, 12, 384, 250_037)}
+
+
+def rule_over_zoo(costs=None):
+    """:func:`cost_rule` over what chapter 9's measurement of each zoo model took (:data:`ZOO_SHAPES`,
+    :func:`zoo_costs`): one row per model, ``seconds`` and ``peak_gb`` as the rule's over the
+    measured (1 = the rule is exact)."""
+    import pandas as pd
+
+    costs = zoo_costs() if costs is None else costs
+    rows = []
+    for row in costs.itertuples():
+        params, layers, d_model, vocab = ZOO_SHAPES[row.model]
+        rule = cost_rule(params, layers, d_model, vocab, n_tokens=row.tokens // row.languages,
+                         languages=row.languages, alignment=row.probe_tokens > 0, costs=costs)
+        rows.append({"model": row.model, "seconds": rule["seconds"] / row.seconds,
+                     "peak_gb": rule["peak_gb"] / row.peak_gb})
+    return pd.DataFrame(rows)
 
 
 #: SmolLM2 measured at more tokens than the page's example (``data/measure/tokens/``), for
