@@ -42,7 +42,7 @@ TABLE_CLASS = "tanbias-table"
 #: CSS class added to a table of :data:`WIDE_COLUMNS` columns or more, which the book sets smaller
 WIDE_CLASS = "tanbias-wide"
 #: from this many columns a table is printed smaller, to fit the page's column
-WIDE_COLUMNS = 10
+WIDE_COLUMNS = 8
 #: what a missing value shows
 NA = "–"
 

@@ -25,6 +25,7 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from tanbias.figures import pretrained as fig9
+from tanbias.figures.renderer import PLOT_CONFIG
 import plotly.graph_objects as go
 
 from tanbias.figures.measure import (READING_NOTES, READINGS, reading_figure, spectrum_figure,
@@ -164,7 +165,7 @@ def report_html(tables: dict, reference=True) -> str:
     body = []
     for key, fig in report_figures(tables, reference if reference is not False else None).items():
         heading, where = SECTIONS[key]
-        drawn = (fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{key}")
+        drawn = (fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{key}", config=PLOT_CONFIG)
                  if isinstance(fig, go.Figure) else fig.to_html(div_id=f"fig-{key}"))
         note = READING_NOTES.get(key.removeprefix("reading-"), "") if key.startswith("reading-") else ""
         body.append(f'<section id="{key}"><h2>{esc(heading)}</h2>{drawn}'
