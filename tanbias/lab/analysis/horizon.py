@@ -50,9 +50,9 @@ __all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "P
 PARTS = {"long": HORIZON_LONG, "collapse": HORIZON_COLLAPSE}
 #: each part's positions of anisotropy.csv ([design] measures)
 _POSITIONS = {"long": "content", "collapse": "intact"}
-#: the outcomes ([outcomes]): column of the run's tables, and whether it is read in logs
-OUTCOMES = {"raw": ("mean_cosine", True), "isoscore": ("isoscore_star", False),
-            "participation": ("participation_ratio", True), "mean_share": ("mean_share", True)}
+#: the outcomes ([outcomes]): the run's table and column each is read from, and whether in logs
+OUTCOMES = {"raw": ("anisotropy", "mean_cosine", True), "isoscore": ("anisotropy", "isoscore_star", False),
+            "participation": ("anisotropy", "participation_ratio", True), "mean_share": ("rivals", "mean_share", True)}
 #: the phases ([outcomes] phases); ``at319`` only where the run has that probe step (the long part)
 PHASES = ("step0", "peak", "final", "at319")
 #: the peak is read over the probe steps in this first share of the run's steps
@@ -60,15 +60,16 @@ EARLY_FRACTION = 0.3
 #: a run "collapses" when its layer-mean raw mean cosine exceeds this in the early window ([words])
 COLLAPSE_LEVEL = 0.9
 
+#: the collapse part's two main effects ([rule.primary]), as weights on its cells
+_MAIN = {"corruption": {"random-native": 0.5, "random-causal": 0.5, "mask-native": -0.5, "mask-causal": -0.5},
+         "attention": {"mask-causal": 0.5, "random-causal": 0.5, "mask-native": -0.5, "random-native": -0.5}}
 #: the primary family ([rule.primary]): name -> (part, outcome, phase, {cell: weight}, architectures)
 PRIMARY = {
     "head_final": ("long", "raw", "final", {"unigram-control": 1, "standard-control": -1}, KINDS),
     "surgery_standard": ("long", "raw", "final", {"standard-proxy": 1, "standard-control": -1}, KINDS),
     "surgery_unigram": ("long", "raw", "final", {"unigram-proxy": 1, "unigram-control": -1}, KINDS),
-    "corruption_peak": ("collapse", "raw", "peak", {"random-native": 0.5, "random-causal": 0.5,
-                                                    "mask-native": -0.5, "mask-causal": -0.5}, ("encoder",)),
-    "attention_peak": ("collapse", "raw", "peak", {"mask-causal": 0.5, "random-causal": 0.5,
-                                                   "mask-native": -0.5, "random-native": -0.5}, ("encoder",)),
+    "corruption_peak": ("collapse", "raw", "peak", _MAIN["corruption"], ("encoder",)),
+    "attention_peak": ("collapse", "raw", "peak", _MAIN["attention"], ("encoder",)),
 }
 
 
@@ -106,10 +107,8 @@ def run_readings(run, part: str) -> dict:
         ``collapses``, ``final_step``, ``heldout_loss_<phase>`` and ``diverged``.
     """
     check_choice("part", part, tuple(PARTS))
-    an = run.anisotropy[run.anisotropy["positions"] == _POSITIONS[part]]
-    rv = run.rivals
-    series = {name: _layer_mean(rv if column in rv.columns and column not in an.columns else an, column)
-              for name, (column, _) in OUTCOMES.items()}
+    tables = {"anisotropy": run.anisotropy[run.anisotropy["positions"] == _POSITIONS[part]], "rivals": run.rivals}
+    series = {name: _layer_mean(tables[source], column) for name, (source, column, _) in OUTCOMES.items()}
     raw = series["raw"]
     steps = run.config.steps
     early = raw[raw.index < EARLY_FRACTION * steps]
@@ -120,7 +119,7 @@ def run_readings(run, part: str) -> dict:
     out = {"peak_step": at["peak"], "final_step": at["final"], "peak_level": float(early.max()),
            "collapses": bool(early.max() > COLLAPSE_LEVEL)}
     for phase, step in at.items():
-        for name, (_, logged) in OUTCOMES.items():
+        for name, (_, _, logged) in OUTCOMES.items():
             s = series[name]
             v = float(s.loc[step]) if step is not None and step in s.index else np.nan
             out[f"{name}_{phase}"] = float(np.log(v)) if logged else v
@@ -166,18 +165,14 @@ def trajectory_table(loaded: dict) -> pd.DataFrame:
 
 def complete_seeds(table, kind: str, part: str) -> list[int]:
     """The seeds of one architecture and part whose every cell is committed and none diverged
-    ([rule] complete, diverged)."""
-    check_choice("kind", kind, KINDS)
+    ([rule] complete, diverged): :func:`tanbias.lab.analysis.registered.complete_seeds` over the
+    part's cells."""
     check_choice("part", part, tuple(PARTS))
     if not len(table):
         return []
-    t = table[(table["kind"] == kind) & (table["part"] == part)]
-    return sorted(int(s) for s, g in t.groupby("seed")
-                  if set(g["cell"]) >= set(PARTS[part]) and not g["diverged"].any())
+    return registered.complete_seeds(HORIZON, table, kind, skip=lambda cell: part_of(cell) != part)
 
 
-_MAIN = {"corruption": {"random-native": 0.5, "random-causal": 0.5, "mask-native": -0.5, "mask-causal": -0.5},
-         "attention": {"mask-causal": 0.5, "random-causal": 0.5, "mask-native": -0.5, "random-native": -0.5}}
 _LONG = {name: PRIMARY[name][3] for name in ("head_final", "surgery_standard", "surgery_unigram")}
 #: the secondary family ([rule.secondary]), Holm within it: the long contrasts on the other outcomes at
 #: the last step, the collapse part's main effects at the other phases and outcomes, and the interaction
