@@ -60,6 +60,7 @@ def _code_lines(source: str) -> int:
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_code_cells_are_short_calls(path):
     long = [(i, _code_lines(c.source)) for i, (c, ex) in enumerate(_cells(path))
             if c.cell_type == "code" and not ex and _code_lines(c.source) > MAX_LINES]
@@ -186,6 +187,7 @@ def test_book_evaluates_the_same_expressions_as_the_package_allows():
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_citations_are_author_year_links_to_the_paper(path):
     """JupyterLab (jupyterlab-myst 2.7) resolves no {cite} role: a citation is a link to the
     paper, ``[Bernas et al. (2026)](https://arxiv.org/abs/2604.08764)``, that the book turns
@@ -201,6 +203,7 @@ def test_citations_are_author_year_links_to_the_paper(path):
     assert not bad, f"{path.name}: citations whose text is not their entry's authors and year: {bad}"
 
 
+@pytest.mark.slow
 def test_every_bibliography_entry_is_cited():
     from tanbias.book._sphinxext import bibliography_entries, markdown_citations
 

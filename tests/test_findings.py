@@ -69,6 +69,7 @@ def _labels(stem):
     return set(re.findall(r"^\(([\w-]+)\)=", text, re.MULTILINE))
 
 
+@pytest.mark.slow
 def test_the_grid_of_the_committed_runs_has_every_cell_a_word_and_a_section(grid):
     g, ca, ra = grid
     assert len(g) == len(findings.PROPERTIES) * len(findings.EVIDENCE)

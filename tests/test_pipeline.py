@@ -24,6 +24,7 @@ def smoke(tmp_path_factory):
     return smoke_pipeline("decoder", out_dir=tmp_path_factory.mktemp("smoke"))
 
 
+@pytest.mark.slow
 def test_smoke_pipeline_trains_probes_and_analyses(smoke):
     assert smoke["summary"]["probe_steps"] == [0, 1, 3, 7] and smoke["seconds"] > 0
     assert {"frozen", "refit", "local"} <= set(smoke["alignment"]["proxy"])
@@ -32,6 +33,7 @@ def test_smoke_pipeline_trains_probes_and_analyses(smoke):
     assert man["config"] == runs.read_config(smoke["path"]).to_dict()
 
 
+@pytest.mark.slow
 def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke, monkeypatch):
     ref = smoke["path"]
     res = reproduce(ref, steps=3, progress=False)

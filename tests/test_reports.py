@@ -72,6 +72,7 @@ def test_the_registry_of_reports_is_the_registry_of_experiments_a_chapter_reads(
         assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words")), name
 
 
+@pytest.mark.slow
 def test_every_report_states_its_words_by_name(committed):
     a = findings.analyses()
     for name, report in findings.REPORTS.items():
