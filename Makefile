@@ -169,12 +169,14 @@ TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
 test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
-	export PATH="$(BIN):$$PATH"; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	export PATH="$(BIN):$$PATH" PYTHONDONTWRITEBYTECODE=; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# the fast inner loop: no book build, no assets, no browser, no real pretrained model, no test that
-# starts other processes (torchrun, a killed run, a parallel queue: marked slow); under 2 minutes
+# the fast inner loop: no book build, no assets, no browser, no real pretrained model, no test marked
+# slow (one that trains, starts other processes, reads the committed analyses or takes a second or
+# more); about a minute. Bytecode is written even where the machine sets PYTHONDONTWRITEBYTECODE:
+# pytest then rewrites the tests' asserts once, not in every worker of every run (about 6 s each).
 unit: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not book and not browser and not zoo and not slow" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest $(XDIST) -m "not book and not browser and not zoo and not slow" $(PYTEST_ARGS)
 
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \

@@ -51,7 +51,8 @@ def project_links() -> dict:
 
 def output_tables(html: str) -> list[dict]:
     """Every ``<table>`` inside a code cell's output of a built page: ``{"class": its class
-    attribute, "headings": the class of each ``<th>``, "cells": the text of each cell}``
+    attribute, "headings": the class of each ``<th>``, "cells": the text of each cell, "header_texts": the
+    text of each ``<th>``}``
     (Markdown tables in the prose are not outputs)."""
     from html.parser import HTMLParser
 
@@ -69,7 +70,7 @@ def output_tables(html: str) -> list[dict]:
                 elif "cell_output" in (a.get("class") or "").split():
                     self.inside = 1
             elif tag == "table" and self.inside:
-                self.table = {"class": a.get("class") or "", "headings": [], "cells": []}
+                self.table = {"class": a.get("class") or "", "headings": [], "cells": [], "header_texts": []}
             elif tag in ("td", "th") and self.table is not None:
                 self.cell = []
                 if tag == "th":
@@ -80,6 +81,8 @@ def output_tables(html: str) -> list[dict]:
                 self.inside -= 1
             elif tag in ("td", "th") and self.cell is not None:
                 self.table["cells"].append("".join(self.cell).strip())
+                if tag == "th":
+                    self.table["header_texts"].append(self.table["cells"][-1])
                 self.cell = None
             elif tag == "table" and self.table is not None:
                 self.tables.append(self.table)

@@ -172,9 +172,39 @@ def _xdist_groups(items) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+#: fixtures that cost seconds (``module::name``; ``conftest`` for this file's): a test that uses one is
+#: ``slow`` whatever its own cost, so `make unit` never computes one
+HEAVY_FIXTURES = {
+    "conftest::smoke_sweep": "trains the 2x2 smoke sweep",
+    "conftest::measured_tiny": "measures tiny real models end to end",
+    "test_reports::committed": "analyses every committed experiment",
+    "test_findings::grid": "analyses every committed experiment (the verdict grid)",
+    "test_verdict_words::headline": "reads the headline words of every committed analysis",
+    "test_precision::both": "trains a smoke run in float32 and in bfloat16",
+    "test_train::smoke_run": "trains a smoke run",
+    "test_rivals::init_table": "reads the rivals' initialisation: both attentions, both inputs, every layer",
+    "test_rivals_design::design": "the rivals' power analysis on the committed runs",
+}
+
+
+def _fixture_key(fixturedef) -> str:
+    module = fixturedef.baseid.split("::")[0]
+    return f"{Path(module).stem if module.endswith('.py') else 'conftest'}::{fixturedef.argname}"
+
+
+def _mark_heavy(items) -> None:
+    """Mark ``slow`` every test that uses one of :data:`HEAVY_FIXTURES` (before ``-m`` deselects)."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(_fixture_key(d) in HEAVY_FIXTURES for seq in defs for d in seq):
+            item.add_marker(pytest.mark.slow)
+
+
 class _GroupsPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items):
+        _mark_heavy(items)
         _xdist_groups(items)
 
 

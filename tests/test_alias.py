@@ -14,6 +14,7 @@ from tanbias.lab.experiments import ALIAS, ALIAS_LEVELS, alias_config
 from plantedtables import alias_table
 
 
+@pytest.mark.slow
 def test_a_planted_response_reads_as_predicted_and_a_flat_one_not_detected():
     t = alias_table({"log_enrichment_late": -0.5, "mean_cosine_late": 0.3})
     r = alias.responses(t).set_index(["metric", "kind"])
@@ -25,6 +26,7 @@ def test_a_planted_response_reads_as_predicted_and_a_flat_one_not_detected():
     assert set(r["knob"]) == {"alias"} and len(r) == len(ALIAS_READINGS) * 2
 
 
+@pytest.mark.slow
 def test_the_joint_family_is_the_registered_38_with_missing_rows_at_p_1():
     dose_rows = pd.DataFrame({"p": np.linspace(1e-4, 0.2, 24), "end_to_end": -1.0, "predicted": "-",
                               "metric": "m", "knob": "token", "kind": "decoder"})
@@ -38,6 +40,7 @@ def test_the_joint_family_is_the_registered_38_with_missing_rows_at_p_1():
     assert (d2["p_holm"] <= d["p_holm"] + 1e-12).all()                  # tiny alias p values only lower the rest
 
 
+@pytest.mark.slow
 def test_learning_contrast_reads_less_when_aliasing_keeps_the_gain():
     alias_t = alias_table(gain={"encoder": -0.05, "decoder": -0.05})
     dose_t = alias_table(gain={"encoder": -0.8, "decoder": -0.8}).assign(on_token=True)

@@ -45,6 +45,7 @@ def test_the_levels_are_the_registered_calculation_and_match_the_direct_knob():
     assert ((e["ratio"] / e["token_ratio"]).between(0.9, 1.1)).all()
 
 
+@pytest.mark.slow
 def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
     p = ad.power_analysis(seeds=range(4, 11))
     late = p[p["metric"] == ad.POWER_READING]

@@ -13,6 +13,7 @@ from tanbias.stats import check_words
 from plantedtables import alias_analysis, alias_table
 
 
+@pytest.mark.slow
 def test_the_words_the_chapter_states_are_computed_once_by_name():
     aa = alias_analysis(False, log_enrichment_late=-0.5, mean_cosine_late=0.3)
     w = alias_report.words(aa)
@@ -32,6 +33,7 @@ def test_the_words_the_chapter_states_are_computed_once_by_name():
     assert {interim[f"balancing, {k} alignment"] for k in ("encoder", "decoder")} == {"undecided"}
 
 
+@pytest.mark.slow
 def test_the_matched_progress_change_is_quoted_beside_each_row():
     # a reading planted along the knob alone, the gain unrelated to the knob: the change at matched
     # gain is the planted one; with the gain tied to the knob, the correlation says so

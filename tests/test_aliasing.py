@@ -89,6 +89,7 @@ def streams():
 
 
 @pytest.mark.parametrize("kind", ["decoder", "encoder"])
+@pytest.mark.slow
 def test_aliasing_keeps_the_targets_and_the_text(streams, kind):
     _, aliased, plain, m = streams[kind]
     assert m is not None and m.n_inputs > m.vocab
@@ -148,6 +149,7 @@ def test_config_refuses_aliasing_a_tied_model_and_bad_values():
         RunConfig.from_dict({**SMOKE, "alias": 2.5})
 
 
+@pytest.mark.slow
 def test_extended_embedding_keeps_the_unaliased_model_and_draws_its_own_rows():
     from tanbias.lab.models import make_model
 

@@ -11,6 +11,7 @@ from tanbias.lab.config import ProbeSettings
 from tanbias.theory import alignment as al
 
 
+@pytest.mark.slow
 def test_analysis_finds_a_planted_tangent_space():
     # synthetic captures: 2 layers, 3 steps; gradients enriched along the activations' PCA space
     rng = np.random.default_rng(0)

@@ -234,8 +234,9 @@ def test_launch_repository_and_issue_links_derive_from_the_repository_setting(bu
 def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
     """Every table in a chapter's outputs comes from :func:`tanbias.book.tables.format_table`: its
     class, no index column, and no number printed with more significant digits than the
-    helper ever prints (:func:`tanbias.book.tables.too_precise`)."""
-    from tanbias.book.tables import MAX_DIGITS, TABLE_CLASS, too_precise
+    helper ever prints (:func:`tanbias.book.tables.too_precise`), and headers in words: no code name
+    such as ``planned_sd`` (:func:`tanbias.book.tables.header`; mathematics aside)."""
+    from tanbias.book.tables import _CODE_NAME, MAX_DIGITS, TABLE_CLASS, too_precise
 
     bad, seen = {}, 0
     for doc in toc_notebooks():
@@ -249,6 +250,9 @@ def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
             long = [n for cell in table["cells"] for n in too_precise(cell, MAX_DIGITS)]
             if long:
                 problems.append(f"numbers with more than {MAX_DIGITS} significant digits: {long[:8]}")
+            code = [h for h in table["header_texts"] if _CODE_NAME.search(re.sub(r"\\\(.*?\\\)", "", h))]
+            if code:
+                problems.append(f"headers that are code names: {code}; give them words in tables.HEADER_WORDS")
             if problems:
                 bad[f"{doc}, table {i + 1}"] = problems
     assert seen, "no chapter shows a table: the test reads nothing"

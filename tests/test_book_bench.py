@@ -183,6 +183,7 @@ def test_names_of_timings_and_of_counts():
                                           "second_moment", "ratio's 95 % CI")))
 
 
+@pytest.mark.slow
 def test_no_test_asserts_a_duration():
     """No file of tests/ compares a measured duration with a bound: timings are make bench's
     (tanbias.book.bench, tanbias.lab.bench), which reports them against their targets; a test must pass

@@ -13,6 +13,7 @@ from tanbias.lab.probe import probe_steps
 from plantedtables import causal_table, causal_trajectory, progress_trajectory
 
 
+@pytest.mark.slow
 def test_a_planted_specific_effect_is_supported_in_both_architectures():
     t = causal_table({"proxy": -0.3, "random": -0.05, "uniform": -0.05, "proxy-early": -0.25})
     rows = causal.causal_rows(t)
@@ -23,6 +24,7 @@ def test_a_planted_specific_effect_is_supported_in_both_architectures():
     assert e["word"] == "supported"
 
 
+@pytest.mark.slow
 def test_an_interim_reading_keeps_holms_family_at_six():
     """With the encoder's seeds missing, the decoder's three contrasts are adjusted as three of
     six (the absent ones enter with p = 1), not as a family of three."""
@@ -126,6 +128,7 @@ def test_the_run_tables_of_real_smoke_runs(tmp_path):
     (0.15, "survives"),                        # above the curve as well: the excess stays at matched loss
     (-0.15, "reverses"),
 ])
+@pytest.mark.slow
 def test_a_contrast_that_is_only_slower_learning_is_not_told_apart_at_matched_progress(offset, word):
     """The proxy arm learns less (ends 0.2 nats higher) on the same loss-anisotropy curve: its
     registered contrast is +0.2 (against), and at matched held-out loss it is ``offset``."""

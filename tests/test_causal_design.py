@@ -41,6 +41,7 @@ def test_an_altered_registration_is_refused(tmp_path):
         load_registration("causal", CAUSAL.registration_sha256, directory=tmp_path)
 
 
+@pytest.mark.slow
 def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
     p = cd.power_analysis(seeds=range(4, 14))
     chosen = p[p["chosen"]].set_index("kind")
@@ -53,6 +54,7 @@ def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
     assert 0.14 < chosen.loc["encoder", "sd"] < 0.15 and 0.09 < chosen.loc["decoder", "sd"] < 0.095
 
 
+@pytest.mark.slow
 def test_power_is_read_at_holms_first_threshold_over_the_family():
     alpha = cd.ALPHA / cd.FAMILY
     p = cd.power_analysis(seeds=(5,))

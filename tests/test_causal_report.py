@@ -13,6 +13,7 @@ from tanbias.stats import check_words
 from plantedtables import causal_status, causal_table, causal_trajectory, complete_causal, progress_trajectory
 
 
+@pytest.mark.slow
 def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
     t = causal_table({"proxy": -0.3})
     two = t[(t["kind"] == "decoder") | (t["seed"] == 0)]
@@ -40,6 +41,7 @@ def test_the_report_quotes_only_architectures_with_two_seeds(tmp_path):
         assert not too_precise(format_table(table).to_html())
 
 
+@pytest.mark.slow
 def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_words():
     """Two complete seeds give an architecture words, but while a registered seed is missing the
     closing page's gradient-side verdict stays 'incomplete' (every verdict before that is interim)."""
@@ -52,6 +54,7 @@ def test_an_interim_design_reads_incomplete_on_the_closing_page_whatever_its_wor
         == "supported"
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_matched_reading_beside_the_registered_one():
     t = causal_table(seeds=range(4))
     traj = progress_trajectory(t, lag=0.2, offset=0.0)
@@ -69,6 +72,7 @@ def test_the_report_shows_the_matched_reading_beside_the_registered_one():
     assert len(p) == 3 + 4 and not too_precise(format_table(p, intervals={"its 95 % CI": ("lo", "hi")}).to_html())
 
 
+@pytest.mark.slow
 def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
     t = causal_table({"proxy": +0.3}, seeds=range(3))
     traj = progress_trajectory(t)
@@ -83,6 +87,7 @@ def test_the_word_checks_read_the_named_words_and_refuse_an_unknown_name():
         check_words(w, {"causal, nowhere": "against"})
 
 
+@pytest.mark.slow
 def test_the_verdict_table_gives_each_interval_its_registered_level_and_shows_isoscore_beside_the_cosine():
     """rule.early and rule.reinforcing read their intervals at 1 - α/2 = 97.5 %, rule.causal and rule.cost
     at 95 %; prediction 1's mean cosine has IsoScore* beside it, read for what it says of anisotropy."""
@@ -98,6 +103,7 @@ def test_the_verdict_table_gives_each_interval_its_registered_level_and_shows_is
     assert (iso["estimate"] < 0).all()
 
 
+@pytest.mark.slow
 def test_the_report_reads_the_uniform_arms_cost_and_the_trajectories_ratio():
     """The uniform arm's held-out loss against the control's, IsoScore* beside the cosine, and the largest
     ratio proxy / control over the probe steps, where a planted proxy arm runs above its control mid-way."""

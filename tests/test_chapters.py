@@ -10,8 +10,9 @@ Static rules over every ``chapters/*.md`` notebook, read with jupytext:
 * numbers in prose are quoted with ``{eval}`` from :mod:`tanbias.book.prose` (one
   source for the book and JupyterLab), never with myst-nb's ``{glue:...}``
   roles, which JupyterLab cannot render;
-* every check is displayed (``display(check.require())``), never printed; the introduction's and
-  the closing page's run on the audit trail page (``chapters/audit_trail.md``), which they link to;
+* every check is displayed (``display(check.require())``), never printed; the introduction's, the
+  closing page's and the lab chapters' (7 to 13) run on the audit trail page
+  (``chapters/audit_trail.md``), in a section each page links to;
 * a folded output (``hide-output``) says in its toggle what it holds;
 * every table goes through :func:`tanbias.book.tables.format_table` (no ``.style``,
   ``.round(...)``, ``.to_string()`` of its own);
@@ -59,6 +60,7 @@ def _code_lines(source: str) -> int:
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_code_cells_are_short_calls(path):
     long = [(i, _code_lines(c.source)) for i, (c, ex) in enumerate(_cells(path))
             if c.cell_type == "code" and not ex and _code_lines(c.source) > MAX_LINES]
@@ -121,6 +123,15 @@ def test_folded_outputs_say_what_they_hold(path):
 SHOW_NO_CHECK = (ROOT / "intro.md", ROOT / "chapters" / "conclusions.md")
 AUDIT_TRAIL = ROOT / "chapters" / "audit_trail.md"
 CHECK_CALL = re.compile(r"\.(require|refute)\(\)")
+#: the lab chapters: each runs its checks on the audit trail, in the section ``audit-ch<N>``
+LAB_CHAPTERS = sorted(p for p in CHAPTERS if re.match(r"(0[7-9]|1[0-3])_", p.name))
+
+
+def _audit_section(label: str) -> str:
+    """The audit trail's section ``(label)=``, up to the next section of the same level."""
+    audit = AUDIT_TRAIL.read_text(encoding="utf8")
+    assert f"({label})=" in audit, f"{AUDIT_TRAIL.name} has no section ({label})="
+    return audit.split(f"({label})=")[1].split("\n## ")[1]
 
 
 @pytest.mark.parametrize("path", SHOW_NO_CHECK, ids=lambda p: p.stem)
@@ -131,10 +142,25 @@ def test_the_intro_and_the_closing_page_leave_their_checks_to_the_audit_trail(pa
     assert not CHECK_CALL.search(text), f"{path.name} displays a check; move it to {AUDIT_TRAIL.name}"
     section = {"intro": "audit-intro", "conclusions": "audit-conclusions"}[path.stem]
     assert f"audit_trail.md#{section})" in text, f"{path.name}: no link to its section of the audit trail"
-    audit = AUDIT_TRAIL.read_text(encoding="utf8")
-    assert f"({section})=" in audit, f"{AUDIT_TRAIL.name} has no section ({section})="
-    body = audit.split(f"({section})=")[1].split("\n## ")[1]     # the section, up to the next one
-    assert CHECK_CALL.search(body), f"{AUDIT_TRAIL.name}, {section}: no check runs there"
+    assert CHECK_CALL.search(_audit_section(section)), f"{AUDIT_TRAIL.name}, {section}: no check runs there"
+
+
+def test_every_lab_chapter_has_its_section_of_the_audit_trail():
+    assert [p.name[:2] for p in LAB_CHAPTERS] == ["07", "08", "09", "10", "11", "12", "13"]
+
+
+@pytest.mark.parametrize("path", LAB_CHAPTERS, ids=lambda p: p.stem)
+def test_a_lab_chapter_hides_no_check_and_links_to_its_audit_section(path):
+    """A check whose code the reader cannot see (a ``remove-input`` cell) guards the prose against
+    the committed runs: it runs on the audit trail, in the chapter's section, which the chapter
+    links to. A check whose code the chapter shows (planted or live data) stays: it is part of the
+    demonstration."""
+    hidden = [i for i, (cell, _) in enumerate(_cells(path)) if cell.cell_type == "code"
+              and "remove-input" in cell.metadata.get("tags", []) and CHECK_CALL.search(cell.source)]
+    assert not hidden, f"{path.name}: hidden checks in cells {hidden}; move them to {AUDIT_TRAIL.name}"
+    section = f"audit-ch{int(path.name[:2])}"
+    assert f"audit_trail.md#{section})" in path.read_text(encoding="utf8"), f"{path.name}: no link to #{section}"
+    assert CHECK_CALL.search(_audit_section(section)), f"{AUDIT_TRAIL.name}, {section}: no check runs there"
 
 
 #: what formats a table outside tanbias.book.tables
@@ -161,6 +187,7 @@ def test_book_evaluates_the_same_expressions_as_the_package_allows():
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_citations_are_author_year_links_to_the_paper(path):
     """JupyterLab (jupyterlab-myst 2.7) resolves no {cite} role: a citation is a link to the
     paper, ``[Bernas et al. (2026)](https://arxiv.org/abs/2604.08764)``, that the book turns
@@ -176,6 +203,7 @@ def test_citations_are_author_year_links_to_the_paper(path):
     assert not bad, f"{path.name}: citations whose text is not their entry's authors and year: {bad}"
 
 
+@pytest.mark.slow
 def test_every_bibliography_entry_is_cited():
     from tanbias.book._sphinxext import bibliography_entries, markdown_citations
 

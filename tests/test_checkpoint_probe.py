@@ -17,6 +17,7 @@ KIND = {"eurobert": "encoder", "gpt_neox": "decoder", "llama": "decoder"}
 
 
 @pytest.mark.parametrize("arch", TINY_ARCHS)
+@pytest.mark.slow
 def test_probe_checkpoints_end_to_end(tiny, arch):
     tables = ph.probe_checkpoints(tiny[arch], revisions=["step0", "step1"], n_tokens=1024,
                                   progress=False)
@@ -77,6 +78,7 @@ def test_residual_probe_and_capture_on_each_architecture(tiny, arch):
     assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.slow
 def test_checkpoints_command_writes_the_three_tables(tiny, tmp_path, capsys, monkeypatch):
     from tanbias.lab.__main__ import main
 

@@ -8,6 +8,7 @@ from tanbias.lab import checkpoints as ck
 from tanbias.lab.analysis import checkpoint_probe as ph
 
 
+@pytest.mark.slow
 def test_missing_local_revision_names_the_available_ones(tiny):
     with pytest.raises(ParameterError, match=r"revision='step7'.*\['step0', 'step1'\]"):
         ck.resolve_checkpoint(tiny["llama"], "step7")
@@ -21,6 +22,7 @@ def test_missing_local_revision_names_the_available_ones(tiny):
         ck.resolve_checkpoint(tiny["llama"] / "nothing" / "here")
 
 
+@pytest.mark.slow
 def test_hub_revision_is_passed_to_from_pretrained(tiny, monkeypatch):
     import transformers
 

@@ -71,6 +71,7 @@ def test_defaults_fit_every_size_and_every_number_of_steps(size, steps):
     assert fixed.replace(steps=300).probe.n_steps == 5   # a given value is kept
 
 
+@pytest.mark.slow
 def test_committed_run_configs_round_trip_byte_for_byte():
     paths = sorted(runs.RUNS_DIR.glob("*/config.json"))
     assert len(paths) >= 56

@@ -59,6 +59,7 @@ def test_unknown_language_is_a_parameter_error():
         load_corpus(["xx"])
 
 
+@pytest.mark.slow
 def test_language_counts_and_files_agree(corpus):
     counts = language_counts()
     assert len(counts) >= 4
@@ -88,6 +89,7 @@ def _chi2_critical(df: int, z: float = 3.09) -> float:
     return df * (1.0 - a + z * math.sqrt(a)) ** 3
 
 
+@pytest.mark.slow
 def test_balanced_mixture_is_closer_to_uniform_than_natural(corpus):
     n = 20_000
     shares = {}

@@ -20,6 +20,7 @@ SMOKE = dict(steps=6, size="smoke", languages=["en", "de"], checkpoint_every=3, 
              probe={"n_steps": 3, "tokens": 128, "rank": 4, "local_rank": 2, "min_count": 4})
 
 
+@pytest.mark.slow
 def test_expected_frequencies_match_a_sampled_stream(tokenizer):
     stream = Stream.from_config(dose_config("decoder", "skewed", 0, **SMOKE), tokenizer)
     f = stream.frequencies
@@ -31,6 +32,7 @@ def test_expected_frequencies_match_a_sampled_stream(tokenizer):
     assert np.allclose(counts[top] / counts.sum(), f[top], rtol=0.25, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_a_languages_counts_alone_are_the_committed_ones_of_the_whole_corpus(tokenizer, monkeypatch):
     """A run on some languages reads their counts from data/tokenizer/language_counts.npz, the whole
     corpus's: each language's split and tokens do not depend on the others."""
@@ -47,6 +49,7 @@ def test_a_languages_counts_alone_are_the_committed_ones_of_the_whole_corpus(tok
     assert np.array_equal(counted["pt"][0], read["pt"][0]) and counted["pt"][1] == read["pt"][1]
 
 
+@pytest.mark.slow
 def test_subsampling_flattens_the_head_as_designed(tokenizer):
     base = Stream.from_config(dose_config("decoder", "skewed", 0, **SMOKE), tokenizer)
     flat = Stream.from_config(dose_config("decoder", "b100", 0, **SMOKE), tokenizer)

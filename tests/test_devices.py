@@ -42,6 +42,7 @@ def test_the_help_line_names_every_value():
     assert all(value in DEVICE_HELP for value in DEVICES)
 
 
+@pytest.mark.slow
 def test_the_lab_and_the_measurement_share_it():
     """Both command lines offer the same values, and one function reads them: no second reader
     with other values."""

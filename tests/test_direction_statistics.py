@@ -24,6 +24,7 @@ def test_uniform_directions_give_a_flat_histogram():
     assert np.allclose(h.ref_prob, 0.1)
 
 
+@pytest.mark.slow
 def test_cylinder_monte_carlo_agrees_with_first_order_and_rejects_uniform():
     C, law = Cylinder(R=1.0, D=3, seed=0), Gaussian(0.35)
     s = C.sample(400_000, law, RNG(4))
@@ -36,6 +37,7 @@ def test_cylinder_monte_carlo_agrees_with_first_order_and_rejects_uniform():
     assert amp > 3 * se
 
 
+@pytest.mark.slow
 def test_saddle_monte_carlo_agrees_with_exact_density():
     S, law = Saddle(1.0, D=3, seed=1), Gaussian(0.15)
     s = S.sample(20_000, law, RNG(5))
@@ -43,6 +45,7 @@ def test_saddle_monte_carlo_agrees_with_exact_density():
     assert cmp.chi2_exact[2] > 1e-3 and cmp.chi2_first_order[2] > 1e-3
 
 
+@pytest.mark.slow
 def test_ricci_term_lowers_the_density_on_s2_times_r():
     """Our derivation: on S^2_R x R the share s = |u_S|^2 has first-order density
     ~ 1 + eta [(5/24) s^2 - s/6] / R^2. The seed statement's reading (positive Ricci

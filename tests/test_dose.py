@@ -134,6 +134,7 @@ def _with_metric(table, name="log_enrichment_late"):
     return table.rename(columns={"y": name})
 
 
+@pytest.mark.slow
 def test_holm_reads_the_verdict_table_at_adjusted_p():
     from statsmodels.stats.multitest import multipletests
 
@@ -155,6 +156,7 @@ def test_holm_reads_the_verdict_table_at_adjusted_p():
     assert np.isnan(nan["p_holm"].iloc[0]) and np.isclose(nan["p_holm"].iloc[1], 0.005)
 
 
+@pytest.mark.slow
 def test_lack_of_fit_is_the_F_test_of_the_level_means_against_the_line():
     rng = np.random.default_rng(1)
     bump = {"b37": -0.4}                                   # a dip at one level: not a line
@@ -192,6 +194,7 @@ def test_seed_intercepts_and_the_realised_residual_sd():
     assert 0.07 < rb["resid_sd"] < 0.14 and 0.07 < rn["resid_sd"] < 0.14     # the noise, seed offsets removed
 
 
+@pytest.mark.slow
 def test_training_progress_ancova_tells_the_knob_from_the_gain():
     """A reading that follows the gain alone loses its knob effect at matched gain; one that
     follows the knob keeps it."""
@@ -247,6 +250,7 @@ def _adaptive_frame(rng, slope, n_seeds=4, steps=(1, 2, 4, 8, 16, 32), persist=T
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_adaptive_association_has_the_run_as_its_unit():
     rng = np.random.default_rng(5)
     f = _adaptive_frame(rng, slope=0.0, n_seeds=6)

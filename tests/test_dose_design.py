@@ -16,6 +16,7 @@ def expected():
     return dose.expected_concentration().set_index("level")
 
 
+@pytest.mark.slow
 def test_token_knob_spans_ten_times_in_collision_probability(expected):
     token = [lv for lv in dose.level_positions("token")]
     c = expected.loc[token, "collision"].to_numpy()
@@ -33,6 +34,7 @@ def test_language_knob_barely_moves_concentration(expected):
 
 
 # --------------------------------------------------------------------------- power analysis
+@pytest.mark.slow
 def test_power_analysis_from_the_committed_sweep():
     p = dose.power_analysis()
     chosen = p[p["chosen"]]

@@ -74,6 +74,7 @@ def test_log_axis_reads_left_to_right_with_ticks_on_a_wide_and_a_narrow_span():
         log_axis([0.0, float("nan")])
 
 
+@pytest.mark.slow
 def test_chain_interactive_rises_to_the_right_and_keeps_its_sliders_off_the_axis_title():
     table = _chain_table()
     for knob in ("token", "language"):

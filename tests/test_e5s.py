@@ -313,6 +313,7 @@ def test_inconsistent_sizes_are_refused(tmp_path):
 # ---------------------------------------------------------------------------
 # the converted model and tokenizer, on the tiny file
 # ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_converted_bert_computes_the_engines_forward_pass(tiny, tmp_path):
     from transformers import AutoTokenizer, BertModel
 
@@ -362,6 +363,7 @@ def fake_e5(tmp_path, monkeypatch):
     return path
 
 
+@pytest.mark.slow
 def test_zoo_converts_once_then_reads_the_cache(fake_e5, monkeypatch):
     calls = []
     real = e5s.convert

@@ -75,6 +75,7 @@ def test_ex2_wrong_quotient(wrong, message):
 
 # --- exercise 3 -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ex3_reference_passes(capsys):
     check_exercise_3(reference_loop_gains, compounds=True)
     assert "Exercise 3 passed" in capsys.readouterr().out
@@ -120,6 +121,7 @@ def test_ex3_wrong_prediction():
         check_exercise_3(reference_loop_gains, compounds=False)
 
 
+@pytest.mark.slow
 def test_exercise_4_checker_on_smoke_sweep(loaded):
     from tanbias.book.exercises import check_exercise_4, reference_balancing_effect
 
@@ -133,6 +135,7 @@ def test_exercise_4_checker_on_smoke_sweep(loaded):
         check_exercise_4(lambda mm, k: "x", metrics=m)
 
 
+@pytest.mark.slow
 def test_exercise_4_checker_against_the_committed_sweep(capsys):
     from tanbias.book.exercises import check_exercise_4, reference_balancing_effect
 

@@ -70,6 +70,7 @@ def test_the_queues_train_in_their_stated_order():
     assert ALIAS.run("decoder", "k0", 6) == "alias-decoder-k0-s6" and ALIAS.run("decoder", "k0", 4).startswith("causal")
 
 
+@pytest.mark.slow
 def test_the_committed_config_files_are_what_the_designs_write():
     committed = sorted(p.stem for p in (runs.RUNS_DIR / "configs").glob("*.json"))
     designed = sorted([*CONTROL_RUNS, *(n for d in EXPERIMENTS.values() for n in d.names())])

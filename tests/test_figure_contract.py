@@ -79,6 +79,7 @@ def test_the_colour_detector(source, flagged):
     assert bool(colour_literals(source)) is flagged
 
 
+@pytest.mark.slow
 def test_no_colour_literal_outside_the_palette():
     bad = []
     for path in sorted(PKG.rglob("*.py")):

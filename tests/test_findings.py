@@ -69,6 +69,7 @@ def _labels(stem):
     return set(re.findall(r"^\(([\w-]+)\)=", text, re.MULTILINE))
 
 
+@pytest.mark.slow
 def test_the_grid_of_the_committed_runs_has_every_cell_a_word_and_a_section(grid):
     g, ca, ra = grid
     assert len(g) == len(findings.PROPERTIES) * len(findings.EVIDENCE)
@@ -122,3 +123,17 @@ def test_a_headline_word_of_several_words_is_refused(grid):
     g.loc[(g["property"] == "balancing") & (g["evidence"] == "knobs"), "word"] = "not yet tested"
     with pytest.raises(ValueError, match="one word"):
         findings.headline_words(g)
+
+
+def test_the_glossary_gathers_every_grid_word_under_its_verdict():
+    """The glossary's six verdict words are findings.CATEGORIES, and each rule word the verdict grid can
+    give stands in the row of its category (findings.WORD_CATEGORY): the reader's table and the
+    figure's colours cannot drift apart."""
+    text = (Path(__file__).resolve().parents[1] / "chapters" / "glossary.md").read_text(encoding="utf8")
+    section = text.split("(glossary-verdict-words)=")[1].split("```{admonition}")[0]
+    rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    table = {verdict.strip(): [w.strip() for w in words.split(";")] for verdict, _, words in rows[1:]}
+    assert tuple(table) == findings.CATEGORIES
+    placed = {word: verdict for verdict, words in table.items() for word in words}
+    wrong = {w: (placed.get(w), c) for w, c in findings.WORD_CATEGORY.items() if placed.get(w) != c}
+    assert not wrong, f"grid words in the wrong row of the glossary (row, category): {wrong}"

@@ -92,6 +92,7 @@ def test_slopes_and_constant_cylinder(cylinder, delta, centring):
     assert abs(c["rel_error"]) < 0.05, c
 
 
+@pytest.mark.slow
 def test_slopes_and_constant_quadric(quadric):
     df = ratio_scaling(quadric, TS, n=1000, rng=1)
     assert abs(fit_ratio_slope(df, "per_sample").slope - 1) < 0.05

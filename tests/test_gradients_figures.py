@@ -29,6 +29,7 @@ def test_ratio_figure(cylinder):
     assert len(fig.data) == 4
 
 
+@pytest.mark.slow
 def test_chapter4_interactives_and_figures(cyl):
     fig = static_ok(gradient_cloud_interactive(cyl), 7 * 2)
     assert fig["layout"]["sliders"][1]["steps"][1]["label"] == "constant"

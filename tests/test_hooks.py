@@ -78,6 +78,7 @@ def _points(steps, pset, start=0):
     return out
 
 
+@pytest.mark.slow
 def test_the_loop_calls_a_hook_at_its_points_in_order(recorder, tmp_path):
     summary = train_module.train(CFG, out_dir=tmp_path / "run", progress=False)
     pset = set(probe_steps(6, 3))
@@ -87,6 +88,7 @@ def test_the_loop_calls_a_hook_at_its_points_in_order(recorder, tmp_path):
     assert summary["seen"] == 6                                          # write's summary fields
 
 
+@pytest.mark.slow
 def test_a_resumed_run_gives_a_hook_its_checkpointed_state(recorder, tmp_path):
     with pytest.raises(train_module.Interrupted):
         train_module.train(CFG, out_dir=tmp_path / "run", progress=False, stop_after=3)

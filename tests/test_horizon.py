@@ -35,6 +35,7 @@ def test_the_registered_model_recovers_planted_main_effects():
     assert not c.loc["corruption_peak", "interim"]
 
 
+@pytest.mark.slow
 def test_missing_long_runs_stay_in_the_family_at_p_one():
     rows = horizon.contrast_rows(planted_collapse())
     assert len(rows) == 8                                              # the registered primary family
@@ -73,6 +74,7 @@ def test_the_collapse_words(collapsing, word):
     assert w.loc["mask-native", "runs"] == 2
 
 
+@pytest.mark.slow
 def test_no_run_gives_an_empty_analysis_with_every_row():
     a = horizon.analyse_horizon(loaded={})
     assert len(a.table) == 0 and len(a.contrasts) == 8 and a.contrasts["p"].isna().all()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import pytest
 
 from tanbias.lab import runs
 from tanbias.lab.analysis import horizon_design as hd
@@ -26,6 +27,7 @@ def test_the_registration_is_pinned_and_names_every_account_and_contrast():
     assert f"{hd.PRIMARY_FAMILY} contrasts" in reg["rule"]["primary"]["family"]
 
 
+@pytest.mark.slow
 def test_the_registered_power_is_what_the_realised_sds_give():
     """The numbers [power].result states, recomputed from the SDs (a changed design or SD fails here)."""
     p = hd.power_analysis(sd=SD).set_index(["kind", "seeds"])

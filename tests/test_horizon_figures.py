@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tanbias.figures import horizon as hf
 from tanbias.lab.analysis import horizon
 
 
+@pytest.mark.slow
 def test_the_horizons_figure_draws_each_interval_as_a_ratio():
     a = horizon.analyse_horizon()
     fig = hf.horizons_figure(a.horizons, a.contrasts)
@@ -19,12 +21,14 @@ def test_the_horizons_figure_draws_each_interval_as_a_ratio():
     assert len(at320.y) == len(ok)
 
 
+@pytest.mark.slow
 def test_the_figures_say_when_nothing_is_in_yet():
     a = horizon.analyse_horizon(loaded={})
     empty = hf.collapse_figure(a.trajectory)
     assert not empty.data and "no collapse run" in empty.layout.annotations[0].text
 
 
+@pytest.mark.slow
 def test_the_collapse_figure_has_one_line_per_run():
     a = horizon.analyse_horizon()
     fig = hf.collapse_figure(a.trajectory)

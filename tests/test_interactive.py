@@ -110,6 +110,7 @@ def test_interactive_checks_compute_signature_and_names():
 
 
 # ------------------------------------------------------------------ static rendering
+@pytest.mark.slow
 def test_static_figure_sliders_steps_default_and_frames():
     demo = two_param_demo(register=False)
     fig = demo.static_dict()
@@ -130,6 +131,7 @@ def test_static_figure_sliders_steps_default_and_frames():
     assert len(demo.static_figure().frames) == 45
 
 
+@pytest.mark.slow
 def test_static_axes_fixed_to_union_of_grid():
     demo = two_param_demo(register=False)
     lay = demo.static_dict()["layout"]
@@ -166,6 +168,7 @@ def test_to_html_has_no_plotlyjs_no_mathjax_and_caption():
     assert "Plotly.animate(" in html and "auto_play" not in html
 
 
+@pytest.mark.slow
 def test_budget_warns_and_hard_limit_raises(monkeypatch):
     demo = two_param_demo(register=False, budget_bytes=1000)
     with pytest.warns(I.FigureBudgetWarning):
@@ -184,6 +187,7 @@ def test_inconsistent_traces_are_rejected():
 
 
 # ------------------------------------------------------------------ live rendering
+@pytest.mark.slow
 def test_live_widget_updates_figurewidget_in_place():
     import ipywidgets as W
 

@@ -21,6 +21,7 @@ def _finite(d: dict, keys) -> bool:
     return all(np.isfinite(d[k]) for k in keys)
 
 
+@pytest.mark.slow
 def test_bench_lab_reports_every_figure_for_every_precision():
     b = bench_lab(size="smoke", reps=1, run_steps=4, n_probe_steps=2, gemm_n=64)
     keys = ("tokens_per_s", "t_plain", "t_inline", "t_separate", "per_step_inline_ratio", "per_step_separate_ratio",
@@ -53,6 +54,7 @@ def test_record_sizes_replaces_a_measured_row_and_keeps_the_others(tmp_path):
         record_sizes([new], path)
 
 
+@pytest.mark.slow
 def test_gpu_check_reports_what_the_script_prints_on_the_cpu(tmp_path):
     r = gpu_check("smoke", steps=2, precision="fp32", device="cpu", out_dir=tmp_path / "run", gemm_n=64)
     assert r["device"] == "cpu" and r["peak_memory_gb"] is None and r["steps"] == 2
@@ -76,6 +78,7 @@ def test_bench_ddp_reports_both_throughputs():
     assert r["speedup"] == pytest.approx(r["tokens_per_s_ddp"] / r["tokens_per_s_one"])
 
 
+@pytest.mark.slow
 def test_bench_surgery_reports_a_plain_and_a_surgical_step():
     from tanbias.lab.bench import bench_surgery
 

@@ -176,6 +176,7 @@ def test_every_module_has_a_layer():
                          "('Layers') and in tests/test_layers.py.")
 
 
+@pytest.mark.slow
 def test_no_upward_import():
     bad = []
     for src, dst, _, line in internal_edges():
@@ -232,6 +233,7 @@ def test_maths_modules_import_no_figures(module):
     assert not top_pandas, f"{module} imports pandas at module level (lines {top_pandas}): defer it"
 
 
+@pytest.mark.slow
 def test_maths_import_without_plotly():
     code = ("import sys\n" + "".join(f"import {m}\n" for m in MATHS)
             + "import tanbias.stats\n"
@@ -255,6 +257,7 @@ def test_the_package_face_imports_the_layers_lazily():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_chapters_reading_committed_results_import_no_torch():
     """Chapters 8-13 and the closing page read committed tables: what they import (every
     experiment's analysis and report) must not load torch (about 3 s of CPU a chapter in the
@@ -267,6 +270,7 @@ def test_chapters_reading_committed_results_import_no_torch():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_figures_import_skips_the_grammar_compiling_optional_dependency():
     """Importing the figures (every chapter does) must not load rfc3987_syntax (3 s of CPU)."""
     code = ("import sys\nimport tanbias.figures, tanbias.figures.interactive, tanbias.figures.renderer\n"
@@ -401,6 +405,7 @@ def design_deferred_exceptions(text: str | None = None) -> dict[tuple[str, str],
     return {(m.group(1), m.group(2)): m.group(3).strip() for m in line.finditer(text)}
 
 
+@pytest.mark.slow
 def test_deferred_imports_avoid_a_heavy_import():
     """An import of a package module inside a function loads a library of :data:`HEAVY` that the
     importing module does not load at import; any other goes to the top of its module, or into

@@ -109,6 +109,7 @@ def test_sphere_geodesic_distance_is_the_arc():
     assert np.allclose(R * np.arccos(np.clip(a @ b, -1, 1)), 1.2, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_quadric_exp_log_round_trip_and_rk4_convergence():
     A = np.array([[[1.0, 0.4], [0.4, -0.6]]])
     Q = Quadric(A, D=4, seed=3)
@@ -194,6 +195,7 @@ def test_cylinder_sampler_matches_importance_weighted_area_sampling():
         assert abs(np.mean(f_s) - mean_w) < 4 * se
 
 
+@pytest.mark.slow
 def test_quadric_sampler_matches_parameter_space_quadrature():
     S = Saddle(1.0, D=3, seed=0)
     law = Gaussian(0.15)
@@ -210,6 +212,7 @@ def test_quadric_sampler_matches_parameter_space_quadrature():
     assert abs(np.mean(s.chord ** 2) - mean_c2) < 4 * se
 
 
+@pytest.mark.slow
 def test_quadric_direction_is_geodesic_not_projected():
     S = Saddle(2.0, D=3, seed=1)
     s = S.sample(3000, Gaussian(0.1), RNG(9))

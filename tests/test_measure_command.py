@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import pytest
 
 from tanbias.lab import measure_command as mc
 from tanbias.lab.analysis import measure as ms
@@ -18,6 +19,7 @@ def _leftovers(folder) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".partial-" in p.name or ".old-" in p.name)
 
 
+@pytest.mark.slow
 def test_the_command_line_writes_tables_manifest_and_report(tmp_path, capsys, monkeypatch):
     """``tanbias measure`` through the package face: the command's folder, its report page
     (plotly inlined, nothing fetched) and the command line in the manifest."""
@@ -46,6 +48,7 @@ def test_the_command_line_writes_tables_manifest_and_report(tmp_path, capsys, mo
     assert not (out / "alignment.csv").exists() and _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_without_a_report_the_lab_writes_tables_and_manifest(tmp_path, capsys, monkeypatch):
     """No report builder (the lab's command alone), or ``--no-report``: the tables and the manifest."""
     import tanbias.lab.models
@@ -81,6 +84,7 @@ def test_the_options_map_onto_the_settings():
     assert mc.parser().parse_args(["m", "--dtype", "bfloat16"]).dtype == "bfloat16"
 
 
+@pytest.mark.slow
 def test_help_answers_without_loading_torch():
     code = ("import sys\nfrom tanbias.lab import measure_command\n"
             "try:\n    measure_command.main(['--help'])\nexcept SystemExit:\n    pass\n"

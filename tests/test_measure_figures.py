@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 from tanbias.figures import measure as fm
 from tanbias.figures import report as fr
@@ -13,6 +14,7 @@ from tanbias.lab.analysis import measure as ms
 from tanbias.theory.anisotropy import LABELS
 
 
+@pytest.mark.slow
 def test_a_series_is_split_into_checkpoints_each_with_the_null(measured_tiny):
     parts = ms.split_revisions(measured_tiny["series"])
     assert list(parts) == ["step0", "step1", "step2"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ def smoke(tmp_path_factory):
     return smoke_pipeline("decoder", out_dir=tmp_path_factory.mktemp("smoke"))
 
 
+@pytest.mark.slow
 def test_smoke_pipeline_trains_probes_and_analyses(smoke):
     assert smoke["summary"]["probe_steps"] == [0, 1, 3, 7] and smoke["seconds"] > 0
     assert {"frozen", "refit", "local"} <= set(smoke["alignment"]["proxy"])
@@ -32,6 +34,7 @@ def test_smoke_pipeline_trains_probes_and_analyses(smoke):
     assert man["config"] == runs.read_config(smoke["path"]).to_dict()
 
 
+@pytest.mark.slow
 def test_reproduce_prefix_matches_and_detects_a_mismatch(smoke, monkeypatch):
     ref = smoke["path"]
     res = reproduce(ref, steps=3, progress=False)
@@ -92,6 +95,26 @@ def test_killed_queue_resumes_and_loses_nothing(tmp_path, monkeypatch):
     assert np.allclose([x for _, x in steps(resumed, "step")], [x for _, x in steps(straight, "step")], atol=1e-4)
     ev_r, ev_s = steps(resumed, "probe_eval"), steps(straight, "probe_eval")
     assert [s for s, _ in ev_r] == [s for s, _ in ev_s] and np.allclose([x for _, x in ev_r], [x for _, x in ev_s])
+
+
+def test_a_sitting_writes_its_record_while_its_runs_train(tmp_path, monkeypatch):
+    """A sitting killed with its session, no run finished, still leaves its wall time: the queue
+    rewrites its record every RECORD_EVERY_S while runs train."""
+    import tanbias.lab.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "RECORD_EVERY_S", 0.05)
+    record = tmp_path / "runs" / "dose.json"
+    seen = []
+
+    def training(cmd, **kwargs):                    # stands for a run that is still training
+        time.sleep(0.5)
+        seen.append(json.loads(record.read_text())["sittings"][-1])
+        return 1
+
+    monkeypatch.setattr(subprocess, "call", training)
+    run_queue([tmp_path / "configs" / "a-run.json"], jobs=1, out_root=tmp_path / "runs", report_name="dose.json")
+    (during,) = seen
+    assert during["wall_seconds"] > 0 and during["runs"] == {} and during["finished"] is None
 
 
 def test_commit_of_a_finished_run_takes_only_its_files(tmp_path):

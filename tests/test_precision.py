@@ -46,6 +46,7 @@ def both(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_bf16_loss_curve_agrees_with_fp32(both):
     a = both["fp32"].metrics["loss"].to_numpy()
     b = both["bf16"].metrics["loss"].to_numpy()

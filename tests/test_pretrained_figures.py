@@ -84,6 +84,7 @@ def test_the_alignment_figure_offers_the_decoders_only(tables):
                                                  for d in data.values())
 
 
+@pytest.mark.slow
 def test_every_static_page_is_light(tables):
     for make in (fp.premise_interactive, fp.anisotropy_interactive, fp.curvature_interactive):
         html = make(tables).to_html()

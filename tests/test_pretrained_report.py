@@ -28,6 +28,7 @@ def test_layers_read_as_runs(layers, text):
     assert pretrained_report.layer_ranges(layers) == text
 
 
+@pytest.mark.slow
 def test_the_numbers_chapter_9_quotes_are_the_tables_numbers(tables, table):
     numbers = pretrained_report.numbers(tables)
     assert numbers and all(numbers[k] == table["ch9_" + k] or (isinstance(numbers[k], float) and np.isnan(numbers[k]))
@@ -53,6 +54,7 @@ def test_every_sign_and_band_word_is_the_one_rule_on_its_interval(table):
         assert count == table[k], (k, listed)
 
 
+@pytest.mark.slow
 def test_the_checks_can_fail_and_read_their_rules(tables, table):
     checks = pretrained_report.pretrained_checks(tables)
     decoders = [pretrained_report.SHORT[n] for n, e in zoo.ZOO.items() if e.kind == "decoder"]
@@ -72,6 +74,7 @@ def test_zoo_table_lists_every_model_once():
     assert set(t["kind"]) == {"encoder", "decoder"}
 
 
+@pytest.mark.slow
 def test_premise_verdicts_read_the_premise_table(tables):
     """The narrow premise table says, per model and language, what the wide one's interval words say."""
     narrow, wide = pretrained_report.premise_verdicts(tables), pretrained_report.premise_table(tables)

@@ -89,6 +89,7 @@ def test_t_interval_matches_scipy():
     assert np.isnan(rg.t_interval([2.0])[1]) and rg.t_interval([np.nan, 1.0, 3.0])[3] == 2
 
 
+@pytest.mark.slow
 def test_holm_keeps_a_row_without_p_in_its_family_at_p_one():
     """The one rule: a row whose p cannot be computed stays in its registered family with p = 1,
     so the others are adjusted as in a family of its registered size, not a smaller one."""
@@ -120,12 +121,14 @@ def _seed_paired_regression_power(b, sd, n, x, reps, rng):
     return hits / reps
 
 
+@pytest.mark.slow
 def test_the_detectable_ratio_has_the_stated_power_in_a_simulation():
     x = np.array([0, 1 / 3, 2 / 3, 1])
     ratio = rg.detectable_ratio(0.08, 3, x)
     assert abs(_seed_paired_regression_power(np.log(ratio), 0.08, 3, x, 2000, np.random.default_rng(0)) - 0.8) < 0.03
 
 
+@pytest.mark.slow
 def test_power_at_a_ratio_matches_a_simulation():
     x = np.array([0, 1 / 3, 2 / 3, 1])
     sd, n, ratio = 0.15, 3, 1.25

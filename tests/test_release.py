@@ -114,6 +114,7 @@ def test_citation_file_is_valid_cff():
     assert not problems, "CITATION.cff is not valid CFF 1.2.0:\n" + "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_citation_file_cites_the_paper_the_book_tests():
     """The paper is a reference, with the authors, title, year and address of references.bib."""
     from tanbias.book._sphinxext import bibliography_entries

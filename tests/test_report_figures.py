@@ -30,6 +30,7 @@ def test_every_figure_links_to_a_section_its_chapter_defines(key):
     assert f"({label})=" in source, f"{doc} defines no label {label}"
 
 
+@pytest.mark.slow
 def test_the_report_is_one_page_that_needs_no_network(measured_tiny):
     from plotly.offline import get_plotlyjs
 
@@ -46,6 +47,7 @@ def test_the_report_is_one_page_that_needs_no_network(measured_tiny):
     assert one.count('class="plotly-graph-div"') == len(fr.SECTIONS) - 3
 
 
+@pytest.mark.slow
 def test_each_reading_is_drawn_beside_the_books_models(measured_tiny):
     """One figure per reading: the model's lines over the zoo's committed ones and the lab's final
     runs, each where it reads that quantity (chapter 9 reads the raw mean cosine and IsoScore*)."""

@@ -72,6 +72,7 @@ def test_the_registry_of_reports_is_the_registry_of_experiments_a_chapter_reads(
         assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words")), name
 
 
+@pytest.mark.slow
 def test_every_report_states_its_words_by_name(committed):
     a = findings.analyses()
     for name, report in findings.REPORTS.items():
@@ -98,8 +99,14 @@ GLUED_BY = {"run_pair": [("07_alignment_test", "ch7_")], "claims": [("conclusion
             **{r: [(_chapter(d.chapter), f"ch{d.chapter}_"),
                    *([("conclusions", f"ch{d.chapter}_"), ("audit_trail", f"ch{d.chapter}_")] if r == d.name else [])]
                for r, d in _REGISTERED_REPORTS.items()}}
-#: report -> the chapters that read it by name without gluing it: (chapter, prefix, dict name)
-READ_BY = {"sweep": [("09_pretrained_models", "ch8_", "lab")]}
+#: report -> the chapters that read it by name without gluing it: (chapter, prefix, dict name, a regex); the
+#: audit trail reads each registered report as ``n["<name>"]`` and its chapter's own dict as ``ch<N>_n[umbers]``
+READ_BY = {"sweep": [("09_pretrained_models", "ch8_", "lab")],
+           "run_pair": [("audit_trail", "ch7_", "ch7_numbers")]}
+for _r, _d in _REGISTERED_REPORTS.items():
+    if _r == _d.name:
+        READ_BY.setdefault(_r, []).extend([("audit_trail", f"ch{_d.chapter}_", rf'n\["{_r}"\]'),
+                                           ("audit_trail", f"ch{_d.chapter}_", rf"ch{_d.chapter}_n(?:umbers)?")])
 
 
 @pytest.mark.parametrize("report", list(GLUED_BY))

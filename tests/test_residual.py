@@ -104,6 +104,7 @@ def test_unit_energies_average_to_the_alignment(M):
 
 # --- (b) the loop ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_loop_shape_and_controls(run):
     df = run
     assert list(df.columns) == ["step", "loop", "alignment", "update_alignment", "share", "loss"]
@@ -149,6 +150,7 @@ def test_run_feedback_loop_matches_feedback_loop():
                              M.normal_basis) == pytest.approx(last, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_fit_columns_measure_the_target_halves():
     h = run_feedback_loop(steps=1500, log_every=100).history.set_index(["loop", "step"])
     assert abs(h.loc[("closed", 0), "fit_tangent"]) < 0.01      # untrained: nothing fitted

@@ -23,6 +23,7 @@ def history():
     return feedback_loop()
 
 
+@pytest.mark.slow
 def test_loop_and_depth_figures(history):
     for fig in (loop_figure(history), loop_figure(history, "share"),
                 depth_figure(residual_depth_profile(np.ones((2, 3)), np.eye(3)[:, :1],
@@ -38,6 +39,7 @@ def test_depth_interactive_and_cloud_figure(M):
     assert isinstance(depth_cloud_figure(c), go.Figure)
 
 
+@pytest.mark.slow
 def test_loop_interactive_and_learning_figure():
     snaps = (0, 20, 100, 200)
     runs = {s: run_feedback_loop(steps=200, log_every=20, init_scale=s, snapshot_steps=snaps)

@@ -68,6 +68,7 @@ def planted_table(effects=None, seeds=range(6), noise=0.01, rng=0, **columns):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_the_contrasts_recover_planted_effects_and_holm_reads_each_family_whole():
     t = planted_table({("decoder", "unigram-control", "raw"): -0.4, ("decoder", "unigram-proxy", "raw"): -0.6})
     c = rivals.contrast_rows(t)
@@ -83,6 +84,7 @@ def test_the_contrasts_recover_planted_effects_and_holm_reads_each_family_whole(
     assert (c["p_holm"] >= c["p"] - 1e-12).all()
 
 
+@pytest.mark.slow
 def test_a_missing_seed_leaves_the_architecture_out_of_the_model_and_p_at_one_in_holm():
     t = planted_table(seeds=range(3))
     t = t[~((t.kind == "encoder") & (t.seed > 0))]                 # one complete encoder seed: no df
@@ -93,6 +95,7 @@ def test_a_missing_seed_leaves_the_architecture_out_of_the_model_and_p_at_one_in
     assert rivals.complete_seeds(t, "encoder") == [0] and rivals.complete_seeds(t, "decoder") == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_the_accounts_read_their_rules():
     # planted: the unigram head lowers the peak and the final reading in the decoder; centring and
     # standardising leave a tenth of the raw reading; the proxy's enrichment vanishes outside W_U
@@ -114,6 +117,7 @@ def test_the_accounts_read_their_rules():
     assert set(w) <= {"supported", "against", "not distinguished"}
 
 
+@pytest.mark.slow
 def test_matched_progress_reads_each_pair_at_the_slower_runs_final_loss():
     import pandas as pd
 

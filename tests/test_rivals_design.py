@@ -70,6 +70,7 @@ def test_a_standard_head_cell_is_its_committed_twin_but_for_the_name():
         name="rivals-decoder-unigram-proxy-s0", output_bias="unigram")
 
 
+@pytest.mark.slow
 def test_the_power_of_the_registered_seeds_is_the_registrations(design):
     n = design
     assert n["sd_encoder"] == pytest.approx(0.121, abs=0.0005) and n["sd_df_encoder"] == 55

@@ -27,6 +27,7 @@ def _shares(t, q=0.1, mean_share=0.2, top=0.05, enr=2.0, enr_out=1.0):
     return t
 
 
+@pytest.mark.slow
 def test_every_registered_prediction_is_read_and_named_in_the_registration():
     reg = rp.registration_predicts()
     for account, key, _, _ in rp.PREDICTIONS:
@@ -38,6 +39,7 @@ def test_every_registered_prediction_is_read_and_named_in_the_registration():
     assert set(p["outcome"]) <= {"met", "failed", "undecided"}
 
 
+@pytest.mark.slow
 def test_a_null_prediction_fails_where_the_contrast_is_significant_and_is_met_only_inside_the_margin():
     # planted: the unigram head lowers the centred reading in the decoder, the encoder's is flat and tight
     t = _shares(planted_table(noise=0.005))
@@ -53,6 +55,7 @@ def test_a_null_prediction_fails_where_the_contrast_is_significant_and_is_met_on
     assert q[("encoder", "tangent_bias", "surgery_interaction")] == "undecided"
 
 
+@pytest.mark.slow
 def test_the_opposite_sign_prediction_fails_when_aliasing_rises_more_under_the_unigram_head():
     eff = {("decoder", "standard-k3", "raw"): 0.3, ("decoder", "unigram-k3", "raw"): 0.6}
     t = _shares(planted_table(eff))
@@ -66,6 +69,7 @@ def test_the_opposite_sign_prediction_fails_when_aliasing_rises_more_under_the_u
     assert p[("decoder", "unigram_first", "alias_interaction")] == "met"
 
 
+@pytest.mark.slow
 def test_share_predictions_read_their_side_of_the_threshold():
     t = _shares(planted_table(), mean_share=0.2, top=0.2, enr_out=0.0)
     c, s, a = _analyse(t)
@@ -81,6 +85,7 @@ def test_share_predictions_read_their_side_of_the_threshold():
     assert p[("decoder", "rogue_dimensions", "top_share")] == "failed"
 
 
+@pytest.mark.slow
 def test_realised_power_detects_its_own_detectable_change_with_80_percent():
     from tanbias.lab.analysis import registered
 

@@ -22,6 +22,7 @@ def test_log_range_holds_the_values_and_the_reference():
     assert lo < 0 < 0.7 < hi
 
 
+@pytest.mark.slow
 def test_enrichment_is_drawn_on_a_log_axis_with_its_reference_at_one(runs):
     it = run_figures.alignment_interactive(runs)
     d = it.static_dict()
@@ -49,6 +50,7 @@ def test_loss_figure_has_the_runs_and_their_baselines(runs, make):
 
 
 @pytest.mark.parametrize("make", [run_figures.layer_interactive, run_figures.radius_interactive])
+@pytest.mark.slow
 def test_interactives_render_every_frame(runs, make):
     d = make(runs).static_dict()
     assert d["data"] and d.get("frames")

@@ -108,6 +108,7 @@ def test_the_bibliography_names_authors_as_a_citation_does_with_every_address(bi
     assert ext.citation_urls(bib)["https://doi.org/10.18653/v1/2021.emnlp-main.372"] == "two2021"
 
 
+@pytest.mark.slow
 def test_an_edited_bibliography_is_read_again(bib):
     assert "four" not in ext.bibliography_entries(bib)
     bib.write_text(BIB + "@misc{four, author = {Doe, Jane}, year = {2000}, url = {https://d.org}}\n", encoding="utf8")
@@ -115,6 +116,7 @@ def test_an_edited_bibliography_is_read_again(bib):
     assert ext.bibliography_entries(bib)["four"]["authors"] == "Doe"
 
 
+@pytest.mark.slow
 def test_every_entry_of_the_books_bibliography_has_an_address():
     missing = [k for k, e in ext.bibliography_entries().items() if not e["urls"]]
     assert not missing, f"references.bib entries without url, doi or arXiv eprint: {missing}"

@@ -16,6 +16,7 @@ def test_exact_power_law_has_exact_slope():
     assert fit.ci_low == pytest.approx(2.5, abs=1e-6) and fit.ci_high == pytest.approx(2.5, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_confidence_interval_coverage_is_nominal():
     rng = np.random.default_rng(0)
     x = np.geomspace(0.1, 10, 8)

@@ -132,6 +132,7 @@ def test_the_random_arm_holds_about_r_over_D_of_the_update_and_the_window_ends()
     assert [s.active(k, 10) for k in range(10)] == [True] * 3 + [False] * 7
 
 
+@pytest.mark.slow
 def test_a_killed_surgery_run_resumes_with_identical_losses(tmp_path):
     from tanbias.lab.runs import read_jsonl
     from tanbias.lab.train import Interrupted, train

@@ -50,6 +50,7 @@ def test_run_metrics_phases_and_layer_mean(loaded):
     assert np.isclose(layers["log_enrichment"].mean(), np.log(a["enrichment"]).mean())
 
 
+@pytest.mark.slow
 def test_effects_are_seed_paired_and_interaction_is_the_difference(loaded):
     m = sweep.run_metrics(loaded)
     e = sweep.effects(m)

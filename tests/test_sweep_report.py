@@ -9,6 +9,7 @@ import pytest
 from tanbias.lab.analysis import sweep, sweep_report
 
 
+@pytest.mark.slow
 def test_sweep_numbers_on_the_smoke_sweep(loaded):
     sw = sweep_report.analyse(loaded, controls=())
     r8 = sweep_report.numbers(sw)

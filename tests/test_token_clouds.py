@@ -300,6 +300,7 @@ def _count_confounded_text(seed=0, n_types=120, D=32):
     return X, ids, docs, np.log(counts.astype(float))
 
 
+@pytest.mark.slow
 def test_a_count_matched_reading_does_not_follow_the_count():
     """The plain RMS radius grows with the count ((c - 1)/c) and the plain centroid distance
     falls with it (+sigma^2/c): both correlate with a frequency that is the count. Matched to
@@ -343,6 +344,7 @@ def test_premise_bootstrap_finds_a_real_dependence_and_checks_its_input():
     assert np.all(res["band_lo"][:, 0] > 0)
 
 
+@pytest.mark.slow
 def test_the_band_over_layers_covers_every_layer_at_once():
     """Ten independent "layers" of pure noise: the band over layers holds every layer's own
     interval inside it, is wider than them, and excludes 0 somewhere in about 5 % of texts."""
@@ -362,6 +364,7 @@ def test_the_band_over_layers_covers_every_layer_at_once():
     assert miss_band <= 5, f"{miss_band} of {3 * reps} bands exclude 0 somewhere (about 5 % expected)"
 
 
+@pytest.mark.slow
 def test_spearman_rows_equal_scipys_spearman_with_ties_constants_and_gaps():
     """The bootstrap's fast ρ (ranks of x computed once) is scipy's ρ, case by case."""
     from scipy.stats import spearmanr

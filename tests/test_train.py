@@ -38,6 +38,7 @@ def smoke_run(tmp_path_factory):
     return d, summary
 
 
+@pytest.mark.slow
 def test_smoke_train_and_probe_end_to_end(smoke_run):
     d, summary = smoke_run
     data = runs.load_run(d)               # verifies every checksum of the manifest
@@ -58,6 +59,7 @@ def test_smoke_train_and_probe_end_to_end(smoke_run):
     assert not (d / "work" / "probe").exists() or len(list((d / "work" / "probe").glob("*.npz"))) == 5
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_gives_identical_metrics(smoke_run, tmp_path):
     ref, _ = smoke_run
     d = tmp_path / "smoke-test"
@@ -137,6 +139,7 @@ def test_constant_schedule_keeps_the_learning_rate_after_warmup():
     assert const(99) == 1.0 and abs(cos(99) - 0.1) < 1e-3
 
 
+@pytest.mark.slow
 def test_train_revisions_saves_a_mirror_of_the_runs_steps(smoke_run, tmp_path):
     """The checkpoint probe's input for a lab model: the same steps as train()."""
     import torch
@@ -157,6 +160,7 @@ def test_train_revisions_saves_a_mirror_of_the_runs_steps(smoke_run, tmp_path):
         train_revisions(SMOKE, tmp_path / "bad", at=(13,))
 
 
+@pytest.mark.slow
 def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
     """Every probe step scores the stream's probe-eval batches: distinct batches, whose masked positions
     (an encoder's) add up to the logged count; the batch scored twice would count its own twice."""
@@ -175,6 +179,7 @@ def test_probe_steps_score_the_probe_eval_batches(tmp_path, tokenizer):
     assert scored[0] != scored[1]              # the masks differ: two batches, not one twice
 
 
+@pytest.mark.slow
 def test_a_run_derives_its_stream_once(tmp_path, monkeypatch):
     """One Stream per run: an aliased unigram-head run that scores probe-eval batches builds its
     stream once and its expected frequencies (the alias map's input) once, though its model (the
@@ -197,6 +202,7 @@ def test_a_run_derives_its_stream_once(tmp_path, monkeypatch):
     assert built == [cfg.name] and len(counted) == 1
 
 
+@pytest.mark.slow
 def test_a_unigram_head_run_resumed_after_interruption_gives_identical_losses(tmp_path):
     cfg = {**SMOKE, "name": "smoke-unigram", "kind": "decoder", "output_bias": "unigram", "steps": 8}
     ref, d = tmp_path / "ref", tmp_path / "resumed"

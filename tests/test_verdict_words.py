@@ -56,6 +56,7 @@ def headline():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_every_verdict_word_on_the_page_has_a_rule(page, headline):
     assert unknown_words(page.read_text(), headline) == []
 

@@ -47,6 +47,7 @@ def test_off_junction_point_shows_the_second_sheet_entering():
     assert off.large.ci_low > 2.2 and off.change > 0.3
 
 
+@pytest.mark.slow
 def test_confidence_intervals_cover_the_truth():
     hits = 0
     for seed in range(60):

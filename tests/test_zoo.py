@@ -132,6 +132,7 @@ def test_wrong_version_is_unavailable(fake, monkeypatch):
         zoo.weight_path("fake")
 
 
+@pytest.mark.slow
 def test_gemma_is_assembled_once_and_rebuilt_when_damaged(tmp_path, monkeypatch):
     monkeypatch.setattr(zoo, "ZOO_DIR", tmp_path)
     try:

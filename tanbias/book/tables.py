@@ -29,7 +29,7 @@ import re
 from tanbias._checks import check_instance, check_int
 from tanbias.errors import ParameterError
 
-__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "WIDE_CLASS", "WIDE_COLUMNS", "format_number", "format_cell",
+__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "WIDE_CLASS", "WIDE_COLUMNS", "HEADER_WORDS", "header", "format_number", "format_cell",
            "table_text", "format_table", "too_precise"]
 
 #: significant digits of a number that is not whole, unless a table asks for fewer
@@ -245,10 +245,50 @@ def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = N
     (True, True, False)
     >>> WIDE_CLASS in format_table(pd.DataFrame({c: [1] for c in "abcdefghij"})).to_html()
     True
+    >>> ">planned SD<" in format_table(pd.DataFrame({"planned_sd": [0.1]})).to_html()
+    True
     """
     text = table_text(frame, digits=digits, intervals=intervals, na=na, na_columns=na_columns)
+    text.columns = [header(c) for c in text.columns]
     classes = f"dataframe {TABLE_CLASS}" + (f" {WIDE_CLASS}" if text.shape[1] >= WIDE_COLUMNS else "")
     return text.style.format(escape="html").hide(axis="index").set_table_attributes(f'class="{classes}"')
+
+
+#: the words a reader sees for the package's column names (a table's header is read, not typed): one
+#: place, so that a column reads the same in every table; :func:`header` applies it
+HEADER_WORDS = {
+    # the gradient tables (chapter 4)
+    "median_mean_ratio": "median ratio", "predicted_mean": "predicted mean", "predicted_rms": "predicted RMS",
+    "relative_to_type2": "relative to type 2", "rms_ratio": "RMS ratio",
+    # the alignment test (chapters 7 and 8): early = the first 30 % of training, late = the last step
+    "energy_proxy": "energy share, proxy", "random_share": "energy share, random", "p_energy": "p (energy)",
+    "d_iso_proxy": "ΔIsoScore*, proxy", "d_iso_control_mean": "ΔIsoScore*, random (mean)",
+    "enrichment_init": "enrichment at step 0", "enrichment_early": "enrichment, early",
+    "enrichment_late": "enrichment, last step", "excess_iso_early": "excess ΔIsoScore*, early",
+    "excess_iso_late": "excess ΔIsoScore*, last step", "p_energy_late_max": "largest p (energy), last step",
+    "spearman_late": "ρ(log frequency, radius), last step",
+    "late_over_peak": "last / peak", "peak_frac": "peak, % of training", "peak_step": "peak step",
+    # the power tables (chapter 10)
+    "planned_sd": "planned SD", "planned_df": "planned df", "planned_power": "planned power",
+    "planned_detectable": "planned detectable change", "realised_sd": "realised SD", "realised_df": "realised df",
+    "realised_power": "realised power", "realised_detectable": "realised detectable change", "seed_p": "p (seeds)",
+    # the measurement's costs and interval widths
+    "median_width": "median width", "peak_gb": "peak memory (GB)",
+}
+#: a name as code writes it: lower-case words joined by underscores
+_CODE_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+def header(label: str) -> str:
+    """A column's header in words: each code name in it (``planned_sd``) by :data:`HEADER_WORDS`, else with
+    spaces for its underscores; a name with capitals (``W_U``) or in mathematics is kept.
+
+    Example
+    -------
+    >>> header("planned_sd"), header("late_over_peak, max"), header("outside W_U"), header("some_new_name")
+    ('planned SD', 'last / peak, max', 'outside W_U', 'some new name')
+    """
+    return _CODE_NAME.sub(lambda m: HEADER_WORDS.get(m.group(0), m.group(0).replace("_", " ")), str(label))
 
 
 #: a number printed with a point or an exponent, not inside a word or a version string

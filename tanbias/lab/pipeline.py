@@ -223,6 +223,11 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
     return _git_commit(files, message, cwd=folder)
 
 
+#: how often (seconds) a queue rewrites its sitting's record while runs train, so that a sitting
+#: killed with its session (no run finishing) still leaves its wall time beside the runs
+RECORD_EVERY_S = 60.0
+
+
 def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
               report_name: str = "queue.json", how: str = "", device: str = "auto", sittings: bool = True) -> dict:
     """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
@@ -232,9 +237,9 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     unless ``fresh``; an interrupted one resumes from its checkpoint and log. The
     log of each run goes to ``<run>/work/train.log``. The sitting's wall time so
     far and each finished run's exit status and time are written to
-    ``report_name`` beside the runs after every run (a list of sittings, earlier ones kept;
-    with ``sittings=False``, this sitting alone), so a sitting cut short
-    still has its record. With ``commit``, each run that finishes is committed to
+    ``report_name`` beside the runs after every run and every :data:`RECORD_EVERY_S` while
+    runs train (a list of sittings, earlier ones kept; with ``sittings=False``, this sitting
+    alone), so a sitting cut short still has its record, up to the last minute. With ``commit``, each run that finishes is committed to
     git at once with that report (its manifest's files only), so an
     interruption loses at most the runs in progress.
     """
@@ -289,8 +294,20 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
         print(f"{cfg.stem}: exit {rc} after {dt / 60:.1f} min", flush=True)
         return cfg.stem, rec
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, todo))
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(RECORD_EVERY_S):
+            with lock:
+                report()
+
+    if todo:
+        threading.Thread(target=heartbeat, name="queue-record", daemon=True).start()
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(one, todo))
+    finally:
+        stop.set()
     sitting["finished"] = datetime.now().isoformat(timespec="seconds")
     if todo:
         with lock:
