@@ -167,16 +167,18 @@ book: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP)
 # pytest-xdist workers (the book build runs beside them, tests/conftest.py); 0 = one process
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
+# pytest with bytecode written even where the machine sets PYTHONDONTWRITEBYTECODE: it then rewrites
+# the tests' asserts once, not in every worker of every run (about 6 s each)
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
 test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
-	export PATH="$(BIN):$$PATH" PYTHONDONTWRITEBYTECODE=; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	export PATH="$(BIN):$$PATH"; $(PYTEST) $(XDIST) $(PYTEST_ARGS)
 
 # the fast inner loop: no book build, no assets, no browser, no real pretrained model, no test marked
 # slow (one that trains, starts other processes, reads the committed analyses or takes a second or
-# more); about a minute. Bytecode is written even where the machine sets PYTHONDONTWRITEBYTECODE:
-# pytest then rewrites the tests' asserts once, not in every worker of every run (about 6 s each).
+# more); about a minute
 unit: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest $(XDIST) -m "not book and not browser and not zoo and not slow" $(PYTEST_ARGS)
+	$(PYTEST) $(XDIST) -m "not book and not browser and not zoo and not slow" $(PYTEST_ARGS)
 
 lab: $(STAMP) $(LAB_OVERRIDES)
 	export PATH="$(BIN):$$PATH"; unset TANBIAS_MODE; \

@@ -133,11 +133,15 @@ def _shared() -> Path:
     return Path(os.environ[SHARED_ENV])
 
 
+def _fixturedefs(item):
+    """Every fixture definition ``item`` uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    return [d for seq in (info.name2fixturedefs.values() if info is not None else ()) for d in seq]
+
+
 def _module_scoped(item) -> bool:
     """Whether ``item`` uses a fixture computed once per module (or class)."""
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else ()
-    return any(d.scope in ("module", "class", "package") for seq in defs for d in seq)
+    return any(d.scope in ("module", "class", "package") for d in _fixturedefs(item))
 
 
 #: session fixtures of this file that cost seconds: the tests that use one share a worker
@@ -195,9 +199,7 @@ def _fixture_key(fixturedef) -> str:
 def _mark_heavy(items) -> None:
     """Mark ``slow`` every test that uses one of :data:`HEAVY_FIXTURES` (before ``-m`` deselects)."""
     for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(_fixture_key(d) in HEAVY_FIXTURES for seq in defs for d in seq):
+        if any(_fixture_key(d) in HEAVY_FIXTURES for d in _fixturedefs(item)):
             item.add_marker(pytest.mark.slow)
 
 

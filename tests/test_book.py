@@ -236,7 +236,7 @@ def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
     class, no index column, and no number printed with more significant digits than the
     helper ever prints (:func:`tanbias.book.tables.too_precise`), and headers in words: no code name
     such as ``planned_sd`` (:func:`tanbias.book.tables.header`; mathematics aside)."""
-    from tanbias.book.tables import _CODE_NAME, MAX_DIGITS, TABLE_CLASS, too_precise
+    from tanbias.book.tables import CODE_NAME, MAX_DIGITS, TABLE_CLASS, too_precise
 
     bad, seen = {}, 0
     for doc in toc_notebooks():
@@ -250,7 +250,7 @@ def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
             long = [n for cell in table["cells"] for n in too_precise(cell, MAX_DIGITS)]
             if long:
                 problems.append(f"numbers with more than {MAX_DIGITS} significant digits: {long[:8]}")
-            code = [h for h in table["header_texts"] if _CODE_NAME.search(re.sub(r"\\\(.*?\\\)", "", h))]
+            code = [h for h in table["header_texts"] if CODE_NAME.search(re.sub(r"\\\(.*?\\\)", "", h))]
             if code:
                 problems.append(f"headers that are code names: {code}; give them words in tables.HEADER_WORDS")
             if problems:

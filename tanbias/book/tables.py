@@ -29,8 +29,8 @@ import re
 from tanbias._checks import check_instance, check_int
 from tanbias.errors import ParameterError
 
-__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "WIDE_CLASS", "WIDE_COLUMNS", "HEADER_WORDS", "header", "format_number", "format_cell",
-           "table_text", "format_table", "too_precise"]
+__all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "WIDE_CLASS", "WIDE_COLUMNS", "HEADER_WORDS", "CODE_NAME",
+           "header", "format_number", "format_cell", "table_text", "format_table", "too_precise"]
 
 #: significant digits of a number that is not whole, unless a table asks for fewer
 DEFAULT_DIGITS = 3
@@ -254,11 +254,12 @@ def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = N
     return text.style.format(escape="html").hide(axis="index").set_table_attributes(f'class="{classes}"')
 
 
-#: the words a reader sees for the package's column names (a table's header is read, not typed): one
-#: place, so that a column reads the same in every table; :func:`header` applies it
+#: the words a reader sees for the package's column names where spaces for underscores are not enough (a
+#: table's header is read, not typed): one place, so that a column reads the same in every table;
+#: :func:`header` applies it
 HEADER_WORDS = {
     # the gradient tables (chapter 4)
-    "median_mean_ratio": "median ratio", "predicted_mean": "predicted mean", "predicted_rms": "predicted RMS",
+    "median_mean_ratio": "median ratio", "predicted_rms": "predicted RMS",
     "relative_to_type2": "relative to type 2", "rms_ratio": "RMS ratio",
     # the alignment test (chapters 7 and 8): early = the first 30 % of training, late = the last step
     "energy_proxy": "energy share, proxy", "random_share": "energy share, random", "p_energy": "p (energy)",
@@ -267,16 +268,15 @@ HEADER_WORDS = {
     "enrichment_late": "enrichment, last step", "excess_iso_early": "excess ΔIsoScore*, early",
     "excess_iso_late": "excess ΔIsoScore*, last step", "p_energy_late_max": "largest p (energy), last step",
     "spearman_late": "ρ(log frequency, radius), last step",
-    "late_over_peak": "last / peak", "peak_frac": "peak, % of training", "peak_step": "peak step",
+    "late_over_peak": "last / peak", "peak_frac": "peak, % of training",
     # the power tables (chapter 10)
-    "planned_sd": "planned SD", "planned_df": "planned df", "planned_power": "planned power",
-    "planned_detectable": "planned detectable change", "realised_sd": "realised SD", "realised_df": "realised df",
-    "realised_power": "realised power", "realised_detectable": "realised detectable change", "seed_p": "p (seeds)",
+    "planned_sd": "planned SD", "realised_sd": "realised SD", "planned_detectable": "planned detectable change",
+    "realised_detectable": "realised detectable change", "seed_p": "p (seeds)",
     # the measurement's costs and interval widths
-    "median_width": "median width", "peak_gb": "peak memory (GB)",
+    "peak_gb": "peak memory (GB)",
 }
 #: a name as code writes it: lower-case words joined by underscores
-_CODE_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+CODE_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 
 
 def header(label: str) -> str:
@@ -288,7 +288,7 @@ def header(label: str) -> str:
     >>> header("planned_sd"), header("late_over_peak, max"), header("outside W_U"), header("some_new_name")
     ('planned SD', 'last / peak, max', 'outside W_U', 'some new name')
     """
-    return _CODE_NAME.sub(lambda m: HEADER_WORDS.get(m.group(0), m.group(0).replace("_", " ")), str(label))
+    return CODE_NAME.sub(lambda m: HEADER_WORDS.get(m.group(0), m.group(0).replace("_", " ")), str(label))
 
 
 #: a number printed with a point or an exponent, not inside a word or a version string
