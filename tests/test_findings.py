@@ -74,11 +74,35 @@ def test_the_grid_of_the_committed_runs_has_every_cell_a_word_and_a_section(grid
     g, ca, ra = grid
     assert len(g) == len(findings.PROPERTIES) * len(findings.EVIDENCE)
     assert list(dict.fromkeys(g["property"])) == list(findings.PROPERTIES)
-    assert set(g["category"]) <= set(findings.CATEGORIES)
-    assert all(findings.WORD_CATEGORY[w] == c for w, c in zip(g["word"], g["category"]))
+    assert set(g["category"]) <= {*findings.CATEGORIES, findings.SURVIVAL}
+    # a survival word judges verdicts, not its property: it takes no verdict category, and only the rivals
+    # column holds one
+    for w, c, e in zip(g["word"], g["category"], g["evidence"]):
+        assert c == (findings.SURVIVAL if w in findings.SURVIVAL_WORDS else findings.WORD_CATEGORY[w]), w
+        assert c != findings.SURVIVAL or e == "rivals", (w, e)
     for _, cell in g.iterrows():
         assert (CHAPTERS / f"{cell['chapter']}.md").exists(), cell["chapter"]
         assert not cell["label"] or cell["label"] in _labels(cell["chapter"]), (cell["chapter"], cell["label"])
+
+
+@pytest.mark.slow
+def test_the_closing_tables_hold_every_tested_cell_and_keep_survival_apart(grid):
+    """The closing page's table has one row per tested cell outside the rivals column, its verdict one of the
+    six and its rule's word the grid's; every link reaches a section; the survival table holds the rivals
+    column's words and nothing else."""
+    g = grid[0]
+    t = findings.closing_table(g)
+    tested = g[(g["word"] != "not tested") & (g["evidence"] != "rivals")]
+    assert len(t) == len(tested) and list(t["the rule's word"]) == list(tested["word"])
+    assert set(t["verdict"]) <= set(findings.CATEGORIES) and not set(t["the rule's word"]) & set(findings.SURVIVAL_WORDS)
+    assert [name for name in t["property"] if name] == [findings.PROPERTIES[p] for p in dict.fromkeys(tested["property"])]
+    for href in t.attrs["links"]["line of evidence"]:
+        stem, _, label = href.partition(".html")
+        assert (CHAPTERS / f"{stem}.md").exists() and (not label or label[1:] in _labels(stem)), href
+    assert all(h[1:] in _labels("conclusions") for h in t.attrs["links"]["property"] if h)
+    s = findings.survival_table(g)
+    rivals = g[(g["evidence"] == "rivals") & (g["word"] != "not tested")]
+    assert list(s["against the rivals"]) == list(rivals["word"]) and len(s) == len(rivals)
 
 
 def test_the_grid_reads_each_chapters_rule(grid):

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from tanbias.figures.verdicts import QUALIFIED_MARK, QUALIFIED_OPACITY, verdicts_figure
-from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES
+from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES, SURVIVAL
 from tanbias.palette import VERDICT_COLORS
 
 
@@ -54,6 +54,23 @@ def test_a_qualified_word_is_drawn_paler_and_marked():
     j = list(PROPERTIES).index("mechanisms") * len(EVIDENCE) + list(EVIDENCE).index("causal_decoder")
     assert fig.layout.shapes[j].opacity == 1 and QUALIFIED_MARK not in fig.layout.annotations[j].text
     assert any("narrowly, on one reading" in t for t in fig.data[0].hovertext)
+
+
+def test_a_survival_word_takes_no_verdict_colour():
+    """The rivals column's words judge other cells' verdicts: a dotted frame on the untested colour, never
+    the colour of supported, partly or against, and a legend entry of its own."""
+    g = _grid()
+    at = (g["property"] == "mechanisms") & (g["evidence"] == "rivals")
+    g.loc[at, ["word", "category"]] = ["partly survives", SURVIVAL]
+    fig = verdicts_figure(g)
+    k = list(PROPERTIES).index("mechanisms") * len(EVIDENCE) + list(EVIDENCE).index("rivals")
+    shape = fig.layout.shapes[k]
+    assert shape.fillcolor == VERDICT_COLORS["not tested"] and shape.line.dash == "dot"
+    assert shape.fillcolor not in {VERDICT_COLORS[c] for c in ("supported", "partly", "against")}
+    assert "<i>partly" in fig.layout.annotations[k].text
+    assert any("survival" in str(t.name) for t in fig.data)
+    # a grid without one has no such legend entry
+    assert not any("survival" in str(t.name) for t in verdicts_figure(_grid()).data)
 
 
 def test_a_grid_with_a_missing_cell_or_an_unknown_category_is_refused():

@@ -226,10 +226,16 @@ def table_text(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = Non
 
 
 def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = None, na: str = NA,
-                 na_columns: dict | None = None):
+                 na_columns: dict | None = None, links: dict | None = None, strong: tuple = ()):
     """``frame`` as the book shows a table: :func:`table_text`, as HTML without index.
 
-    Parameters and errors are :func:`table_text`'s.
+    Parameters and errors are :func:`table_text`'s, and:
+
+    links : dict, optional
+        ``{column: hrefs}``, one address per row (``""`` for none): each such cell's text becomes a
+        link (a section of the book, as a figure's cells link).
+    strong : tuple
+        Columns whose text is shown in bold (a verdict beside what qualifies it).
 
     Returns
     -------
@@ -247,11 +253,40 @@ def format_table(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = N
     True
     >>> ">planned SD<" in format_table(pd.DataFrame({"planned_sd": [0.1]})).to_html()
     True
+    >>> t = format_table(pd.DataFrame({"verdict": ["a<b"], "where": ["ch. 8"]}), links={"where": ["x.html#s"]},
+    ...                  strong=("verdict",)).to_html()
+    >>> ">ch. 8</a>" in t and 'href="x.html#s"' in t, "<strong>a&lt;b</strong>" in t
+    (True, True)
     """
+    import html
+
+    import pandas as pd
+
     text = table_text(frame, digits=digits, intervals=intervals, na=na, na_columns=na_columns)
-    text.columns = [header(c) for c in text.columns]
+    for column in (*(links or {}), *strong):
+        if column not in text.columns:
+            raise ParameterError(f"links or strong names the column {column!r}: valid range is the table's columns "
+                                 f"{list(text.columns)}.")
+    for column, hrefs in (links or {}).items():
+        if len(hrefs) != len(text):
+            raise ParameterError(f"links[{column!r}] has {len(hrefs)} addresses: valid range is one per row "
+                                 f"({len(text)}), '' where a cell has none.")
+    renamed = {c: header(c) for c in text.columns}
+    text.columns = list(renamed.values())
     classes = f"dataframe {TABLE_CLASS}" + (f" {WIDE_CLASS}" if text.shape[1] >= WIDE_COLUMNS else "")
-    return text.style.format(escape="html").hide(axis="index").set_table_attributes(f'class="{classes}"')
+    styler = text.style.format(escape="html")
+    # the marked-up cells escape their own text (a formatter with escape= would escape the markup too)
+    for column in strong:
+        styler = styler.format(lambda v: f"<strong>{html.escape(v)}</strong>", subset=[renamed[column]])
+    for column, hrefs in (links or {}).items():
+        bold = column in strong
+        for i, href in enumerate(hrefs):
+            if href:
+                styler = styler.format(
+                    lambda v, h=href, b=bold: f'<a href="{html.escape(h)}">'
+                    + (f"<strong>{html.escape(v)}</strong>" if b else html.escape(v)) + "</a>",
+                    subset=pd.IndexSlice[[i], [renamed[column]]])
+    return styler.hide(axis="index").set_table_attributes(f'class="{classes}"')
 
 
 #: the words a reader sees for the package's column names where spaces for underscores are not enough (a

@@ -11,7 +11,7 @@ import html
 import plotly.graph_objects as go
 
 from tanbias.figures import AXIS_LINE, GREY, INK, VERDICT_COLORS, labelled
-from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES
+from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES, SURVIVAL
 
 __all__ = ["verdicts_figure", "QUALIFIED_OPACITY", "QUALIFIED_MARK"]
 
@@ -56,7 +56,9 @@ def _short_chapters(text: str) -> str:
 def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
     """The verdicts at a glance: one row per property (:data:`~tanbias.lab.analysis.findings.PROPERTIES`),
     one column per line of evidence (:data:`~tanbias.lab.analysis.findings.EVIDENCE`), each cell its
-    word on the colour of its category, the word a link to the section that decides it.
+    word on the colour of its category, the word a link to the section that decides it. A cell of category
+    :data:`~tanbias.lab.analysis.findings.SURVIVAL` (the rivals column: whether other cells' verdicts keep
+    their word) takes no verdict's colour: its word is set in italics in a dotted frame.
 
     Parameters
     ----------
@@ -74,7 +76,8 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
     ------
     ValueError
         When a cell is missing or a category is not one of
-        :data:`~tanbias.lab.analysis.findings.CATEGORIES`.
+        :data:`~tanbias.lab.analysis.findings.CATEGORIES` or
+        :data:`~tanbias.lab.analysis.findings.SURVIVAL`.
 
     Example
     -------
@@ -89,22 +92,26 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
     missing = [(p, e) for p in PROPERTIES for e in EVIDENCE if (p, e) not in g.index]
     if missing:
         raise ValueError(f"grid lacks the cells {missing}: pass tanbias.lab.analysis.findings.verdict_grid(...)")
-    unknown = set(g["category"]) - set(CATEGORIES)
+    unknown = set(g["category"]) - {*CATEGORIES, SURVIVAL}
     if unknown:
-        raise ValueError(f"categories {sorted(unknown)} are not among {CATEGORIES}")
+        raise ValueError(f"categories {sorted(unknown)} are not among {(*CATEGORIES, SURVIVAL)}")
     props, evid = list(PROPERTIES), list(EVIDENCE)
     shapes, notes, hx, hy, htext = [], [], [], [], []
     for j, p in enumerate(props):
         for i, e in enumerate(evid):
             cell = g.loc[(p, e)]
             quiet = cell["category"] in _QUIET
+            survival = cell["category"] == SURVIVAL
             qualifier = str(cell.get("qualifier", "") or "")
-            # a word that needs a qualifier beside it is drawn paler, with a dagger (the hover names it)
+            # a word that needs a qualifier beside it is drawn paler, with a dagger (the hover names it); a
+            # survival word judges other cells' verdicts, not the property: no verdict's colour, a dotted frame
             shapes.append(dict(type="rect", x0=i - 0.47, x1=i + 0.47, y0=j - 0.44, y1=j + 0.44, layer="below",
-                               fillcolor=VERDICT_COLORS[cell["category"]], opacity=QUALIFIED_OPACITY if qualifier else 1,
-                               line=dict(color=AXIS_LINE, width=0.5)))
+                               fillcolor=VERDICT_COLORS["not tested" if survival else cell["category"]],
+                               opacity=QUALIFIED_OPACITY if qualifier else 1,
+                               line=dict(color=INK, width=1, dash="dot") if survival else dict(color=AXIS_LINE, width=0.5)))
             href = _cell_href(cell["chapter"], cell["label"], suffix)
             word = _two_lines(html.escape(cell["word"]), 12) + (QUALIFIED_MARK if qualifier else "")
+            word = f"<i>{word}</i>" if survival else word
             colour = GREY if quiet else INK
             # long words in a smaller font: a cell is about 90 px wide in the book's column
             size = 12 if len(cell["word"]) <= 10 else 10 if len(cell["word"]) <= 14 else 9
@@ -121,6 +128,9 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
                           marker=dict(symbol="square", size=14, color=VERDICT_COLORS[c],
                                       line=dict(color=AXIS_LINE, width=0.5)))
                for c in CATEGORIES]
+    if (g["category"] == SURVIVAL).any():
+        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name="framed: survival",
+                                 marker=dict(symbol="square-open", size=14, color=INK)))
     traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=f"{QUALIFIED_MARK} paler: qualified",
                              marker=dict(symbol="square", size=14, color=VERDICT_COLORS["supported"],
                                          opacity=QUALIFIED_OPACITY, line=dict(color=AXIS_LINE, width=0.5))))

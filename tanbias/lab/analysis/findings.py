@@ -39,8 +39,8 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "DERIVATION", "RULES", "ANISOTROPY_KINDS", "property_word",
-           "survival_word", "REPORTS", "analyses", "verdict_grid", "headline_words"]
+__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WORDS", "SURVIVAL", "DERIVATION", "RULES", "ANISOTROPY_KINDS", "property_word",
+           "survival_word", "REPORTS", "analyses", "verdict_grid", "closing_table", "survival_table", "headline_words"]
 
 #: every registered experiment's report (tanbias.lab.experiments.EXPERIMENTS, those a chapter reads), by
 #: name: each exposes ``analyse()``, ``numbers(analysis)`` (what its chapter glues, keys without the
@@ -71,17 +71,24 @@ EVIDENCE = {"derivation": ("derivations", "chapters 1–6"), "lab": ("lab runs",
 #: what a word says of its property, in the order of the figure's legend (:mod:`tanbias.palette`
 #: names a colour for each)
 CATEGORIES = ("supported", "partly", "against", "neither", "not yet tested", "not tested")
-#: every word of :func:`verdict_grid`, with its category (the glossary's verdict words define them)
+#: every verdict word of :func:`verdict_grid`, with its category (the glossary's verdict words define them);
+#: "not specific": the surgery lowers the reading as predicted, but so does a control, so the prediction
+#: is met only in part
 WORD_CATEGORY = {
-    "supported": "supported", "survives": "supported",
-    "partly": "partly", "corrected": "partly", "transient": "partly", "partly survives": "partly",
-    "contradicted": "against", "against": "against", "decays": "against", "does not survive": "against",
+    "supported": "supported", "grows": "supported",
+    "partly": "partly", "corrected": "partly", "transient": "partly", "not specific": "partly",
+    "contradicted": "against", "against": "against", "decays": "against",
     "undetected": "neither", "not assessable": "neither", "indistinguishable": "neither",
-    "no cost": "neither", "undecided": "neither", "not specific": "neither", "not detected": "neither",
-    "grows": "supported", "neither detected": "neither",
+    "no cost": "neither", "undecided": "neither", "not detected": "neither", "neither detected": "neither",
     "not yet tested": "not yet tested", "interim": "not yet tested",
     "not tested": "not tested",
 }
+#: the rival accounts' words (:func:`survival_word`): whether other cells' verdicts keep their word under the
+#: rivals' corrections. They judge verdicts, not a property ("survives" keeps an "against" against), so
+#: they take no verdict category: their cells' ``category`` is :data:`SURVIVAL`
+SURVIVAL_WORDS = ("survives", "partly survives", "does not survive")
+#: the ``category`` of a cell whose word is one of :data:`SURVIVAL_WORDS` (drawn without a verdict's colour)
+SURVIVAL = "survival"
 #: what the derivations of chapters 1-6 give each property (word, chapter, section label)
 DERIVATION = {
     "mechanisms": ("corrected", "03_curvature_attenuation", "sec-ch3-first-order"),
@@ -95,6 +102,10 @@ _HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_tes
 #: the rivals experiment's verdicts (its survival table's ``verdict``) that re-read each property's
 #: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
 _SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
+#: what each re-reading of the rivals column covers, in words (the closing page's survival table)
+_RE_READ = {"mechanisms": "the surgery's effect (chapter 12) and the proxy's enrichment (chapters 7–8)",
+            "balancing": "the aliasing knob's effect (chapter 11)",
+            "rivals": "every anisotropy verdict that chapter 13 re-reads"}
 #: where a verdict's word comes from (the closing page's "rule" column; rivals-posthoc.toml [closing])
 RULES = ("registered", "added after the data", "not registered", "correlational", "derivation")
 #: which kind of anisotropy a verdict rests on (the closing page's column; rivals-posthoc.toml [two_kinds])
@@ -159,7 +170,8 @@ def survival_word(survival, verdicts, interim: bool, corrections=rivals_posthoc.
 def _cell(prop: str, evidence: str, word: str, chapter: str | None = None, label: str = "") -> dict:
     if chapter is None:
         chapter, label = _HOME[evidence]
-    return {"property": prop, "evidence": evidence, "word": word, "category": WORD_CATEGORY[word],
+    category = SURVIVAL if word in SURVIVAL_WORDS else WORD_CATEGORY[word]
+    return {"property": prop, "evidence": evidence, "word": word, "category": category,
             "chapter": chapter, "label": label, "qualifier": "", "rule": "", "anisotropy": ""}
 
 
@@ -198,7 +210,7 @@ def _notes(ca, aa, da) -> dict:
         out[("premise", evidence)] = ("", "correlational", "not anisotropy")
     out[("mechanisms", "derivation")] = ("", "derivation", "not anisotropy")
     out[("reinforcing", "derivation")] = ("", "derivation", "not anisotropy")
-    variance = "correlational: that gradients follow the activations' variance is not ruled out"
+    variance = "that gradients follow the activations' variance is not ruled out"
     out[("mechanisms", "lab")] = (variance, "correlational", "not anisotropy")
     out[("mechanisms", "released")] = (variance, "correlational", "not anisotropy")
     out[("early", "lab")] = ("", "correlational", "not anisotropy")
@@ -230,7 +242,7 @@ def _notes(ca, aa, da) -> dict:
         "registered", "shape")
     for prop in PROPERTIES:
         out[(prop, "rivals")] = ("", "added after the data", "both")
-    out[("rivals", "causal_decoder")] = ("", "registered", "shared mean")
+    out[("rivals", "causal_decoder")] = ("one rival only: weight tying", "registered", "shared mean")
     return out
 
 
@@ -316,6 +328,71 @@ def verdict_grid(a: dict | None = None) -> pd.DataFrame:
                                        "rule", "anisotropy"])
     grid.attrs["premise_readings"] = lab_premise + released_premise      # every decoder's reading, for the headline
     return grid
+
+
+def _href(chapter: str, label: str, suffix: str) -> str:
+    return f"{chapter}{suffix}" + (f"#{label}" if label else "")
+
+
+def closing_table(grid, suffix: str = ".html") -> pd.DataFrame:
+    """The closing page's table: one row per cell of :func:`verdict_grid` that tests its property, the
+    rivals column apart (:func:`survival_table`).
+
+    Columns: ``property`` (its name on its first row only), ``line of evidence`` (with its chapter),
+    ``verdict`` (the cell's :data:`CATEGORIES` word), ``the rule's word`` (the word the chapter's rule
+    gives, which decides the verdict), ``anisotropy`` (the kind it reads, :data:`ANISOTROPY_KINDS`), ``rule`` (:data:`RULES`) and
+    ``qualifier`` (what the verdict needs beside it, ``""`` where nothing). ``attrs["links"]``:
+    ``{"property": hrefs, "line of evidence": hrefs}``, the closing page's section of the property and
+    the section that decides the cell (``suffix`` turns a chapter's file stem into its page), for
+    :func:`tanbias.book.tables.format_table`'s ``links``.
+
+    >>> rows = [{"property": p, "evidence": e, "word": "not tested", "category": "not tested", "chapter": "x",
+    ...          "label": "", "qualifier": "", "rule": "", "anisotropy": ""} for p in PROPERTIES for e in EVIDENCE]
+    >>> rows[1].update(word="contradicted", category="against", chapter="08_eurobert_vs_decoder", label="sec-ch8-link2",
+    ...                rule="correlational", anisotropy="not anisotropy")
+    >>> import pandas as pd
+    >>> t = closing_table(pd.DataFrame(rows))
+    >>> t.iloc[0].to_dict()["verdict"], t.iloc[0]["the rule's word"], t.attrs["links"]["line of evidence"]
+    ('against', 'contradicted', ['08_eurobert_vs_decoder.html#sec-ch8-link2'])
+    """
+    import pandas as pd
+
+    tested = grid[(grid["word"] != "not tested") & (grid["evidence"] != "rivals")]
+    rows, seen = [], set()
+    for cell in tested.itertuples():
+        chapter = int(cell.chapter[:2]) if cell.chapter[:2].isdigit() else None
+        rows.append({"property": "" if cell.property in seen else PROPERTIES[cell.property],
+                     "line of evidence": EVIDENCE[cell.evidence][0] + (f", ch. {chapter}" if chapter else ""),
+                     "verdict": cell.category, "the rule's word": cell.word,
+                     "anisotropy": cell.anisotropy, "rule": cell.rule,
+                     "qualifier": cell.qualifier})
+        seen.add(cell.property)
+    table = pd.DataFrame(rows, columns=["property", "line of evidence", "verdict", "the rule's word", "anisotropy",
+                                        "rule", "qualifier"])
+    table.attrs["links"] = {
+        "property": [f"#sec-end-{p}" if name else "" for p, name in zip(tested["property"], table["property"])],
+        "line of evidence": [_href(c, lab, suffix) for c, lab in zip(tested["chapter"], tested["label"])]}
+    return table
+
+
+def survival_table(grid) -> pd.DataFrame:
+    """The rivals column of :func:`verdict_grid`: for each property whose verdicts chapter 13 re-reads,
+    ``what is re-read`` and ``against the rivals`` (a word of :data:`SURVIVAL_WORDS`, or ``interim`` /
+    ``not yet tested`` while the rivals experiment is interim). Those words judge verdicts, not the
+    property, so they stand apart from the closing table's verdicts.
+
+    >>> import pandas as pd
+    >>> g = pd.DataFrame([{"property": "balancing", "evidence": "rivals", "word": "partly survives"},
+    ...                   {"property": "early", "evidence": "rivals", "word": "not tested"}])
+    >>> survival_table(g).to_dict("records")
+    [{'property': 'weaker under balancing', 'what is re-read': "the aliasing knob's effect (chapter 11)", 'against the rivals': 'partly survives'}]
+    """
+    import pandas as pd
+
+    cells = grid[(grid["evidence"] == "rivals") & (grid["word"] != "not tested")]
+    return pd.DataFrame([{"property": PROPERTIES[p], "what is re-read": _RE_READ[p], "against the rivals": w}
+                         for p, w in zip(cells["property"], cells["word"])],
+                        columns=["property", "what is re-read", "against the rivals"])
 
 
 def headline_words(grid) -> dict:
