@@ -171,8 +171,9 @@ XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgrou
 # the tests' asserts once, not in every worker of every run (about 6 s each)
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
+# --durations: the ten slowest tests close the report, so that a slower suite shows where its time went
 test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
-	export PATH="$(BIN):$$PATH"; $(PYTEST) $(XDIST) $(PYTEST_ARGS)
+	export PATH="$(BIN):$$PATH"; $(PYTEST) $(XDIST) --durations=10 $(PYTEST_ARGS)
 
 # the fast inner loop: no book build, no assets, no browser, no real pretrained model, no test marked
 # slow (one that trains, starts other processes, reads the committed analyses or takes a second or
