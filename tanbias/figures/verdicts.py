@@ -58,7 +58,7 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
     one column per line of evidence (:data:`~tanbias.lab.analysis.findings.EVIDENCE`), each cell its
     word on the colour of its category, the word a link to the section that decides it. A cell of category
     :data:`~tanbias.lab.analysis.findings.SURVIVAL` (the rivals column: whether other cells' verdicts keep
-    their word) takes no verdict's colour: its word is set in italics in a dotted frame.
+    their word) is drawn on the background colour, that of ``not tested``: its word in italics, in a dotted frame.
 
     Parameters
     ----------
@@ -104,7 +104,7 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
             survival = cell["category"] == SURVIVAL
             qualifier = str(cell.get("qualifier", "") or "")
             # a word that needs a qualifier beside it is drawn paler, with a dagger (the hover names it); a
-            # survival word judges other cells' verdicts, not the property: no verdict's colour, a dotted frame
+            # survival word judges other cells' verdicts: the background colour (not tested's), a dotted frame
             shapes.append(dict(type="rect", x0=i - 0.47, x1=i + 0.47, y0=j - 0.44, y1=j + 0.44, layer="below",
                                fillcolor=VERDICT_COLORS["not tested" if survival else cell["category"]],
                                opacity=QUALIFIED_OPACITY if qualifier else 1,

@@ -87,7 +87,8 @@ WORD_CATEGORY = {
 #: rivals' corrections. They judge verdicts, not a property ("survives" keeps an "against" against), so
 #: they take no verdict category: their cells' ``category`` is :data:`SURVIVAL`
 SURVIVAL_WORDS = ("survives", "partly survives", "does not survive")
-#: the ``category`` of a cell whose word is one of :data:`SURVIVAL_WORDS` (drawn without a verdict's colour)
+#: the ``category`` of a cell whose word is one of :data:`SURVIVAL_WORDS` (drawn framed, in italics, on the
+#: background colour, that of ``not tested``)
 SURVIVAL = "survival"
 #: what the derivations of chapters 1-6 give each property (word, chapter, section label)
 DERIVATION = {
@@ -245,7 +246,7 @@ def _notes(ca, aa, da) -> dict:
     loss = ca.cost.set_index("kind")["word"]
     if _adaptive_causal(ca, "decoder") == "no cost" and loss["decoder"] == "negative":
         out[("adaptive", "causal_decoder")] = ("the held-out loss falls; the registered clause reads only a rise",
-                                               "registered", "shared mean")
+                                               "added after the data", "shared mean")
     iso_only = (aw["progress, decoder, isoscore_late"] == "survives"
                 and aw["progress, decoder, mean_cosine_late"] != "survives")
     out[("balancing", "knobs")] = (
