@@ -421,13 +421,13 @@ def headline_words(grid) -> dict:
     """The single words the closing page and the introduction glue, from :func:`verdict_grid`:
     ``premise`` (every decoder's reading, the lab's and the released ones, by :func:`property_word`),
     ``alignment`` (the lab's), ``causal_decoder`` and ``causal_encoder`` (the surgery's),
-    ``early`` (the lab's), ``early_decoder`` (the surgery's), ``reinforcing`` (the derivation's),
+    ``early`` (the lab's), ``reinforcing`` (the derivation's),
     ``balancing`` (the frequency knobs') and ``adaptive`` (the frequency knobs'). Whether the
     verdicts survive the rival accounts is the grid's ``("rivals", "rivals")`` cell, two words."""
     g = grid.set_index(["property", "evidence"])["word"]
     out = {"premise": property_word(grid.attrs["premise_readings"]), "alignment": g[("mechanisms", "lab")],
            "causal_decoder": g[("mechanisms", "causal_decoder")], "causal_encoder": g[("mechanisms", "causal_encoder")],
-           "early": g[("early", "lab")], "early_decoder": g[("early", "causal_decoder")],
+           "early": g[("early", "lab")],
            "reinforcing": g[("reinforcing", "derivation")], "balancing": g[("balancing", "knobs")],
            "adaptive": g[("adaptive", "knobs")]}
     for key, word in out.items():
