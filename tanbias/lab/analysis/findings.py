@@ -361,7 +361,7 @@ def closing_table(grid, suffix: str = ".html") -> pd.DataFrame:
 
     Columns: ``property`` (its name on its first row only), ``line of evidence`` (with its chapter),
     ``verdict`` (the cell's :data:`CATEGORIES` word), ``the rule's word`` (the word the chapter's rule
-    gives, which decides the verdict), ``anisotropy`` (the kind it reads, :data:`ANISOTROPY_KINDS`), ``rule`` (:data:`RULES`) and
+    gives, which decides the verdict), ``kind`` (the kind of anisotropy it reads, :data:`ANISOTROPY_KINDS`, ``none`` for not anisotropy), ``rule`` (:data:`RULES`) and
     ``qualifier`` (what the verdict needs beside it, ``""`` where nothing). ``attrs["links"]``:
     ``{"property": hrefs, "line of evidence": hrefs}``, the closing page's section of the property and
     the section that decides the cell (``suffix`` turns a chapter's file stem into its page), for
@@ -385,10 +385,10 @@ def closing_table(grid, suffix: str = ".html") -> pd.DataFrame:
         rows.append({"property": "" if cell.property in seen else PROPERTIES[cell.property],
                      "line of evidence": EVIDENCE[cell.evidence][0] + (f", ch. {chapter}" if chapter else ""),
                      "verdict": cell.category, "the rule's word": cell.word,
-                     "anisotropy": cell.anisotropy, "rule": cell.rule,
+                     "kind": "none" if cell.anisotropy == "not anisotropy" else cell.anisotropy, "rule": cell.rule,
                      "qualifier": cell.qualifier})
         seen.add(cell.property)
-    table = pd.DataFrame(rows, columns=["property", "line of evidence", "verdict", "the rule's word", "anisotropy",
+    table = pd.DataFrame(rows, columns=["property", "line of evidence", "verdict", "the rule's word", "kind",
                                         "rule", "qualifier"])
     table.attrs["links"] = {
         "property": [f"#sec-end-{p}" if name else "" for p, name in zip(tested["property"], table["property"])],
