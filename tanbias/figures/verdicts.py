@@ -11,7 +11,7 @@ import html
 import plotly.graph_objects as go
 
 from tanbias.figures import AXIS_LINE, GREY, INK, VERDICT_COLORS, labelled
-from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES, SURVIVAL
+from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES, SURVIVAL, cell_href
 
 __all__ = ["verdicts_figure", "QUALIFIED_OPACITY", "QUALIFIED_MARK"]
 
@@ -33,15 +33,6 @@ def _two_lines(text: str, width: int) -> str:
         return text
     cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
     return f"{text[:cut]}<br>{text[cut + 1:]}"
-
-
-def _cell_href(chapter: str, label: str = "", suffix: str = ".html") -> str:
-    """The address of a cell's link, relative to the closing page (a page of ``chapters/``).
-
-    >>> _cell_href("12_causal_test", "sec-ch12-decoder"), _cell_href("13_rival_accounts")
-    ('12_causal_test.html#sec-ch12-decoder', '13_rival_accounts.html')
-    """
-    return f"{chapter}{suffix}" + (f"#{label}" if label else "")
 
 
 def _short_chapters(text: str) -> str:
@@ -109,7 +100,7 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
                                fillcolor=VERDICT_COLORS["not tested" if survival else cell["category"]],
                                opacity=QUALIFIED_OPACITY if qualifier else 1,
                                line=dict(color=INK, width=1, dash="dot") if survival else dict(color=AXIS_LINE, width=0.5)))
-            href = _cell_href(cell["chapter"], cell["label"], suffix)
+            href = cell_href(cell["chapter"], cell["label"], suffix)
             word = _two_lines(html.escape(cell["word"]), 12) + (QUALIFIED_MARK if qualifier else "")
             word = f"<i>{word}</i>" if survival else word
             colour = GREY if quiet else INK

@@ -39,8 +39,9 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WORDS", "SURVIVAL", "DERIVATION", "RULES", "ANISOTROPY_KINDS", "property_word",
-           "survival_word", "REPORTS", "analyses", "verdict_grid", "closing_table", "survival_table", "headline_words"]
+__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WORDS", "SURVIVAL", "DERIVATION",
+           "RULES", "ANISOTROPY_KINDS", "property_word", "survival_word", "REPORTS", "analyses", "verdict_grid",
+           "cell_href", "closing_table", "survival_table", "headline_words"]
 
 #: every registered experiment's report (tanbias.lab.experiments.EXPERIMENTS, those a chapter reads), by
 #: name: each exposes ``analyse()``, ``numbers(analysis)`` (what its chapter glues, keys without the
@@ -351,7 +352,13 @@ def verdict_grid(a: dict | None = None) -> pd.DataFrame:
     return grid
 
 
-def _href(chapter: str, label: str, suffix: str) -> str:
+def cell_href(chapter: str, label: str = "", suffix: str = ".html") -> str:
+    """The address of a grid cell's section, relative to a page of ``chapters/`` (the closing table's
+    links and the verdicts figure's).
+
+    >>> cell_href("12_causal_test", "sec-ch12-decoder"), cell_href("13_rival_accounts")
+    ('12_causal_test.html#sec-ch12-decoder', '13_rival_accounts.html')
+    """
     return f"{chapter}{suffix}" + (f"#{label}" if label else "")
 
 
@@ -392,7 +399,7 @@ def closing_table(grid, suffix: str = ".html") -> pd.DataFrame:
                                         "rule", "qualifier"])
     table.attrs["links"] = {
         "property": [f"#sec-end-{p}" if name else "" for p, name in zip(tested["property"], table["property"])],
-        "line of evidence": [_href(c, lab, suffix) for c, lab in zip(tested["chapter"], tested["label"])]}
+        "line of evidence": [cell_href(c, lab, suffix) for c, lab in zip(tested["chapter"], tested["label"])]}
     return table
 
 
