@@ -11,6 +11,9 @@ from tanbias.lab.experiments import (HORIZON, HORIZON_COLLAPSE, HORIZON_LONG, HO
                                      rivals_config)
 
 REGISTRATION = runs.ROOT / "data" / "preregistration" / "horizon.toml"
+POSTHOC = runs.ROOT / "data" / "preregistration" / "horizon-posthoc.toml"
+#: the pin of what was decided after the data (horizon-posthoc.toml), kept here as well as in the design
+POSTHOC_SHA256 = "4ba4d69bfec5009348a26d85c90a40eac9f9805196d091d4599924abd4390a17"
 #: chapter 13's realised residual SDs, as its committed runs give them (rivals_posthoc.realised_power)
 SD = {"decoder": 0.078353, "encoder": 0.244841}
 
@@ -25,6 +28,15 @@ def test_the_registration_is_pinned_and_names_every_account_and_contrast():
     per_kind = sum(2 if "(encoder, decoder)" in c else 1 for c in primary)
     assert per_kind == hd.PRIMARY_FAMILY == 8
     assert f"{hd.PRIMARY_FAMILY} contrasts" in reg["rule"]["primary"]["family"]
+
+
+def test_what_was_decided_after_the_data_is_pinned_dated_and_changes_no_registered_word():
+    from tanbias.lab.analysis import registered
+
+    assert hashlib.sha256(POSTHOC.read_bytes()).hexdigest() == POSTHOC_SHA256 == HORIZON.posthoc_sha256
+    post = registered.registration(HORIZON, posthoc=True)
+    assert post["meta"]["date"] > hd.registration()["meta"]["date"]
+    assert {"accounts", "check", "budget"} <= set(post)
 
 
 @pytest.mark.slow

@@ -133,3 +133,24 @@ def test_commit_of_a_finished_run_takes_only_its_files(tmp_path):
     shown = git("show", "--name-only", "--format=", "HEAD").stdout.split()
     assert sorted(shown) == ["data/runs/dose-x/alignment.csv", "data/runs/dose-x/manifest.json"]
     assert "other.txt" in git("diff", "--cached", "--name-only").stdout
+
+
+def test_a_queue_record_counts_unrecorded_seconds_and_names_itself_when_corrupt(tmp_path):
+    import json
+
+    from tanbias.errors import CorruptFileError
+    from tanbias.lab.runs import queue_record
+
+    path = tmp_path / "x.json"
+    assert queue_record(path) is None
+    run = {"exit": 0, "seconds": 10.0}
+    path.write_text(json.dumps({"sittings": [
+        {"wall_seconds": 100.0, "runs": {"a": run}},
+        {"wall_seconds": 50.0, "unrecorded_seconds": 25.0, "unrecorded_note": "from the runs' logs", "runs": {}},
+        {"wall_seconds": 40.0, "paused_seconds": 15.0, "runs": {"b": {"exit": 1, "seconds": 5.0}}}]}))
+    rec = queue_record(path)
+    assert rec["wall_seconds"] == 100 + 50 + 25 + 40 - 15 and rec["unrecorded_seconds"] == 25
+    assert rec["runs_finished"] == 1 and rec["sittings"] == 3
+    path.write_text('{"sittings": [{"runs": {}}]}')
+    with pytest.raises(CorruptFileError, match="x.json"):
+        queue_record(path)

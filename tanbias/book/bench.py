@@ -6,7 +6,7 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 * each chapter's execution time during that build (myst-nb's execution data,
   the numbers of the status page) - target <= 30 s; the page "Measure your own model"
   (:data:`MEASURE_PAGE`) beside it as a ratio over the slowest chapter of the training lab
-  (chapters 7-13, :data:`LAB_CHAPTERS`) - target <= 1;
+  (chapters 7-14, :data:`LAB_CHAPTERS`) - target <= 1;
 * each interactive figure's live-update latency (split into compute, figure
   building and widget update when over budget): the chapter's code cells run
   in-process with ``TANBIAS_MODE=bench`` (nothing displayed), every
@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+from tanbias.lab import runs
 from tanbias.lab.experiments import EXPERIMENTS
 
 __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_notebook", "page_weight", "exec_times",
@@ -49,7 +50,7 @@ TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_00
 #: The page that runs ``python -m tanbias measure`` as the book builds.
 MEASURE_PAGE = "chapters/measure_your_model"
 #: The chapters of the training lab (first and last number): the measure page is held to the slowest.
-LAB_CHAPTERS = (7, 13)
+LAB_CHAPTERS = (7, 14)
 
 _IMG = re.compile(r"""<(?:img|source)\b[^>]*?\bsrc=["']([^"']+)["']""", re.IGNORECASE)
 
@@ -332,18 +333,10 @@ def budgeted_experiments() -> dict:
 
 def experiment_record(root: Path, name: str = "dose.json", budget: float = 5 * 3600.0) -> dict | None:
     """An experiment's committed wall time (``data/runs/<name>``, one record per sitting: the dose
-    experiment's ``dose.json``, the causal test's ``causal.json``, the aliasing knob's ``alias.json``)."""
-    path = root / "data" / "runs" / name
-    if not path.exists():
-        return None
-    sittings = json.loads(path.read_text(encoding="utf8")).get("sittings", [])
-    done = [r for st in sittings for r in st["runs"].values() if r["exit"] == 0]
-    # a sitting may have been paused (its processes stopped while the machine measured something
-    # else): paused_seconds, when recorded, are not the experiment's time
-    return {"sittings": len(sittings),
-            "wall_seconds": sum(st["wall_seconds"] - st.get("paused_seconds", 0.0) for st in sittings),
-            "runs_finished": len(done), "run_seconds": sum(r["seconds"] for r in done),
-            "budget_seconds": budget}
+    experiment's ``dose.json``, the causal test's ``causal.json``, the aliasing knob's ``alias.json``),
+    read by :func:`tanbias.lab.runs.queue_record`, with its budget."""
+    record = runs.queue_record(root / "data" / "runs" / name)
+    return None if record is None else {**record, "budget_seconds": budget}
 
 
 #: Budgets of the real-model measurements (chapter 9, ``make pretrained``), seconds and GB.

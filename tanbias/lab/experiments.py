@@ -601,12 +601,13 @@ def _horizon_order(kind: str, cell: str, seed: int) -> tuple:
 
 
 #: past the transient: chapter 13's primary cells at 4 x the steps, and the encoder's collapse
-HORIZON = Design(name="horizon", title="the horizon experiment", chapter=None, factor="cell",
+HORIZON = Design(name="horizon", title="the horizon experiment", chapter=14, factor="cell",
                  levels={"decoder": HORIZON_LONG, "encoder": (*HORIZON_LONG, *HORIZON_COLLAPSE)},
                  seeds={k: tuple(sorted({s for part in HORIZON_SEEDS[k].values() for s in part})) for k in KINDS},
                  prefix="horizon-", build=horizon_config, order=_horizon_order, keep=_horizon_has,
                  registration="horizon",
-                 registration_sha256="339000e7a22152d46612c671fb0b1b3127766a989e559948c0f37abdd4ccb30b", budget_hours=10)
+                 registration_sha256="339000e7a22152d46612c671fb0b1b3127766a989e559948c0f37abdd4ccb30b", budget_hours=10,
+                 posthoc_sha256="4ba4d69bfec5009348a26d85c90a40eac9f9805196d091d4599924abd4390a17")
 
 
 # ---------------------------------------------------------------- the registry

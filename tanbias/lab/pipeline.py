@@ -239,7 +239,8 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     far and each finished run's exit status and time are written to
     ``report_name`` beside the runs after every run and every ``RECORD_EVERY_S`` seconds while
     runs train (a list of sittings, earlier ones kept; with ``sittings=False``, this sitting
-    alone), so a sitting cut short still has its record, up to the last minute. With
+    alone), so a sitting cut short still has its record, up to the last minute
+    (:func:`tanbias.lab.runs.queue_record` reads it). With
     ``commit``, each run that finishes is committed to git at once with that report (its manifest's files only), so an
     interruption loses at most the runs in progress.
     """

@@ -48,7 +48,7 @@ from tanbias.lab.config import RunConfig
 __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
            "COMMITTED_FILES", "is_complete", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
-           "read_config", "atomic_save_npz", "MEMO_DIR", "SETTLED_S", "inputs_digest", "memoised"]
+           "read_config", "atomic_save_npz", "MEMO_DIR", "SETTLED_S", "inputs_digest", "memoised", "queue_record"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
@@ -468,3 +468,26 @@ class _memo_lock:
         if self.f is not None:
             self.f.close()               # closing the file releases the lock
         return False
+
+
+def queue_record(path) -> dict | None:
+    """A queue's record (:func:`run_queue`'s ``report_name`` beside the runs, e.g.
+    ``data/runs/horizon.json``), summed over its sittings: ``sittings``, ``wall_seconds`` (the
+    sittings' wall time, with any ``unrecorded_seconds`` added after the fact from the runs' own logs
+    where a sitting outlived its last write (each with its ``unrecorded_note``), less any
+    ``paused_seconds``: time the processes were stopped while the machine measured something else),
+    ``unrecorded_seconds`` (their sum), ``runs_finished`` (exit 0) and ``run_seconds`` (their training
+    time, runs in parallel counted each). None when there is no record."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        sittings = json.loads(path.read_text(encoding="utf8")).get("sittings", [])
+        done = [r for st in sittings for r in st["runs"].values() if r["exit"] == 0]
+        unrecorded = sum(st.get("unrecorded_seconds", 0.0) for st in sittings)
+        wall = sum(st["wall_seconds"] - st.get("paused_seconds", 0.0) for st in sittings) + unrecorded
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptFileError(path, f"git checkout -- {path}",
+                               f"unreadable queue record (its queue writes it: python -m tanbias.lab <name>): {exc}") from None
+    return {"sittings": len(sittings), "wall_seconds": wall, "unrecorded_seconds": unrecorded, "runs_finished": len(done),
+            "run_seconds": sum(r["seconds"] for r in done)}
