@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.lab.analysis import horizon, registered
+from tanbias.lab.analysis import horizon, horizon_design, registered
 from tanbias.lab.experiments import HORIZON, HORIZON_COLLAPSE
 
 
@@ -76,7 +76,7 @@ def test_the_collapse_words(collapsing, word):
 
 @pytest.mark.slow
 def test_no_run_gives_an_empty_analysis_with_every_row():
-    a = horizon.analyse_horizon(loaded={})
+    a = horizon.analyse_horizon(loaded={}, stand_ins={})
     assert len(a.table) == 0 and len(a.contrasts) == 8 and a.contrasts["p"].isna().all()
     assert (horizon.collapse_words(a.table)["word"] == "–").all()
 
@@ -158,3 +158,62 @@ def test_the_variance_null_reads_the_standard_control_runs_last_step():
     assert v.loc["decoder", "n_seeds"] == 3                         # layer 0 (the embeddings) left out
     assert v.loc["decoder", "estimate"] == pytest.approx(np.log(2.0) + 0.1)
     assert v.loc["decoder", "word"] == "positive" and v.loc["encoder", "n_seeds"] == 0
+
+
+def _predictions(readings):
+    import pandas as pd
+    return pd.DataFrame({"account": "a", "predicted": [p for p, _ in readings], "reading": [r for _, r in readings]})
+
+
+@pytest.mark.parametrize("readings, word", [
+    ([("negative", "met"), ("positive", "met")], "supported"),
+    ([("negative", "met"), ("positive", "failed")], "against"),        # a predicted sign fails: against
+    ([("negative", "met"), ("no change", "failed")], "mixed"),         # a 'no change' fails beside a met one
+    ([("no change", "failed"), ("negative", "undecided")], "against"),
+    ([("negative", "met"), ("negative", "undecided")], "not distinguished"),
+    ([("negative", "undecided")], "not distinguished"),
+])
+def test_an_account_is_read_by_all_its_predictions(readings, word):
+    assert horizon.account_words(_predictions(readings))["word"].item() == word
+
+
+@pytest.mark.parametrize("predicted, est, lo, hi, sig, reading", [
+    ("negative", -0.3, -0.5, -0.1, True, "met"),
+    ("negative", -0.3, -0.5, -0.1, False, "undecided"),     # a primary contrast not significant after Holm
+    ("positive", -0.3, -0.5, -0.1, True, "failed"),
+    ("no change", 0.01, -0.2, 0.2, False, "met"),           # within a ratio of 1.25 either way
+    ("no change", 0.01, -0.3, 0.3, False, "undecided"),     # too wide to say
+    ("no change", 0.5, 0.3, 0.7, True, "failed"),
+    ("no change", 0.1, 0.05, 0.15, True, "met"),            # a significant but small change still meets it
+    ("negative", np.nan, np.nan, np.nan, False, "undecided"),
+])
+def test_a_prediction_is_met_failed_or_undecided(predicted, est, lo, hi, sig, reading):
+    assert horizon.prediction_reading(predicted, est, lo, hi, sig) == reading
+
+
+def test_every_registered_prediction_is_read():
+    """The accounts of the registration, each with as many readings as it has predictions and architectures."""
+    reg = horizon_design.registration()["accounts"]
+    assert set(horizon.ACCOUNTS) == {k for k in reg if k != "word"}
+    for name, predictions in horizon.ACCOUNTS.items():
+        assert len(predictions) == len(reg[name]["predicts"]), name
+    empty = horizon.analyse_horizon(loaded={}, stand_ins={})
+    assert (empty.predictions["reading"] == "undecided").all()
+    assert (empty.accounts["word"] == "not distinguished").all()
+
+
+def test_the_unigram_check_reads_a_planted_gap():
+    """The check compares the logged step-0 loss with the unigram's cross-entropy: a run whose logged loss is
+    moved by 0.1 nats fails it."""
+    import copy
+    (name,) = [n for n in horizon.STAND_INS if "decoder" in n]
+    runs_ = registered.load(HORIZON, names=[name])
+    if not runs_:
+        pytest.skip(f"{name} is not committed")
+    rows = horizon.unigram_check_rows({}, runs_)
+    assert rows["passes"].item() and abs(rows["gap"].item()) <= horizon.UNIGRAM_TOLERANCE
+    moved = copy.copy(runs_[name])
+    pe = moved.probe_evals.copy()
+    pe.loc[pe["step"] == 0, "loss"] += 0.1
+    moved.probe_evals = pe
+    assert not horizon.unigram_check_rows({}, {name: moved})["passes"].item()

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from tanbias.figures import horizon as hf
-from tanbias.lab.analysis import horizon
+from tanbias.lab.analysis import horizon, horizon_report
 
 
 @pytest.mark.slow
 def test_the_horizons_figure_draws_each_interval_as_a_ratio():
-    a = horizon.analyse_horizon()
+    a = horizon_report.analyse()           # memoised: the book and the other tests share it
     fig = hf.horizons_figure(a.horizons, a.contrasts)
     assert fig.layout.title.text and fig.layout.xaxis.title.text
     by_name = {tr.name: tr for tr in fig.data}
@@ -23,14 +23,14 @@ def test_the_horizons_figure_draws_each_interval_as_a_ratio():
 
 @pytest.mark.slow
 def test_the_figures_say_when_nothing_is_in_yet():
-    a = horizon.analyse_horizon(loaded={})
+    a = horizon.analyse_horizon(loaded={}, stand_ins={})
     empty = hf.collapse_figure(a.trajectory)
     assert not empty.data and "no collapse run" in empty.layout.annotations[0].text
 
 
 @pytest.mark.slow
 def test_the_collapse_figure_has_one_line_per_run():
-    a = horizon.analyse_horizon()
+    a = horizon_report.analyse()           # memoised: the book and the other tests share it
     fig = hf.collapse_figure(a.trajectory)
     n = a.trajectory[a.trajectory["part"] == "collapse"]["run"].nunique()
     assert len(fig.data) == n

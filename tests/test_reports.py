@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tanbias.lab.analysis import (alias_design, causal_design, dose, dose_design, findings, pretrained_report,
-                                  rivals_design, sweep, sweep_report)
+from tanbias.lab.analysis import (alias_design, causal_design, dose, dose_design, findings, horizon_design,
+                                  pretrained_report, rivals_design, sweep, sweep_report)
 from tanbias.lab.experiments import EXPERIMENTS
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
@@ -56,6 +56,7 @@ def committed():
                                                     alias_design.power_analysis(da_alone.responses)),
         "causal_design": causal_design.design_numbers(causal_design.power_analysis(table=da_alone.table)),
         "rivals_design": rivals_design.design_numbers(rivals_design.power_analysis()),
+        "horizon_design": horizon_design.design_numbers(),
         # every registered experiment's report, from the one registry the closing page loops over
         **{name: report.numbers(a[name]) for name, report in findings.REPORTS.items()},
         "findings": {"verdict_" + k: v for k, v in findings.headline_words(findings.verdict_grid(a)).items()},

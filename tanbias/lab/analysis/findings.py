@@ -31,8 +31,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from tanbias._checks import check_choice
-from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_report, pretrained_report, rivals, rivals_posthoc,
-                                  rivals_report, sweep, sweep_report)
+from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_report, horizon_report, pretrained_report,
+                                  rivals, rivals_posthoc, rivals_report, sweep, sweep_report)
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 
@@ -56,6 +56,7 @@ REPORTS = {
     "alias": alias_report,
     "causal": causal_report,
     "rivals": rivals_report,
+    "horizon": horizon_report,
 }
 
 #: the rows: the statement's premise and five properties, and the rival accounts

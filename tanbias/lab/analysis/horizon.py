@@ -19,6 +19,11 @@ module reads the committed runs as the registration says:
   architecture ([variance_null]);
 * :func:`collapse_words`: the registered descriptive words of the collapse part (``collapses``,
   ``removes``/``kept``), run by run and cell by cell;
+* :func:`account_rows` and :func:`account_words`: each account's registered predictions read one by
+  one (met, failed, undecided), and the account's word over all of them ([accounts]);
+* :func:`unigram_step0` and :func:`unigram_check_rows`: the registered check of the unigram head
+  ([check]): at step 0 its held-out loss is the cross-entropy of the scored tokens under the
+  add-one-smoothed unigram of the run's own training targets, within :data:`UNIGRAM_TOLERANCE`;
 * :func:`status`: how many registered runs of each part are committed;
 * :func:`analyse_horizon`: all of it, once (:class:`HorizonAnalysis`).
 
@@ -44,7 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "SECONDARY", "part_of",
            "run_readings", "run_table", "trajectory_table", "complete_seeds", "PROGRESS", "matched_progress", "variance_null_rows", "family_rows", "contrast_rows", "horizon_word",
-           "horizon_rows", "collapse_words", "status", "HorizonAnalysis", "analyse_horizon"]
+           "horizon_rows", "collapse_words", "SMALL", "ACCOUNTS", "prediction_reading", "account_rows", "account_words",
+           "UNIGRAM_TOLERANCE", "STAND_INS", "unigram_step0", "unigram_check_rows", "status", "HorizonAnalysis",
+           "analyse_horizon"]
 
 #: the two parts' cells (the encoder has both; the decoder the long part only)
 PARTS = {"long": HORIZON_LONG, "collapse": HORIZON_COLLAPSE}
@@ -186,6 +193,8 @@ SECONDARY = {
     "interaction_peak": ("collapse", "raw", "peak", {"random-native": 1, "mask-native": -1, "random-causal": -1,
                                                      "mask-causal": 1}, ("encoder",)),
 }
+#: [words] low_power_null: the change a null's realised power is read for (logged outcomes only: a ratio)
+LOW_POWER_RATIO = 1.25
 _NAN_FIT = {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "n_seeds": 0}
 
 
@@ -193,7 +202,10 @@ def family_rows(table, contrasts: dict) -> pd.DataFrame:
     """One registered family: a row per contrast and architecture, ``contrast, kind, part, outcome,
     phase``, the fit (``estimate, se, df, lo, hi, p, n_seeds``; ln units where the outcome is logged),
     ``seeds_registered``, ``interim`` (fewer complete seeds than registered), ``p_holm`` (Holm over
-    the family; a NaN p kept at 1), ``significant`` and ``word`` (the 95 % interval's).
+    the family; a NaN p kept at 1), ``significant``, ``word`` (the 95 % interval's), ``power`` (the
+    realised power for a change of x1.25 at the family's first Holm threshold, from the contrast's own
+    SE and df; NaN for an outcome not in logs) and ``low_power_null`` ([words]: an ``indistinguishable``
+    interval whose power is below 0.8).
 
     Parameters
     ----------
@@ -218,8 +230,14 @@ def family_rows(table, contrasts: dict) -> pd.DataFrame:
             rows.append({"contrast": name, "kind": kind, "part": part, "outcome": outcome, "phase": phase, **fit,
                          "seeds_registered": n_registered, "interim": fit["n_seeds"] < n_registered})
     adj = registered.holm([r["p"] for r in rows], family=len(rows))
+    first = registered.ALPHA / len(rows)
     for r, a in zip(rows, adj):
-        r.update(p_holm=float(a), significant=bool(a < registered.ALPHA), word=interval_word(r["lo"], r["hi"]))
+        logged = r["outcome"] in OUTCOMES and OUTCOMES[r["outcome"]][2]
+        power = (registered.t_test_power(float(np.log(LOW_POWER_RATIO)), r["se"], r["df"], first)
+                 if logged and np.isfinite(r["se"]) and np.isfinite(r["df"]) and r["se"] > 0 else np.nan)
+        word = interval_word(r["lo"], r["hi"])
+        r.update(p_holm=float(a), significant=bool(a < registered.ALPHA), word=word, power=power,
+                 low_power_null=bool(word == "indistinguishable" and np.isfinite(power) and power < 0.8))
     return pd.DataFrame(rows)
 
 
@@ -356,6 +374,161 @@ def collapse_words(table) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: [words] small, and the band a "no change" prediction is met within ([accounts]): a ratio within 1.25
+SMALL = float(np.log(1.25))
+
+#: [accounts]: each account's registered predictions, as (contrast, family, architectures, predicted),
+#: the family one of ``primary``, ``secondary`` or ``variance`` (:func:`variance_null_rows`), the
+#: prediction ``negative``, ``positive`` or ``no change``
+ACCOUNTS = {
+    "tangent_bias": [("surgery_standard", "primary", KINDS, "negative"),
+                     ("surgery_unigram", "primary", KINDS, "negative"),
+                     ("variance_null", "variance", KINDS, "positive")],
+    "unigram_first": [("head_final", "primary", KINDS, "negative"),
+                      ("head_final_mean_share", "secondary", KINDS, "negative")],
+    "mask_token": [("corruption_peak", "primary", ("encoder",), "negative"),
+                   ("corruption_raw_step0", "secondary", ("encoder",), "negative"),
+                   ("corruption_raw_final", "secondary", ("encoder",), "negative")],
+    "self_attention": [("corruption_peak", "primary", ("encoder",), "no change"),
+                       ("attention_peak", "primary", ("encoder",), "no change")],
+    "mask_mixing": [("corruption_peak", "primary", ("encoder",), "negative"),
+                    ("attention_peak", "primary", ("encoder",), "negative"),
+                    ("interaction_peak", "secondary", ("encoder",), "negative")],
+}
+
+
+def prediction_reading(predicted: str, estimate, lo, hi, significant: bool) -> str:
+    """One registered prediction read against its contrast ([accounts]): ``met``, ``failed`` or
+    ``undecided``.
+
+    A sign (``negative``, ``positive``) is met when the contrast is significant on the predicted side
+    and failed when it is significant on the other; ``no change`` is met when the 95 % interval lies
+    within a ratio of 1.25 either way (:data:`SMALL`) and failed when the contrast is significant with
+    its estimate outside that band. ``significant`` is the Holm-adjusted test for a primary contrast and
+    the 95 % interval's exclusion of 0 for the others (the registration's words).
+
+    >>> prediction_reading("negative", -0.3, -0.5, -0.1, True), prediction_reading("negative", 0.3, 0.1, 0.5, True)
+    ('met', 'failed')
+    >>> prediction_reading("no change", -0.003, -0.008, 0.001, False), prediction_reading("negative", -0.1, -0.4, 0.2, False)
+    ('met', 'undecided')
+    """
+    check_choice("predicted", predicted, ("negative", "positive", "no change"))
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "undecided"
+    if predicted == "no change":
+        if -SMALL <= lo and hi <= SMALL:
+            return "met"
+        return "failed" if significant and abs(estimate) > SMALL else "undecided"
+    if not significant:
+        return "undecided"
+    return "met" if (estimate < 0) == (predicted == "negative") else "failed"
+
+
+def account_rows(contrasts, secondary, variance_null) -> pd.DataFrame:
+    """Every registered prediction of every account ([accounts]), read by :func:`prediction_reading`:
+    columns ``account, contrast, kind, family, predicted, estimate, lo, hi, significant, reading``
+    (ln units). ``significant`` is Holm's for the primary family and the interval's for the others."""
+    import pandas as pd
+
+    tables = {"primary": contrasts, "secondary": secondary,
+              "variance": variance_null.assign(contrast="variance_null")}
+    rows = []
+    for account, predictions in ACCOUNTS.items():
+        for name, family, kinds, predicted in predictions:
+            t = tables[family]
+            for kind in kinds:
+                hit = t[(t["contrast"] == name) & (t["kind"] == kind)] if len(t) else t
+                r = hit.iloc[0] if len(hit) else None
+                est, lo, hi = ((float(r[c]) for c in ("estimate", "lo", "hi")) if r is not None
+                               else (np.nan, np.nan, np.nan))
+                sig = (bool(r["significant"]) if family == "primary" else interval_word(lo, hi) in ("positive", "negative")
+                       ) if r is not None else False
+                rows.append({"account": account, "contrast": name, "kind": kind, "family": family,
+                             "predicted": predicted, "estimate": est, "lo": lo, "hi": hi, "significant": sig,
+                             "reading": prediction_reading(predicted, est, lo, hi, sig)})
+    return pd.DataFrame(rows)
+
+
+def account_words(rows) -> pd.DataFrame:
+    """Each account's word over all its predictions ([accounts] word): ``supported`` (every one met),
+    ``against`` (a predicted sign failed, or a prediction failed and none was met), ``mixed`` (some
+    met, some failed), ``not distinguished`` otherwise. The registration lists "against" before "mixed"
+    and leaves their order open where a sign fails beside a met prediction; that precedence is our
+    reading, stated here. Columns ``account, predictions, met, failed, undecided, word``.
+
+    >>> import pandas as pd
+    >>> r = pd.DataFrame({"account": ["a", "a", "b"], "predicted": ["negative", "no change", "negative"],
+    ...                   "reading": ["met", "undecided", "met"]})
+    >>> account_words(r)["word"].tolist()
+    ['not distinguished', 'supported']
+    """
+    import pandas as pd
+
+    out = []
+    for account, g in rows.groupby("account", sort=False):
+        reading = g["reading"]
+        met, failed = int((reading == "met").sum()), int((reading == "failed").sum())
+        sign_failed = bool(((reading == "failed") & (g["predicted"] != "no change")).any())
+        word = ("supported" if met == len(g) else "against" if sign_failed or (failed and not met)
+                else "mixed" if failed else "not distinguished")
+        out.append({"account": account, "predictions": len(g), "met": met, "failed": failed,
+                    "undecided": len(g) - met - failed, "word": word})
+    return pd.DataFrame(out)
+
+
+#: [check] unigram_step0: the tolerance, nats
+UNIGRAM_TOLERANCE = 0.05
+#: the runs the check also reads while no unigram-head long run is committed: chapter 13's seed-0
+#: unigram-head controls (the same head, initialised from 320 steps' targets rather than 1280)
+STAND_INS = tuple(f"rivals-{kind}-unigram-control-s0" for kind in KINDS)
+
+
+def unigram_step0(config) -> float:
+    """The cross-entropy (nats) of a run's probe-eval text (its scored tokens,
+    :meth:`tanbias.lab.data.Stream.probe_eval`) under the add-one-smoothed unigram of the run's own
+    training targets over all its steps (:meth:`~tanbias.lab.data.Stream.target_counts`): what a
+    unigram-head run's held-out loss is at step 0, before its random weights have moved, up to their
+    small logits. Reads the training stream once (about 9 s per 320 steps on this machine's CPU).
+
+    Parameters
+    ----------
+    config : tanbias.lab.config.RunConfig
+        A run with ``probe_eval_batches > 0``.
+    """
+    from tanbias.lab.data import Stream, batch_targets
+
+    if config.probe_eval_batches <= 0:
+        raise ValueError(f"probe_eval_batches = {config.probe_eval_batches}: the run scores no held-out text "
+                         "(valid: 1 or more)")
+    stream = Stream.from_config(config)
+    counts = stream.target_counts(config.steps).astype(np.float64)
+    log_p = np.log((counts + 1.0) / (counts.sum() + counts.size))
+    ids = np.concatenate([batch_targets(config.kind, b).numpy() for b in stream.probe_eval(config.probe_eval_batches)])
+    return float(-log_p[ids].mean())
+
+
+def unigram_check_rows(loaded: dict, stand_ins: dict | None = None) -> pd.DataFrame:
+    """[check] unigram_step0 on every unigram-head long run (``loaded``) and on ``stand_ins`` (``{run:
+    RunData}``, default :data:`STAND_INS` where committed), one row each: ``run, kind, source``
+    (``horizon`` or ``chapter 13``), ``logged`` (the held-out loss at step 0), ``unigram``
+    (:func:`unigram_step0`), ``gap`` (logged - unigram) and ``passes`` (``|gap| <=``
+    :data:`UNIGRAM_TOLERANCE`)."""
+    import pandas as pd
+
+    if stand_ins is None:
+        stand_ins = registered.load(HORIZON, names=STAND_INS)
+    runs_ = [(n, r, "horizon") for n, r in loaded.items() if HORIZON.parse(n)[1].startswith("unigram-")]
+    runs_ += [(n, r, "chapter 13") for n, r in stand_ins.items()]
+    rows = []
+    for name, run, source in runs_:
+        pe = run.probe_evals
+        logged = float(pe.set_index("step")["loss"].get(0, np.nan)) if pe is not None else np.nan
+        unigram = unigram_step0(run.config)
+        rows.append({"run": name, "kind": run.config.kind, "source": source, "logged": logged, "unigram": unigram,
+                     "gap": logged - unigram, "passes": bool(abs(logged - unigram) <= UNIGRAM_TOLERANCE)})
+    return pd.DataFrame(rows, columns=["run", "kind", "source", "logged", "unigram", "gap", "passes"])
+
+
 def status(runs_dir=None) -> pd.DataFrame:
     """Per architecture and part: ``registered`` runs, ``committed`` runs and their training ``hours``."""
     import pandas as pd
@@ -379,19 +552,29 @@ class HorizonAnalysis:
     variance_null: pd.DataFrame  # variance_null_rows
     progress: pd.DataFrame     # matched_progress
     collapse: pd.DataFrame     # collapse_words
+    predictions: pd.DataFrame  # account_rows
+    accounts: pd.DataFrame     # account_words
+    unigram_check: pd.DataFrame  # unigram_check_rows
     status: pd.DataFrame       # status
 
 
-def analyse_horizon(loaded: dict | None = None, runs_dir=None) -> HorizonAnalysis:
+def analyse_horizon(loaded: dict | None = None, runs_dir=None, stand_ins: dict | None = None) -> HorizonAnalysis:
     """Every table of the horizon experiment from its committed runs (``loaded``: ``{run: RunData}``,
-    default :func:`tanbias.lab.analysis.registered.load` of the design)."""
+    default :func:`tanbias.lab.analysis.registered.load` of the design; ``stand_ins``: the runs the
+    unigram check also reads, default :data:`STAND_INS` under ``runs_dir``)."""
     loaded = registered.load(HORIZON, runs_dir) if loaded is None else loaded
+    if stand_ins is None:
+        stand_ins = registered.load(HORIZON, runs_dir, names=STAND_INS)
     import pandas as pd
 
     table, traj = run_table(loaded), trajectory_table(loaded)
     primary, secondary = contrast_rows(table), family_rows(table, SECONDARY)
+    vnull = variance_null_rows(loaded)
+    predictions = account_rows(primary, secondary, vnull)
     return HorizonAnalysis(table=table, contrasts=primary, secondary=secondary,
                            horizons=horizon_rows(primary, rivals.analyse_rivals().contrasts), trajectory=traj,
                            progress=matched_progress(traj, table, pd.concat([primary, secondary])),
-                           variance_null=variance_null_rows(loaded),
-                           collapse=collapse_words(table), status=status(runs_dir))
+                           variance_null=vnull, collapse=collapse_words(table), predictions=predictions,
+                           accounts=account_words(predictions),
+                           unigram_check=unigram_check_rows(loaded, stand_ins),
+                           status=status(runs_dir))

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER", "PRIMARY_FAMILY", "ALPHA",
-           "realised_sd", "detectable_ratio", "power_analysis"]
+           "realised_sd", "detectable_ratio", "power_analysis", "design_numbers"]
 
 #: the sha256 of ``data/preregistration/horizon.toml``: the code refuses a registration that changed
 REGISTRATION_SHA256 = HORIZON.registration_sha256
@@ -61,11 +61,9 @@ def detectable_ratio(sd: float, n_seeds: int, n_cells: int, alpha: float, power:
     >>> round(detectable_ratio(0.078353, 5, 4, 0.05 / 8), 2)
     1.23
     """
-    from scipy.optimize import brentq
-
     se = float(sd) * np.sqrt(2.0 / int(n_seeds))
     df = (int(n_seeds) - 1) * (int(n_cells) - 1)
-    return float(np.exp(brentq(lambda b: registered.t_test_power(b, se, df, alpha) - power, 1e-9, 40 * se)))
+    return float(np.exp(registered.detectable_effect(se, df, alpha, power)))
 
 
 def power_analysis(seeds=range(3, 11), sd: dict | None = None) -> pd.DataFrame:
@@ -87,3 +85,18 @@ def power_analysis(seeds=range(3, 11), sd: dict | None = None) -> pd.DataFrame:
                          "detectable": detectable_ratio(sd[kind], int(n), cells, alpha),
                          "chosen": int(n) == len(HORIZON_SEEDS[kind]["long"])})
     return pd.DataFrame(rows)
+
+
+def design_numbers(power=None) -> dict:
+    """The numbers the horizon chapter's design section quotes, from :func:`power_analysis` (default:
+    of the committed runs): per architecture ``sd_<kind>`` (chapter 13's realised residual SD),
+    ``seeds_<kind>`` (the registered seeds of a long cell), ``power_<kind>`` (for x1.25 at Holm's first
+    threshold) and ``detectable_<kind>`` (the smallest ratio detected with 80 % power); ``family`` and
+    ``target_ratio``."""
+    power = power_analysis() if power is None else power
+    out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO}
+    for kind in KINDS:
+        p = power[(power["kind"] == kind) & power["chosen"]].iloc[0]
+        out.update({f"sd_{kind}": float(p["sd"]), f"seeds_{kind}": int(p["seeds"]),
+                    f"power_{kind}": float(p["power"]), f"detectable_{kind}": float(p["detectable"])})
+    return out

@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
-           "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_ratio",
+           "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_effect",
+           "detectable_ratio",
            "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress",
            "progress_table", "CellContrasts"]
 
@@ -374,6 +375,21 @@ def t_test_power(effect: float, se: float, df: int, alpha: float) -> float:
     # the far tail: nct.cdf(-crit) is tiny (and NaN in scipy for large nc)
     lower = np.nan_to_num(stats.nct.cdf(-crit, df, nc), nan=0.0)
     return float(stats.nct.sf(crit, df, nc) + lower)
+
+
+def detectable_effect(se: float, df: float, alpha: float, power: float = 0.8) -> float:
+    """The smallest effect (in the units of ``se``, e.g. ln units) a two-sided t test at ``alpha`` with
+    ``df`` degrees of freedom detects with ``power`` (:func:`t_test_power`), for an estimate of
+    standard error ``se``; NaN where ``se`` or ``df`` is not finite.
+
+    >>> round(detectable_effect(1.0, 1000, 0.05), 2)        # about 1.96 + 0.84 standard errors
+    2.8
+    """
+    from scipy.optimize import brentq
+
+    if not (np.isfinite(se) and np.isfinite(df) and se > 0 and df > 0):
+        return float("nan")
+    return float(brentq(lambda b: t_test_power(b, se, df, alpha) - power, 1e-9 * se, 40 * se))
 
 
 def detectable_ratio(sd: float, n_seeds: int, positions, power: float = 0.8, alpha: float = 0.05) -> float:
