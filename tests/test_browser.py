@@ -88,11 +88,31 @@ TOO_WIDE_JS = """() => {
   document.querySelectorAll('main details').forEach(d => d.open = true);
   const art = document.querySelector('main article') || document.querySelector('main');
   const col = art.getBoundingClientRect().width;
+  // the room a table or figure has: the column, or the narrower output box of the cell (or the
+  // dropdown's output) it is drawn in, where a wider one would scroll sideways
+  const room = e => { const box = e.parentElement.closest('.cell_output, .output');
+                      return box ? Math.min(col, box.clientWidth) : col; };
   return [...art.querySelectorAll('table, .plotly-graph-div')]
-    .map(e => [e.tagName, Math.round(Math.max(e.scrollWidth, e.getBoundingClientRect().width)), Math.round(col),
+    .map(e => [e.tagName, Math.round(Math.max(e.scrollWidth, e.getBoundingClientRect().width)), Math.round(room(e)),
                (e.innerText || '').slice(0, 60)])
-    .filter(([, w]) => w > col + 1);
+    .filter(([, w, r]) => w > r + 1);
 }"""
+
+
+@pytest.mark.parametrize("table_px, fits", [(500, True), (700, False)])
+def test_the_width_check_measures_a_table_against_its_output_box(browser, table_px, fits):
+    """A table in a cell's output box of 600 px, in a 700 px column: 700 px is caught though the column
+    would hold it (it would scroll inside the box), 500 px is not."""
+    page = browser.new_page(viewport={"width": 1000, "height": 600})
+    try:
+        page.set_content('<main><article style="width: 700px"><div class="cell_output" style="width: 600px">'
+                         f'<table style="width: {table_px}px"><tr><td>x</td></tr></table></div></article></main>')
+        found = page.evaluate(TOO_WIDE_JS)
+        assert (found == []) == fits, found
+    finally:
+        page.close()
+
+
 #: the window widths at which every table and figure must fit its column: a laptop, a narrow window
 READING_WIDTHS = (1280, 800)
 
