@@ -12,10 +12,12 @@ from tanbias.figures import COLORS, GREY, KIND_COLORS, labelled, log_axis
 from tanbias.lab.analysis.rivals import CONTRAST_NAMES
 from tanbias.lab.config import KINDS
 
-__all__ = ["HORIZON_COLORS", "COLLAPSE_NAMES", "horizons_figure", "collapse_figure"]
+__all__ = ["HORIZON_COLORS", "COLLAPSE_TRACE", "COLLAPSE_NAMES", "horizons_figure", "collapse_figure"]
 
 #: one colour per horizon
 HORIZON_COLORS = {"320 steps": COLORS[7], "1280 steps": COLORS[5]}
+#: the legend's name of the collapse part's two contrasts (320-step runs, read at their early peak)
+COLLAPSE_TRACE = "the collapse part, at the peak"
 #: the collapse part's two main effects in words
 COLLAPSE_NAMES = {"corruption_peak": "random tokens instead of <mask>, at the peak",
                   "attention_peak": "causal instead of bidirectional attention, at the peak"}
@@ -41,11 +43,11 @@ def horizons_figure(horizons, contrasts) -> go.Figure:
         sig = contrasts.set_index(["contrast", "kind"]).loc[(r["contrast"], r["kind"]), "significant"]
         rows.append((label, "1280 steps", r["estimate_1280"], r["lo_1280"], r["hi_1280"], bool(sig)))
     for _, r in contrasts[contrasts["part"] == "collapse"].iterrows():
-        rows.append((COLLAPSE_NAMES.get(r["contrast"], r["contrast"]), "320 steps (collapse)", r["estimate"],
+        rows.append((COLLAPSE_NAMES.get(r["contrast"], r["contrast"]), COLLAPSE_TRACE, r["estimate"],
                      r["lo"], r["hi"], bool(r["significant"])))
     fig = go.Figure()
     finite = [np.exp(v) for row in rows for v in row[2:5] if np.isfinite(v)]
-    for horizon, color in (*HORIZON_COLORS.items(), ("320 steps (collapse)", KIND_COLORS["encoder"])):
+    for horizon, color in (*HORIZON_COLORS.items(), (COLLAPSE_TRACE, KIND_COLORS["encoder"])):
         sel = [row for row in rows if row[1] == horizon and np.isfinite(row[2])]
         if not sel:
             continue
@@ -95,6 +97,5 @@ def collapse_figure(trajectory) -> go.Figure:
     else:
         fig.update_xaxes(**log_axis(t["step"] + 1))
     fig.update_yaxes(range=[0, 1.02])
-    return labelled(fig, "The encoder's collapse with and without its <mask> row and its bidirectional attention",
-                    "training step + 1 [log]", "mean cosine (intact positions, mean over the blocks)",
-                    legend="corruption-attention")
+    return labelled(fig, "The encoder's collapse in its four cells",
+                    "training step + 1 [log]", "mean cosine (blocks' mean)", legend="corruption-attention")

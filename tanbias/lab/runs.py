@@ -471,7 +471,7 @@ class _memo_lock:
 
 
 def queue_record(path) -> dict | None:
-    """A queue's record (:func:`run_queue`'s ``report_name`` beside the runs, e.g.
+    """A queue's record (:func:`tanbias.lab.pipeline.run_queue`'s ``report_name`` beside the runs, e.g.
     ``data/runs/horizon.json``), summed over its sittings: ``sittings``, ``wall_seconds`` (the
     sittings' wall time, with any ``unrecorded_seconds`` added after the fact from the runs' own logs
     where a sitting outlived its last write (each with its ``unrecorded_note``), less any

@@ -17,7 +17,8 @@ from tanbias.lab.analysis.rivals import CONTRAST_NAMES
 from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_horizon
 from tanbias.lab.experiments import HORIZON
 
-__all__ = ["analyse", "numbers", "words", "wall_hours", "ACCOUNT_NAMES", "CELL_NAMES", "collapse_table",
+__all__ = ["analyse", "numbers", "words", "wall_hours", "QUOTED_SECONDARY", "CONTRAST_WORDS", "OUTCOME_WORDS",
+           "ACCOUNT_NAMES", "CELL_NAMES", "collapse_table",
            "contrasts_table", "horizons_table", "accounts_table", "predictions_table", "untrained_runs"]
 
 #: the accounts in words (chapter 13's names where it has them)
