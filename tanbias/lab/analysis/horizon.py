@@ -193,8 +193,9 @@ SECONDARY = {
     "interaction_peak": ("collapse", "raw", "peak", {"random-native": 1, "mask-native": -1, "random-causal": -1,
                                                      "mask-causal": 1}, ("encoder",)),
 }
-#: [words] low_power_null: the change a null's realised power is read for (logged outcomes only: a ratio)
-LOW_POWER_RATIO = 1.25
+#: [words] small and low_power_null, and the band a "no change" prediction is met within ([accounts]): a
+#: ratio of 1.25, in ln units (a null's realised power is read for this change, logged outcomes only)
+SMALL = float(np.log(1.25))
 _NAN_FIT = {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "n_seeds": 0}
 
 
@@ -233,7 +234,7 @@ def family_rows(table, contrasts: dict) -> pd.DataFrame:
     first = registered.ALPHA / len(rows)
     for r, a in zip(rows, adj):
         logged = r["outcome"] in OUTCOMES and OUTCOMES[r["outcome"]][2]
-        power = (registered.t_test_power(float(np.log(LOW_POWER_RATIO)), r["se"], r["df"], first)
+        power = (registered.t_test_power(SMALL, r["se"], r["df"], first)
                  if logged and np.isfinite(r["se"]) and np.isfinite(r["df"]) and r["se"] > 0 else np.nan)
         word = interval_word(r["lo"], r["hi"])
         r.update(p_holm=float(a), significant=bool(a < registered.ALPHA), word=word, power=power,
@@ -374,9 +375,6 @@ def collapse_words(table) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: [words] small, and the band a "no change" prediction is met within ([accounts]): a ratio within 1.25
-SMALL = float(np.log(1.25))
-
 #: [accounts]: each account's registered predictions, as (contrast, family, architectures, predicted),
 #: the family one of ``primary``, ``secondary`` or ``variance`` (:func:`variance_null_rows`), the
 #: prediction ``negative``, ``positive`` or ``no change``
@@ -496,13 +494,13 @@ def unigram_step0(config) -> float:
         A run with ``probe_eval_batches > 0``.
     """
     from tanbias.lab.data import Stream, batch_targets
+    from tanbias.lab.models import log_unigram
 
     if config.probe_eval_batches <= 0:
         raise ValueError(f"probe_eval_batches = {config.probe_eval_batches}: the run scores no held-out text "
                          "(valid: 1 or more)")
     stream = Stream.from_config(config)
-    counts = stream.target_counts(config.steps).astype(np.float64)
-    log_p = np.log((counts + 1.0) / (counts.sum() + counts.size))
+    log_p = log_unigram(stream.target_counts(config.steps))
     ids = np.concatenate([batch_targets(config.kind, b).numpy() for b in stream.probe_eval(config.probe_eval_batches)])
     return float(-log_p[ids].mean())
 
