@@ -1,7 +1,10 @@
 # tanbias: build the book, run the tests, open the chapters, benchmark.
 # Every target sets up what it needs; re-runs are fast (stamp files).
 #   make book    execute every chapter and build the HTML book strictly
-#   make test    the whole pytest suite (builds the book once, drives chromium)
+#   make test    the package's tests: unit, doctests, smoke runs trained and tiny real models measured
+#   make check   the rest of the suite: the book built once and read in chromium, JupyterLab,
+#                Binder, the committed analyses, the zoo's real models, several processes at once
+#                (CI runs make test, then make check: the whole suite once)
 #   make unit    the package's unit tests and doctests only (no book, no browser, no real model)
 #   make lab     JupyterLab with the chapters opening as notebooks (live figures)
 #   make bench   timings and page weights -> _build/bench.json
@@ -22,7 +25,7 @@ SHELL := /bin/bash
 # the lab's experiments, read from the registry's line in tanbias/lab/experiments.py (no Python needed
 # before the install; tests/test_experiments.py checks the list equals the registry): their rule is below
 EXPERIMENTS := $(shell sed -n 's/^EXPERIMENTS: .* for d in (\(.*\))}$$/\1/p' tanbias/lab/experiments.py | tr -d ',' | tr A-Z a-z)
-.PHONY: book test unit lab bench list-experiments $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
+.PHONY: book test check unit lab bench list-experiments $(EXPERIMENTS) install assets chromium lab-settings clean zoo pretrained
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -171,9 +174,19 @@ XDIST := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgrou
 # the tests' asserts once, not in every worker of every run (about 6 s each)
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
+# The suite in two parts, split by what a test needs (pyproject.toml's markers): `make test` takes every
+# test that needs none of CHECK_MARKS, and so only the package's own environment (about 5 min from a
+# clean clone); `make check` takes the others: the book build, chromium, JupyterLab and Binder, the
+# analyses of every committed experiment, the zoo's real models, several processes at once. Together
+# they are the whole suite, each test once; CI (.ci/run) runs both.
+CHECK_MARKS := book or browser or zoo or committed or multiprocess
+
 # --durations: the ten slowest tests close the report, so that a slower suite shows where its time went
-test: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
-	export PATH="$(BIN):$$PATH"; $(PYTEST) $(XDIST) --durations=10 $(PYTEST_ARGS)
+test: $(STAMP)
+	export PATH="$(BIN):$$PATH"; $(PYTEST) $(XDIST) --durations=10 -m "not ($(CHECK_MARKS))" $(PYTEST_ARGS)
+
+check: $(STAMP) $(ZOO_STAMP) $(ASSETS_STAMP) $(LAB_OVERRIDES) chromium
+	export PATH="$(BIN):$$PATH"; $(PYTEST) $(XDIST) --durations=10 -m "$(CHECK_MARKS)" $(PYTEST_ARGS)
 
 # the fast inner loop: no book build, no assets, no browser, no real pretrained model, no test marked
 # slow (one that trains, starts other processes, reads the committed analyses or takes a second or

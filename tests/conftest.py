@@ -191,16 +191,52 @@ HEAVY_FIXTURES = {
 }
 
 
+#: the markers of the tests that `make test` leaves to `make check` (the Makefile's CHECK_MARKS, which
+#: tests/test_layers.py keeps equal to this): what a test needs beyond the package's own environment
+CHECK_MARKS = ("book", "browser", "zoo", "committed", "multiprocess")
+#: fixtures that analyse every committed experiment (``module::name``): a test that uses one is also
+#: ``committed``, so that `make test` leaves it to `make check` (it reads what the book reads)
+COMMITTED_FIXTURES = ("test_reports::committed", "test_findings::grid", "test_verdict_words::headline",
+                      "test_rivals::init_table", "test_rivals_design::design")
+
+
+@pytest.fixture(autouse=True)
+def _committed_analyses_are_marked(request, monkeypatch):
+    """A test of `make test`'s part that reads a memoised analysis of the committed runs fails, naming
+    the marker it lacks: `make test` then never analyses a committed experiment (tens of seconds to
+    minutes each on a clean clone), and a new test that does is moved to `make check` by its marker.
+    A test that points the memo at runs of its own (``runs.RUNS_DIR`` changed) is not reading them."""
+    if any(request.node.get_closest_marker(m) for m in CHECK_MARKS):
+        yield
+        return
+    from tanbias.lab import runs
+
+    committed, memoised = runs.RUNS_DIR, runs.memoised
+
+    def guarded(name, compute):
+        if runs.RUNS_DIR == committed:
+            pytest.fail(f"{request.node.nodeid} reads the memoised analysis {name!r} of the committed runs: "
+                        f"mark it @pytest.mark.committed (and slow), so that `make check` runs it, not `make test`")
+        return memoised(name, compute)
+
+    monkeypatch.setattr(runs, "memoised", guarded)
+    yield
+
+
 def _fixture_key(fixturedef) -> str:
     module = fixturedef.baseid.split("::")[0]
     return f"{Path(module).stem if module.endswith('.py') else 'conftest'}::{fixturedef.argname}"
 
 
 def _mark_heavy(items) -> None:
-    """Mark ``slow`` every test that uses one of :data:`HEAVY_FIXTURES` (before ``-m`` deselects)."""
+    """Mark ``slow`` every test that uses one of :data:`HEAVY_FIXTURES`, and ``committed`` every test
+    that uses one of :data:`COMMITTED_FIXTURES` (before ``-m`` deselects)."""
     for item in items:
-        if any(_fixture_key(d) in HEAVY_FIXTURES for d in _fixturedefs(item)):
+        keys = {_fixture_key(d) for d in _fixturedefs(item)}
+        if keys & HEAVY_FIXTURES.keys():
             item.add_marker(pytest.mark.slow)
+        if keys & set(COMMITTED_FIXTURES):
+            item.add_marker(pytest.mark.committed)
 
 
 class _GroupsPlugin:

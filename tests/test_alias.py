@@ -109,6 +109,7 @@ def test_the_run_table_of_real_smoke_runs(smoke_cells):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_report_quotes_every_reading_and_reads_interim(smoke_cells):
     root, cells = smoke_cells
     da, aa = alias.analyse_alias(loaded=alias.load_alias(runs_dir=root, cells=cells))

@@ -46,6 +46,7 @@ def test_the_levels_are_the_registered_calculation_and_match_the_direct_knob():
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
     p = ad.power_analysis(seeds=range(4, 11))
     late = p[p["metric"] == ad.POWER_READING]

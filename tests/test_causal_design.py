@@ -42,6 +42,7 @@ def test_an_altered_registration_is_refused(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
     p = cd.power_analysis(seeds=range(4, 14))
     chosen = p[p["chosen"]].set_index("kind")
@@ -55,6 +56,7 @@ def test_the_seeds_are_what_the_power_analysis_on_chapter_10s_runs_asks_for():
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_power_is_read_at_holms_first_threshold_over_the_family():
     alpha = cd.ALPHA / cd.FAMILY
     p = cd.power_analysis(seeds=(5,))

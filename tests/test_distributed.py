@@ -46,6 +46,7 @@ def _same_tables(a_dir, b_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_two_processes_train_as_one_and_a_killed_rank_resumes(tmp_path):
     """Two ranks train the run one process trains (the encoder, the harder case: ranks mask
     different numbers of tokens): rank 1 is SIGKILLed after step 6 (checkpoint at 4), torchrun
@@ -98,6 +99,7 @@ def test_shard_takes_every_world_th_row_and_refuses_uneven_batches():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_sharded_posthoc_probe_equals_one_process(tmp_path):
     from tiny_checkpoints import make_tiny_checkpoint
 
@@ -123,6 +125,7 @@ def test_sharded_posthoc_probe_equals_one_process(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_zoo_measurements_share_out_over_ranks_and_merge_in_order(tmp_path, monkeypatch):
     """``pretrained.measure_all`` under torchrun: rank r measures models r, r+2, ...; rank 0
     returns every model's manifest in the zoo's order, as one process does. The script

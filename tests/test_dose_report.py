@@ -106,6 +106,7 @@ def test_the_narrow_verdict_table_says_each_row_word_change_and_what_survives_ma
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_words_read_the_intervals_and_rows_they_name():
     da = alias.joint_analyses().dose          # chapter 10's reading of the committed runs, memoised
     r = da.responses.set_index(["metric", "knob", "kind"]).loc[("log_enrichment_late", "token", "encoder")]
@@ -133,6 +134,7 @@ def test_the_words_read_the_intervals_and_rows_they_name():
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_full_verdict_tables_split_every_column_once_and_keep_the_words_in_the_first():
     from tanbias.lab.analysis.dose import verdict_table
     from tanbias.book.tables import format_table

@@ -75,6 +75,7 @@ def test_the_collapse_words(collapsing, word):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_no_run_gives_an_empty_analysis_with_every_row():
     a = horizon.analyse_horizon(loaded={}, stand_ins={})
     assert len(a.table) == 0 and len(a.contrasts) == 8 and a.contrasts["p"].isna().all()
@@ -191,6 +192,8 @@ def test_a_prediction_is_met_failed_or_undecided(predicted, est, lo, hi, sig, re
     assert horizon.prediction_reading(predicted, est, lo, hi, sig) == reading
 
 
+@pytest.mark.slow
+@pytest.mark.committed
 def test_every_registered_prediction_is_read():
     """The accounts of the registration, each with as many readings as it has predictions and architectures."""
     reg = horizon_design.registration()["accounts"]

@@ -9,6 +9,7 @@ from tanbias.lab.analysis import horizon, horizon_report
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_horizons_figure_draws_each_interval_as_a_ratio():
     a = horizon_report.analyse()           # memoised: the book and the other tests share it
     fig = hf.horizons_figure(a.horizons, a.contrasts)
@@ -22,6 +23,7 @@ def test_the_horizons_figure_draws_each_interval_as_a_ratio():
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_figures_say_when_nothing_is_in_yet():
     a = horizon.analyse_horizon(loaded={}, stand_ins={})
     empty = hf.collapse_figure(a.trajectory)
@@ -29,6 +31,7 @@ def test_the_figures_say_when_nothing_is_in_yet():
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_the_collapse_figure_has_one_line_per_run():
     a = horizon_report.analyse()           # memoised: the book and the other tests share it
     fig = hf.collapse_figure(a.trajectory)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tanbias.lab.analysis import horizon, horizon_report
 from tanbias.stats import check_words
 
 
+@pytest.mark.slow
+@pytest.mark.committed
 def test_the_face_names_every_primary_contrast_and_collapse_cell():
     a = horizon_report.analyse()
     n, w = horizon_report.numbers(a), horizon_report.words(a)
@@ -31,6 +34,8 @@ def test_the_face_names_every_primary_contrast_and_collapse_cell():
     assert not check_words(w, {"primary, head_final, decoder": "reverses"})[0].passed
 
 
+@pytest.mark.slow
+@pytest.mark.committed
 def test_the_face_of_no_runs_is_all_undecided():
     a = horizon.analyse_horizon(loaded={}, stand_ins={})
     n, w = horizon_report.numbers(a), horizon_report.words(a)
@@ -41,6 +46,8 @@ def test_the_face_of_no_runs_is_all_undecided():
     assert w["unigram check"] == "–"
 
 
+@pytest.mark.slow
+@pytest.mark.committed
 def test_the_tables_a_reader_sees_name_things_in_words():
     a = horizon_report.analyse()
     assert not horizon_report.collapse_table(a)["cell"].str.contains("-native|-causal").any()

@@ -72,6 +72,7 @@ def test_gpu_check_script_exits_cleanly_without_a_gpu():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_bench_ddp_reports_both_throughputs():
     r = bench_ddp("smoke", steps=2, nproc=1)           # every line, with one rank fewer to start
     assert _finite(r, ("tokens_per_s_one", "tokens_per_s_ddp"))

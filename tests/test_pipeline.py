@@ -54,6 +54,7 @@ def test_an_experiment_writes_its_configs_in_queue_order(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_an_experiment_trains_in_parallel_and_skips_complete_runs(tmp_path):
     paths = write_configs([RunConfig.from_dict({"name": f"{kind}-natural-s0", "kind": kind, "size": "smoke",
                                                 "steps": 3, "languages": ["de", "pt"], "eval_batches": 1,
@@ -74,6 +75,7 @@ def test_an_experiment_trains_in_parallel_and_skips_complete_runs(tmp_path):
 
 # --------------------------------------------------------------------------- the queue
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_killed_queue_resumes_and_loses_nothing(tmp_path, monkeypatch):
     cfg = dose_config("decoder", "b37", 0, **SMOKE)
     path, = write_configs([cfg], tmp_path / "configs")
