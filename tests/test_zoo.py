@@ -133,6 +133,7 @@ def test_wrong_version_is_unavailable(fake, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.zoo
 def test_gemma_is_assembled_once_and_rebuilt_when_damaged(tmp_path, monkeypatch):
     monkeypatch.setattr(zoo, "ZOO_DIR", tmp_path)
     try:
