@@ -66,3 +66,24 @@ def test_the_command_line_hands_its_options_to_the_build(monkeypatch):
     assert bookbuild.main([]) == 1
     monkeypatch.setattr(bookbuild, "build", lambda *a: 2)
     assert bookbuild.main([]) == 2
+
+
+def test_a_failing_analysis_is_named_and_left_to_its_page(monkeypatch):
+    """One worker's task: a report whose analysis raises gives its name and error, not an exception."""
+    from tanbias.lab.analysis import findings
+
+    def broken():
+        raise ValueError("a planted failure")
+
+    monkeypatch.setitem(findings.REPORTS, "planted", types.SimpleNamespace(analyse=broken))
+    monkeypatch.setitem(findings.REPORTS, "fine", types.SimpleNamespace(analyse=lambda: 1))
+    assert bookbuild._analyse("planted") == "planted: ValueError: a planted failure"
+    assert bookbuild._analyse("fine") is None
+
+
+def test_every_report_is_memoised_before_the_pages_and_nothing_with_the_memo_off(monkeypatch, capsys):
+    from tanbias.lab.analysis import findings
+
+    assert set(bookbuild.ORDER) == set(findings.REPORTS), "a report missing from the order starts last"
+    monkeypatch.setenv("TANBIAS_MEMO", "0")
+    assert bookbuild.memoise_analyses(2) == 0.0 and capsys.readouterr().out == ""

@@ -205,6 +205,8 @@ def test_every_registered_prediction_is_read():
     assert (empty.accounts["word"] == "not distinguished").all()
 
 
+@pytest.mark.slow
+@pytest.mark.committed
 def test_the_unigram_check_reads_a_planted_gap():
     """The check compares the logged step-0 loss with the unigram's cross-entropy: a run whose logged loss is
     moved by 0.1 nats fails it."""

@@ -2,7 +2,9 @@
 
 Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 
-* the wall time of a clean, strict book build (``jupyter-book build --all``);
+* the wall time of a clean, strict book build (``jupyter-book build --all``), and the part of it
+  spent computing the analyses of the committed runs before the pages read them
+  (:func:`~tanbias.book.bookbuild.memoise_analyses`);
 * each chapter's execution time during that build (myst-nb's execution data,
   the numbers of the status page) - target <= 30 s; the page "Measure your own model"
   (:data:`MEASURE_PAGE`) beside it as a ratio over the slowest chapter of the training lab
@@ -37,12 +39,13 @@ import sys
 import time
 from pathlib import Path
 
+from tanbias.book.bookbuild import MEMOISED_LINE
 from tanbias.lab import runs
 from tanbias.lab.experiments import EXPERIMENTS
 
 __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_notebook", "page_weight", "exec_times",
-           "chapter_latencies", "build_book", "budgeted_experiments", "experiment_record", "measure_page_record",
-           "run", "format_report", "main"]
+           "chapter_latencies", "build_book", "memoised_seconds", "budgeted_experiments", "experiment_record",
+           "measure_page_record", "run", "format_report", "main"]
 
 #: The budgets the table compares against: a chapter's execution, an interactive figure's update, a
 #: page's weight, and the measure page's execution over the slowest lab chapter's.
@@ -200,15 +203,26 @@ def chapter_latencies(path: str | os.PathLike, n: int = 50) -> list[dict]:
 
 
 def build_book(root: Path, out: Path) -> tuple[float, bool, str]:
-    """Clean strict build into ``out`` (:mod:`tanbias.book.bookbuild`, both cores); (seconds, ok, log tail)."""
+    """Clean strict build into ``out`` (:mod:`tanbias.book.bookbuild`, both cores); (seconds, ok, log)."""
     env = dict(os.environ, TANBIAS_MODE="static")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     cmd = [sys.executable, "-m", "tanbias.book.bookbuild", str(root), "--path-output", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    log = proc.stdout + proc.stderr
-    return seconds, proc.returncode == 0, log[-4000:]
+    return seconds, proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def memoised_seconds(log: str) -> float | None:
+    r"""The seconds the build spent computing the analyses of the committed runs before its pages
+    (:func:`tanbias.book.bookbuild.memoise_analyses`' line in its log); None if it printed none.
+
+    >>> memoised_seconds("...\nmemoised the analyses of the committed runs in 41.5 s\n...")
+    41.5
+    """
+    pattern = re.escape(MEMOISED_LINE).replace(re.escape("{seconds:.1f}"), r"([0-9.]+)")
+    m = re.search(pattern, log)
+    return float(m.group(1)) if m else None
 
 
 def _fmt_check(value, target, fmt) -> str:
@@ -219,21 +233,24 @@ def _fmt_check(value, target, fmt) -> str:
 
 
 def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None,
-        out: str | os.PathLike | None = None) -> dict:
-    """Measure everything; return the report written to ``_build/bench.json``."""
+        out: str | os.PathLike | None = None, pages: bool = False) -> dict:
+    """Measure everything; return the report written to ``_build/bench.json``. ``pages``: the build and
+    the pages only (each page's execution time and weight, the measure page's ratio): no figure
+    latencies, no timings of the lab or of the measurement command."""
     root = Path(root).resolve()
     n = n or (10 if quick else 50)
-    report: dict = {"targets": TARGETS, "quick": quick, "n_updates": n, "chapters": []}
+    report: dict = {"targets": TARGETS, "quick": quick, "pages_only": pages, "n_updates": n, "chapters": []}
     build_root = root / "_build"
     if quick:
         report["book_build_s"] = None
         built = build_root
     else:
         out_dir = root / "_build" / "bench-book"
-        seconds, ok, tail = build_book(root, out_dir)
+        seconds, ok, log = build_book(root, out_dir)
         report["book_build_s"], report["book_build_ok"] = seconds, ok
+        report["memoise_s"] = memoised_seconds(log)
         if not ok:
-            report["book_build_log_tail"] = tail
+            report["book_build_log_tail"] = log[-4000:]
         built = out_dir / "_build"
     times = exec_times(built)
     html_root = built / "html"
@@ -245,15 +262,32 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
             row["exec_ok"] = times[doc].get("succeeded")
         page = html_root / f"{doc}.html"
         row["page_bytes"] = page_weight(page, html_root) if page.exists() else None
-        if row["notebook"]:
+        if row["notebook"] and not pages:
             try:
                 row["interactives"] = chapter_latencies(src, n=n)
             except Exception as exc:  # report, keep measuring the other chapters
                 row["interactives"], row["error"] = [], f"{type(exc).__name__}: {exc}"
         report["chapters"].append(row)
-    # The training lab (issue: training tokens/s and the probe's overhead,
-    # inline versus a separate forward+backward), measured in one process.
+    if not pages:
+        _bench_lab_and_measure(report, quick)
+    report["sweep"] = _sweep_record(Path(root))
+    for key, (name, budget, _) in budgeted_experiments().items():
+        report[key] = experiment_record(Path(root), name, budget)
+    report["pretrained"] = _pretrained_record(Path(root))
+    report["measure_page"] = measure_page_record(report["chapters"])
+    report["ok"] = _all_ok(report)
+    path = Path(out) if out else build_root / "bench.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2), encoding="utf8")
+    report["path"] = str(path)
+    return report
+
+
+def _bench_lab_and_measure(report: dict, quick: bool) -> None:
+    """The training lab's timings (tokens/s and the probe's overhead, inline versus a separate
+    forward+backward; the surgery; DDP) and the measurement command's, into ``report``."""
     from tanbias.lab.bench import bench_lab
+
     try:
         report["lab"] = bench_lab(reps=3 if quick else 8)
     except Exception as exc:  # report, keep the rest of the benchmark
@@ -275,17 +309,6 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         report["measure"] = (bench_measure(n_tokens=MIN_TOKENS, alignment=False) if quick else bench_measure())
     except Exception as exc:  # report, keep the rest of the benchmark
         report["measure"] = {"error": f"{type(exc).__name__}: {exc}"}
-    report["sweep"] = _sweep_record(Path(root))
-    for key, (name, budget, _) in budgeted_experiments().items():
-        report[key] = experiment_record(Path(root), name, budget)
-    report["pretrained"] = _pretrained_record(Path(root))
-    report["measure_page"] = measure_page_record(report["chapters"])
-    report["ok"] = _all_ok(report)
-    path = Path(out) if out else build_root / "bench.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2), encoding="utf8")
-    report["path"] = str(path)
-    return report
 
 
 def _sweep_record(root: Path) -> dict | None:
@@ -437,6 +460,9 @@ def format_report(report: dict) -> str:
     if report.get("book_build_s") is not None:
         state = "ok" if report.get("book_build_ok") else "FAILED"
         lines.append(f"clean book build: {report['book_build_s']:.1f} s ({state})")
+        if report.get("memoise_s") is not None:
+            lines.append(f"  of which the analyses of the committed runs, computed before the pages read them: "
+                         f"{report['memoise_s']:.1f} s")
     else:
         lines.append("clean book build: skipped (--quick)")
     head = (f"{'document':<36} {'exec [s] <=' + str(int(t['chapter_exec_s'])):>16} "
@@ -549,12 +575,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tanbias.book.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="no clean build (reuse _build); 10 updates per figure")
+    parser.add_argument("--pages", action="store_true",
+                        help="the clean build and its pages only: execution times, weights, the measure page's "
+                             "ratio (no figure latencies, no lab or measurement timings)")
     parser.add_argument("--n", type=int, default=None, help="updates timed per figure")
     parser.add_argument("--root", default=".", help="book root (folder of _toc.yml)")
     parser.add_argument("--out", default=None, help="JSON report path (default _build/bench.json)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
-    report = run(args.root, quick=args.quick, n=args.n, out=args.out)
+    report = run(args.root, quick=args.quick, n=args.n, out=args.out, pages=args.pages)
     print(format_report(report))
     return 1 if (args.strict and not report["ok"]) else 0
 

@@ -20,6 +20,12 @@ sections); :func:`declare_multitoc_parallel_safe` states that for it. And
 domain's ``merge_domaindata`` unimplemented, which Sphinx calls when it merges
 the workers' environments; :func:`declare_multitoc_parallel_safe` gives it the
 no-op its empty domain data needs.
+
+Before the pages are read, :func:`memoise_analyses` computes the analyses of the committed runs
+that the pages read (every report of :data:`tanbias.lab.analysis.findings.REPORTS`), on as many
+processes, into the disk memo (:func:`tanbias.lab.runs.memoised`). The pages then read them. Were
+they computed by the pages, the first page to need one would compute it while a page on the other
+core waited for it, and a page's execution time would depend on which page came first.
 """
 from __future__ import annotations
 
@@ -28,7 +34,10 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["default_jobs", "declare_multitoc_parallel_safe", "build", "main"]
+__all__ = ["default_jobs", "declare_multitoc_parallel_safe", "memoise_analyses", "build", "main"]
+
+#: what :func:`memoise_analyses` prints, and ``make bench`` reads back
+MEMOISED_LINE = "memoised the analyses of the committed runs in {seconds:.1f} s"
 
 
 def declare_multitoc_parallel_safe() -> None:
@@ -61,12 +70,55 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _analyse(name: str) -> str | None:
+    """``REPORTS[name].analyse()`` (memoised on disk); the error's text if it fails."""
+    from tanbias.lab.analysis.findings import REPORTS
+
+    try:
+        REPORTS[name].analyse()
+    except Exception as exc:  # noqa: BLE001 - the page that reads it raises it again, in its cell
+        return f"{name}: {type(exc).__name__}: {exc}"
+    return None
+
+
+#: the reports in the order :func:`memoise_analyses` starts them: the longest first (the rivals' reads
+#: the encoder at initialisation, about half of all the time), then the causal test's, which it needs
+ORDER = ("rivals", "causal", "horizon", "dose", "alias", "sweep")
+
+
+def memoise_analyses(jobs: int) -> float:
+    """Compute every report's analysis of the committed runs on ``jobs`` processes, into the disk memo;
+    the seconds it took. Nothing is done where the memo is off (``TANBIAS_MEMO=0``). An analysis that
+    fails is named on stderr and left to the page that reads it, whose cell then fails the build."""
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from tanbias.lab.analysis.findings import REPORTS
+
+    if os.environ.get("TANBIAS_MEMO", "1") == "0":
+        return 0.0
+    names = [n for n in ORDER if n in REPORTS] + [n for n in REPORTS if n not in ORDER]
+    t0 = time.perf_counter()
+    # spawn: a fresh interpreter per worker, as a page's kernel is (no state forked from this one)
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=get_context("spawn")) as pool:
+        for error in pool.map(_analyse, names):
+            if error:
+                print(f"memoise_analyses: {error}", file=sys.stderr)
+    seconds = time.perf_counter() - t0
+    print(MEMOISED_LINE.format(seconds=seconds), flush=True)
+    return seconds
+
+
 def build(root=".", path_output=None, jobs: int | None = None) -> int:
-    """Clean, strict HTML build of the book at ``root``; returns Sphinx's exit status (0: no warning)."""
+    """Clean, strict HTML build of the book at ``root`` (the analyses memoised first,
+    :func:`memoise_analyses`); returns Sphinx's exit status (0: no warning)."""
     from jupyter_book.cli.main import build as jb_build
     from jupyter_book.sphinx import build_sphinx
 
     declare_multitoc_parallel_safe()
+    jobs = default_jobs() if jobs is None else int(jobs)
+    memoise_analyses(jobs)
     root = Path(root).resolve()
     out = Path(path_output).resolve() if path_output is not None else root
     path_config, src, overrides = jb_build.callback(
@@ -77,7 +129,7 @@ def build(root=".", path_output=None, jobs: int | None = None) -> int:
     return build_sphinx(str(src), str(out / "_build" / "html"), use_external_toc=True, noconfig=True,
                         path_config=path_config, confoverrides=overrides, builder="html",
                         warningiserror=True, keep_going=True, freshenv=True,
-                        jobs=default_jobs() if jobs is None else int(jobs))
+                        jobs=jobs)
 
 
 def main(argv=None) -> int:
