@@ -359,6 +359,12 @@ def _tree(module: str) -> ast.AST:
     return ast.parse(MODULES[module].read_text(encoding="utf8"))
 
 
+@functools.cache
+def _file_imports(module: str) -> tuple[tuple[str, str | None, int, bool], ...]:
+    """:func:`_imports_in` of the module's own file, walked once (the transitive reads ask again and again)."""
+    return tuple(_imports_in(module, _tree(module)))
+
+
 def loads_at_import(module: str, tree: ast.AST | None = None) -> frozenset[str]:
     """The libraries of :data:`HEAVY` that ``import module`` loads: through its imports outside
     functions, those of the package modules they import and those of their packages, transitively.
@@ -371,7 +377,7 @@ def loads_at_import(module: str, tree: ast.AST | None = None) -> frozenset[str]:
         seen.add(m)
         if "." in m:
             todo.append((m.rpartition(".")[0], None))        # a module's package is imported first
-        for target, name, _, inside in _imports_in(m, t if t is not None else _tree(m)):
+        for target, name, _, inside in (_imports_in(m, t) if t is not None else _file_imports(m)):
             if inside:
                 continue
             if _is_package(target):
