@@ -8,8 +8,10 @@ compared expression is a *duration*. A value is a duration when it derives from
   ``process_time``, ``datetime.now`` ... are clocks), or ``timeit``'s result;
 * a name, attribute, key or function whose name says it is one (or a ratio of them): a word
   ``seconds``, ``secs``, ``runtime``, ``duration``, ``elapsed``, ``wall``, ``latency``, ``timing``,
-  ``speedup``, ``overhead``, ``throughput``, or a unit suffix ``_s``/``_ms``/``_sec``/``_time`` after
-  a word (``exec_s``, ``p95_ms``, ``tokens_per_s``, ``train_time``; not ``f_s``);
+  ``speedup``, ``overhead``, ``throughput``, a matmul rate (``gemm``, ``gflops``, ``tflops``: a
+  throughput over the measured peak is a ratio of two timings), or a unit suffix
+  ``_s``/``_ms``/``_sec``/``_time`` after a word (``exec_s``, ``p95_ms``, ``tokens_per_s``,
+  ``train_time``; not ``f_s``);
 
 through arithmetic, subscripts, attributes and the functions that keep a value's unit (``min``,
 ``max``, ``sum``, ``abs``, ``float``, ``np.median`` ...), and through the names a function assigns
@@ -43,7 +45,7 @@ __all__ = ["Finding", "duration_asserts", "is_duration_name"]
 #: words of a name that make it a duration wherever they stand in it
 DURATION_WORDS = frozenset({"seconds", "secs", "runtime", "duration", "durations", "elapsed",
                             "wall", "latency", "latencies", "timing", "timings", "speedup", "overhead",
-                            "throughput"})
+                            "throughput", "gemm", "gflops", "tflops"})
 #: unit suffixes that make a name a duration (or a rate per second) when they end it
 DURATION_SUFFIXES = frozenset({"s", "ms", "sec", "time"})
 #: ``module.function`` (or a bare name imported from the module) that read a clock: an instant

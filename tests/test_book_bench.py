@@ -133,6 +133,8 @@ PLANTED = {
     "the sign of a difference": "def test_f(b):\n    x = 0\n    y = 1\n"
                                 "    assert b['inline_s'] - b['plain_s'] > 0\n",
     "a ratio of timings": "def test_f(b):\n    x = 0\n    y = 1\n    assert b['run_overhead_inline'] <= 1.10\n",
+    "a throughput over the measured peak": "def test_f(manifest):\n    x = 0\n    y = 1\n"
+                                           "    assert 0 < manifest['gemm_fraction'] < 1.5\n",
     "an approximate time": "import time\ndef test_f():\n    t0 = time.time()\n    dt = time.time() - t0\n"
                            "    assert dt == pytest.approx(2.0, abs=0.5)\n",
     "a failure on a slow run": "import time\ndef test_f():\n    t0 = time.time()\n"
