@@ -192,12 +192,12 @@ HEAVY_FIXTURES = {
 
 
 #: the markers of the tests that `make test` leaves to `make check` (the Makefile's CHECK_MARKS, which
-#: tests/test_layers.py keeps equal to this): what a test needs beyond the package's own environment
+#: tests/test_tiers.py keeps equal to this): what a test needs beyond the package's own environment
 CHECK_MARKS = ("book", "browser", "zoo", "committed", "multiprocess")
 #: fixtures that analyse every committed experiment (``module::name``): a test that uses one is also
 #: ``committed``, so that `make test` leaves it to `make check` (it reads what the book reads)
-COMMITTED_FIXTURES = ("test_reports::committed", "test_findings::grid", "test_verdict_words::headline",
-                      "test_rivals::init_table", "test_rivals_design::design")
+COMMITTED_FIXTURES = frozenset({"test_reports::committed", "test_findings::grid", "test_verdict_words::headline",
+                                "test_rivals::init_table", "test_rivals_design::design"})
 
 
 @pytest.fixture(autouse=True)
@@ -235,7 +235,7 @@ def _mark_heavy(items) -> None:
         keys = {_fixture_key(d) for d in _fixturedefs(item)}
         if keys & HEAVY_FIXTURES.keys():
             item.add_marker(pytest.mark.slow)
-        if keys & set(COMMITTED_FIXTURES):
+        if keys & COMMITTED_FIXTURES:
             item.add_marker(pytest.mark.committed)
 
 

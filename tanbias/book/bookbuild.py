@@ -34,6 +34,8 @@ import os
 import sys
 from pathlib import Path
 
+from tanbias.lab import runs
+
 __all__ = ["default_jobs", "declare_multitoc_parallel_safe", "memoise_analyses", "build", "main"]
 
 #: what :func:`memoise_analyses` prints, and ``make bench`` reads back
@@ -96,7 +98,7 @@ def memoise_analyses(jobs: int) -> float:
 
     from tanbias.lab.analysis.findings import REPORTS
 
-    if os.environ.get("TANBIAS_MEMO", "1") == "0":
+    if not runs.memo_on():
         return 0.0
     names = [n for n in ORDER if n in REPORTS] + [n for n in REPORTS if n not in ORDER]
     t0 = time.perf_counter()

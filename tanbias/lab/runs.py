@@ -48,7 +48,7 @@ from tanbias.lab.config import RunConfig
 __all__ = ["RUNS_DIR", "git_commit", "run_dir", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
            "read_jsonl", "sha256", "write_manifest", "verify_run", "load_run", "RunData",
            "COMMITTED_FILES", "is_complete", "regenerate_command", "list_runs", "capture_path", "checkpoint_path",
-           "read_config", "atomic_save_npz", "MEMO_DIR", "SETTLED_S", "inputs_digest", "memoised", "queue_record"]
+           "read_config", "atomic_save_npz", "MEMO_DIR", "SETTLED_S", "inputs_digest", "memo_on", "memoised", "queue_record"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = Path(os.environ.get("TANBIAS_RUNS_DIR", ROOT / "data" / "runs"))
@@ -412,6 +412,11 @@ def inputs_digest() -> str:
     return digest
 
 
+def memo_on() -> bool:
+    """Whether :func:`memoised` keeps analyses on disk: yes unless ``TANBIAS_MEMO=0``."""
+    return os.environ.get("TANBIAS_MEMO", "1") != "0"
+
+
 def memoised(name: str, compute):
     """``compute()``, kept on disk in :data:`MEMO_DIR` under a key of all it can read.
 
@@ -425,7 +430,7 @@ def memoised(name: str, compute):
     """
     import pickle
 
-    if os.environ.get("TANBIAS_MEMO", "1") == "0":
+    if not memo_on():
         return compute()
     memo_dir = Path(MEMO_DIR)
     path = memo_dir / f"{name}-{inputs_digest()[:24]}.pkl"
