@@ -12,6 +12,9 @@ from tanbias.lab.experiments import (HORIZON, HORIZON_COLLAPSE, HORIZON_LONG, HO
 
 REGISTRATION = runs.ROOT / "data" / "preregistration" / "horizon.toml"
 POSTHOC = runs.ROOT / "data" / "preregistration" / "horizon-posthoc.toml"
+LONG_STAGE = runs.ROOT / "data" / "preregistration" / "horizon-long.toml"
+#: the pin of the long part's second design (horizon-long.toml), kept here as well as in the stage
+LONG_STAGE_SHA256 = "c1ac5e210243b8485ab0c1aa066a6864eb7810b74e43dedfabdbbe7599407874"
 #: the pin of what was decided after the data (horizon-posthoc.toml), kept here as well as in the design
 POSTHOC_SHA256 = "4ba4d69bfec5009348a26d85c90a40eac9f9805196d091d4599924abd4390a17"
 #: chapter 13's realised residual SDs, as its committed runs give them (rivals_posthoc.realised_power)
@@ -37,6 +40,27 @@ def test_what_was_decided_after_the_data_is_pinned_dated_and_changes_no_register
     post = registered.registration(HORIZON, posthoc=True)
     assert post["meta"]["date"] > hd.registration()["meta"]["date"]
     assert {"accounts", "check", "budget"} <= set(post)
+
+
+def test_the_long_stage_is_pinned_dated_and_trains_every_decoder_seed_before_any_encoder_run():
+    """horizon-long.toml amends the long part only: its own budget and record, the decoders first, a seed
+    at a time (every cell of a seed before the next), fp32 as registered."""
+    from tanbias.lab.analysis import registered
+    from tanbias.lab.experiments import HORIZON_LONG_STAGE as st
+
+    assert hashlib.sha256(LONG_STAGE.read_bytes()).hexdigest() == LONG_STAGE_SHA256 == st.registration_sha256
+    reg = registered.load_registration(st.registration, st.registration_sha256)
+    assert reg["meta"]["date"] > hd.registration()["meta"]["date"]
+    assert f"{st.budget_hours:g} h" in reg["queue"]["budget"] and st.budget_hours == 16
+    assert reg["precision"]["choice"].startswith("float32")
+    names = HORIZON.names(stage="long")
+    assert len(names) == 4 * (len(HORIZON_SEEDS["decoder"]["long"]) + len(HORIZON_SEEDS["encoder"]["long"]))
+    kinds = [n.split("-")[1] for n in names]
+    assert kinds == sorted(kinds, key=lambda k: k != "decoder")
+    seeds = [int(n.rsplit("-s", 1)[1]) for n in names if "-decoder-" in n]
+    assert seeds == sorted(seeds) and names[:4] == [HORIZON.run_name("decoder", c, 0) for c in HORIZON_LONG]
+    # the design's own queue keeps the collapse part only, which was trained under horizon.toml
+    assert all(any(c in n for c in HORIZON_COLLAPSE) for n in HORIZON.names(stage=""))
 
 
 @pytest.mark.slow

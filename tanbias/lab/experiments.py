@@ -51,13 +51,54 @@ from tanbias._checks import check_choice
 from tanbias.errors import ParameterError
 from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES, RunConfig, check_kind
 
-__all__ = ["Design", "RUN_STEPS", "SWEEP_SEEDS", "CONTROL_RUNS", "sweep_config", "control_config", "SWEEP",
+__all__ = ["Stage", "Design", "RUN_STEPS", "SWEEP_SEEDS", "CONTROL_RUNS", "sweep_config", "control_config", "SWEEP",
            "SKEWED_WEIGHTS", "FLATTEN_F0", "DOSE_LEVELS", "DOSE_KNOBS", "DOSE_SEEDS", "dose_config", "DOSE",
            "CAUSAL_ARMS", "CAUSAL_SURGERY", "CAUSAL_PRECISION", "CAUSAL_SEEDS", "causal_arms", "causal_config",
            "CAUSAL", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS", "alias_config", "ALIAS", "RIVALS_HEADS",
            "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS", "RIVALS_LONG_PROBE_STEPS",
            "rivals_config", "RIVALS", "HORIZON_STEPS", "HORIZON_LONG", "HORIZON_COLLAPSE", "HORIZON_SEEDS",
-           "horizon_config", "HORIZON", "EXPERIMENTS", "design_of", "design_config"]
+           "horizon_config", "HORIZON_LONG_STAGE", "HORIZON", "EXPERIMENTS", "design_of", "design_config"]
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """A later part of an experiment, registered in a dated file of its own before its first run.
+
+    A stage takes some of its design's cells out of the design's own queue: they train under the
+    stage's order, into the stage's record, within the stage's budget (the queue starts no run once
+    the record's wall time reaches it), after every cell the design trains by itself. Its file
+    amends the design's registration (which is never edited) for those cells only.
+
+    Parameters
+    ----------
+    name : str
+        What it is called on the command line (``python -m tanbias.lab horizon`` trains it) and
+        in its record's name, ``data/runs/<design>-<name>.json``.
+    title : str
+        What it is, in words.
+    registration : str
+        The stem of its file, ``data/preregistration/<registration>.toml``.
+    registration_sha256 : str
+        That file's pinned sha256.
+    has : callable
+        ``has(kind, level, seed)``: whether a cell of the design belongs to the stage.
+    order : callable
+        ``order(kind, level, seed)``: the sort key of its queue.
+    budget_hours : float
+        Its queue's wall time, all sittings together, on 2 cores.
+
+    Example
+    -------
+    >>> HORIZON.stage_of("decoder", "unigram-proxy", 3).name, HORIZON.stage_of("encoder", "mask-causal", 0)
+    ('long', None)
+    """
+    name: str
+    title: str
+    registration: str
+    registration_sha256: str
+    has: Callable[[str, str, int], bool]
+    order: Callable[[str, str, int], tuple]
+    budget_hours: float
+
 
 #: the token budget of every sweep and dose run: 320 steps of the "small" size (1.31 M tokens)
 RUN_STEPS = 320
@@ -110,6 +151,9 @@ class Design:
     budget_hours : float, optional
         The wall time its queue was given, all sittings together on 2 cores (``make bench``
         reads its record against it).
+    stages : tuple of Stage
+        Later parts registered in files of their own (:class:`Stage`): their cells leave this
+        design's queue for theirs, which trains after it.
 
     Example
     -------
@@ -134,6 +178,7 @@ class Design:
     sittings: bool = True
     keep: Callable[[str, str, int], bool] | None = None
     budget_hours: float | None = None
+    stages: tuple[Stage, ...] = ()
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -221,9 +266,37 @@ class Design:
         return tuple(lv for lv in self.levels[check_kind(kind)]
                      if self.keep is None or self.keep(kind, lv, int(seed)))
 
-    def names(self, seeds=None, kinds=KINDS) -> list[str]:
-        """The runs its queue trains, in order: :meth:`cells` less the borrowed ones."""
-        return [run for kind, level, seed, run in self.cells(seeds, kinds) if run == self.run_name(kind, level, seed)]
+    def names(self, seeds=None, kinds=KINDS, stage: str | None = None) -> list[str]:
+        """The runs a queue trains, in order: :meth:`cells` less the borrowed ones; with ``stage``
+        (a :class:`Stage`'s name, or ``""`` for the design's own queue), only that queue's runs, in
+        its order.
+
+        >>> HORIZON.names(seeds=(0,), stage="long")[:3]
+        ['horizon-decoder-standard-control-s0', 'horizon-decoder-standard-proxy-s0', 'horizon-decoder-unigram-control-s0']
+        >>> HORIZON.names(seeds=(0,), stage="")[:2]
+        ['horizon-encoder-mask-native-s0', 'horizon-encoder-random-native-s0']
+        """
+        own = [(kind, level, seed, run) for kind, level, seed, run in self.cells(seeds, kinds)
+               if run == self.run_name(kind, level, seed)]
+        if stage is None:
+            return [run for *_, run in own]
+        if stage == "":
+            return [run for kind, level, seed, run in own if self.stage_of(kind, level, seed) is None]
+        st = self.stage(stage)
+        mine = [(st.order(kind, level, seed), run) for kind, level, seed, run in own if st.has(kind, level, seed)]
+        return [run for _, run in sorted(mine)]
+
+    def stage(self, name: str) -> Stage:
+        """Its :class:`Stage` called ``name``, else a ParameterError naming the stages it has."""
+        for st in self.stages:
+            if st.name == name:
+                return st
+        raise ParameterError(f"stage={name!r} is not a stage of {self.title}: valid range is "
+                             f"{[st.name for st in self.stages]}.")
+
+    def stage_of(self, kind: str, level: str, seed: int) -> Stage | None:
+        """The :class:`Stage` a cell belongs to, or None (the design's own queue trains it)."""
+        return next((st for st in self.stages if st.has(kind, level, int(seed))), None)
 
     def describe_seeds(self) -> str:
         """The registered seeds in words: ``'0-2'``, or per architecture.
@@ -600,6 +673,19 @@ def _horizon_order(kind: str, cell: str, seed: int) -> tuple:
     return (part == "long", seed, kind != "decoder", HORIZON.levels[kind].index(cell))
 
 
+def _horizon_long_order(kind: str, cell: str, seed: int) -> tuple:
+    """The long stage's queue (data/preregistration/horizon-long.toml [queue]): every decoder run
+    first, a seed at a time, every cell of a seed before the next; then the encoder's, likewise."""
+    return (kind != "decoder", seed, HORIZON_LONG.index(cell))
+
+
+#: the long part, registered again for the machine that trains it (horizon-long.toml): decoders first,
+#: its own 16 h budget and record (the collapse part used horizon.toml's 10 h)
+HORIZON_LONG_STAGE = Stage(name="long", title="the long part", registration="horizon-long",
+                           registration_sha256="c1ac5e210243b8485ab0c1aa066a6864eb7810b74e43dedfabdbbe7599407874", has=lambda kind, cell, seed: cell in HORIZON_LONG,
+                           order=_horizon_long_order, budget_hours=16)
+
+
 #: past the transient: chapter 13's primary cells at 4 x the steps, and the encoder's collapse
 HORIZON = Design(name="horizon", title="the horizon experiment", chapter=14, factor="cell",
                  levels={"decoder": HORIZON_LONG, "encoder": (*HORIZON_LONG, *HORIZON_COLLAPSE)},
@@ -607,7 +693,8 @@ HORIZON = Design(name="horizon", title="the horizon experiment", chapter=14, fac
                  prefix="horizon-", build=horizon_config, order=_horizon_order, keep=_horizon_has,
                  registration="horizon",
                  registration_sha256="339000e7a22152d46612c671fb0b1b3127766a989e559948c0f37abdd4ccb30b", budget_hours=10,
-                 posthoc_sha256="4ba4d69bfec5009348a26d85c90a40eac9f9805196d091d4599924abd4390a17")
+                 posthoc_sha256="4ba4d69bfec5009348a26d85c90a40eac9f9805196d091d4599924abd4390a17",
+                 stages=(HORIZON_LONG_STAGE,))
 
 
 # ---------------------------------------------------------------- the registry

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tanbias._checks import check_int
+from tanbias._checks import check_int, check_real
 from tanbias.lab import runs
 from tanbias.lab.analysis.radii import measure_radii
 from tanbias.lab.analysis.tables import analyse_run
@@ -223,13 +224,22 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
     return _git_commit(files, message, cwd=folder)
 
 
+def _config_steps(path: Path) -> int | None:
+    """The ``steps`` of a run's config file, or None where it cannot be read."""
+    try:
+        return int(json.loads(Path(path).read_text())["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 #: how often (seconds) a queue rewrites its sitting's record while runs train, so that a sitting
 #: killed with its session (no run finishing) still leaves its wall time beside the runs
 RECORD_EVERY_S = 60.0
 
 
 def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit: bool = False,
-              report_name: str = "queue.json", how: str = "", device: str = "auto", sittings: bool = True) -> dict:
+              report_name: str = "queue.json", how: str = "", device: str = "auto", sittings: bool = True,
+              budget_hours: float | None = None) -> dict:
     """Train configs (``python -m tanbias.lab train``) with ``jobs`` parallel processes, in order.
 
     Each run uses one thread (its config's ``threads``), so ``jobs`` should not
@@ -243,6 +253,15 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     (:func:`tanbias.lab.runs.queue_record` reads it). With
     ``commit``, each run that finishes is committed to git at once with that report (its manifest's files only), so an
     interruption loses at most the runs in progress.
+
+    Each finished run's entry gives its pace: ``steps``, ``seconds_per_step`` (its wall time over
+    its config's steps, start-up included) and ``load`` (the mean one-minute load average sampled
+    while it trained: above ``jobs``, something else shared the machine).
+
+    With ``budget_hours``, the queue starts no run once the record's wall time (every sitting,
+    :func:`tanbias.lab.runs.queue_record`, this one included) has reached it; a run already
+    training finishes. The sitting's ``stopped`` then says so and ``not_started`` lists the runs
+    left.
     """
     import subprocess
     import sys
@@ -251,14 +270,19 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     from datetime import datetime
 
     jobs = check_int("jobs", jobs, lo=1, hi=64)
+    if budget_hours is not None:
+        budget_hours = check_real("budget_hours", budget_hours, lo=0.0)
     resolve_device(device)                  # a bad or unavailable device fails here, not in every run
     root = Path(out_root) if out_root is not None else runs.RUNS_DIR
     todo = [Path(c) for c in configs if fresh or not runs.is_complete(root / Path(c).stem)]
     lock = threading.Lock()
     path = root / report_name
+    prior = runs.queue_record(path) if budget_hours is not None else None
+    spent_before = 0.0 if prior is None else prior["wall_seconds"]
     t0 = time.perf_counter()
     sitting = {"wall_seconds": 0.0, "jobs": jobs, "how": how, "started": datetime.now().isoformat(timespec="seconds"),
                "finished": None, "runs": {}}
+    loads: dict[str, list[float]] = {}
 
     def report() -> None:
         """Write the report with this sitting as it stands (called under the lock after every run)."""
@@ -271,7 +295,18 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
             doc = {"sittings": [*others, sitting]}
         runs.atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
+    def over_budget() -> bool:
+        return budget_hours is not None and spent_before + time.perf_counter() - t0 >= 3600.0 * budget_hours
+
     def one(cfg):
+        with lock:
+            if over_budget():
+                sitting["stopped"] = (f"the budget of {budget_hours:g} h was reached "
+                                      f"({(spent_before + time.perf_counter() - t0) / 3600:.2f} h recorded)")
+                sitting.setdefault("not_started", []).append(cfg.stem)
+                report()
+                return cfg.stem, None
+            loads[cfg.stem] = [os.getloadavg()[0]]
         out = root / cfg.stem
         (out / "work").mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "tanbias.lab", "train", str(cfg), "--out", str(out), "--no-progress",
@@ -286,6 +321,10 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
         rec = {"exit": rc, "seconds": round(dt, 1), "start": started,
                "end": datetime.now().isoformat(timespec="seconds")}
         with lock:
+            steps = _config_steps(cfg)
+            if steps:
+                rec.update(steps=steps, seconds_per_step=round(dt / steps, 3))
+            rec["load"] = round(float(np.mean(loads.pop(cfg.stem))), 2)
             sitting["runs"][cfg.stem] = rec
             report()
             if rc == 0 and commit and runs.is_complete(out):
@@ -300,6 +339,9 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     def heartbeat() -> None:
         while not stop.wait(RECORD_EVERY_S):
             with lock:
+                load = os.getloadavg()[0]
+                for samples in loads.values():
+                    samples.append(load)
                 report()
 
     if todo:
@@ -327,14 +369,31 @@ def run_experiment(design: Design, jobs: int = 2, fresh: bool = False, commit: b
     committed as it finishes with ``commit``, together with the sitting's record
     ``data/runs/<name>.json``.
 
+    A design with :attr:`~tanbias.lab.experiments.Design.stages` trains its own cells first, then
+    each stage's, in the stage's order, into the stage's record ``data/runs/<name>-<stage>.json``
+    and within its budget. The sitting returned is the last queue's that had runs to train (its
+    ``queues`` lists every queue's record name).
+
     ``seeds`` (one tuple for every architecture) replaces the design's; ``paths`` replaces the
     design's config files (tests pass smoke-size ones from :func:`experiment_configs`).
     """
-    paths = experiment_configs(design, configs_dir, seeds=seeds) if paths is None else paths
     how = (f"python -m tanbias.lab {design.name} --jobs {jobs}" + (" --commit" if commit else "")
            + (" --fresh" if fresh else "") + (f" --seeds {' '.join(map(str, seeds))}" if seeds else ""))
-    return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit,
-                     report_name=f"{design.name}.json", how=how, device=device, sittings=design.sittings)
+    if paths is not None:
+        return run_queue(paths, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit,
+                         report_name=f"{design.name}.json", how=how, device=device, sittings=design.sittings)
+    # the design's own queue has no budget the queue enforces (make bench reads it); a stage's has
+    queues = [("", f"{design.name}.json", None)]
+    queues += [(st.name, f"{design.name}-{st.name}.json", st.budget_hours) for st in design.stages]
+    result = None
+    for stage, record, budget in queues:
+        order = design.names(seeds, stage=stage) if design.stages else design.names(seeds)
+        configs = write_configs([design.config_of(n) for n in order], configs_dir)
+        sitting = run_queue(configs, jobs=jobs, fresh=fresh, out_root=out_root, commit=commit, report_name=record,
+                            how=how, device=device, sittings=design.sittings, budget_hours=budget)
+        if result is None or sitting["runs"]:
+            result = sitting
+    return {**result, "queues": [record for _, record, _ in queues]}
 
 
 def smoke_pipeline(kind: str = "decoder", steps: int = 8, out_dir=None) -> dict:
