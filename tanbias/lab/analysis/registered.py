@@ -45,7 +45,7 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
+__all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "BOOK_POSTHOC_SHA256", "book_posthoc", "run_status", "load", "complete_seeds",
            "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_effect",
            "detectable_ratio",
            "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress",
@@ -110,6 +110,21 @@ def load_registration(name: str, sha256: str | None, directory=None) -> dict:
 @functools.lru_cache(maxsize=None)
 def _pinned(name: str, sha256: str) -> dict:
     return load_registration(name, sha256)
+
+
+#: the pin of ``data/preregistration/book-posthoc.toml``: the readings added after the data across
+#: experiments (the survival table by a test of the difference, the retired standardised reading, the
+#: collapse part's common steps, words with no earlier rule)
+BOOK_POSTHOC_SHA256 = "c9f820d80e4d2c7265b350a7a5573229f349022dcbf63d00da1f47e400ae02f3"
+
+
+def book_posthoc() -> dict:
+    """``data/preregistration/book-posthoc.toml``, parsed, its sha256 checked against :data:`BOOK_POSTHOC_SHA256`.
+
+    >>> book_posthoc()["meta"]["date"]
+    '2026-12-07'
+    """
+    return _pinned("book-posthoc", BOOK_POSTHOC_SHA256)
 
 
 def registration(design, posthoc: bool = False) -> dict:
