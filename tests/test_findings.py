@@ -161,7 +161,7 @@ def test_the_book_posthoc_file_is_pinned_dated_and_names_each_reading_it_adds():
     assert hashlib.sha256(path.read_bytes()).hexdigest() == registered.BOOK_POSTHOC_SHA256
     post = registered.book_posthoc()
     assert post["meta"]["date"] == "2026-12-07" and "NOT pre-registered" in path.read_text()
-    assert {"retired", "survival", "accounts", "words", "horizon"} <= set(post)
+    assert {"retired", "survival", "accounts", "words", "horizon", "categories"} <= set(post)
 
 
 def test_the_glossary_gathers_every_grid_word_under_its_verdict():
