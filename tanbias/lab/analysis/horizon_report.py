@@ -302,9 +302,10 @@ def long_table(a: HorizonAnalysis, kind: str = "decoder"):
         r = a.contrasts.set_index(["contrast", "kind"]).loc[(c, kind)]
         word = "not reached" if r["word"] == "undecided" else ("interim: " if r["interim"] else "") + r["word"]
         rows.append({"contrast": words,
-                     "320 steps": n[f"{c}_{kind}_320"], "lo320": n[f"{c}_{kind}_320_lo"], "hi320": n[f"{c}_{kind}_320_hi"],
-                     "step 319": n[f"{c}_{kind}_319"], "lo319": n[f"{c}_{kind}_319_lo"], "hi319": n[f"{c}_{kind}_319_hi"],
-                     "1280 steps": n[f"{c}_{kind}_1280"], "lo1280": n[f"{c}_{kind}_1280_lo"],
+                     "ratio at 320 steps": n[f"{c}_{kind}_320"], "lo320": n[f"{c}_{kind}_320_lo"],
+                     "hi320": n[f"{c}_{kind}_320_hi"],
+                     "at step 319": n[f"{c}_{kind}_319"], "lo319": n[f"{c}_{kind}_319_lo"], "hi319": n[f"{c}_{kind}_319_hi"],
+                     "at 1280 steps": n[f"{c}_{kind}_1280"], "lo1280": n[f"{c}_{kind}_1280_lo"],
                      "hi1280": n[f"{c}_{kind}_1280_hi"], "seeds": int(r["n_seeds"]),
                      "Holm p, registered family": r["p_holm"], "Holm p, estimable only": r["p_holm_estimable"],
                      "word at 1280 steps": word, "the horizons": h.loc[(c, kind), "horizon"]})
