@@ -222,7 +222,7 @@ SECONDARY = {
 }
 #: [words] small and low_power_null, and the band a "no change" prediction is met within ([accounts]): a
 #: ratio of 1.25, in ln units (a null's realised power is read for this change, logged outcomes only)
-SMALL = float(np.log(1.25))
+SMALL = registered.TARGET_LOG
 _NAN_FIT = {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "n_seeds": 0}
 
 
