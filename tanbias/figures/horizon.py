@@ -10,18 +10,15 @@ import plotly.graph_objects as go
 
 from tanbias.figures import COLORS, GREY, KIND_COLORS, frozen_layout, labelled, log_axis
 from tanbias.figures.interactive import Interactive, Param
+from tanbias.lab.analysis.horizon_report import CELL_NAMES, LONG_CELL_NAMES
 from tanbias.lab.analysis.rivals import CONTRAST_NAMES
 from tanbias.lab.experiments import HORIZON_COLLAPSE, HORIZON_LONG
 
 __all__ = ["HORIZON_COLORS", "COLLAPSE_TRACE", "COLLAPSE_NAMES", "CELL_WORDS", "LONG_CELL_WORDS", "horizons_figure",
            "collapse_interactive", "long_interactive"]
 
-#: the collapse part's cells in words: what a masked position shows, and the attention
-CELL_WORDS = {"mask-native": "<mask> row, bidirectional", "random-native": "random tokens, bidirectional",
-              "mask-causal": "<mask> row, causal", "random-causal": "random tokens, causal"}
-#: the long part's cells in words: the output head and the surgery arm
-LONG_CELL_WORDS = {"standard-control": "standard head, no surgery", "standard-proxy": "standard head, proxy surgery",
-                   "unigram-control": "unigram head, no surgery", "unigram-proxy": "unigram head, proxy surgery"}
+#: the cells in words (the analysis' names, one source): the collapse part's and the long part's
+CELL_WORDS, LONG_CELL_WORDS = CELL_NAMES, LONG_CELL_NAMES
 #: one colour per horizon
 HORIZON_COLORS = {"320 steps": COLORS[7], "1280 steps": COLORS[5]}
 #: the legend's name of the collapse part's two contrasts (320-step runs, read at their early peak)

@@ -18,7 +18,7 @@ from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_hori
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG_STAGE
 
 __all__ = ["analyse", "numbers", "words", "wall_hours", "QUOTED_SECONDARY", "CONTRAST_WORDS", "OUTCOME_WORDS",
-           "ACCOUNT_NAMES", "CELL_NAMES", "collapse_table",
+           "ACCOUNT_NAMES", "CELL_NAMES", "LONG_CELL_NAMES", "collapse_table",
            "contrasts_table", "horizons_table", "accounts_table", "predictions_table", "untrained_runs", "long_numbers",
            "common_step_numbers", "LONG_CONTRAST_WORDS", "LONG_READING_WORDS", "long_table", "long_shape_table",
            "long_runs_table", "common_steps_table", "variance_null_table"]
@@ -30,6 +30,9 @@ ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first"
 #: the collapse part's cells in words
 CELL_NAMES = {"mask-native": "<mask> row, bidirectional", "random-native": "random tokens, bidirectional",
               "mask-causal": "<mask> row, causal", "random-causal": "random tokens, causal"}
+#: the long part's cells in words: the output head and the surgery arm
+LONG_CELL_NAMES = {"standard-control": "standard head, no surgery", "standard-proxy": "standard head, proxy surgery",
+                   "unigram-control": "unigram head, no surgery", "unigram-proxy": "unigram head, proxy surgery"}
 
 #: the secondary contrasts the chapter quotes, by name (ratios; the held-out loss a difference in nats)
 QUOTED_SECONDARY = ("corruption_raw_step0", "attention_raw_step0", "corruption_raw_final", "attention_raw_final",
@@ -341,13 +344,12 @@ def long_runs_table(a: HorizonAnalysis, kind: str = "decoder"):
     """The long part's committed runs of one architecture, a row each: the cell in words, the seed, the
     blocks' mean cosine at steps 0, 319 and 1279 and the held-out loss at 1279 (nats)."""
     import pandas as pd
-    from tanbias.figures.horizon import LONG_CELL_WORDS
 
     t = a.table[(a.table["part"] == "long") & (a.table["kind"] == kind)] if len(a.table) else a.table
     cols = ["cell", "seed", "mean cosine, step 0", "step 319", "step 1279", "held-out loss at 1279 (nats)"]
     if not len(t):
         return pd.DataFrame(columns=cols)
-    return pd.DataFrame({"cell": t["cell"].map(LONG_CELL_WORDS), "seed": t["seed"],
+    return pd.DataFrame({"cell": t["cell"].map(LONG_CELL_NAMES), "seed": t["seed"],
                          "mean cosine, step 0": np.exp(t["raw_step0"]), "step 319": np.exp(t["raw_at319"]),
                          "step 1279": np.exp(t["raw_final"]),
                          "held-out loss at 1279 (nats)": t["heldout_loss_final"]}).sort_values(["seed", "cell"])
