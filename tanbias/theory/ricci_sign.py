@@ -31,8 +31,9 @@ from scipy import stats as _st
 
 from tanbias._checks import check_array, check_choice, check_instance, check_int, check_real, check_tangent
 from tanbias.theory.direction_statistics import direction_histogram, sphere_share_statistic
-from tanbias.theory.directional_density import (exact_directional_density, exact_expectation,
-                                  first_order_density, polar_data, uniform_direction_rule)
+from tanbias.theory.directional_density import (check_eta_resolved, exact_directional_density,
+                                                exact_expectation, first_order_density, polar_data,
+                                                uniform_direction_rule)
 from tanbias.errors import ParameterError
 from tanbias.theory.manifolds import GeneralizedCylinder, check_manifold
 from tanbias.theory.radial import Gaussian, RadialLaw
@@ -341,7 +342,7 @@ def ricci_sign_test(manifold, law, n=500_000, rng=0, u=None) -> RicciSignTest:
         n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
         u = manifold.sample(n, law, rng).u
     u = check_array("u", u, shape=(None, manifold.d), hint=f"Pass Samples.u, shape (n, {manifold.d}).")
-    eta = law.eta_g(manifold.d)
+    eta = check_eta_resolved(manifold, law.eta_g(manifold.d))
     E, cov_s_s2, var_s, alpha, beta = _sign_coefficients(manifold)
     s = manifold.sphere_share(u)
     shift = float(np.mean(s) - E[1])
@@ -369,6 +370,12 @@ def exact_ricci_coefficient(manifold, law) -> float:
     -------
     float
 
+    Raises
+    ------
+    PrecisionLossError
+        The law's ``eta_g`` below :func:`~tanbias.theory.directional_density.eta_floor`:
+        the coefficient is a shift divided by ``eta_g``, and the shift would be rounding.
+
     Example
     -------
     >>> from tanbias.theory.manifolds import GeneralizedCylinder
@@ -379,7 +386,7 @@ def exact_ricci_coefficient(manifold, law) -> float:
     manifold = check_instance("manifold", manifold, GeneralizedCylinder,
                               hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
     law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.3).")
-    eta = law.eta_g(manifold.d)
+    eta = check_eta_resolved(manifold, law.eta_g(manifold.d))
     E, cov_s_s2, var_s, alpha, _ = _sign_coefficients(manifold)
     shift = exact_expectation(manifold, law, manifold.sphere_share) - E[1]
     return float((shift / eta - alpha * cov_s_s2) / var_s)
