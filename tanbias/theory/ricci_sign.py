@@ -41,7 +41,7 @@ from tanbias.stats import Check, check_close
 
 __all__ = [
     "ring_factors", "ring_first_order", "ring_data", "RicciSignTest", "ricci_sign_test",
-    "exact_ricci_coefficient", "ricci_sign_data",
+    "exact_ricci_coefficient", "ricci_sign_data", "projected_share_correction", "direction_variables",
 ]
 
 
@@ -442,3 +442,84 @@ def ricci_sign_data(manifold, law, u, bins=10, n_curve=81) -> dict:
     return dict(s=s, exact=exact, hist=hist, eta_g=eta,
                 first_order={"statement": first(+beta), "extrinsic only": first(0.0),
                              "ours": first(-beta)})
+
+
+# ------------------------------------------------ which direction: geodesic u or projected v/|v|
+def projected_share_correction(manifold, eta_g) -> float:
+    """First-order change of the mean sphere share when the direction is read as the tangent
+    projection's ``v / |v|`` instead of the geodesic ``u`` (our derivation).
+
+    The tangent part of ``exp(r u) - mu`` is ``v = r u - (r^3 / 6) S_{II(u,u)} u + O(r^4)``
+    (Weingarten: the tangent part of the geodesic's third derivative). On
+    ``S^k_R x R^(d-k)``, ``S_{II(u,u)} u = s u_S / R^2``, which shortens the sphere part of
+    ``v``: its share is ``s_hat = s - r^2 s^2 (1 - s) / (3 R^2) + O(r^3)``. Averaged over ``r``
+    (``E r^2 = eta_g``), the mean share moves by ``-eta_g E_unif[s^2 (1 - s)] / (3 R^2)``, the
+    same order as the curvature effects chapter 3 measures.
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder
+    eta_g : float > 0
+
+    Returns
+    -------
+    float
+
+    Example
+    -------
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
+    >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
+    >>> round(projected_share_correction(M, 1.0) * 105 * 3, 10)       # E[s^2 (1 - s)] = 8/105
+    -8.0
+    """
+    manifold = check_instance("manifold", manifold, GeneralizedCylinder,
+                              hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
+    eta_g = check_real("eta_g", eta_g, lo=0, hint="Pass a positive moment ratio.")
+    E = _share_moments(manifold)
+    return float(-eta_g * (E[2] - E[3]) / (3 * manifold.R ** 2))
+
+
+def direction_variables(manifold, law, samples) -> dict:
+    """The Ricci sign test read with each of the two direction variables of a sample.
+
+    ``"geodesic"``: the direction ``u`` of the geodesic polar coordinates (what chapter 3's law is
+    about). ``"projected"``: ``v / |v|``, the direction of the sample's tangent projection (what a
+    learner who measures data has). For each: the measured shift of the mean sphere share and
+    its standard error, its first-order prediction (for ``"projected"``, chapter 3's prediction
+    plus :func:`projected_share_correction`), and the Ricci coefficient ``beta`` read from the
+    measured shift the way :class:`RicciSignTest` reads it (``beta_II`` fixed).
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder with ``2 <= k < d``
+    law : RadialLaw
+    samples : Samples
+        From ``manifold.sample(n, law, rng)`` (``u`` and ``tangent`` are used).
+
+    Returns
+    -------
+    dict
+        ``{"geodesic": {...}, "projected": {...}}``, each with ``shift``, ``shift_se``,
+        ``predicted``, ``beta``, ``beta_se``.
+
+    Example
+    -------
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
+    >>> M, law = GeneralizedCylinder(k=2, d=3, R=1.0, D=4), Gaussian(0.3)
+    >>> dv = direction_variables(M, law, M.sample(100_000, law, 0))
+    >>> dv["geodesic"]["predicted"] > 0 > dv["projected"]["predicted"]          # the sign changes
+    True
+    """
+    test = ricci_sign_test(manifold, law, u=samples.u)
+    eta = test.eta_g
+    E, cov_s_s2, var_s, alpha, _ = _sign_coefficients(manifold)
+    out = {}
+    for name, directions, extra in (("geodesic", samples.u, 0.0),
+                                    ("projected", samples.tangent, projected_share_correction(manifold, eta))):
+        s = manifold.sphere_share(directions)
+        shift = float(np.mean(s) - E[1])
+        se = float(np.std(s, ddof=1) / math.sqrt(s.size))
+        out[name] = dict(shift=shift, shift_se=se, predicted=float(test.predicted["ours"] + extra),
+                         beta=float((shift / eta - alpha * cov_s_s2) / var_s),
+                         beta_se=float(se / (eta * var_s)))
+    return out
