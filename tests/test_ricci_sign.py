@@ -116,7 +116,7 @@ def test_ricci_sign_data_orders_the_three_readings():
 def test_ricci_sign_test_report_and_verdicts():
     law = Gaussian(0.3)
     sign = ricci_sign_test(S2R, law, n=200_000, rng=3)
-    assert sign.report().startswith(f"η_g = {sign.eta_g:.3g}, n = 200,000")
+    assert sign.report().startswith(f"η_g = {sign.eta_g:.3g}, 200,000 samples")
     assert all(c.passed for c in sign.checks())
     rejected = [c.refute() for c in sign.rejected_readings()]
     assert all(c.expected_to_fail for c in rejected)

@@ -1,7 +1,7 @@
 """Which curvature raises the directional density: ring laws and the Ricci sign (chapter 3).
 
 On ``S^k_R x R^(d-k)`` (a ``GeneralizedCylinder``) a direction is described
-by its sphere share ``s = |u_S|^2``, with ``||II(u,u)||^2 = s^2 / R^2`` and
+by its sphere share ``q = |u_S|^2`` (``s`` in the code), with ``||II(u,u)||^2 = s^2 / R^2`` and
 ``Ric(u,u) = (k-1) s / R^2``, so the two curvature terms of the first-order
 law can be told apart. Two views of that:
 
@@ -208,16 +208,16 @@ def _share_moments(manifold) -> np.ndarray:
 class RicciSignTest:
     """Which sign of the Ricci term do sampled directions on ``S^k_R x R^(d-k)`` support?
 
-    With ``s = |u_S|^2`` the share of a direction along the sphere factor,
-    ``||II(u,u)||^2 = s^2 / R^2`` and ``Ric(u,u) = (k-1) s / R^2``, so to first
-    order ``p(s) ~ 1 + eta_g (alpha s^2 + beta s)`` with the extrinsic
-    coefficient ``alpha = (d+2) / (24 R^2)`` and the Ricci coefficient
+    With ``q = |u_S|^2`` the share of a direction along the sphere factor
+    (``s`` in the code), ``||II(u,u)||^2 = q^2 / R^2`` and ``Ric(u,u) = (k-1) q / R^2``,
+    so to first order ``p(q) ~ 1 + eta_g (beta_II q^2 + beta q)`` with the extrinsic
+    coefficient ``beta_II = (d+2) / (24 R^2)`` (the attribute ``alpha``) and the Ricci coefficient
     ``beta = -(k-1) / (6 R^2)`` in our derivation (positive Ricci curvature
     lowers the density), ``+(k-1) / (6 R^2)`` if Ricci curvature were
     favoured like extrinsic curvature (the statement's wording). The test
-    statistic is the shift of the mean share, ``E_p[s] - E_unif[s]``, which is
-    ``eta_g (alpha Cov(s, s^2) + beta Var(s))`` to first order: ``beta`` is
-    estimated with ``alpha`` fixed at its (undisputed) value.
+    statistic is the shift of the mean share, ``E_p[q] - E_unif[q]``, which is
+    ``eta_g (beta_II Cov(q, q^2) + beta Var(q))`` to first order: ``beta`` is
+    estimated with ``beta_II`` fixed at its (undisputed) value.
 
     Attributes
     ----------
@@ -232,7 +232,8 @@ class RicciSignTest:
         First-order shifts under three readings: ``"ours"`` (Ricci lowers),
         ``"statement"`` (Ricci raises), ``"extrinsic only"`` (no Ricci term).
     alpha : float
-        Extrinsic coefficient ``(d+2) / (24 R^2)``.
+        Extrinsic coefficient ``beta_II = (d+2) / (24 R^2)`` (named ``alpha`` before the book
+        gave the letter alpha to the Zipf model alone).
     beta, beta_se : float
         Ricci coefficient estimated from the samples.
     beta_exact : float
@@ -265,7 +266,7 @@ class RicciSignTest:
     def report(self) -> str:
         """The measured and predicted shifts of the mean share, as printable lines."""
         p = self.predicted
-        return (f"η_g = {self.eta_g:.3g}, n = {self.n:,}\n"
+        return (f"η_g = {self.eta_g:.3g}, {self.n:,} samples\n"
                 f"mean-share shift: measured {self.shift:.5f} ± {self.shift_se:.5f}, "
                 f"exact law {self.exact_shift:.5f}\nfirst order: ours {p['ours']:.5f}, "
                 f"extrinsic only {p['extrinsic only']:.5f}, "
