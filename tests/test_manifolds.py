@@ -389,7 +389,7 @@ def test_every_function_that_takes_a_radius_and_a_manifold_refuses_one_below_its
     quad = res.default_loop_manifold()
     tiny = quad.normal_floor() / 3
     calls = {"gradients.ratio_scaling": lambda: grad.ratio_scaling(quad, [tiny, 0.1, 0.2], n=10, rng=0),
-             "attention.softmax_terms": lambda: att.softmax_terms(quad, att.simulated_attention_stack(1, quad.D, seed=0),
+             "attention.softmax_terms": lambda: att.softmax_terms(quad, att.random_attention_heads(1, quad.D, seed=0),
                                                                   tiny, 0, rng=0),
              "residual.depth_cloud": lambda: res.depth_cloud(quad, tiny, 0, n=8)}
     for name, call in calls.items():
