@@ -70,6 +70,13 @@ def test_energy_pooling_rises_only_for_a_weak_tie():
             assert balancing_effect(V, s_nat, s_bal, alpha, "energy") < 0
 
 
+@pytest.mark.parametrize("alpha", np.linspace(0.25, 1.0, 7).tolist() + [-0.05, -0.5, -1.0])
+def test_energy_pooling_falls_for_a_strong_or_a_reversed_tie(alpha):
+    for V in (20, 1000):
+        for s_nat, s_bal in ((1.0, 0.6), (1.5, 0.2), (2.0, 1.8)):
+            assert balancing_effect(V, s_nat, s_bal, alpha, "energy") < 0, (V, s_nat, s_bal)
+
+
 def test_energy_threshold_refuses_what_it_cannot_find():
     with pytest.raises(ParameterError, match="s_balanced"):
         energy_sign_threshold(100, 0.5, 0.9)
