@@ -195,6 +195,7 @@ def test_a_stage_trains_after_the_design_into_its_own_record_and_stops_at_its_bu
     assert set(own) == {"toy-decoder-a-s0"} and set(later) == {"toy-decoder-b-s0"}
     rec = later["toy-decoder-b-s0"]
     assert rec["exit"] == 0 and rec["steps"] == 2 and rec["seconds_per_step"] > 0 and rec["load"] >= 0
+    assert rec["resumed_after"] == 0 and rec["median_step_seconds"] > 0   # a fresh run: every step is this sitting's
     # a stage whose record already holds its budget starts nothing, and says so
     (root / "toy-decoder-b-s0" / "manifest.json").unlink()                # the run is no longer complete
     spent = _toy_design(budget_hours=1e-6)
@@ -204,3 +205,18 @@ def test_a_stage_trains_after_the_design_into_its_own_record_and_stops_at_its_bu
     assert last["not_started"] == ["toy-decoder-b-s0"] and "budget" in last["stopped"]
     with pytest.raises(ParameterError, match="budget_hours"):
         run_queue([], budget_hours=0.0)
+
+
+def test_a_resumed_runs_pace_counts_the_steps_its_log_did_not_hold(tmp_path):
+    """The queue's pace of a resumed run divides by the steps it trained, not by all of them: it reads
+    the step records its log already holds (a probe line, a torn line and a foreign record are not steps)."""
+    from tanbias.lab.pipeline import _logged_steps
+
+    assert _logged_steps(tmp_path) == []                                      # no log yet
+    lines = [json.dumps({"type": "probe_eval", "step": 0, "loss": 7.0}),
+             json.dumps({"type": "step", "step": 0, "seconds": 2.0}),
+             json.dumps({"type": "step", "step": 1, "seconds": 3.0}),
+             '{"type": "step", "step": 2, "seco',                            # torn by a kill
+             json.dumps({"type": "step", "step": 2})]                         # no time: not counted
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    assert _logged_steps(tmp_path) == [2.0, 3.0]
