@@ -225,8 +225,9 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
 
 
 def _logged_steps(out: Path) -> list[float]:
-    """The ``seconds`` of every training step a run's log (``metrics.jsonl``) holds, in order; empty
-    where there is no log. A line that cannot be read is skipped (the run's own resume checks it)."""
+    """The ``seconds`` of every training step a run's log (``metrics.jsonl``) holds, in order (the run's
+    training time when the step ended); empty where there is no log. A line that cannot be read is
+    skipped (the run's own resume checks it)."""
     path = Path(out) / "metrics.jsonl"
     if not path.exists():
         return []
@@ -274,8 +275,8 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     Each finished run's entry gives its pace: ``steps``, ``resumed_after`` (the steps its log already
     held when this sitting started it), ``seconds_per_step`` (its wall time over the steps it trained in
     this sitting, start-up included; after a resume the steps recomputed from the checkpoint are not
-    counted, so it is an upper bound), ``median_step_seconds`` (the median of the log's own step times,
-    every sitting's) and ``load`` (the mean one-minute load average sampled
+    counted, so it is an upper bound), ``median_step_seconds`` (the median time between two steps of
+    its log, every sitting's) and ``load`` (the mean one-minute load average sampled
     while it trained: above ``jobs``, something else shared the machine).
 
     With ``budget_hours``, the queue starts no run once the record's wall time (every sitting,
@@ -346,9 +347,9 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
             if steps:
                 rec.update(steps=steps, resumed_after=before,
                            seconds_per_step=round(dt / max(1, steps - before), 3))
-            logged = _logged_steps(out)
-            if logged:
-                rec["median_step_seconds"] = round(float(np.median(logged)), 3)
+            gaps = np.diff(_logged_steps(out))
+            if (gaps > 0).any():               # a resume restarts the clock: its gap is not a step's
+                rec["median_step_seconds"] = round(float(np.median(gaps[gaps > 0])), 3)
             rec["load"] = round(float(np.mean(loads.pop(cfg.stem))), 2)
             sitting["runs"][cfg.stem] = rec
             report()
