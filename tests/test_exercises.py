@@ -329,6 +329,29 @@ def test_ex4_3_reference_signs_are_the_models():
     assert reference_balancing_sign(0.0, "energy") == 0
 
 
+def test_ex4_3_the_written_sign_rule_is_the_models():
+    """The solution's rule: with -1 < alpha < 0 the two means reverse and the energy still falls;
+    the occurrence mean rises only for 0 < alpha < 1 and stands still at 1, the type mean at -1."""
+    for alpha in (-0.9, -0.5, -0.25, -0.05):
+        assert [reference_balancing_sign(alpha, p) for p in POOLINGS] == [-1, -1, 1]
+    for alpha in (0.05, 0.5, 0.9):
+        assert reference_balancing_sign(alpha, "occurrence") == 1
+        assert reference_balancing_sign(alpha, "type") == -1
+    assert reference_balancing_sign(1.0, "occurrence") == 0 and reference_balancing_sign(1.0, "type") == -1
+    assert reference_balancing_sign(-1.0, "type") == 0 and reference_balancing_sign(-1.0, "energy") == -1
+    with pytest.raises(ParameterError, match=r"valid range is \[-1, 1\]"):
+        tied_radii(zipf_frequencies(10, 1.0), 1.5, 0.05)
+
+
+def test_ex4_3_a_prediction_still_none_is_refused_by_name_before_anything_is_shown(capsys):
+    _fails("Exercise 4.3: prediction is still None. Set prediction = ", check_exercise_4_3,
+           reference_pooled_ratio, None, reference_balancing_sign)
+    _fails("prediction is still None", check_exercise_4_3, prediction=None)
+    assert capsys.readouterr().out == ""
+    check_exercise_4_3(reference_pooled_ratio)                 # left out: only the function is checked
+    assert "Exercise 4.3 passed: pooled_ratio matches" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("prediction, message", [
     ({"energy": 1, "occurrence": 1, "type": -1}, "strong tie"),
     ({"energy": -1, "occurrence": 1, "type": 1}, "most types are rare"),
@@ -486,6 +509,30 @@ def test_ex6_1_reference_passes_with_the_right_predictions(capsys):
 ])
 def test_ex6_1_each_wrong_prediction_has_its_own_message(kwargs, message):
     _fails(message, check_exercise_6_1, reference_loop_gains, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"compounds": None, "larger_lead": None}, "compounds"),
+    ({"compounds": True, "larger_lead": None}, "larger_lead"),
+    ({"compounds": None}, "compounds"),
+])
+def test_ex6_1_a_prediction_still_none_is_refused_by_name_before_anything_runs(kwargs, name, capsys):
+    calls = []
+
+    def gains(df, step):
+        calls.append(step)
+        return reference_loop_gains(df, step)
+
+    _fails(f"Exercise 6.1: {name} is still None. Set {name} = True or False", check_exercise_6_1,
+           gains, **kwargs)
+    assert calls == [] and capsys.readouterr().out == ""
+
+
+@pytest.mark.slow
+def test_ex6_1_left_out_predictions_keep_the_gains_to_themselves(capsys):
+    check_exercise_6_1(reference_loop_gains)
+    out = capsys.readouterr().out
+    assert "predictions were not checked" in out and "at 0.3" not in out
 
 
 def _swapped(df, step):
