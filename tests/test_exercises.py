@@ -252,6 +252,24 @@ def test_ex4_1_each_mistake_has_its_own_message(wrong, message):
     _fails(message, check_exercise_4_1, wrong)
 
 
+def _batch_mean_by_hand(x, mu, delta, T, N):
+    """Batch-mean centring written as a reader would: 0/0 = nan on a single sample."""
+    x_c = x - x.mean(axis=0)
+    d = np.linalg.norm(delta, axis=1)
+    with np.errstate(invalid="ignore"):
+        return float(np.sqrt(np.sum((d * np.linalg.norm(x_c @ N, axis=1)) ** 2)
+                             / np.sum((d * np.linalg.norm(x_c @ T, axis=1)) ** 2)))
+
+
+def test_ex4_1_batch_mean_centring_is_named_even_where_one_sample_gives_nan():
+    """The library's ratio gives inf on one sample centred at its own mean, a hand-written one nan;
+    both are the batch-mean mistake, not a division by zero."""
+    with pytest.raises(AssertionError) as err:
+        check_exercise_4_1(_batch_mean_by_hand)
+    assert "centred at the batch mean" in str(err.value) and "a single sample" in str(err.value)
+    assert "division by zero" not in str(err.value)
+
+
 def test_ex4_1_forgetting_the_tangent_side_is_not_called_a_missing_square_root():
     """On the parabola sqrt(mean ||n||^2) equals the squared ratio; the cylinder tells them apart."""
     def numerator_only(x, mu, d, T, N):
@@ -264,7 +282,7 @@ def test_ex4_1_forgetting_the_tangent_side_is_not_called_a_missing_square_root()
 @pytest.mark.parametrize("wrong, message", [
     (lambda k, d, R: 2 * reference_rms_constant(k, d, R), "you left out the 1/2"),
     (lambda k, d, R: reference_rms_constant(k, d, R) ** 2, "that is c²"),
-    (lambda k, d, R: 0.5 * (k / d) / R, "E\\[s²\\] is not"),
+    (lambda k, d, R: 0.5 * (k / d) / R, "E\\[q²\\] is not"),
     (lambda k, d, R: 0.5 * math.sqrt(3 * k / (d * (d + 2))) / R, "dropped the cross terms"),
     (lambda k, d, R: reference_rms_constant(k, d, R) * R, "c scales like 1/R"),
     (lambda k, d, R: reference_rms_constant(k, d, R) / R, "not 1/R²"),

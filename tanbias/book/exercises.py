@@ -547,8 +547,8 @@ def reference_rms_constant(k, d, R) -> float:
     """Reference of Exercise 4.1's derivation: ``c = 1/2 sqrt(E_u ||II(u,u)||^2)`` on
     ``S^k_R x R^(d-k)``.
 
-    There ``||II(u,u)|| = s / R`` with ``s = u_1^2 + ... + u_k^2``, and for ``u`` uniform on
-    the unit sphere of ``R^d``, ``E[s^2] = k (k+2) / (d (d+2))``. So
+    There ``||II(u,u)|| = q / R`` with ``q = u_1^2 + ... + u_k^2`` (chapter 3's sphere share), and
+    for ``u`` uniform on the unit sphere of ``R^d``, ``E[q^2] = k (k+2) / (d (d+2))``. So
     ``c = sqrt(k (k+2) / (d (d+2))) / (2 R)``: ``1/2 sqrt(3/8)`` on the unit cylinder.
 
     Example
@@ -594,9 +594,12 @@ def _exercise_4_1_mistakes(x, mu, delta, T, N):
         (gradient_ratio(x, delta, T, N),
          "did you centre x before projecting? Subtract the centroid first (x_c = x - mu): "
          "mu is neither tangent nor normal signal, and it swamps both."),
-        (gradient_ratio(x - x.mean(axis=0), delta, T, N),
+        # On one sample the batch mean leaves x - mean = 0, and 0/0 is nan or inf depending on how
+        # it is computed: the mistake is named from the other cases, and its message says why.
+        (gradient_ratio(x - x.mean(axis=0), delta, T, N) if x.shape[0] > 1 else None,
          "you centred at the batch mean; the statement centres at the centroid mu "
-         "(x_c = x - mu). The batch mean also removes the mean normal offset."),
+         "(x_c = x - mu). The batch mean also removes the mean normal offset, and on a single "
+         "sample it leaves nothing at all: x - mean = 0, so your ratio there is 0/0."),
         (1.0 / expected if expected else None,
          "you returned tangent/normal instead of normal/tangent."),
         (g.mean_ratio,
@@ -634,12 +637,12 @@ def _exercise_4_1_constant_mistakes(k, d, R):
         (2 * c, "you left out the 1/2 of n = (1/2) II(u,u) t²: c = (1/2) √(E‖II(u,u)‖²)."),
         (c ** 2, "that is c², the constant of the energy ratio R_E²: take its square root."),
         (0.5 * (k / d) / R,
-         "E[s²] is not (E[s])² = (k/d)²: with s = u₁² + ... + u_k², E[s²] = k (k+2) / (d (d+2))."),
+         "E[q²] is not (E[q])² = (k/d)²: with q = u₁² + ... + u_k², E[q²] = k (k+2) / (d (d+2))."),
         (0.5 * math.sqrt(3 * k / (d * (d + 2))) / R,
          "you kept the fourth moments E[u_i⁴] = 3/(d(d+2)) and dropped the cross terms "
          "E[u_i² u_j²] = 1/(d(d+2)), i ≠ j."),
-        (c * R, "‖II(u,u)‖ = s / R on a sphere of radius R: c scales like 1/R."),
-        (c / R, "‖II(u,u)‖ = s / R, so c scales like 1/R, not 1/R²."),
+        (c * R, "‖II(u,u)‖ = q / R on a sphere of radius R: c scales like 1/R."),
+        (c / R, "‖II(u,u)‖ = q / R, so c scales like 1/R, not 1/R²."),
         (0.5 * math.sqrt(3 / 8), "your answer does not depend on (k, d, R): (1/2) √(3/8) is the "
                                  "unit cylinder's value alone."),
     ]
@@ -665,7 +668,7 @@ def check_exercise_4_1(gradient_ratio_rms=None, rms_constant=None) -> None:
     AssertionError
         With the likely mistake (not centring, the inverted ratio, the mean gradient, no
         division by the tangent side, a squared ratio, a per-sample average, ignoring
-        ``delta``; for the constant: a missing 1/2 or square root, ``(E s)^2`` for ``E s^2``,
+        ``delta``; for the constant: a missing 1/2 or square root, ``(E q)^2`` for ``E q^2``,
         missing cross terms, the wrong power of ``R``, the cylinder's value for all), or a bad type.
 
     Example
