@@ -252,6 +252,24 @@ def test_ex4_1_each_mistake_has_its_own_message(wrong, message):
     _fails(message, check_exercise_4_1, wrong)
 
 
+def _batch_mean_by_hand(x, mu, delta, T, N):
+    """Batch-mean centring written as a reader would: 0/0 = nan on a single sample."""
+    x_c = x - x.mean(axis=0)
+    d = np.linalg.norm(delta, axis=1)
+    with np.errstate(invalid="ignore"):
+        return float(np.sqrt(np.sum((d * np.linalg.norm(x_c @ N, axis=1)) ** 2)
+                             / np.sum((d * np.linalg.norm(x_c @ T, axis=1)) ** 2)))
+
+
+def test_ex4_1_batch_mean_centring_is_named_even_where_one_sample_gives_nan():
+    """The library's ratio gives inf on one sample centred at its own mean, a hand-written one nan;
+    both are the batch-mean mistake, not a division by zero."""
+    with pytest.raises(AssertionError) as err:
+        check_exercise_4_1(_batch_mean_by_hand)
+    assert "centred at the batch mean" in str(err.value) and "a single sample" in str(err.value)
+    assert "division by zero" not in str(err.value)
+
+
 def test_ex4_1_forgetting_the_tangent_side_is_not_called_a_missing_square_root():
     """On the parabola sqrt(mean ||n||^2) equals the squared ratio; the cylinder tells them apart."""
     def numerator_only(x, mu, d, T, N):
@@ -264,7 +282,7 @@ def test_ex4_1_forgetting_the_tangent_side_is_not_called_a_missing_square_root()
 @pytest.mark.parametrize("wrong, message", [
     (lambda k, d, R: 2 * reference_rms_constant(k, d, R), "you left out the 1/2"),
     (lambda k, d, R: reference_rms_constant(k, d, R) ** 2, "that is c²"),
-    (lambda k, d, R: 0.5 * (k / d) / R, "E\\[s²\\] is not"),
+    (lambda k, d, R: 0.5 * (k / d) / R, "E\\[q²\\] is not"),
     (lambda k, d, R: 0.5 * math.sqrt(3 * k / (d * (d + 2))) / R, "dropped the cross terms"),
     (lambda k, d, R: reference_rms_constant(k, d, R) * R, "c scales like 1/R"),
     (lambda k, d, R: reference_rms_constant(k, d, R) / R, "not 1/R²"),
@@ -327,6 +345,29 @@ def test_ex4_3_reference_signs_are_the_models():
     assert [reference_balancing_sign(0.1, p) for p in POOLINGS] == [1, 1, -1]
     assert [reference_balancing_sign(-0.3, p) for p in POOLINGS] == [-1, -1, 1]
     assert reference_balancing_sign(0.0, "energy") == 0
+
+
+def test_ex4_3_the_written_sign_rule_is_the_models():
+    """The solution's rule: with -1 < alpha < 0 the two means reverse and the energy still falls;
+    the occurrence mean rises only for 0 < alpha < 1 and stands still at 1, the type mean at -1."""
+    for alpha in (-0.9, -0.5, -0.25, -0.05):
+        assert [reference_balancing_sign(alpha, p) for p in POOLINGS] == [-1, -1, 1]
+    for alpha in (0.05, 0.5, 0.9):
+        assert reference_balancing_sign(alpha, "occurrence") == 1
+        assert reference_balancing_sign(alpha, "type") == -1
+    assert reference_balancing_sign(1.0, "occurrence") == 0 and reference_balancing_sign(1.0, "type") == -1
+    assert reference_balancing_sign(-1.0, "type") == 0 and reference_balancing_sign(-1.0, "energy") == -1
+    with pytest.raises(ParameterError, match=r"valid range is \[-1, 1\]"):
+        tied_radii(zipf_frequencies(10, 1.0), 1.5, 0.05)
+
+
+def test_ex4_3_a_prediction_still_none_is_refused_by_name_before_anything_is_shown(capsys):
+    _fails("Exercise 4.3: prediction is still None. Set prediction = ", check_exercise_4_3,
+           reference_pooled_ratio, None, reference_balancing_sign)
+    _fails("prediction is still None", check_exercise_4_3, prediction=None)
+    assert capsys.readouterr().out == ""
+    check_exercise_4_3(reference_pooled_ratio)                 # left out: only the function is checked
+    assert "Exercise 4.3 passed: pooled_ratio matches" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("prediction, message", [
@@ -486,6 +527,30 @@ def test_ex6_1_reference_passes_with_the_right_predictions(capsys):
 ])
 def test_ex6_1_each_wrong_prediction_has_its_own_message(kwargs, message):
     _fails(message, check_exercise_6_1, reference_loop_gains, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"compounds": None, "larger_lead": None}, "compounds"),
+    ({"compounds": True, "larger_lead": None}, "larger_lead"),
+    ({"compounds": None}, "compounds"),
+])
+def test_ex6_1_a_prediction_still_none_is_refused_by_name_before_anything_runs(kwargs, name, capsys):
+    calls = []
+
+    def gains(df, step):
+        calls.append(step)
+        return reference_loop_gains(df, step)
+
+    _fails(f"Exercise 6.1: {name} is still None. Set {name} = True or False", check_exercise_6_1,
+           gains, **kwargs)
+    assert calls == [] and capsys.readouterr().out == ""
+
+
+@pytest.mark.slow
+def test_ex6_1_left_out_predictions_keep_the_gains_to_themselves(capsys):
+    check_exercise_6_1(reference_loop_gains)
+    out = capsys.readouterr().out
+    assert "predictions were not checked" in out and "at 0.3" not in out
 
 
 def _swapped(df, step):

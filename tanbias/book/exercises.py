@@ -140,6 +140,25 @@ def _as_bool(value, what: str) -> bool:
                          f"such as 'False' or 'yes' is not a prediction.")
 
 
+class _Omitted:
+    """The default of a prediction argument left out of the call (``None`` is the stub's value)."""
+
+    def __repr__(self):
+        return "<not passed>"
+
+
+_OMITTED = _Omitted()
+
+
+def _refuse_none_prediction(value, name: str, expected: str, exercise: str) -> None:
+    """A prediction still at the stub's ``None`` is refused by name, before anything is run or shown."""
+    if value is None:
+        raise AssertionError(f"Exercise {exercise}: {name} is still None. Set {name} = {expected} in "
+                             f"the cell above, as your prediction, then run this cell again. Nothing "
+                             f"has been checked or shown yet. (To check only your functions, leave "
+                             f"{name} out of the call.)")
+
+
 def _as_sign(value, what: str) -> int:
     """-1, 0 or +1 as an int; booleans, strings, NaN and other numbers are refused by name."""
     if (not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
@@ -528,8 +547,8 @@ def reference_rms_constant(k, d, R) -> float:
     """Reference of Exercise 4.1's derivation: ``c = 1/2 sqrt(E_u ||II(u,u)||^2)`` on
     ``S^k_R x R^(d-k)``.
 
-    There ``||II(u,u)|| = s / R`` with ``s = u_1^2 + ... + u_k^2``, and for ``u`` uniform on
-    the unit sphere of ``R^d``, ``E[s^2] = k (k+2) / (d (d+2))``. So
+    There ``||II(u,u)|| = q / R`` with ``q = u_1^2 + ... + u_k^2`` (chapter 3's sphere share), and
+    for ``u`` uniform on the unit sphere of ``R^d``, ``E[q^2] = k (k+2) / (d (d+2))``. So
     ``c = sqrt(k (k+2) / (d (d+2))) / (2 R)``: ``1/2 sqrt(3/8)`` on the unit cylinder.
 
     Example
@@ -575,9 +594,12 @@ def _exercise_4_1_mistakes(x, mu, delta, T, N):
         (gradient_ratio(x, delta, T, N),
          "did you centre x before projecting? Subtract the centroid first (x_c = x - mu): "
          "mu is neither tangent nor normal signal, and it swamps both."),
-        (gradient_ratio(x - x.mean(axis=0), delta, T, N),
+        # On one sample the batch mean leaves x - mean = 0, and 0/0 is nan or inf depending on how
+        # it is computed: the mistake is named from the other cases, and its message says why.
+        (gradient_ratio(x - x.mean(axis=0), delta, T, N) if x.shape[0] > 1 else None,
          "you centred at the batch mean; the statement centres at the centroid mu "
-         "(x_c = x - mu). The batch mean also removes the mean normal offset."),
+         "(x_c = x - mu). The batch mean also removes the mean normal offset, and on a single "
+         "sample it leaves nothing at all: x - mean = 0, so your ratio there is 0/0."),
         (1.0 / expected if expected else None,
          "you returned tangent/normal instead of normal/tangent."),
         (g.mean_ratio,
@@ -615,12 +637,12 @@ def _exercise_4_1_constant_mistakes(k, d, R):
         (2 * c, "you left out the 1/2 of n = (1/2) II(u,u) t²: c = (1/2) √(E‖II(u,u)‖²)."),
         (c ** 2, "that is c², the constant of the energy ratio R_E²: take its square root."),
         (0.5 * (k / d) / R,
-         "E[s²] is not (E[s])² = (k/d)²: with s = u₁² + ... + u_k², E[s²] = k (k+2) / (d (d+2))."),
+         "E[q²] is not (E[q])² = (k/d)²: with q = u₁² + ... + u_k², E[q²] = k (k+2) / (d (d+2))."),
         (0.5 * math.sqrt(3 * k / (d * (d + 2))) / R,
          "you kept the fourth moments E[u_i⁴] = 3/(d(d+2)) and dropped the cross terms "
          "E[u_i² u_j²] = 1/(d(d+2)), i ≠ j."),
-        (c * R, "‖II(u,u)‖ = s / R on a sphere of radius R: c scales like 1/R."),
-        (c / R, "‖II(u,u)‖ = s / R, so c scales like 1/R, not 1/R²."),
+        (c * R, "‖II(u,u)‖ = q / R on a sphere of radius R: c scales like 1/R."),
+        (c / R, "‖II(u,u)‖ = q / R, so c scales like 1/R, not 1/R²."),
         (0.5 * math.sqrt(3 / 8), "your answer does not depend on (k, d, R): (1/2) √(3/8) is the "
                                  "unit cylinder's value alone."),
     ]
@@ -646,7 +668,7 @@ def check_exercise_4_1(gradient_ratio_rms=None, rms_constant=None) -> None:
     AssertionError
         With the likely mistake (not centring, the inverted ratio, the mean gradient, no
         division by the tangent side, a squared ratio, a per-sample average, ignoring
-        ``delta``; for the constant: a missing 1/2 or square root, ``(E s)^2`` for ``E s^2``,
+        ``delta``; for the constant: a missing 1/2 or square root, ``(E q)^2`` for ``E q^2``,
         missing cross terms, the wrong power of ``R``, the cylinder's value for all), or a bad type.
 
     Example
@@ -873,7 +895,7 @@ def _check_prediction_signs(prediction, setting_text):
     return truth
 
 
-def check_exercise_4_3(pooled_ratio=None, prediction=None, balancing_sign=None) -> None:
+def check_exercise_4_3(pooled_ratio=None, prediction=_OMITTED, balancing_sign=None) -> None:
     """Check Exercise 4.3: the pooled ratio, the prediction, and the sign the reader found.
 
     The setting is :data:`BALANCING_SETTING`: the unit cylinder and the Gaussian family, a
@@ -887,7 +909,8 @@ def check_exercise_4_3(pooled_ratio=None, prediction=None, balancing_sign=None) 
     prediction : dict, optional
         ``{"energy": s, "occurrence": s, "type": s}``, ``s`` in -1, 0, +1: the sign of the
         change of each pooling when balancing lowers ``s`` from 1.0 to 0.6, with
-        ``alpha = 0.5``, made before looking at the figure.
+        ``alpha = 0.5``, made before looking at the figure. Left out, it is not checked;
+        ``None`` (the stub's value) is refused before anything is checked or shown.
     balancing_sign : callable, optional
         ``balancing_sign(alpha, pooling) -> int``: that sign for any ``alpha``.
 
@@ -906,12 +929,13 @@ def check_exercise_4_3(pooled_ratio=None, prediction=None, balancing_sign=None) 
     ...                    reference_balancing_sign)   # doctest: +ELLIPSIS
     Exercise 4.3 passed: ...
     """
-    if pooled_ratio is None and prediction is None and balancing_sign is None:
+    if pooled_ratio is None and prediction is _OMITTED and balancing_sign is None:
         raise AssertionError("Exercise 4.3: pass at least one of pooled_ratio, prediction and "
                              "balancing_sign, by name: check_exercise_4_3(prediction=prediction).")
+    _refuse_none_prediction(prediction, "prediction", '{"energy": ±1, "occurrence": ±1, "type": ±1}', "4.3")
     parts = []
     st = BALANCING_SETTING
-    if prediction is not None:
+    if prediction is not _OMITTED:
         truth = _check_prediction_signs(prediction, f"(alpha = {st['alpha']}, s from {st['s_natural']} "
                                                     f"to {st['s_balanced']})")
         parts.append("your prediction matches the model (" + ", ".join(
@@ -1194,7 +1218,7 @@ def _fmt_gains(g):
     return "{" + ", ".join(f"{k}: {v:.4g}" for k, v in g.items()) + "}"
 
 
-def check_exercise_6_1(loop_gains, compounds=None, larger_lead=None) -> None:
+def check_exercise_6_1(loop_gains, compounds=_OMITTED, larger_lead=_OMITTED) -> None:
     """Check the reader's ``loop_gains(df, step) -> {"closed": gain, "cut": gain}`` and two
     predictions about a run the chapter does not show.
 
@@ -1214,6 +1238,10 @@ def check_exercise_6_1(loop_gains, compounds=None, larger_lead=None) -> None:
         Prediction: is the closed loop's lead there (gain closed / gain cut) larger than in the
         chapter's run at ``init_scale=0.1``?
 
+    A prediction left out is not checked, and the pass message then keeps the unseen run's
+    gains to itself; a prediction still ``None`` (the stub's value) is refused before anything
+    is run or shown.
+
     Raises
     ------
     AssertionError
@@ -1221,7 +1249,9 @@ def check_exercise_6_1(loop_gains, compounds=None, larger_lead=None) -> None:
         a prediction the runs contradict), or a bad type (a prediction must be True or False).
     """
     _require_function(loop_gains, "loop_gains", "loop_gains(df, step) -> dict", "6.1")
-    preds = {name: None if value is None else _as_bool(value, f"Exercise 6.1: {name}")
+    for name, value in (("compounds", compounds), ("larger_lead", larger_lead)):
+        _refuse_none_prediction(value, name, "True or False", "6.1")
+    preds = {name: None if value is _OMITTED else _as_bool(value, f"Exercise 6.1: {name}")
              for name, value in (("compounds", compounds), ("larger_lead", larger_lead))}
     runs = _loop_runs()
     gains = {}
@@ -1254,6 +1284,11 @@ def check_exercise_6_1(loop_gains, compounds=None, larger_lead=None) -> None:
             f"loop's lead is x{unseen_lead:.3g} at init_scale=0.3 against x{rich_lead:.3g} at 0.1. A larger "
             f"initial scale starts the network closer to its own linearisation (the lazy regime), where "
             f"the features barely move and the loop has less room to act.")
+    if None in preds.values():
+        print(f"Exercise 6.1 passed: your gains match the reference in the three runs. Your "
+              f"predictions were not checked: pass compounds= and larger_lead= (True or False) to "
+              f"check them and to see the gains.")
+        return
     print(f"Exercise 6.1 passed. By step {_EX6_STEP}, tangent alignment grew x{rich['closed']:.3g} closed "
           f"vs x{rich['cut']:.3g} cut at init_scale=0.1, x{unseen['closed']:.3g} vs x{unseen['cut']:.3g} "
           f"at 0.3, x{lazy['closed']:.3g} vs x{lazy['cut']:.3g} at 1: the lead shrinks as the network "

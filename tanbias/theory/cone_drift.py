@@ -23,9 +23,18 @@ The tangent bias says the update reads each token's tangent directions. The toy
 tangent planes are *shared* (one plane for all, or a plane of their own each) and how far the
 shared plane is *aligned* with the shared input ``m``. Everything else is as simple as it can
 be: one linear block that starts silent (``W = 0``) and adds its output to an isotropic stream,
-one input and one back-propagated signal per token, and one update, the tangent-projected
-gradient ``G = sum_j delta_j (P_{T_j} x_j)^T`` scaled to a given RMS displacement. It shows a
-mechanism; it does not show that training does it. :mod:`tanbias.figures.cone_drift` draws it.
+one input and one back-propagated signal per token (the signals centred exactly, so that they
+share no mean), and one update, the tangent-projected gradient
+``G = sum_j delta_j (P_{T_j} x_j)^T`` scaled to a given RMS displacement. It shows a mechanism;
+it does not show that training does it. :mod:`tanbias.figures.cone_drift` draws it.
+
+The toy's update is an *assumption*, not chapter 4's result. Chapter 4 derives the tangent bias
+only for the centred part ``delta (x - mu)^T`` of a token's gradient; the centroid part
+``delta mu^T``, which reads what all the token's samples share, is left untouched by it. Each toy
+token has one input and no spread around a centroid of its own, and the toy projects that whole
+input, the shared part ``m`` included. So in the toy the tangent bias acts on the shared input
+by assumption: the update chapter 4 derives, ``sum_k delta_k (mu_k + P_{T_k}(x_k - mu_k))^T``,
+would here be the plain gradient.
 """
 
 from __future__ import annotations
@@ -127,8 +136,11 @@ def cone_setting(sharing=1.0, alignment=1.0, n_tokens=200, D=32, d=2, offset=1.0
     and a tangent plane ``T_k`` of dimension ``d``: the orthonormalised mix
     ``sqrt(sharing) U + sqrt(1 - sharing) R_k`` of a plane ``U`` shared by every token and a
     random plane ``R_k`` of its own. The shared input direction ``m_hat`` makes the angle with
-    ``U`` whose squared cosine is ``alignment``. Its back-propagated signal ``delta_k ~ N(0, I/D)``
-    has no shared mean, so that whatever is common comes from the input side.
+    ``U`` whose squared cosine is ``alignment``. Its back-propagated signal is drawn
+    ``N(0, I/D)`` and then centred over the tokens, so that ``sum_k delta_k = 0`` exactly: the
+    signals have no shared mean, and whatever is common comes from the input side. (Left
+    uncentred, their sample sum would drive the plain gradient's common move
+    ``sum_k delta_k <x_k, m> ~ ||m||^2 sum_k delta_k``, chapter 4's ``delta_0`` mechanism.)
 
     Parameters
     ----------
@@ -168,6 +180,7 @@ def cone_setting(sharing=1.0, alignment=1.0, n_tokens=200, D=32, d=2, offset=1.0
     own = np.linalg.qr(rng.standard_normal((n, D, d)))[0]
     tangent = np.linalg.qr(np.sqrt(sharing) * U[None] + np.sqrt(1 - sharing) * own)[0]
     delta = rng.standard_normal((n, D)) / np.sqrt(D)
+    delta -= delta.mean(axis=0)                                                   # no shared signal
     stream = rng.standard_normal((n, D)) / np.sqrt(D)
     return dict(x=x, tangent=tangent, delta=delta, stream=stream, m_hat=m_hat, U=U)
 
@@ -176,7 +189,8 @@ def cone_drift(sharing=1.0, alignment=1.0, sizes=None, n_tokens=200, D=32, d=2, 
     """Add a tangent-projected update's output to an isotropic stream; read both kinds of anisotropy.
 
     The update is ``G = sum_k delta_k (P_{T_k} x_k)^T`` (the gradient of a silent linear block
-    with each token's input read through its tangent plane), and the plain gradient
+    with each token's whole input read through its tangent plane: an assumption, see the module
+    docstring), and the plain gradient
     ``sum_k delta_k x_k^T`` (no tangent bias) is the reference. Each moves token ``k`` by
     ``-s G x_k``, scaled so that the RMS displacement is ``s`` (the stream's RMS norm is 1),
     and the hidden states are ``stream_k - s G x_k``.
