@@ -275,7 +275,7 @@ def test_the_books_models_are_read_as_references():
     assert set(zoo["source"]) == set(ms.zoo.ZOO) and set(zoo["reading"]) == {"raw", "isoscore_star"}
     lab = ref[ref["group"] == "lab"]
     assert set(lab["source"]) == set(ms.REFERENCE_RUNS.values())
-    assert set(lab["reading"]) == {r for r, (_, col) in ms.REFERENCE_READINGS.items() if col}
+    assert set(lab["reading"]) == {r for r, (_, col) in ms.reference_columns().items() if col}
     assert ref["depth"].between(0, 1).all() and ref.groupby(["source", "reading"])["depth"].max().eq(1).all()
     assert ms.reference_readings(zoo_names=["no-such-model"], runs={"no-such-run": "x"}).empty
 

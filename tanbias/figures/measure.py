@@ -14,7 +14,7 @@
   correlations with their intervals, the anisotropy, the curvature, the alignment test's
   enrichment beside its random-init null.
 
-Every reading's name is :data:`tanbias.theory.anisotropy.LABELS`, its one home. The report
+Every reading's names and note are its record's (:data:`tanbias.theory.anisotropy.METRICS`). The report
 that shows these figures with chapter 9's own is :mod:`tanbias.figures.report`.
 """
 from __future__ import annotations
@@ -25,28 +25,28 @@ import plotly.graph_objects as go
 from tanbias.figures import COLORS, GREY, LIGHT_GREY, REFERENCE_GREY, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
-from tanbias.theory.anisotropy import LABELS
+from tanbias.theory import anisotropy
 
-__all__ = ["READINGS", "READING_NOTES", "reading_figure", "spectrum_figure", "widths_figure",
+__all__ = ["drawn_readings", "READINGS", "READING_NOTES", "reading_figure", "spectrum_figure", "widths_figure",
            "TRAJECTORY", "trajectory_interactive"]
 
-#: The readings drawn, one figure each, in the report's order: the command's
-#: (:data:`tanbias.theory.anisotropy.MEASURE_READINGS`, the mean share first: what the raw
-#: mean cosine mostly measures) and chapter 9's IsoScore* of the centred cloud
-READINGS = ("raw", "mean_share", "cosine_top_share", "top_share", "isoscore_star", "standardised", "type_balanced")
-#: What a reading's figure says under it: what it corrects for, and how to read it
-READING_NOTES = {
-    "raw": "The quantity of Ethayarajh (2019). It reads high whenever the vectors share a mean.",
-    "mean_share": "The mean vector's share of the squared norm. Where it tracks the raw mean cosine, a shared "
-                  "mean is most of what that cosine measures.",
-    "cosine_top_share": "The share of the mean cosine held by its three largest coordinates (Timkey and van "
-                        "Schijndel, 2021). Near 1: a few rogue coordinates carry it.",
-    "top_share": "The three largest coordinates' share of the variance: about 3 / D for an isotropic cloud.",
-    "isoscore_star": "IsoScore* of the centred cloud (Rudman and Eickhoff, 2024): 1 for an isotropic cloud, near "
-                     "0 for one direction.",
-    "standardised": "The mean cosine once every coordinate is centred and scaled to unit variance.",
-    "type_balanced": "The mean cosine with every token type weighted equally, not every occurrence.",
-}
+def drawn_readings() -> tuple[str, ...]:
+    """The readings the report draws, one figure each, in its order: the records of
+    :data:`tanbias.theory.anisotropy.METRICS` the command reads (its own readings and chapter 9's
+    IsoScore*; not the lab's centred mean cosine).
+
+    Example
+    -------
+    >>> drawn_readings()[:2], "centered" in drawn_readings()
+    (('raw', 'mean_share'), False)
+    """
+    return tuple(m.name for m in anisotropy.METRICS if m.command)
+
+
+#: :func:`drawn_readings`, when the package was imported
+READINGS = drawn_readings()
+#: What a reading's figure says under it: its record's note
+READING_NOTES = {m.name: m.note for m in anisotropy.METRICS}
 _DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
 
 
@@ -72,12 +72,12 @@ def reading_figure(parts: dict, reading: str, reference=None) -> go.Figure:
     parts : dict
         ``{label: tables}`` (:func:`tanbias.lab.analysis.measure.split_revisions`).
     reading : str
-        A key of :data:`READINGS`.
+        The name of a record of :data:`tanbias.theory.anisotropy.METRICS`.
     reference : pandas.DataFrame, optional
         :func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's lines (grey,
         dashed) and the lab's (light grey, dotted) behind the model's.
     """
-    title, axis, _ = LABELS[reading]
+    title, axis, _ = anisotropy.metric(reading).labels
     traces = []
     if reference is not None and len(reference):
         ref = reference[reference["reading"] == reading]

@@ -76,7 +76,7 @@ __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "A
            "staged_folder", "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
            "findings", "load_measurement", "BENCH_TARGETS", "bench_measure", "DTYPES", "check_dtype",
-           "output_spectrum", "REFERENCE_RUNS", "REFERENCE_READINGS", "reference_readings", "installation",
+           "output_spectrum", "REFERENCE_RUNS", "CHAPTER9_COLUMNS", "reference_columns", "reference_readings", "installation",
            "zoo_costs", "cost_rule", "ZOO_SHAPES", "rule_over_zoo", "TOKENS_DIR", "token_widths", "premise_width"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
@@ -937,13 +937,23 @@ def trajectory_table(tables: dict):
 #: long control runs, one per architecture, at their last step (the lab's longest-trained models
 #: that carry every reading of ``rivals.csv``)
 REFERENCE_RUNS = {"rivals-decoder-standard-long-s0": "lab decoder", "rivals-encoder-standard-long-s0": "lab encoder"}
-#: The readings :func:`reference_readings` returns, each with the column it is read from in the zoo's
-#: committed tables (chapter 9's ``anisotropy.csv``; None: chapter 9 does not read it) and in a
-#: lab run's tables (``rivals.csv``, or ``anisotropy.csv`` for IsoScore*)
-REFERENCE_READINGS = {"raw": ("mean_cosine", "raw"), "mean_share": (None, "mean_share"),
-                      "cosine_top_share": (None, None), "top_share": (None, "top_share"),
-                      "isoscore_star": ("isoscore_star", "isoscore_star"),
-                      "standardised": (None, "standardised"), "type_balanced": (None, "type_balanced")}
+#: The columns of chapter 9's committed tables (``data/pretrained/<name>/anisotropy.csv``) that hold a
+#: reading of :data:`tanbias.theory.anisotropy.METRICS`: the zoo's lines of the others come from nowhere
+CHAPTER9_COLUMNS = {"raw": "mean_cosine", "isoscore_star": "isoscore_star"}
+
+
+def reference_columns() -> dict:
+    """``{reading: (zoo column, lab column)}``: where :func:`reference_readings` reads each record of
+    :data:`tanbias.theory.anisotropy.METRICS` that a measurement draws, in the zoo's committed tables
+    (:data:`CHAPTER9_COLUMNS`) and in a lab run's (the record's ``reference``; None: not there).
+
+    Example
+    -------
+    >>> reference_columns()["raw"]
+    ('mean_cosine', 'raw')
+    """
+    return {m.name: (CHAPTER9_COLUMNS.get(m.name), m.reference) for m in rival_anisotropy.METRICS
+            if m.command}
 
 
 def reference_readings(zoo_names=None, runs=None, language: str = "en"):
@@ -951,8 +961,8 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
 
     The zoo's committed measurements (chapter 9's ``data/pretrained/<name>/anisotropy.csv``, in
     ``language``; their raw mean cosine is chapter 9's estimate from 20,000 sampled pairs) and the
-    lab's :data:`REFERENCE_RUNS` at their last step (``rivals.csv``; IsoScore* from
-    ``anisotropy.csv``'s content positions), every table read with its checksums. A source whose
+    lab's :data:`REFERENCE_RUNS` at their last step (``rivals.csv``; IsoScore* and the participation
+    ratio from ``anisotropy.csv``'s content positions), every table read with its checksums. A source whose
     files are absent (an installed package without the book's ``data/``) is left out. Read once
     per process (the committed files do not change under it); each call returns a copy.
 
@@ -960,16 +970,16 @@ def reference_readings(zoo_names=None, runs=None, language: str = "en"):
     -------
     pandas.DataFrame
         ``source``, ``group`` (``"zoo"`` or ``"lab"``), ``reading`` (a key of
-        :data:`REFERENCE_READINGS`), ``layer``, ``depth`` (layer over the last layer) and
+        :func:`reference_columns`), ``layer``, ``depth`` (layer over the last layer) and
         ``value``; one row per source, reading and layer.
     """
     names = tuple(zoo.ZOO if zoo_names is None else zoo_names)
     runs = tuple((REFERENCE_RUNS if runs is None else runs).items())
-    return _reference_readings(names, runs, language).copy()
+    return _reference_readings(names, runs, language, tuple(reference_columns().items())).copy()
 
 
 @functools.lru_cache(maxsize=4)
-def _reference_readings(zoo_names: tuple, runs: tuple, language: str):
+def _reference_readings(zoo_names: tuple, runs: tuple, language: str, columns: tuple):
     import pandas as pd
 
     rows = []
@@ -984,7 +994,7 @@ def _reference_readings(zoo_names: tuple, runs: tuple, language: str):
             continue
         a = pt.load_pretrained(name)["anisotropy"]
         a = a[a["language"] == language]
-        for reading, (col, _) in REFERENCE_READINGS.items():
+        for reading, (col, _) in columns:
             if col is not None and len(a):
                 add(name, "zoo", a, col, reading)
     for run, label in runs:
@@ -994,9 +1004,9 @@ def _reference_readings(zoo_names: tuple, runs: tuple, language: str):
         last = data.rivals[data.rivals["step"] == data.rivals["step"].max()]
         an = data.anisotropy
         an = an[(an["step"] == an["step"].max()) & (an["positions"] == "content")]
-        for reading, (_, col) in REFERENCE_READINGS.items():
+        for reading, (_, col) in columns:
             if col is not None:
-                add(label, "lab", an if col == "isoscore_star" else last, col, reading)
+                add(label, "lab", last if col in last else an, col, reading)
     return pd.DataFrame(rows, columns=["source", "group", "reading", "layer", "depth", "value"])
 
 

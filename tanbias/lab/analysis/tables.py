@@ -203,7 +203,8 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     One row per (step, layer, positions): ``mean_cosine``, ``isoscore_star``, ``top1_share``
     (:func:`tanbias.theory.token_clouds.anisotropy`, on the captured activations) and the
     participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
-    (an effective dimension between 1 and D). ``positions`` says which captured
+    (an effective dimension between 1 and D; its record in
+    :data:`tanbias.theory.anisotropy.METRICS`). ``positions`` says which captured
     positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 12 have
     only these rows), ``"content"``: special tokens (the encoder's ``<mask>``
     inputs included) and position 0 of each sequence (the attention sink) left out, or
@@ -227,12 +228,10 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
                 X = X[np.linalg.norm(X, axis=1) > 0]
                 a = token_clouds.anisotropy(X, rng=np.random.default_rng([config.seed, step, layer]),
                                             zeta=config.probe.zeta)
-                lam = np.clip(np.linalg.eigvalsh(np.cov(X, rowvar=False)), 0, None)
                 rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
                              "layer": int(layer), "positions": positions, "n_tokens": int(len(X)),
                              "mean_cosine": a["mean_cosine"], "isoscore_star": a["isoscore_star"],
-                             "top1_share": a["top1_share"],
-                             "participation_ratio": float(lam.sum() ** 2 / (lam ** 2).sum())})
+                             "top1_share": a["top1_share"], **an.Cloud(X).read(["participation_ratio"])})
     return rows
 
 
@@ -242,7 +241,7 @@ def reading_rows(captures: dict, config: RunConfig) -> list[dict]:
     One row per (step, layer), on the content positions of :func:`anisotropy_rows` (special
     tokens and position 0 left out):
 
-    * the six readings of :func:`tanbias.theory.anisotropy.readings` (``raw``, ``centered``,
+    * the lab's readings of :func:`tanbias.theory.anisotropy.readings` (``raw``, ``centered``,
       ``standardised``, ``type_balanced`` by input type, ``mean_share``, ``top_share``);
     * chapter 7's enrichment of the frozen proxy on every captured position (``enrichment``),
       and the same with the output matrix's top-``rank`` right singular subspace at that step
@@ -298,7 +297,7 @@ def reading_rows(captures: dict, config: RunConfig) -> list[dict]:
             vc = al.variance_calibrated_test(X[nonzero], G, Q, rng=np.random.default_rng([config.seed, step, layer, 9]),
                                              n_controls=config.probe.n_controls)
             rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
-                         "layer": int(layer), **{k: r[k] for k in an.READINGS}, "n_tokens": r["n"],
+                         "layer": int(layer), **{m.name: r[m.name] for m in an.lab_metrics()}, "n_tokens": r["n"],
                          "types": r["types"], "enrichment": plain,
                          "enrichment_outside": out["enrichment"], "wu_energy": out["energy_removed"],
                          "wu_overlap": out["overlap"], "sharpness_refit": al.subspace_sharpness(X, rank),
