@@ -199,6 +199,16 @@ def test_a_cloud_computes_what_its_readings_share_once(monkeypatch):
     assert calls.count((400, 6)) == 2 and len(r) == len(an.MEASURE_READINGS)
 
 
+def test_a_spectrum_handed_over_gives_the_participation_ratio_of_the_covariance():
+    """The command reads the participation ratio off the scatter matrix's eigenvalues that chapter 9's
+    anisotropy computed: a multiple of the covariance's, in another order, the same ratio."""
+    X = np.random.default_rng(4).normal(size=(600, 10)) * np.linspace(1, 4, 10)
+    Xc = X - X.mean(axis=0)
+    scatter = np.linalg.eigvalsh(Xc.T @ Xc)[::-1]
+    handed = an.Cloud(X, spectrum=scatter).read(["participation_ratio"])["participation_ratio"]
+    assert handed == pytest.approx(an.participation_ratio(X), rel=1e-12)
+
+
 def test_the_participation_ratio_counts_the_directions_of_a_planted_cloud():
     rng = np.random.default_rng(0)
     k = 5
@@ -212,6 +222,8 @@ def test_a_planted_metric_is_one_record_and_reaches_the_lab_and_the_command(monk
     """A new reading is one record: the lab's readings (every run's rivals.csv), the command's readings
     (its anisotropy.csv, through chapter 9's per-layer tables), the report's figures and the lab's
     reference columns all read it, and no other list names it."""
+    import pandas as pd
+
     from tanbias.figures import measure as fm
     from tanbias.lab.analysis import measure as ms
     from tanbias.lab.analysis import pretrained as pt
@@ -247,7 +259,7 @@ def test_a_planted_metric_is_one_record_and_reaches_the_lab_and_the_command(monk
     assert aniso["first_coordinate_share"] == pytest.approx(expected)
     # the report draws it, named and noted by its record, beside the lab's column
     assert "first_coordinate_share" in fm.drawn_readings()
-    assert ms.reference_columns()["first_coordinate_share"][1] == "first_coordinate_share"
-    fig = fm.reading_figure({"m": {"anisotropy": __import__("pandas").DataFrame(
+    assert ms.reference_columns()["first_coordinate_share"] == "first_coordinate_share"
+    fig = fm.reading_figure({"m": {"anisotropy": pd.DataFrame(
         {"language": "en", "layer": [0, 1], "first_coordinate_share": [0.5, 0.6]})}}, "first_coordinate_share")
     assert fig.layout.yaxis.title.text == "first coordinate's share"

@@ -47,8 +47,19 @@ def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny
     assert len({len(f["data"]) for f in frames}) == 1
     first = fig.make_figure(reading="rho_radius_t")
     line = next(t for t in first.data if t.name == "English")
-    assert list(line.x) == ["step0", "step1", "step2"]
+    assert list(line.x) == [0, 1, 2] and list(line.text) == ["step0", "step1", "step2"]   # steps, as numbers
     assert np.allclose(line.y, measured_tiny["series"]["trajectory"]["rho_radius_t"])
+    # every frame draws every checkpoint and fits its y axis to its own reading
+    from tanbias.figures.interactive import _decode
+
+    for f in frames:
+        lo, hi = f["layout"]["yaxis"]["range"]
+        ys = [v for t in f["data"] for v in np.asarray(_decode(t.get("y", [])), float).ravel() if np.isfinite(v)]
+        xs = [np.asarray(_decode(t["x"]), float) for t in f["data"] if t.get("mode") == "lines+markers"]
+        assert lo <= min(ys) and max(ys) <= hi, f["name"]
+        assert all(len(x) == 3 for x in xs), f["name"]
+    spans = {f["name"]: tuple(f["layout"]["yaxis"]["range"]) for f in frames}
+    assert len(set(spans.values())) > 1
 
 
 def test_each_reading_is_drawn_from_the_anisotropy_table(measured_tiny):

@@ -164,8 +164,22 @@ TRAJECTORY = {"enrichment_gmean": ("enrichment, geometric mean over the layers",
               "curvature_median": ("median normal-share slope over the blocks", None, "curvature")}
 
 
+def _fitted_range(values, baseline=None) -> list[float]:
+    """A y range that holds ``values`` (and ``baseline`` when it lies within a quarter of their span)."""
+    v = np.asarray([x for x in values if x is not None], float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return [0.0, 1.0]
+    lo, hi = float(v.min()), float(v.max())
+    if baseline is not None and lo - 0.25 * (hi - lo) <= baseline <= hi + 0.25 * (hi - lo):
+        lo, hi = min(lo, baseline), max(hi, baseline)
+    pad = 0.08 * (hi - lo) if hi > lo else max(0.05 * abs(lo), 0.05)
+    return [lo - pad, hi + pad]
+
+
 def trajectory_interactive(trajectory) -> Interactive:
-    """Interactive: a reading against the checkpoints of a series, one line per language.
+    """Interactive: a reading against the training step of each checkpoint of a series, one line per
+    language; the y axis fitted to each reading.
 
     Parameters
     ----------
@@ -174,47 +188,57 @@ def trajectory_interactive(trajectory) -> Interactive:
     """
     readings = {c: v for c, v in TRAJECTORY.items() if c in trajectory and np.isfinite(trajectory[c]).any()}
     langs = list(dict.fromkeys(trajectory["language"]))
+    null = (float(trajectory["null_enrichment_gmean"].iloc[0]) if "null_enrichment_gmean" in trajectory
+            else None)
 
     def compute(reading):
         out = {}
         for lang in langs:
             g = trajectory[trajectory["language"] == lang].sort_values("step")
             band = readings[reading][1]
-            out[lang] = (g["revision"].astype(str).tolist(), g[reading].tolist(),
-                         g[band[0]].tolist() if band else None, g[band[1]].tolist() if band else None)
+            out[lang] = (g["step"].astype(int).tolist(), g[reading].tolist(),
+                         g[band[0]].tolist() if band else None, g[band[1]].tolist() if band else None,
+                         g["revision"].astype(str).tolist())
         return out
 
     def figure(data, reading):
         # the same traces for every reading: an empty band where a reading has no interval, an
         # empty null line but for the enrichment
-        traces = []
-        for i, (lang, (x, y, lo, hi)) in enumerate(data.items()):
+        traces, shown = [], []
+        for i, (lang, (x, y, lo, hi, names)) in enumerate(data.items()):
             c = COLORS[i % len(COLORS)]
             bx, by = (x + x[::-1], hi + lo[::-1]) if lo is not None else ([], [])
             traces.append(go.Scatter(x=bx, y=by, fill="toself", fillcolor=c, opacity=0.2, line=dict(width=0),
                                      mode="lines", showlegend=False, hoverinfo="skip"))
             traces.append(go.Scatter(x=x, y=y, mode="lines+markers", name=LANGUAGE_NAMES.get(lang, lang),
-                                     line=dict(color=c)))
+                                     line=dict(color=c), text=names,
+                                     hovertemplate="step %{x}: %{y:.3g} (%{text})<extra></extra>"))
+            shown += y + (lo or []) + (hi or [])
         nx, ny = [], []
-        if reading == "enrichment_gmean" and "null_enrichment_gmean" in trajectory:
+        if reading == "enrichment_gmean" and null is not None:
             x0 = data[langs[0]][0]
-            nx, ny = [x0[0], x0[-1]], [float(trajectory["null_enrichment_gmean"].iloc[0])] * 2
+            nx, ny = [x0[0], x0[-1]], [null] * 2
+            shown += ny
         traces.append(go.Scatter(x=nx, y=ny, mode="lines", name="random-init copy",
                                  line=dict(color=GREY, dash="dash")))
         fig = go.Figure(traces)
-        fig.add_hline(y=1.0 if reading == "enrichment_gmean" else 0.0, line=dict(color=GREY, width=1))
-        fig.update_xaxes(type="category")
+        baseline = 1.0 if reading == "enrichment_gmean" else 0.0
+        fig.add_hline(y=baseline, line=dict(color=GREY, width=1))
+        steps = sorted({s for v in data.values() for s in v[0]})
+        fig.update_xaxes(type="linear", tickmode="array", tickvals=steps, ticktext=[f"{s:,}" for s in steps])
+        fig.update_yaxes(range=_fitted_range(shown, baseline))
         # the y axis' title is an annotation: a slider's frames redraw the annotations, not the axes
         fig.add_annotation(text=readings[reading][2], xref="paper", yref="paper", x=0.0, y=0.5, xanchor="right",
                            yanchor="middle", xshift=-44, textangle=-90, showarrow=False, font=dict(size=14),
                            name="y title")
         fig.update_layout(margin=dict(l=80))
-        return labelled(fig, f"Over training: {readings[reading][0]}", "checkpoint (training order)", "",
+        return labelled(fig, f"Over training: {readings[reading][0]}", "training step of the checkpoint", "",
                         legend="")
 
     return Interactive(params=[Param("reading", "reading", options=tuple(readings),
                                      fmt=lambda c: readings[c][2])],
                        compute=compute, figure=figure, title="The readings over training",
-                       caption="Each checkpoint measured on the same text. Shaded: the 95 % interval over "
-                               "documents. Chapter 8 reads 'imprinted early' from when the enrichment peaks and "
-                               "whether it falls after its peak.", name="measure-trajectory", height=460)
+                       caption="Each checkpoint measured on the same text, at its training step. Shaded: the 95 % "
+                               "interval over documents. The y axis fits each reading. Chapter 8 reads 'imprinted "
+                               "early' from when the enrichment peaks and whether it falls after its peak.",
+                       name="measure-trajectory", height=460)

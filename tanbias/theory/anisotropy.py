@@ -191,10 +191,16 @@ def pair_contributions(X: np.ndarray, norms: np.ndarray, n_pairs: int, rng: np.r
     n, D = X.shape
     i = rng.integers(0, n, size=n_pairs)
     j = (i + rng.integers(1, n, size=n_pairs)) % n
+    # each row divided by its norm once, where a pair divided both of its rows again: the same
+    # quotients (a division is correctly rounded), fewer of them when n < 2 n_pairs
+    U = X / norms[:, None] if n < 2 * n_pairs else None
     contrib = np.zeros(D)
     for s in range(0, n_pairs, chunk):
         a, b = i[s:s + chunk], j[s:s + chunk]
-        contrib += np.einsum("ij,ij->j", X[a] / norms[a, None], X[b] / norms[b, None])
+        if U is not None:
+            contrib += np.einsum("ij,ij->j", U[a], U[b])
+        else:
+            contrib += np.einsum("ij,ij->j", X[a] / norms[a, None], X[b] / norms[b, None])
     return contrib / n_pairs
 
 
@@ -233,6 +239,10 @@ class Cloud:
         is NaN.
     top : int in [1, D - 1], optional
         Coordinates in the top-coordinate shares (default :data:`TOP_COORDINATES`, at most ``D - 1``).
+    spectrum : array (D,), optional
+        The eigenvalues of the rows' covariance, or of any multiple of it (the scatter matrix),
+        when the caller has them: :attr:`spectrum`'s readings depend on their shape, not their
+        scale, and are not computed again.
 
     Raises
     ------
@@ -246,12 +256,14 @@ class Cloud:
     (3, [0.667, 0.667], 0.471405)
     """
 
-    def __init__(self, X, type_ids=None, top: int | None = None):
+    def __init__(self, X, type_ids=None, top: int | None = None, spectrum=None):
         self.X = _rows(X)
         self.n, D = self.X.shape
         top = min(TOP_COORDINATES, D - 1) if top is None else top
         self.top = check_int("top", top, lo=1, hi=D - 1, hint="Pass the number of coordinates, e.g. 3.")
         self.type_ids = None if type_ids is None else check_array("type_ids", np.asarray(type_ids), shape=(self.n,))
+        if spectrum is not None:
+            self.spectrum = check_array("spectrum", np.asarray(spectrum, np.float64), shape=(D,))
 
     def read(self, metrics) -> dict:
         """``{name: value}`` of ``metrics`` (records of :data:`METRICS`, or their names), in their order."""
@@ -288,7 +300,8 @@ class Cloud:
 
     @cached_property
     def spectrum(self) -> np.ndarray:
-        """The eigenvalues of the rows' covariance (``ddof = 1``), clipped at 0, ascending (D,)."""
+        """The eigenvalues of the rows' covariance (``ddof = 1``), clipped at 0, ascending (D,);
+        or those handed over (a multiple of the covariance, in any order)."""
         return np.clip(np.linalg.eigvalsh(np.cov(self.X, rowvar=False)), 0, None)
 
     @cached_property
@@ -472,12 +485,13 @@ METRICS: tuple[Metric, ...] = (
     # near 0 by construction (a centred cloud's rows sum to 0): the command leaves it out
     Metric("centered", _centred, ("mean cosine after removing the mean vector", "mean cosine, centred", "centred"),
            "The mean cosine once the mean vector is removed: near 0 by construction.", lab=1),
-    # every lab run's anisotropy.csv holds it (tanbias.lab.analysis.tables.anisotropy_rows)
+    # every lab run's anisotropy.csv holds it (tanbias.lab.analysis.tables.anisotropy_rows); the command
+    # reads it off the spectrum chapter 9's anisotropy computed (Cloud's spectrum)
     Metric("participation_ratio", _participation,
            ("participation ratio of the centred cloud", "participation ratio (directions)", "participation"),
            "The covariance's effective number of directions, (Σλ)² / Σλ²: D for an isotropic cloud, 1 for one "
            "direction. With IsoScore*, it reads the shape of the centred cloud, not its shared mean.",
-           reference="participation_ratio"),
+           command="readings", reference="participation_ratio"),
 )
 
 
@@ -559,12 +573,13 @@ def readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
     return {**cloud.read(lab_metrics()), "n": int(cloud.n), "types": cloud.types}
 
 
-def measure_readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
+def measure_readings(X, type_ids=None, top: int = TOP_COORDINATES, spectrum=None) -> dict:
     """The measurement command's readings of one layer's cloud (:func:`command_metrics`:
     :data:`MEASURE_READINGS`), each computed once.
 
     The lab's readings without the centred mean cosine (near 0 by construction), with the
-    :func:`cosine_top_share`. Parameters and errors as :func:`readings`.
+    :func:`cosine_top_share` and the :func:`participation_ratio`. Parameters and errors as
+    :func:`readings`; ``spectrum`` as :class:`Cloud`'s.
 
     Example
     -------
@@ -575,7 +590,7 @@ def measure_readings(X, type_ids=None, top: int = TOP_COORDINATES) -> dict:
     >>> tuple(r) == MEASURE_READINGS, round(r["mean_share"], 2), round(r["cosine_top_share"], 2)
     (True, 0.98, 1.0)
     """
-    return Cloud(X, type_ids=type_ids, top=top).read(command_metrics())
+    return Cloud(X, type_ids=type_ids, top=top, spectrum=spectrum).read(command_metrics())
 
 
 def singular_spectrum(W, chunk: int = 16384) -> np.ndarray:

@@ -76,7 +76,7 @@ __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "A
            "staged_folder", "weights_sha256", "load_model", "measure_settings", "probe_tokens", "architecture_table", "Measurement",
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
            "findings", "load_measurement", "BENCH_TARGETS", "bench_measure", "DTYPES", "check_dtype",
-           "output_spectrum", "REFERENCE_RUNS", "CHAPTER9_COLUMNS", "reference_columns", "reference_readings", "installation",
+           "output_spectrum", "REFERENCE_RUNS", "ZOO_MEASURED_DIR", "reference_columns", "reference_readings", "installation",
            "zoo_costs", "cost_rule", "ZOO_SHAPES", "rule_over_zoo", "TOKENS_DIR", "token_widths", "premise_width"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
@@ -99,15 +99,18 @@ ARCHITECTURES = {
 
 # ------------------------------------------------------------------------------------------
 # THE RIVAL ANISOTROPY METRICS PLUG IN HERE.
-def anisotropy_readings(Y, type_ids) -> dict:
-    """More readings of one layer's anisotropy, beside chapter 9's: the command's six.
+def anisotropy_readings(Y, type_ids, spectrum=None) -> dict:
+    """More readings of one layer's anisotropy, beside chapter 9's: the command's.
 
     :func:`tanbias.theory.anisotropy.measure_readings` of the layer's rows without the first
-    position (``Y``, ``(n, D)``) and their types: ``raw`` (the exact mean cosine over all pairs,
-    where chapter 9's ``mean_cosine`` samples 20,000), ``mean_share`` (the mean vector's share of
-    the squared norm: what the raw mean cosine mostly measures), ``cosine_top_share`` (the top
-    three coordinates' share of the mean cosine itself), ``top_share`` (their share of the
-    variance), ``standardised`` and ``type_balanced``. Each account of anisotropy without a
+    position (``Y``, ``(n, D)``) and their types, one column per record of
+    :data:`tanbias.theory.anisotropy.METRICS` that the command computes: ``raw`` (the exact mean
+    cosine over all pairs, where chapter 9's ``mean_cosine`` samples 20,000), ``mean_share`` (the
+    mean vector's share of the squared norm: what the raw mean cosine mostly measures),
+    ``cosine_top_share`` (the top three coordinates' share of the mean cosine itself),
+    ``top_share`` (their share of the variance), ``standardised``, ``type_balanced`` and
+    ``participation_ratio`` (read off ``spectrum``, the eigenvalues of the rows' scatter matrix
+    that chapter 9's anisotropy computed, when given). Each account of anisotropy without a
     tangent bias names the correction that should remove it if it is right (the rivals
     chapter). Rows of norm 0 are left out. The columns of ``anisotropy.csv`` that
     :data:`ANISOTROPY_METRICS` adds; chapter 9's own tables never carry them. The lab's runs read
@@ -122,7 +125,9 @@ def anisotropy_readings(Y, type_ids) -> dict:
     """
     Y = np.asarray(Y, np.float64)
     live = np.linalg.norm(Y, axis=1) > 0
-    return rival_anisotropy.measure_readings(Y[live], type_ids=np.asarray(type_ids)[live])
+    if not live.all():
+        Y, type_ids, spectrum = Y[live], np.asarray(type_ids)[live], None
+    return rival_anisotropy.measure_readings(Y, type_ids=np.asarray(type_ids), spectrum=spectrum)
 
 
 #: The anisotropy readings the command adds to chapter 9's, per layer: ``metrics(Y, type_ids)``
@@ -937,34 +942,35 @@ def trajectory_table(tables: dict):
 #: long control runs, one per architecture, at their last step (the lab's longest-trained models
 #: that carry every reading of ``rivals.csv``)
 REFERENCE_RUNS = {"rivals-decoder-standard-long-s0": "lab decoder", "rivals-encoder-standard-long-s0": "lab encoder"}
-#: The columns of chapter 9's committed tables (``data/pretrained/<name>/anisotropy.csv``) that hold a
-#: reading of :data:`tanbias.theory.anisotropy.METRICS`: the zoo's lines of the others come from nowhere
-CHAPTER9_COLUMNS = {"raw": "mean_cosine", "isoscore_star": "isoscore_star"}
+#: The zoo measured by the command itself, every reading (``data/measure/zoo/<name>/``, in English: their
+#: command lines are in ``data/measure/README.md``): the zoo's lines behind a measured model
+ZOO_MEASURED_DIR = MEASURED_DIR / "zoo"
 
 
 def reference_columns() -> dict:
-    """``{reading: (zoo column, lab column)}``: where :func:`reference_readings` reads each record of
-    :data:`tanbias.theory.anisotropy.METRICS` that a measurement draws, in the zoo's committed tables
-    (:data:`CHAPTER9_COLUMNS`) and in a lab run's (the record's ``reference``; None: not there).
+    """``{reading: lab column}``: the readings :func:`reference_readings` returns (the records of
+    :data:`tanbias.theory.anisotropy.METRICS` the command reads) and the column of a lab run's
+    tables each is read from (the record's ``reference``; None: no lab run holds it). The zoo's
+    measurements carry each reading under its own name.
 
     Example
     -------
-    >>> reference_columns()["raw"]
-    ('mean_cosine', 'raw')
+    >>> reference_columns()["raw"], reference_columns()["cosine_top_share"]
+    ('raw', None)
     """
-    return {m.name: (CHAPTER9_COLUMNS.get(m.name), m.reference) for m in rival_anisotropy.METRICS
-            if m.command}
+    return {m.name: m.reference for m in rival_anisotropy.METRICS if m.command}
 
 
 def reference_readings(zoo_names=None, runs=None, language: str = "en"):
     """The book's own per-layer readings, to draw a measurement beside: the zoo's and the lab's.
 
-    The zoo's committed measurements (chapter 9's ``data/pretrained/<name>/anisotropy.csv``, in
-    ``language``; their raw mean cosine is chapter 9's estimate from 20,000 sampled pairs) and the
-    lab's :data:`REFERENCE_RUNS` at their last step (``rivals.csv``; IsoScore* and the participation
-    ratio from ``anisotropy.csv``'s content positions), every table read with its checksums. A source whose
-    files are absent (an installed package without the book's ``data/``) is left out. Read once
-    per process (the committed files do not change under it); each call returns a copy.
+    The zoo measured by the command (:data:`ZOO_MEASURED_DIR`, in ``language``: every reading the
+    command reads, by the same functions as the measured model's) and the lab's
+    :data:`REFERENCE_RUNS` at their last step (``rivals.csv``; IsoScore* and the participation
+    ratio from ``anisotropy.csv``'s content positions), every table read with its checksums. A
+    source whose files are absent (an installed package without the book's ``data/``) is left
+    out. Read once per process (the committed files do not change under it); each call returns
+    a copy.
 
     Returns
     -------
@@ -990,13 +996,14 @@ def _reference_readings(zoo_names: tuple, runs: tuple, language: str, columns: t
                      "depth": r.layer / L, "value": float(getattr(r, col))} for r in frame.itertuples())
 
     for name in zoo_names:
-        if not (pt.PRETRAINED_DIR / name / "manifest.json").is_file():
+        folder = ZOO_MEASURED_DIR / name
+        if not (folder / "manifest.json").is_file():
             continue
-        a = pt.load_pretrained(name)["anisotropy"]
+        a = load_measurement(folder)["anisotropy"]
         a = a[a["language"] == language]
-        for reading, (col, _) in columns:
-            if col is not None and len(a):
-                add(name, "zoo", a, col, reading)
+        for reading, _ in columns:
+            if reading in a and len(a):
+                add(name, "zoo", a, reading, reading)
     for run, label in runs:
         if not (run_dir(run) / "manifest.json").is_file():
             continue
@@ -1004,7 +1011,7 @@ def _reference_readings(zoo_names: tuple, runs: tuple, language: str, columns: t
         last = data.rivals[data.rivals["step"] == data.rivals["step"].max()]
         an = data.anisotropy
         an = an[(an["step"] == an["step"].max()) & (an["positions"] == "content")]
-        for reading, (_, col) in columns:
+        for reading, col in columns:
             if col is not None:
                 add(label, "lab", last if col in last else an, col, reading)
     return pd.DataFrame(rows, columns=["source", "group", "reading", "layer", "depth", "value"])
