@@ -268,14 +268,17 @@ def test_the_output_spectrum_is_the_unembeddings():
 
 
 def test_the_books_models_are_read_as_references():
-    """The zoo's committed measurements (chapter 9's readings) and the lab's final runs (every reading
-    of rivals.csv), by relative depth; a source whose files are absent is left out."""
+    """The zoo measured by the command (data/measure/zoo/, every reading) and the lab's final runs (every
+    reading a run holds), by relative depth; a source whose files are absent is left out."""
     ref = ms.reference_readings()
     zoo = ref[ref["group"] == "zoo"]
-    assert set(zoo["source"]) == set(ms.zoo.ZOO) and set(zoo["reading"]) == {"raw", "isoscore_star"}
+    # the zoo measured by the command: every reading it draws, for every model
+    assert set(zoo["source"]) == set(ms.zoo.ZOO) and set(zoo["reading"]) == set(ms.reference_columns())
+    assert zoo.groupby("source")["reading"].nunique().eq(len(ms.reference_columns())).all()
     lab = ref[ref["group"] == "lab"]
     assert set(lab["source"]) == set(ms.REFERENCE_RUNS.values())
-    assert set(lab["reading"]) == {r for r, (_, col) in ms.reference_columns().items() if col}
+    assert set(lab["reading"]) == {r for r, col in ms.reference_columns().items() if col}
+    assert "participation_ratio" in set(lab["reading"])          # from anisotropy.csv, as IsoScore*
     assert ref["depth"].between(0, 1).all() and ref.groupby(["source", "reading"])["depth"].max().eq(1).all()
     assert ms.reference_readings(zoo_names=["no-such-model"], runs={"no-such-run": "x"}).empty
 
@@ -325,7 +328,8 @@ def test_a_committed_measurement_is_what_its_command_line_writes(name):
     tables = ms.load_measurement(ms.MEASURED_DIR / name)
     man = tables["manifest"]
     assert man["command"] == ms.COMMAND and Path(name).name.startswith(Path(man["model"]).name)   # a hub name or a folder
-    assert set(ms.rival_anisotropy.MEASURE_READINGS) <= set(tables["anisotropy"])
+    # every reading of the command; those measured before the participation ratio was one lack it alone
+    assert set(ms.rival_anisotropy.MEASURE_READINGS) - set(tables["anisotropy"]) <= {"participation_ratio"}
     assert man["command_line"] in (ms.MEASURED_DIR / "README.md").read_text(encoding="utf8")
     argv = shlex.split(man["command_line"])
     assert argv[:len(ms.COMMAND.split())] == ms.COMMAND.split()

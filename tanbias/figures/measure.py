@@ -164,6 +164,10 @@ TRAJECTORY = {"enrichment_gmean": ("enrichment, geometric mean over the layers",
               "curvature_median": ("median normal-share slope over the blocks", None, "curvature")}
 
 
+#: Up to this many checkpoints, the trajectory's x axis has a tick at each one's step
+_TICKED_STEPS = 8
+
+
 def _fitted_range(values, baseline=None) -> list[float]:
     """A y range that holds ``values`` (and ``baseline`` when it lies within a quarter of their span)."""
     v = np.asarray([x for x in values if x is not None], float)
@@ -191,7 +195,9 @@ def trajectory_interactive(trajectory) -> Interactive:
     null = (float(trajectory["null_enrichment_gmean"].iloc[0]) if "null_enrichment_gmean" in trajectory
             else None)
 
-    def compute(reading):
+    first = next(iter(readings))
+
+    def compute(reading=first):
         out = {}
         for lang in langs:
             g = trajectory[trajectory["language"] == lang].sort_values("step")
@@ -201,7 +207,7 @@ def trajectory_interactive(trajectory) -> Interactive:
                          g["revision"].astype(str).tolist())
         return out
 
-    def figure(data, reading):
+    def figure(data, reading=first):
         # the same traces for every reading: an empty band where a reading has no interval, an
         # empty null line but for the enrichment
         traces, shown = [], []
@@ -225,7 +231,9 @@ def trajectory_interactive(trajectory) -> Interactive:
         baseline = 1.0 if reading == "enrichment_gmean" else 0.0
         fig.add_hline(y=baseline, line=dict(color=GREY, width=1))
         steps = sorted({s for v in data.values() for s in v[0]})
-        fig.update_xaxes(type="linear", tickmode="array", tickvals=steps, ticktext=[f"{s:,}" for s in steps])
+        if len(steps) <= _TICKED_STEPS:                     # a tick at each checkpoint, where they are few
+            fig.update_xaxes(tickmode="array", tickvals=steps, ticktext=[f"{s:,}" for s in steps])
+        fig.update_xaxes(type="linear", tickformat=",d")
         fig.update_yaxes(range=_fitted_range(shown, baseline))
         # the y axis' title is an annotation: a slider's frames redraw the annotations, not the axes
         fig.add_annotation(text=readings[reading][2], xref="paper", yref="paper", x=0.0, y=0.5, xanchor="right",
@@ -235,8 +243,9 @@ def trajectory_interactive(trajectory) -> Interactive:
         return labelled(fig, f"Over training: {readings[reading][0]}", "training step of the checkpoint", "",
                         legend="")
 
-    return Interactive(params=[Param("reading", "reading", options=tuple(readings),
-                                     fmt=lambda c: readings[c][2])],
+    # a slider where there is a choice (a lab run's trajectory may carry the enrichment alone)
+    params = [Param("reading", "reading", options=tuple(readings), fmt=lambda c: readings[c][2])] if len(readings) > 1 else []
+    return Interactive(params=params,
                        compute=compute, figure=figure, title="The readings over training",
                        caption="Each checkpoint measured on the same text, at its training step. Shaded: the 95 % "
                                "interval over documents. The y axis fits each reading. Chapter 8 reads 'imprinted "

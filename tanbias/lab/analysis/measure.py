@@ -64,7 +64,7 @@ from tanbias.lab import zoo
 from tanbias.lab.analysis import pretrained as pt
 from tanbias.lab.analysis.pretrained import MeasureSettings
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, SHORT, SINK_RATIO, pretrained_table, report_ci
-from tanbias.lab.analysis.sweep import add_log_enrichment, mean_over_layers
+from tanbias.lab.analysis.tables import add_log_enrichment, mean_over_layers
 from tanbias.lab.checkpoints import (check_revision, checkpoint_config, load_checkpoint, local_revisions,
                                      resolve_checkpoint, revision_steps)
 from tanbias.lab.devices import resolve_device
@@ -77,7 +77,9 @@ __all__ = ["COMMAND", "MEASURED_DIR", "ARCHITECTURES", "anisotropy_readings", "A
            "measure_model", "measure_revision", "write_measurement", "trajectory_table", "split_revisions",
            "findings", "load_measurement", "BENCH_TARGETS", "bench_measure", "DTYPES", "check_dtype",
            "output_spectrum", "REFERENCE_RUNS", "ZOO_MEASURED_DIR", "reference_columns", "reference_readings", "installation",
-           "zoo_costs", "cost_rule", "ZOO_SHAPES", "rule_over_zoo", "TOKENS_DIR", "token_widths", "premise_width"]
+           "zoo_costs", "cost_rule", "ZOO_SHAPES", "rule_over_zoo", "TOKENS_DIR", "token_widths", "premise_width",
+           "COST_COLUMNS", "ESTIMATE_COLUMNS", "WIDTH_COLUMNS", "cost_table", "estimate_table", "widths_table",
+           "findings_table", "TRAJECTORY_RUN", "lab_trajectory"]
 
 #: The command that writes a measurement folder (named by the errors that find one damaged).
 COMMAND = "python -m tanbias measure"
@@ -702,7 +704,9 @@ def measure_model(model, out=None, settings: MeasureSettings | None = None, *, t
         # the embeddings' readings do not vary (every occurrence of a type is one vector): their
         # correlations are NaN by design, and numpy says so at every layer 0
         warnings.filterwarnings("ignore", "Mean of empty slice|Degrees of freedom <= 0", RuntimeWarning)
-        for rev, step in _progress_bar(list(zip(run.revisions, run.steps)), progress):
+        for i, (rev, step) in enumerate(_progress_bar(list(zip(run.revisions, run.steps)), progress)):
+            if i:
+                gc.collect()            # the last checkpoint's model, before the next one loads
             measure_revision(run, rev, step)
         manifest = write_measurement(run, tmp, report)
     return {**manifest, "out": str(out)}
@@ -757,7 +761,6 @@ def measure_revision(run: Measurement, revision, step: int) -> None:
         run.notes.append("alignment test not run: " + ("--no-alignment" if not run.alignment else
                                                        f"{loaded['arch']} has no language-model head"))
     del net, tok, loaded
-    gc.collect()
 
 
 def _measure_language(run: Measurement, net, tok, kind: str, lang: str, seq_len: int, revision, step: int) -> None:
@@ -829,8 +832,6 @@ def _manifest(run: Measurement, folder: Path, tables: dict) -> dict:
     import torch
     import transformers
 
-    from tanbias.lab.models import gemm_peak      # here: it loads torch
-
     s, first = run.settings, run.first
     n_total = sum(run.n_read.values()) * len(run.revisions)
     manifest = {
@@ -844,10 +845,19 @@ def _manifest(run: Measurement, folder: Path, tables: dict) -> dict:
         "notes": run.notes, "tables": {k: sha256(folder / f"{k}.csv") for k in tables},
     }
     forward = max(run.seconds["forward"], 1e-9)
-    peak = gemm_peak(device=run.device)
+    peak = _gemm_rate(str(run.device))
     manifest.update({"tokens_per_s": n_total / forward, "gemm_flops": peak,
                      "gemm_fraction": first["flops_per_token"] * n_total / forward / peak})
     return manifest
+
+
+@functools.lru_cache(maxsize=4)
+def _gemm_rate(device: str) -> float:
+    """The device's matrix-multiply rate (:func:`tanbias.lab.models.gemm_peak` of 1,024 x 1,024 float32
+    matrices), measured once per process: the reference of the manifest's ``gemm_fraction``."""
+    from tanbias.lab.models import gemm_peak      # here: it loads torch
+
+    return gemm_peak(1024, device=device)
 
 
 def _write_report(run: Measurement, folder: Path, tables: dict, report) -> None:
@@ -1316,6 +1326,87 @@ def premise_width(tables: dict, language: str = "en", reading: str = "radius_t")
     body = g[g["layer"] >= 1]
     return {"types": int(last["n"]), "rho": float(last["rho"]), "lo": float(last["lo"]), "hi": float(last["hi"]),
             "width": float(last["hi"] - last["lo"]), "median_width": float((body["hi"] - body["lo"]).median())}
+
+
+#: The page's tables: each column's header, a word with its unit
+COST_COLUMNS = {"model": "model", "kind": "kind", "languages": "languages", "tokens": "tokens read, all languages",
+                "seconds": "total time (s)", "forward": "forward pass (s)", "analysis": "readings (s)",
+                "probe": "alignment test (s)", "peak_gb": "peak memory (GB)"}
+ESTIMATE_COLUMNS = {"seconds": "total time (min)", "forward": "forward pass (min)", "analysis": "readings (min)",
+                    "probe": "alignment test (min)", "peak_gb": "peak memory (GB)"}
+WIDTH_COLUMNS = {"source": "measured by", "tokens": "tokens asked (--tokens)", "types": "types read",
+                 "rho": "ρ, last layer", "lo": "95 % interval, low", "hi": "95 % interval, high",
+                 "width": "interval width, last layer", "median_width": "median interval width over the blocks",
+                 "seconds": "time (s)"}
+
+
+def cost_table(costs=None):
+    """:func:`zoo_costs` as the page shows it: one row per zoo model, every header a word with its unit."""
+    costs = zoo_costs() if costs is None else costs
+    return costs[list(COST_COLUMNS)].rename(columns=COST_COLUMNS)
+
+
+def estimate_table(params: float, layers: int, d_model: int, **kwargs):
+    """:func:`cost_rule` for one model, as the page shows it: one row per way of running the command (with
+    and without the alignment test, in float32; with it in bfloat16), times in minutes.
+
+    Example
+    -------
+    >>> t = estimate_table(0.97e9, 16, 2048)
+    >>> list(t.columns)[:2], len(t)
+    (['run', 'total time (min)'], 3)
+    """
+    import pandas as pd
+
+    rows = []
+    for label, over in (("float32, with the alignment test", {}), ("float32, without it", {"alignment": False}),
+                        ("bfloat16, with the alignment test", {"dtype": "bfloat16"})):
+        r = cost_rule(params, layers, d_model, **{**kwargs, **over})
+        rows.append({"run": label, **{ESTIMATE_COLUMNS[k]: r[k] / (60 if k != "peak_gb" else 1)
+                                      for k in ESTIMATE_COLUMNS}})
+    return pd.DataFrame(rows)
+
+
+def widths_table(widths):
+    """:func:`token_widths` as the page shows it, every header a word (with its unit)."""
+    return widths[list(WIDTH_COLUMNS)].rename(columns=WIDTH_COLUMNS)
+
+
+def findings_table(tables):
+    """:func:`findings` as a table: what each sentence is about, and the sentence."""
+    import pandas as pd
+
+    return pd.DataFrame(findings(tables), columns=["about", "what the measurement says"])
+
+
+#: The lab run whose trajectory the page shows beside the worked one: the rivals experiment's long
+#: decoder control, probed at 19 steps over 1,280 (its enrichment peaks early and falls)
+TRAJECTORY_RUN = "rivals-decoder-standard-long-s0"
+
+
+def lab_trajectory(run: str = TRAJECTORY_RUN, proxy: str = "refit"):
+    """A lab run's enrichment over training, in the form of :func:`trajectory_table`: what a real
+    trajectory looks like.
+
+    The run's own alignment test at every probe step (``alignment.csv``, all tokens), with a proxy
+    refitted at each step (``proxy="refit"``: as the command fits one per checkpoint), as the
+    geometric mean over the layers (``enrichment_gmean``, the command's reading). The run reads
+    its training batches' gradients, where the command reads held-out text: the same quantity,
+    measured in training.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``revision`` (``step<N>``), ``step``, ``language`` (``"en"``), ``enrichment_gmean``; one row
+        per probe step.
+    """
+    import pandas as pd
+
+    a = load_run(run).alignment
+    g = a[(a["bucket"] == "all") & (a["proxy"] == proxy)]
+    gm = mean_over_layers(add_log_enrichment(g), ["step"], ["log_enrichment"]).sort_values("step")
+    return pd.DataFrame({"revision": [f"step{int(s)}" for s in gm["step"]], "step": gm["step"].astype(int),
+                         "language": "en", "enrichment_gmean": np.exp(gm["log_enrichment"].to_numpy())})
 
 
 # ---------------------------------------------------------------------------------- speed
