@@ -1,6 +1,7 @@
 """Analysis of trained runs and released models (chapters 5-13), in layer order:
 
-* :mod:`~tanbias.lab.analysis.tables`             alignment / radius tables from the probe's captures
+* :mod:`~tanbias.lab.analysis.tables`             alignment / radius tables from the probe's captures, and
+  the readers every analysis shares (``run_metrics``, ``tokens_table``, the layer average)
 * :mod:`~tanbias.lab.analysis.views`              the numbers of the trained views of chapters 5, 6
 * :mod:`~tanbias.lab.analysis.radii`              per-token radii on a common held-out text (``tokens.csv``)
 * :mod:`~tanbias.lab.analysis.registered`         what every experiment shares: its runs, its pinned
