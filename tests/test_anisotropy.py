@@ -226,6 +226,7 @@ def test_a_planted_metric_is_one_record_and_reaches_the_lab_and_the_command(monk
 
     from tanbias.figures import measure as fm
     from tanbias.lab.analysis import measure as ms
+    from tanbias.lab.analysis import measure_report as mr
     from tanbias.lab.analysis import pretrained as pt
     from tanbias.lab.analysis.tables import reading_rows
     from tanbias.lab.experiments import rivals_config
@@ -259,7 +260,7 @@ def test_a_planted_metric_is_one_record_and_reaches_the_lab_and_the_command(monk
     assert aniso["first_coordinate_share"] == pytest.approx(expected)
     # the report draws it, named and noted by its record, beside the lab's column
     assert "first_coordinate_share" in fm.drawn_readings()
-    assert ms.reference_columns()["first_coordinate_share"] == "first_coordinate_share"
+    assert mr.reference_columns()["first_coordinate_share"] == "first_coordinate_share"
     fig = fm.reading_figure({"m": {"anisotropy": pd.DataFrame(
         {"language": "en", "layer": [0, 1], "first_coordinate_share": [0.5, 0.6]})}}, "first_coordinate_share")
     assert fig.layout.yaxis.title.text == "first coordinate's share"

@@ -220,7 +220,7 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
 def measure_report(tmp_path_factory):
     """The report ``python -m tanbias measure`` writes for a tiny Llama at three checkpoints."""
     from tanbias.__main__ import main
-    from tanbias.lab.analysis.measure import MIN_TOKENS
+    from tanbias.lab.analysis.measure_inputs import MIN_TOKENS
     from tiny_checkpoints import make_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("measure")

@@ -10,22 +10,23 @@ import pytest
 
 from tanbias.figures import measure as fm
 from tanbias.figures import report as fr
-from tanbias.lab.analysis import measure as ms
+from tanbias.lab.analysis import measure_folder as mf
+from tanbias.lab.analysis import measure_report as mr
 from tanbias.theory.anisotropy import LABELS
 
 
 @pytest.mark.slow
 def test_a_series_is_split_into_checkpoints_each_with_the_null(measured_tiny):
-    parts = ms.split_revisions(measured_tiny["series"])
+    parts = mf.split_revisions(measured_tiny["series"])
     assert list(parts) == ["step0", "step1", "step2"]
     for part in parts.values():
         assert "revision" not in part["anisotropy"] and set(part["alignment"]["model"]) == {"trained", "random-init"}
-    one = ms.split_revisions(measured_tiny["one"])
+    one = mf.split_revisions(measured_tiny["one"])
     assert list(one) == ["step0"] and one["step0"] is measured_tiny["one"]
 
 
 def test_findings_state_the_readings_with_their_words(measured_tiny):
-    said = ms.findings(measured_tiny["series"])
+    said = mr.findings(measured_tiny["series"])
     sections = [k for k, _ in said]
     assert {"premise", "anisotropy", "curvature", "alignment", "trajectory"} <= set(sections)
     premise = said[0][1]
@@ -37,7 +38,7 @@ def test_findings_state_the_readings_with_their_words(measured_tiny):
     peak = traj.loc[traj["enrichment_gmean"].idxmax(), "revision"]
     assert f"peaks at {peak}" in said[-1][1]
     # a model without a head: no alignment test to report
-    assert "alignment" not in {k for k, _ in ms.findings(measured_tiny["one"])}
+    assert "alignment" not in {k for k, _ in mr.findings(measured_tiny["one"])}
 
 
 def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny):
@@ -63,7 +64,7 @@ def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny
 
 
 def test_each_reading_is_drawn_from_the_anisotropy_table(measured_tiny):
-    parts = ms.split_revisions(measured_tiny["one"])
+    parts = mf.split_revisions(measured_tiny["one"])
     figs = {k.removeprefix("reading-"): f for k, f in fr.report_figures(measured_tiny["one"]).items()
             if k.startswith("reading-")}
     a = measured_tiny["one"]["anisotropy"].sort_values("layer")
@@ -100,7 +101,7 @@ def test_the_reading_labels_have_one_home():
 
 
 def test_the_spectrum_rises_to_one_above_the_isotropic_diagonal(measured_tiny):
-    parts = ms.split_revisions(measured_tiny["series"])
+    parts = mf.split_revisions(measured_tiny["series"])
     fig = fm.spectrum_figure(parts)
     assert [t.name for t in fig.data] == ["isotropic matrix", *parts]
     for line in fig.data[1:]:

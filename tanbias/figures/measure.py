@@ -3,12 +3,12 @@
 * :func:`reading_figure` — one anisotropy reading by relative depth, the measured model's
   lines (:func:`tanbias.lab.analysis.measure.anisotropy_readings`) over the book's own: the
   zoo's committed measurements and the lab's final runs
-  (:func:`tanbias.lab.analysis.measure.reference_readings`), one figure per reading of
+  (:func:`tanbias.lab.analysis.measure_report.reference_readings`), one figure per reading of
   :data:`READINGS` in the report;
 * :func:`spectrum_figure` — the singular spectrum of the model's output matrix
   (:func:`tanbias.lab.analysis.measure.output_spectrum`);
 * :func:`widths_figure` — how the premise's interval narrows with the tokens read
-  (:func:`tanbias.lab.analysis.measure.token_widths`);
+  (:func:`tanbias.lab.analysis.measure_report.token_widths`);
 * :func:`trajectory_interactive` — chapter 9's headline readings over the checkpoints of
   a series (:func:`tanbias.lab.analysis.measure.trajectory_table`): the premise's
   correlations with their intervals, the anisotropy, the curvature, the alignment test's
@@ -70,11 +70,11 @@ def reading_figure(parts: dict, reading: str, reference=None) -> go.Figure:
     Parameters
     ----------
     parts : dict
-        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure.split_revisions`).
+        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure_folder.split_revisions`).
     reading : str
         The name of a record of :data:`tanbias.theory.anisotropy.METRICS`.
     reference : pandas.DataFrame, optional
-        :func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's lines (grey,
+        :func:`tanbias.lab.analysis.measure_report.reference_readings`: the zoo's lines (grey,
         dashed) and the lab's (light grey, dotted) behind the model's.
     """
     title, axis, _ = anisotropy.metric(reading).labels
@@ -128,9 +128,9 @@ def widths_figure(widths, chapter: float | None = None) -> go.Figure:
     Parameters
     ----------
     widths : pandas.DataFrame
-        :func:`tanbias.lab.analysis.measure.token_widths`.
+        :func:`tanbias.lab.analysis.measure_report.token_widths`.
     chapter : float, optional
-        Chapter 9's width at its last layer (:func:`tanbias.lab.analysis.measure.premise_width`).
+        Chapter 9's width at its last layer (:func:`tanbias.lab.analysis.measure_report.premise_width`).
     """
     w = widths.sort_values("tokens")
     n = w["tokens"].to_numpy(float)

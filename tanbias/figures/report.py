@@ -1,9 +1,9 @@
 """The report of ``python -m tanbias measure``: one model's measurements as a page that opens offline.
 
 :func:`report_html` turns a measurement folder's tables
-(:func:`tanbias.lab.analysis.measure.load_measurement`) into one self-contained
+(:func:`tanbias.lab.analysis.measure_folder.load_measurement`) into one self-contained
 HTML page: plotly.js inlined (no CDN, no network), what the measurements say
-first, in sentences (:func:`tanbias.lab.analysis.measure.findings`), then the
+first, in sentences (:func:`tanbias.lab.analysis.measure_report.findings`), then the
 book's figures for that model, each with a link to the section of the online
 book that explains it (:func:`chapter_url`, from ``html.baseurl`` in
 ``_config.yml``). The figures are chapter 9's own (:mod:`tanbias.figures.pretrained`),
@@ -29,7 +29,8 @@ from tanbias.figures.renderer import PLOT_CONFIG
 import plotly.graph_objects as go
 
 from tanbias.figures.measure import drawn_readings, reading_figure, spectrum_figure, trajectory_interactive
-from tanbias.lab.analysis.measure import findings, reference_readings, split_revisions
+from tanbias.lab.analysis.measure_folder import split_revisions
+from tanbias.lab.analysis.measure_report import findings, reference_readings
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 from tanbias.lab.runs import ROOT
 from tanbias.theory.anisotropy import metric
@@ -119,7 +120,7 @@ def report_figures(tables: dict, reference=None) -> dict:
     """The report's figures, ``{section key: Interactive or go.Figure}`` in :data:`SECTIONS`' order.
 
     One figure per anisotropy reading the tables carry, over ``reference`` (the book's own
-    models, :func:`tanbias.lab.analysis.measure.reference_readings`; None: the model alone);
+    models, :func:`tanbias.lab.analysis.measure_report.reference_readings`; None: the model alone);
     the output matrix's spectrum and the alignment test's figure only for a model with a
     language-model head; the trajectory only for a series.
     """
@@ -154,10 +155,11 @@ def report_html(tables: dict, reference=True) -> str:
     Parameters
     ----------
     tables : dict
-        A measurement's tables and its ``manifest`` (:func:`tanbias.lab.analysis.measure.load_measurement`).
+        A measurement's tables, its ``manifest`` and its ``results``
+        (:func:`tanbias.lab.analysis.measure_folder.load_measurement`).
     reference : bool or pandas.DataFrame
         The book's models each reading is drawn beside: True reads them
-        (:func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's committed measurements
+        (:func:`tanbias.lab.analysis.measure_report.reference_readings`: the zoo's committed measurements
         and the lab's final runs, where the book's data is at hand), False draws the model alone.
 
     Returns

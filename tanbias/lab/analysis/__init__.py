@@ -24,7 +24,11 @@
 
 * :mod:`~tanbias.lab.analysis.checkpoint_probe`  the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)
-* :mod:`~tanbias.lab.analysis.pretrained_report`  the numbers, checks and tables of chapter 9
+* :mod:`~tanbias.lab.analysis.pretrained_report`  chapter 9's results as tables, its numbers, checks and tables
+* :mod:`~tanbias.lab.analysis.measure_inputs`, :mod:`~tanbias.lab.analysis.measure_folder`,
+  :mod:`~tanbias.lab.analysis.measure`, :mod:`~tanbias.lab.analysis.measure_report`: the measurement of
+  any model (``python -m tanbias measure``): its settings and text, its folder, the measuring, and what
+  the page and the report read
 * :mod:`~tanbias.lab.analysis.findings`           the book's verdicts at a glance: each property of the
   statement against each line of evidence (the closing page and the introduction)
 """
