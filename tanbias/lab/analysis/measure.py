@@ -59,7 +59,7 @@ from tanbias.lab.analysis import pretrained as pt
 from tanbias.lab.analysis.measure_folder import COMMAND, check_out, results_of, staged_folder
 from tanbias.lab.analysis.measure_inputs import fit_text, measure_settings, read_documents, text_checks
 from tanbias.lab.analysis.pretrained import MeasureSettings
-from tanbias.lab.analysis.tables import add_log_enrichment, mean_over_layers
+from tanbias.lab.analysis.tables import add_log_enrichment, mean_over_layers, single_thread_blas
 from tanbias.lab.checkpoints import revision_steps
 from tanbias.lab.devices import resolve_device
 from tanbias.lab.loading import check_dtype, load_model, model_revisions
@@ -296,7 +296,8 @@ def measure_revision(run: Measurement, revision, step: int) -> None:
     for lang in run.settings.languages:
         _measure_language(run, net, tok, kind, lang, seq_len, revision, step)
     t0 = time.perf_counter()
-    spectrum = output_spectrum(net)
+    with single_thread_blas():      # as the readings: OpenBLAS's threads on shared cores made its one
+        spectrum = output_spectrum(net)   # eigenproblem take seconds (measured: 4 s for a 576 x 576)
     if spectrum is not None:
         run.frames["spectrum"].append(_label(spectrum, revision, step, run.series))
     run.seconds["analysis"] += time.perf_counter() - t0
