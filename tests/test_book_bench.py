@@ -17,7 +17,8 @@ REPORT = {
     "book_build_s": 80.0, "book_build_ok": True, "ok": True, "path": "bench.json",
     "chapters": [{"doc": "chapters/01", "exec_s": 4.0, "page_bytes": 300_000,
                   "interactives": [{"name": "ch1-a", "median_ms": 5.0, "p95_ms": 9.0}]}],
-    "lab": {"tokens_per_s": 2000.0, "per_step_inline_ratio": 1.0, "per_step_separate_ratio": 2.0,
+    "lab": {"size": "small", "kind": "decoder", "flop_per_token": 9.4e6, "load_average": 0.96,
+            "tokens_per_s": 2000.0, "per_step_inline_ratio": 1.0, "per_step_separate_ratio": 2.0,
             "run_overhead_inline": 1.0, "run_overhead_separate": 1.05, "speedup": 1.6,
             "precisions": {"fp32": {"tokens_per_s": 2000.0, "peak_fraction": 0.6, "gemm_gflops": 78.0,
                                     "run_overhead_inline": 1.0},
@@ -104,12 +105,15 @@ def test_the_measure_command_over_its_target_is_named():
     assert over_targets(r) == [] and "with it" not in format_report(r)
 
 
-def _quoted_row(doc: str, name: str) -> str:
+def _quoted_row(doc: str, name: str, stage: str | None = None, stages=()) -> str:
+    """The table row of ``doc`` that quotes ``make <name>``: the row that names ``stage`` (a stage's
+    title), or, without it, the one that names none of the design's ``stages``."""
     from tanbias.lab.runs import ROOT
 
     rows = [line for line in (ROOT / doc).read_text(encoding="utf8").splitlines()
-            if line.startswith("|") and f"`make {name}`" in line]
-    assert len(rows) == 1, f"{doc} has {len(rows)} table rows for make {name}"
+            if line.startswith("|") and f"`make {name}`" in line
+            and (stage in line if stage else not any(st in line for st in stages))]
+    assert len(rows) == 1, f"{doc} has {len(rows)} table rows for make {name}" + (f", {stage}" if stage else "")
     return rows[0]
 
 
@@ -125,15 +129,18 @@ def test_the_readme_and_the_lab_guide_quote_each_experiments_recorded_wall_time(
     from tanbias.lab import runs
     from tanbias.lab.experiments import EXPERIMENTS
 
-    for name, (record, budget, _title) in budgeted_experiments().items():
+    for key, (record, budget, _title) in budgeted_experiments().items():
         rec = experiment_record(runs.ROOT, record, budget)
         if rec is None:
             continue
         hours = f"{rec['wall_seconds'] / 3600:.1f} h"
-        names = EXPERIMENTS[name].names()
+        name, _, stage = key.partition("-")          # a stage's record: <design>-<stage>.json
+        design = EXPERIMENTS[name]
+        names = design.names(stage=stage) if design.stages else design.names()
+        titles = [st.title for st in design.stages]
         done = sum(runs.is_complete(runs.run_dir(n)) for n in names)
         for doc in ("README.md", "chapters/lab_guide.md"):
-            row = _quoted_row(doc, name)
+            row = _quoted_row(doc, name, design.stage(stage).title if stage else None, titles)
             assert hours in row, f"{doc}: make {name} should quote the recorded {hours}: {row}"
             if done < len(names):
                 quoted = re.search(rf"\b{done} (committed )?in {re.escape(hours)}", row)

@@ -89,7 +89,8 @@ def test_the_grid_of_the_committed_runs_has_every_cell_a_word_and_a_section(grid
 def test_the_closing_tables_hold_every_tested_cell_and_keep_survival_apart(grid):
     """The closing page's table has one row per tested cell outside the rivals column, its verdict one of the
     six and its rule's word the grid's; every link reaches a section; the survival table holds the rivals
-    column's words of the properties it re-reads (the rival accounts' own row sums them up and is left out)."""
+    column's words, one row per framed cell of the figure (the rival accounts' own row, which sums them up,
+    included)."""
     g = grid[0]
     t = findings.closing_table(g)
     tested = g[(g["word"] != "not tested") & (g["evidence"] != "rivals")]
@@ -101,8 +102,10 @@ def test_the_closing_tables_hold_every_tested_cell_and_keep_survival_apart(grid)
         assert (CHAPTERS / f"{stem}.md").exists() and (not label or label[1:] in _labels(stem)), href
     assert all(h[1:] in _labels("conclusions") for h in t.attrs["links"]["property"] if h)
     s = findings.survival_table(g)
-    rivals = g[(g["evidence"] == "rivals") & (g["word"] != "not tested") & (g["property"] != "rivals")]
+    rivals = g[(g["evidence"] == "rivals") & (g["word"] != "not tested") & (g["category"] == findings.SURVIVAL)]
+    # every cell the figure frames has its row, the rival accounts' own included, with the earlier rule's word
     assert list(s["against the rivals"]) == list(rivals["word"]) and len(s) == len(rivals)
+    assert set(s["by the earlier rule"]) <= set(findings.SURVIVAL_WORDS) - {"not decided"}
 
 
 def test_the_grid_reads_each_chapters_rule(grid):
@@ -117,7 +120,7 @@ def test_the_grid_reads_each_chapters_rule(grid):
         assert w[("rivals", "rivals")] == "interim"
         assert {w[(p, "rivals")] for p in ("mechanisms", "balancing")} == {"not yet tested"}
     else:           # final: the survival rule's words, the whole row included
-        words = {"survives", "partly survives", "does not survive"}
+        words = set(findings.SURVIVAL_WORDS)
         assert {w[(p, "rivals")] for p in ("rivals", "mechanisms", "balancing")} <= words
     # chapter 13's registration re-reads no verdict of these properties
     assert {w[(p, "rivals")] for p in ("premise", "reinforcing", "early", "adaptive")} == {"not tested"}
@@ -149,12 +152,24 @@ def test_a_headline_word_of_several_words_is_refused(grid):
         findings.headline_words(g)
 
 
+def test_the_book_posthoc_file_is_pinned_dated_and_names_each_reading_it_adds():
+    import hashlib
+
+    from tanbias.lab.analysis import registered
+
+    path = Path(__file__).resolve().parents[1] / "data" / "preregistration" / "book-posthoc.toml"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == registered.BOOK_POSTHOC_SHA256
+    post = registered.book_posthoc()
+    assert post["meta"]["date"] == "2026-12-07" and "NOT pre-registered" in path.read_text()
+    assert {"retired", "survival", "accounts", "words", "horizon", "categories"} <= set(post)
+
+
 def test_the_glossary_gathers_every_grid_word_under_its_verdict():
     """The glossary's six verdict words are findings.CATEGORIES, and each rule word the verdict grid can
     give stands in the row of its category (findings.WORD_CATEGORY): the reader's table and the
     figure's colours cannot drift apart."""
     text = (Path(__file__).resolve().parents[1] / "chapters" / "glossary.md").read_text(encoding="utf8")
-    section = text.split("(glossary-verdict-words)=")[1].split("```{admonition}")[0]
+    section = text.split("(glossary-verdict-words)=")[1].split("\n(glossary-")[0]
     rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     table = {verdict.strip(): [w.strip() for w in words.split(";")] for verdict, _, words in rows[1:]}
     assert tuple(table) == findings.CATEGORIES

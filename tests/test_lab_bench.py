@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tanbias.errors import CorruptFileError
-from tanbias.lab.bench import bench_ddp, bench_lab, bench_measure, gpu_check, measure_sizes, record_sizes
+from tanbias.lab.bench import bench_ddp, bench_lab, bench_measure, flop_per_token, gpu_check, measure_sizes, record_sizes
 from tanbias.lab.probe import probe_steps
 
 
@@ -30,6 +30,20 @@ def test_bench_lab_reports_every_figure_for_every_precision():
     assert {k: b[k] for k in keys} == {k: b["precisions"]["fp32"][k] for k in keys}   # the first at the top
     assert b["run_steps"] == 4 and b["probe_steps"] == len(probe_steps(4, 2)) and b["size"] == "smoke"
     assert b["speedup"] == pytest.approx(b["precisions"]["bf16"]["tokens_per_s"] / b["tokens_per_s"])
+    assert b["flop_per_token"] > 0 and 0 <= b["load_average"]
+
+
+def test_a_token_s_flop_count_includes_the_output_layer_tied_or_not():
+    from tanbias.lab.config import RunConfig
+    from tanbias.lab.models import model_from_config
+
+    m = model_from_config(RunConfig(name="x", kind="decoder", size="smoke"))
+    blocks = sum(p.numel() for n, p in m.named_parameters() if "embed_tokens" not in n and "lm_head" not in n)
+    out = m.get_output_embeddings().weight.numel()
+    assert flop_per_token(m) == 6.0 * (blocks + out) and out > 0
+    tied = model_from_config(RunConfig(name="x", kind="decoder", size="smoke", tie_embeddings=True))
+    assert tied.get_output_embeddings().weight is tied.get_input_embeddings().weight
+    assert flop_per_token(tied) == flop_per_token(m)
 
 
 def test_measure_sizes_gives_a_row_per_size_and_precision():

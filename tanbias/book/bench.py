@@ -43,7 +43,7 @@ from pathlib import Path
 
 from tanbias.book.bookbuild import MEMOISED_LINE
 from tanbias.lab import runs
-from tanbias.lab.experiments import EXPERIMENTS
+from tanbias.lab.experiments import EXPERIMENTS, lab_chapters
 
 __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_notebook", "page_weight", "exec_times",
            "chapter_latencies", "build_book", "memoised_seconds", "budgeted_experiments", "experiment_record",
@@ -54,8 +54,9 @@ __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_noteb
 TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000, "measure_page_ratio": 1.0}
 #: The page that runs ``python -m tanbias measure`` as the book builds.
 MEASURE_PAGE = "chapters/measure_your_model"
-#: The chapters of the training lab (first and last number): the measure page is held to the slowest.
-LAB_CHAPTERS = (7, 14)
+#: The chapters of the training lab (first and last number, from the registry): the measure page is held to the
+#: slowest.
+LAB_CHAPTERS = (lab_chapters()[0], lab_chapters()[-1])
 
 _IMG = re.compile(r"""<(?:img|source)\b[^>]*?\bsrc=["']([^"']+)["']""", re.IGNORECASE)
 
@@ -400,9 +401,14 @@ def measure_page_record(chapters: list[dict]) -> dict | None:
 
 def budgeted_experiments() -> dict:
     """The experiments with a wall-time budget, from the registry (:data:`tanbias.lab.experiments.EXPERIMENTS`,
-    each design's ``budget_hours``): name -> (record under ``data/runs/``, budget in seconds, title)."""
-    return {d.name: (f"{d.name}.json", 3600.0 * d.budget_hours, d.title)
-            for d in EXPERIMENTS.values() if d.budget_hours is not None}
+    each design's ``budget_hours`` and each of its stages'): name -> (record under ``data/runs/``, budget
+    in seconds, title)."""
+    out = {d.name: (f"{d.name}.json", 3600.0 * d.budget_hours, d.title)
+           for d in EXPERIMENTS.values() if d.budget_hours is not None}
+    for d in EXPERIMENTS.values():       # a stage registered later has a record and a budget of its own
+        out.update({f"{d.name}-{st.name}": (f"{d.name}-{st.name}.json", 3600.0 * st.budget_hours,
+                                            f"{d.title}, {st.title}") for st in d.stages})
+    return out
 
 
 def experiment_record(root: Path, name: str = "dose.json", budget: float = 5 * 3600.0) -> dict | None:
@@ -541,7 +547,10 @@ def format_report(report: dict) -> str:
                      f"(target <= {mp['target_s']:.0f} s); {ratio}")
     lab = report.get("lab")
     if lab and "error" not in lab:
-        lines.append(f"training lab: {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "
+        lines.append(f"training lab ({lab['size']} {lab['kind']}, one thread, load average {lab['load_average']:.2f} "
+                     f"at the end; a matmul rate counts {lab['flop_per_token'] / 1e6:.1f} MFLOP a token, 6 x the "
+                     f"parameters outside the input embedding, the output layer's included):")
+        lines.append(f"  {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "
                      f"inline {lab['per_step_inline_ratio']:.3f}x vs a separate pass {lab['per_step_separate_ratio']:.3f}x; "
                      f"whole default run inline {lab['run_overhead_inline']:.3f}x (target <= 1.10) "
                      f"vs a separate pass {lab['run_overhead_separate']:.3f}x")

@@ -46,8 +46,25 @@ from tanbias.lab.probe import CaptureWriter, ResidualProbe
 from tanbias.lab.surgery import Surgery
 from tanbias.lab.train import Capture, setup_training, train, train_step
 
-__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp",
+__all__ = ["flop_per_token", "bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp",
            "BENCH_TARGETS", "bench_measure"]
+
+
+def flop_per_token(model) -> float:
+    """Training FLOP a token, for a share of the matmul rate: 6 x the parameters that multiply, that is
+    every parameter but the input embedding (a lookup), the output layer counted whether or not it
+    shares its weight with the input embedding.
+
+    >>> from tanbias.lab.config import RunConfig
+    >>> from tanbias.lab.models import model_from_config
+    >>> untied = model_from_config(RunConfig(name="x", kind="decoder", size="smoke"))
+    >>> tied = model_from_config(RunConfig(name="x", kind="decoder", size="smoke", tie_embeddings=True))
+    >>> flop_per_token(untied) == flop_per_token(tied)
+    True
+    """
+    out_w = model.get_output_embeddings().weight
+    return 6.0 * (out_w.numel() + sum(p.numel() for n, p in model.named_parameters()
+                                      if p is not out_w and "embed_tokens" not in n))
 
 
 def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
@@ -83,8 +100,8 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
 
     Training throughput is also given as a fraction of the matrix-multiply rate
     of its dtype (:func:`tanbias.lab.models.gemm_peak` of ``gemm_n x gemm_n``
-    matrices), measured in the same process, with 6 x (non-embedding parameters)
-    FLOP per token. (A CPU without bfloat16 instructions takes minutes for a bf16
+    matrices), measured in the same process, with ``flop_per_token`` = 6 x (the parameters
+    outside the input embedding: the blocks and the output layer) FLOP per token. (A CPU without bfloat16 instructions takes minutes for a bf16
     product at 2048: the tests pass a small ``gemm_n``.)
 
     Returns
@@ -93,7 +110,8 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         The first precision's figures at the top level (``tokens_per_s``, ``t_plain``,
         ``t_inline``, ``t_separate``, ``per_step_inline_ratio``, ``per_step_separate_ratio``,
         ``run_overhead_inline``, ``run_overhead_separate``), every precision's under
-        ``precisions``, ``speedup`` (second over first tokens/s), ``device``, ``load_average``.
+        ``precisions``, ``speedup`` (second over first tokens/s), ``flop_per_token``, ``device``,
+        ``load_average`` (the one-minute load average at the end: above 1, something shared the machine).
     """
     dev = resolve_device(device)
     ms = model_size(size)
@@ -160,7 +178,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
             probe.remove()
         shutil.rmtree(tmp, ignore_errors=True)
     model = setups[precisions[0]][0]
-    flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
+    flop_token = flop_per_token(model)
     N = run_steps
     per = {}
     for prec in precisions:
@@ -182,7 +200,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     return {"size": ms.name, "kind": kind, "reps": int(reps), "threads": cfg0.threads, "device": dev.type,
             **first, "run_steps": N, "probe_steps": k, "precisions": per,
             "speedup": (per[precisions[1]]["tokens_per_s"] / first["tokens_per_s"]) if len(precisions) > 1 else 1.0,
-            "load_average": os.getloadavg()[0]}
+            "flop_per_token": flop_token, "load_average": os.getloadavg()[0]}
 
 
 def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps: int = 2, device: str = "auto",
@@ -285,7 +303,7 @@ def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", dev
         n = gemm_n if gemm_n is not None else 4096 if dev.type == "cuda" else 1024
         peak = gemm_peak(int(n), dtype=precision, device=dev)
         _, model, _, _ = setup_training(cfg)
-        flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
+        flop_token = flop_per_token(model)
         losses = [r["loss"] for r in runs.read_jsonl(tmp / "metrics.jsonl") if r.get("type") == "step"]
     finally:
         if out_dir is None:

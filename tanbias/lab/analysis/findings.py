@@ -88,7 +88,7 @@ WORD_CATEGORY = {
 #: the rival accounts' words (:func:`survival_word`): whether other cells' verdicts keep their word under the
 #: rivals' corrections. They judge verdicts, not a property ("survives" keeps an "against" against), so
 #: they take no verdict category: their cells' ``category`` is :data:`SURVIVAL`
-SURVIVAL_WORDS = ("survives", "partly survives", "does not survive")
+SURVIVAL_WORDS = ("survives", "partly survives", "does not survive", "not decided")
 #: the ``category`` of a cell whose word is one of :data:`SURVIVAL_WORDS` (drawn framed, in italics, on the
 #: background colour, that of ``not tested``)
 SURVIVAL = "survival"
@@ -107,6 +107,7 @@ _HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_tes
 _SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
 #: what each re-reading of the rivals column covers, in words (the closing page's survival table)
 _RE_READ = {"mechanisms": "chapter 7's late enrichment, and the surgery's proxy − control and proxy − random (chapter 12)",
+            "rivals": "every verdict above, under every correction that applies",
             "balancing": "the aliasing knob's raw effect (chapter 11), not the IsoScore* reading at matched progress "
                          "that decides its verdict"}
 #: where a verdict's word comes from (the closing page's "rule" column; rivals-posthoc.toml [closing])
@@ -252,14 +253,14 @@ def _notes(ca, aa, da) -> dict:
     iso_only = (aw["progress, decoder, isoscore_late"] == "survives"
                 and aw["progress, decoder, mean_cosine_late"] != "survives")
     out[("balancing", "knobs")] = (
-        "narrowly, on IsoScore* alone: the mean cosine's rise does not survive matched progress" if iso_only else "",
+        "on IsoScore* alone: the mean cosine's rise does not survive matched progress" if iso_only else "",
         "registered", "shape" if iso_only else "both")
     out[("balancing", "lab")] = ("", "not registered", "both")
     assoc = da.association["loss"]
     weak = (dose_report.adaptive_verdict(da) == "supported"
             and interval_word(assoc["per_run_lo"], assoc["per_run_hi"]) == "indistinguishable")
     out[("adaptive", "knobs")] = (
-        "a weak association by a rule added after the data, not detected with one value per run" if weak else "",
+        "an association by a rule added after the data, not detected with one value per run" if weak else "",
         "registered", "shape")
     for prop in PROPERTIES:
         out[(prop, "rivals")] = ("", "added after the data", "both")
@@ -338,18 +339,33 @@ def verdict_grid(a: dict | None = None) -> pd.DataFrame:
     # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
     tied = ca.tied.set_index("contrast").loc["tied - control"]
     put("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])))
+    # against the rivals: book-posthoc.toml's reading by a test of the difference decides the word; the
+    # earlier reading (rivals-posthoc.toml, which counted a null as a loss) is kept beside it
     interim = ra.interim
-    put("rivals", "rivals", "interim" if interim else survival_word(rp.survival, ("",), interim=False))
+    earlier = {"rivals": "interim" if interim else survival_word(rp.survival, ("",), interim=False)}
+    put("rivals", "rivals", "interim" if interim else rivals_posthoc.survival_tested_word(rp.tested, ("",)))
+    undecided = {"rivals": rivals_posthoc.survival_undecided(rp.tested, ("",))}
     for prop in ("mechanisms", "reinforcing", "early", "balancing", "adaptive"):
         verdicts = _SURVIVAL_ROWS.get(prop)
-        put(prop, "rivals", survival_word(rp.survival, verdicts, interim) if verdicts else "not tested")
+        if not verdicts:
+            put(prop, "rivals", "not tested")
+            continue
+        put(prop, "rivals", "not yet tested" if interim else rivals_posthoc.survival_tested_word(rp.tested, verdicts))
+        earlier[prop] = survival_word(rp.survival, verdicts, interim)
+        undecided[prop] = rivals_posthoc.survival_undecided(rp.tested, verdicts)
     for (prop, evidence), (qualifier, rule, kind) in _notes(ca, aa, da).items():
         if (prop, evidence) in cells:
             cells[(prop, evidence)].update(qualifier=qualifier, rule=rule, anisotropy=kind)
+    for prop, n in undecided.items():
+        if n:
+            cells[(prop, "rivals")]["qualifier"] = (f"{n} of its re-readings cannot decide whether the word is kept: "
+                                                    "their intervals overlap the standard reading's")
     rows = [cells.get((p, e)) or _cell(p, e, "not tested") for p in PROPERTIES for e in EVIDENCE]
     grid = pd.DataFrame(rows, columns=["property", "evidence", "word", "category", "chapter", "label", "qualifier",
                                        "rule", "anisotropy"])
     grid.attrs["premise_readings"] = lab_premise + released_premise      # every decoder's reading, for the headline
+    grid.attrs["survival_earlier"] = earlier         # the rivals column by rivals-posthoc.toml's earlier rule
+    grid.attrs["survival_undecided"] = undecided     # its cells that cannot decide, per row
     return grid
 
 
@@ -420,9 +436,14 @@ def survival_table(grid) -> pd.DataFrame:
     import pandas as pd
 
     cells = grid[(grid["evidence"] == "rivals") & (grid["word"] != "not tested") & grid["property"].isin(list(_RE_READ))]
-    return pd.DataFrame([{"property": PROPERTIES[p], "what is re-read": _RE_READ[p], "against the rivals": w}
+    earlier = grid.attrs.get("survival_earlier", {})
+    undecided = grid.attrs.get("survival_undecided", {})
+    return pd.DataFrame([{"property": PROPERTIES[p], "what is re-read": _RE_READ[p], "against the rivals": w,
+                          "re-readings that cannot decide": undecided.get(p, 0),
+                          "by the earlier rule": earlier.get(p, "–")}
                          for p, w in zip(cells["property"], cells["word"])],
-                        columns=["property", "what is re-read", "against the rivals"])
+                        columns=["property", "what is re-read", "against the rivals", "re-readings that cannot decide",
+                                 "by the earlier rule"])
 
 
 def headline_words(grid) -> dict:
