@@ -40,6 +40,33 @@ REPORT = {
 }
 
 
+def test_each_part_says_when_it_starts_and_ends_with_its_time(monkeypatch):
+    """make bench shows its progress: each part of the lab's and the command's timings as it starts
+    and as it ends, with its time (a planted clock: no timing is run); a part that fails says so and
+    the next one runs."""
+    import itertools
+
+    from tanbias.book import bench
+    from tanbias.lab import bench as lab_bench
+
+    monkeypatch.setattr(lab_bench, "bench_lab", lambda **k: {"tokens_per_s": 1.0})
+    monkeypatch.setattr(lab_bench, "bench_surgery", lambda **k: 1 / 0)
+    monkeypatch.setattr(lab_bench, "bench_ddp", lambda **k: {"speedup": 1.0})
+    monkeypatch.setattr(lab_bench, "bench_measure", lambda **k: {"ratio": 2.0})
+    lines, clock = [], itertools.count(0.0, 1.5)
+    progress = bench.Progress(write=lines.append, clock=lambda: next(clock))
+    report = {}
+    bench._bench_lab_and_measure(report, True, progress)
+    assert lines == ["bench: the lab's training and probe ...", "bench: the lab's training and probe done in 1.5 s",
+                     "bench: the gradient surgery ...", "bench: the gradient surgery FAILED after 1.5 s",
+                     "bench: one process against torchrun ...", "bench: one process against torchrun done in 1.5 s",
+                     "bench: the measurement command ...", "bench: the measurement command done in 1.5 s"]
+    assert report["measure"] == {"ratio": 2.0} and "ZeroDivisionError" in report["surgery"]["error"]
+    assert set(progress.seconds) == {"the lab's training and probe", "the gradient surgery",
+                                     "one process against torchrun", "the measurement command"}
+    assert progress.total().startswith("bench: every part done in ")
+
+
 def test_a_report_within_every_target_says_so():
     assert over_targets(REPORT) == []
     assert format_report(REPORT).splitlines()[-1].startswith("all targets met: yes")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tanbias.errors import CorruptFileError
-from tanbias.lab.bench import bench_ddp, bench_lab, flop_per_token, gpu_check, measure_sizes, record_sizes
+from tanbias.lab.bench import bench_ddp, bench_lab, bench_measure, flop_per_token, gpu_check, measure_sizes, record_sizes
 from tanbias.lab.probe import probe_steps
 
 
@@ -100,3 +100,16 @@ def test_bench_surgery_reports_a_plain_and_a_surgical_step():
     r = bench_surgery(size="smoke", reps=3)
     assert set(r) >= {"t_plain", "t_surgery", "ratio", "size", "kind", "device"}
     assert all(np.isfinite(r[k]) for k in ("t_plain", "t_surgery", "ratio"))     # timings, not their sign
+
+
+@pytest.mark.slow
+def test_bench_measure_reaches_every_line(tmp_path):
+    from measurehelpers import SMALL
+    from tanbias.lab.analysis.measure_inputs import MIN_TOKENS
+    from tiny_checkpoints import make_tiny_checkpoint
+
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    res = bench_measure(str(path), n_tokens=MIN_TOKENS, **{k: v for k, v in SMALL.items() if k != "n_tokens"})
+    assert res["forward_s"] > 0 and res["ratio"] > 0 and res["ratio_alignment"] > 0
+    assert res["tokens"] >= MIN_TOKENS and res["tokens_per_s"] > 0
+    assert set(res["seconds"]) == {"suite", "suite_alignment"} and res["seconds"]["suite"]["probe"] == 0

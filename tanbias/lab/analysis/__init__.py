@@ -1,6 +1,7 @@
 """Analysis of trained runs and released models, in layer order (each experiment's chapter is its Design's):
 
-* :mod:`~tanbias.lab.analysis.tables`             alignment / radius tables from the probe's captures
+* :mod:`~tanbias.lab.analysis.tables`             alignment / radius tables from the probe's captures, and
+  the readers every analysis shares (``run_metrics``, ``tokens_table``, the layer average)
 * :mod:`~tanbias.lab.analysis.views`              the numbers of the trained views of the gradient side's chapters
 * :mod:`~tanbias.lab.analysis.radii`              per-token radii on a common held-out text (``tokens.csv``)
 * :mod:`~tanbias.lab.analysis.registered`         what every experiment shares: its runs, its pinned
@@ -23,7 +24,12 @@
 
 * :mod:`~tanbias.lab.analysis.checkpoint_probe`  the same probe on released or local checkpoints
 * :mod:`~tanbias.lab.analysis.pretrained`         the released models measured (``make pretrained``)
-* :mod:`~tanbias.lab.analysis.pretrained_report`  the numbers, checks and tables of the released models' chapter
+* :mod:`~tanbias.lab.analysis.pretrained_report`  the released models' results as tables, and the numbers,
+  checks and tables of their chapter
+* :mod:`~tanbias.lab.analysis.measure_inputs`, :mod:`~tanbias.lab.analysis.measure_folder`,
+  :mod:`~tanbias.lab.analysis.measure`, :mod:`~tanbias.lab.analysis.measure_report`: the measurement of
+  any model (``python -m tanbias measure``): its settings and text, its folder, the measuring, and what
+  the page and the report read
 * :mod:`~tanbias.lab.analysis.findings`           the book's verdicts at a glance: each property of the
   statement against each line of evidence (the closing page and the introduction)
 """

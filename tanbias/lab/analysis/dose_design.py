@@ -32,6 +32,7 @@ import numpy as np
 from tanbias._checks import check_int
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import TARGET_RATIO, detectable_ratio, power_at, registration, seed_blocked_sd
+from tanbias.lab.analysis.tables import run_metrics
 from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_LEVELS, DOSE_SEEDS, SKEWED_WEIGHTS, dose_config
 from tanbias.lab.tokenizer import load_tokenizer
@@ -141,7 +142,7 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0,
               hint=f"kind must be one of {KINDS}.")
     loaded = sweep.load_sweep() if loaded is None else loaded
-    m = sweep.run_metrics(loaded)
+    m = run_metrics(loaded)
     m = m[(m["layer"] == "mean") & (m["bucket"] == "all") & (m["proxy"] == "frozen")
           & (m["phase"] == phase) & (m["kind"] == kind)]
     y = m.pivot_table(index="seed", columns="regime", values="log_enrichment").to_numpy(float)
