@@ -36,7 +36,8 @@ import numpy as np
 from tanbias._checks import check_choice
 from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_report, horizon_report, pretrained_report,
                                   rivals, rivals_posthoc, rivals_report, sweep, sweep_report)
-from tanbias.lab.config import KINDS
+from tanbias.lab.analysis.causal import EARLY_THRESHOLD
+from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.numerals import format_spec
 from tanbias.stats import interval_word
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WORDS", "SURVIVAL", "DERIVATION",
            "RULES", "ANISOTROPY_KINDS", "property_word", "survival_word", "REPORTS", "analyses", "verdict_grid",
            "cell_href", "closing_table", "survival_table", "headline_words", "chapter_numbers", "Effect",
-           "verdict_records", "RECORD_COLUMNS", "verdicts_csv"]
+           "verdict_records", "RECORD_COLUMNS", "verdicts_csv", "HEADLINE_CELLS"]
 
 #: every registered experiment's report (tanbias.lab.experiments.EXPERIMENTS, those a chapter reads), by
 #: name: each exposes ``analyse()``, ``numbers(analysis)`` (what its chapter glues, keys without the
@@ -106,7 +107,8 @@ DERIVATION = {
 _HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_test", ""),
          "released": ("09_pretrained_models", ""), "knobs": ("10_dose_response", ""),
          "causal_decoder": ("12_causal_test", "sec-ch12-decoder"),
-         "causal_encoder": ("12_causal_test", "sec-ch12-encoder"), "rivals": ("13_rival_accounts", "")}
+         "causal_encoder": ("12_causal_test", "sec-ch12-encoder"),
+         "rivals": ("13_rival_accounts", "sec-ch13-survival")}
 #: the rivals experiment's verdicts (its survival table's ``verdict``) that re-read each property's
 #: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
 _SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
@@ -451,6 +453,15 @@ def survival_table(grid) -> pd.DataFrame:
                                  "by the earlier rule"])
 
 
+#: the cells each headline word of :func:`headline_words` reads (the premise: every decoder's reading, the lab's
+#: and the released ones): the closing page's figure of the headline effects draws their deciding effects
+HEADLINE_CELLS = {"premise": (("premise", "lab"), ("premise", "released")), "alignment": (("mechanisms", "lab"),),
+                  "causal_decoder": (("mechanisms", "causal_decoder"),),
+                  "causal_encoder": (("mechanisms", "causal_encoder"),), "early": (("early", "lab"),),
+                  "reinforcing": (("reinforcing", "derivation"),), "balancing": (("balancing", "knobs"),),
+                  "adaptive": (("adaptive", "knobs"),)}
+
+
 def headline_words(grid) -> dict:
     """The single words the closing page and the introduction glue, from :func:`verdict_grid`:
     ``premise`` (every decoder's reading, the lab's and the released ones, by :func:`property_word`),
@@ -459,11 +470,8 @@ def headline_words(grid) -> dict:
     ``balancing`` (the frequency knobs') and ``adaptive`` (the frequency knobs'). Whether the
     verdicts survive the rival accounts is the grid's ``("rivals", "rivals")`` cell, two words."""
     g = grid.set_index(["property", "evidence"])["word"]
-    out = {"premise": property_word(grid.attrs["premise_readings"]), "alignment": g[("mechanisms", "lab")],
-           "causal_decoder": g[("mechanisms", "causal_decoder")], "causal_encoder": g[("mechanisms", "causal_encoder")],
-           "early": g[("early", "lab")],
-           "reinforcing": g[("reinforcing", "derivation")], "balancing": g[("balancing", "knobs")],
-           "adaptive": g[("adaptive", "knobs")]}
+    out = {key: g[cells[0]] for key, cells in HEADLINE_CELLS.items()}
+    out["premise"] = property_word(grid.attrs["premise_readings"])
     for key, word in out.items():
         if len(word.split()) != 1:
             raise ValueError(f"headline word {key}={word!r} is not one word: glue single words only "
@@ -489,8 +497,9 @@ def chapter_numbers(a: dict) -> dict:
     return out
 
 
-#: how each scale of a deciding effect is written: a ratio after ×, a difference or a correlation signed
-_SCALES = ("ratio", "difference", "rho", "percent", "share")
+#: the value each scale's rule compares an interval with: no change, or the rule's threshold (a peak within
+#: the first 30 % of training, rule.early's "most": half the whole-run effect)
+_REFERENCE = {"ratio": 1.0, "difference": 0.0, "rho": 0.0, "percent": 100 * EARLY_FRAC, "share": EARLY_THRESHOLD}
 
 
 class Effect(NamedTuple):
@@ -499,7 +508,9 @@ class Effect(NamedTuple):
     none), ``spec`` (the format spec the chapters quote it with), ``scale`` (one of ``ratio``,
     ``difference``, ``rho``, ``percent``, ``share``), ``measure`` and ``label`` (what it reads, in words),
     ``level`` (of the interval) and the numbers themselves: ``estimate``, ``lo``, ``hi`` (NaN without
-    an interval)."""
+    an interval); ``reference``, the value its rule compares the interval with (no change: ×1 for a
+    ratio, 0 for a difference or a correlation; a rule's threshold: the first 30 % of training for a
+    peak, half the effect for a share)."""
     label: str
     measure: str
     scale: str
@@ -511,6 +522,23 @@ class Effect(NamedTuple):
     estimate: float
     lo: float
     hi: float
+    reference: float = np.nan
+
+    @classmethod
+    def from_record(cls, r) -> "Effect":
+        """The deciding effect of a row ``r`` of :func:`verdict_records`."""
+        return cls(r["reading"], r["measure"], r["scale"], r["glue key"], r["low key"] or None, r["high key"] or None,
+                   r["glue spec"], float(r["interval level"]) if np.isfinite(r["interval level"]) else 0.95,
+                   float(r["estimate"]), float(r["low"]), float(r["high"]), float(r["compared with"]))
+
+    def reference_text(self) -> str:
+        """The reference value as the figure labels it: ``×1``, ``0``, ``30 %``, ``50%``.
+
+        >>> Effect("", "", "ratio", "k", None, None, ".2f", 0.95, 1.0, np.nan, np.nan, 1.0).reference_text()
+        '×1'
+        """
+        return {"ratio": f"×{self.reference:g}", "percent": f"{self.reference:g} %",
+                "share": format_spec(self.reference, ".0%")}.get(self.scale, format_spec(self.reference, "g"))
 
     def text(self, label: bool = True) -> str:
         """The effect as a reader quotes it: ``×0.78 [0.73, 0.84]`` for a ratio, ``−0.019 [−0.036, −0.002]``
@@ -544,7 +572,7 @@ def _effect(n: dict, label: str, measure: str, scale: str, key: str, spec: str, 
     lo = f"{key}_lo" if lo == "" else lo
     hi = f"{key}_hi" if hi == "" else hi
     return Effect(label, measure, scale, key, lo, hi, spec, level, float(n[key]),
-                  float(n[lo]) if lo else np.nan, float(n[hi]) if hi else np.nan)
+                  float(n[lo]) if lo else np.nan, float(n[hi]) if hi else np.nan, _REFERENCE[scale])
 
 
 _COSINE = "mean cosine, proxy / control"
@@ -687,8 +715,10 @@ def verdict_records(a: dict, grid, horizons: dict | None = None, suffix: str = "
         ``re-readings that cannot decide`` and ``by the earlier rule`` (``""`` and NA on other rows).
         The deciding effect, the first reading its rule reads (:func:`_deciding_effects`): ``deciding
         effect`` (as a reader quotes it, e.g. ``decoder: ×0.78 [0.73, 0.84]``; where no measured effect
-        decides the word, why: a derivation, or many re-readings), ``measure``, ``estimate``, ``low``,
-        ``high`` and ``interval`` (its level, ``"95 %"``; NaN and ``""`` without one), ``other
+        decides the word, why: a derivation, or many re-readings), ``reading`` (what it reads: ``decoder``),
+        ``measure``, ``scale`` (:class:`Effect`'s), ``estimate``, ``low``, ``high`` and ``interval level``
+        (0.95; NaN without an interval), ``compared with`` (the value its rule compares it with: 1 for a
+        ratio, 0 for a difference, or a threshold), ``other
         readings`` (the others the rule reads, quoted the same way), ``glue key`` and ``glue spec``
         (the estimate's key among the page's glued numbers, :func:`chapter_numbers`, and the format
         its chapter quotes it with: ``{eval}`glued["<key>:<spec>"]```; its interval's keys are
@@ -727,11 +757,12 @@ def verdict_records(a: dict, grid, horizons: dict | None = None, suffix: str = "
         why = ("none: a derivation, checked in its chapter" if cell["rule"] == "derivation" else
                "none: each re-reading is decided by its own interval (chapter 13's survival table)")
         row.update({
-            "deciding effect": first.text() if first else why,
-            "measure": first.measure if first else "",
+            "deciding effect": first.text() if first else why, "reading": first.label if first else "",
+            "measure": first.measure if first else "", "scale": first.scale if first else "",
             "estimate": first.estimate if first else np.nan, "low": first.lo if first else np.nan,
             "high": first.hi if first else np.nan,
-            "interval": f"{format_spec(100 * first.level, 'g')} %" if first and np.isfinite(first.lo) else "",
+            "interval level": first.level if first and np.isfinite(first.lo) else np.nan,
+            "compared with": first.reference if first else np.nan,
             "other readings": "; ".join(f"{e.text()} ({e.measure})" if e.measure != first.measure else e.text()
                                         for e in effects[1:]),
             "glue key": first.key if first else "", "glue spec": first.spec if first else "",
@@ -751,7 +782,8 @@ def verdict_records(a: dict, grid, horizons: dict | None = None, suffix: str = "
 #: the columns of :func:`verdict_records`, in order (the CSV file's)
 RECORD_COLUMNS = ["property", "line of evidence", "verdict", "the rule's word", "kind", "rule", "qualifier",
                   "what is re-read", "re-readings that cannot decide", "by the earlier rule", "deciding effect",
-                  "measure", "estimate", "low", "high", "interval", "other readings", "seeds", "seeds, decoder",
+                  "reading", "measure", "scale", "estimate", "low", "high", "interval level", "compared with",
+                  "other readings", "seeds", "seeds, decoder",
                   "seeds, encoder", "horizon", "chapter", "link", "glue key", "glue spec", "low key", "high key"]
 
 
