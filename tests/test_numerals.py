@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tanbias.errors import ParameterError
@@ -26,6 +26,7 @@ def test_a_formatted_negative_number_uses_the_minus_sign(value, spec, text):
     assert format_spec(value, spec) == text
 
 
+@settings(deadline=None)   # no test asserts a duration (a loaded machine is slow)
 @given(finite, st.integers(1, MAX_DIGITS))
 def test_no_number_the_book_formats_has_a_hyphen_minus(x, digits):
     """Significant digits or a format spec: a negative number starts with U+2212, and reads back."""

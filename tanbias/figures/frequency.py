@@ -14,6 +14,7 @@ from tanbias._checks import check_int
 from tanbias.theory.frequency import ZipfVocabulary, zipf_data
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.figures import COLORS, frozen_layout
+from tanbias.numerals import format_spec
 
 __all__ = ["zipf_figure", "zipf_interactive"]
 
@@ -22,7 +23,7 @@ def _zipf_dict(data) -> dict:
     layout = _zipf_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(
         f"α = {data['alpha']:.3g}, t<sub>max</sub> = {data['t_max']:.3g}: rank correlation "
-        f"of frequency and distance {data['spearman']:+.2f}"))
+        f"of frequency and distance {format_spec(data['spearman'], '+.2f')}"))
     f = data["frequencies"]
     traces = [
         dict(type="scatter", x=f, y=data["eta_g"], mode="lines", name="η<sub>g</sub> of each token",
