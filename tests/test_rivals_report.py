@@ -96,7 +96,33 @@ def test_a_contrast_table_shows_one_family():
                                "other": 1} for f, c in (("primary", "head_final"), ("secondary", "x"))])
     t = rivals_report.contrast_table(contrasts, "primary")
     assert list(t["contrast"]) == [rivals.CONTRAST_NAMES["head_final"]]        # in words
-    assert list(t.columns) == ["contrast", "architecture", "reading", "estimate", "lo", "hi", "p", "Holm p", "word"]
+    assert list(t.columns) == ["contrast", "architecture", "reading", "estimate", "lo", "hi", "p", "Holm p",
+                               "interval's word"]
+
+
+def test_every_registered_contrast_and_reading_has_its_name_in_words():
+    """The chapter's folded tables name contrasts and readings in words, never as code (head_final,
+    type_balanced): every contrast the registration defines and every outcome it reads has a name, and the
+    tables that list contrasts use it."""
+    from tanbias.book.tables import CODE_NAME
+
+    contrasts = {c for family in (rivals.PRIMARY, rivals.SECONDARY) for c in family}
+    assert contrasts <= set(rivals.CONTRAST_NAMES), sorted(contrasts - set(rivals.CONTRAST_NAMES))
+    assert set(rivals.OUTCOMES) <= set(rivals_report.READING_WORDS)
+    named = [*rivals.CONTRAST_NAMES.values(), *rivals_report.READING_WORDS.values()]
+    assert not [n for n in named if CODE_NAME.search(n)]
+    codes = sorted(contrasts)
+    power = pd.DataFrame([dict(contrast=c, kind="decoder", n_seeds=5, planned_sd=0.1, sd=0.1, power_first=0.5,
+                               power_alpha=0.6, detectable=1.2) for c in codes])
+    peaks = pd.DataFrame([dict(contrast=c, kind="decoder", estimate=0.0, lo=-0.1, hi=0.1, final=0.0) for c in codes])
+    progress = pd.DataFrame([dict(contrast=c, kind="decoder", estimate=0.0, lo=-0.1, hi=0.1, n_seeds=2, loss_gap=0.1,
+                                  registered=0.0, word="n/a") for c in codes])
+    for t in (rivals_report.power_table(power), rivals_report.secondary_power_table(power),
+              rivals_report.peak_table(peaks), rivals_report.progress_table(progress)):
+        assert not [c for c in t["contrast"] if CODE_NAME.search(c)], list(t["contrast"])
+    survival = pd.DataFrame([{"verdict": "v", "kind": "decoder", "standard": "negative",
+                              **{c: "negative" for c in rivals.CORRECTIONS}}])
+    assert not [h for h in rivals_report.survival_table(survival).columns if CODE_NAME.search(h) or h == "type-balanced"]
 
 
 def test_the_accounts_named_are_the_registered_ones_in_order():

@@ -27,7 +27,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "RivalsReport", "analyse", "numbers", 
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration",
            "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "contrast_name", "READING_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -230,10 +230,32 @@ def long_numbers(trajectory) -> dict:
     return out
 
 
+def contrast_name(code: str) -> str:
+    """A registered contrast as a table names it, in words (:data:`~tanbias.lab.analysis.rivals.CONTRAST_NAMES`);
+    a contrast without a name keeps its own (a test keeps every registered one named).
+
+    >>> contrast_name("head_final"), contrast_name("surgery_unigram_random")
+    ('unigram head − standard', 'proxy − random surgery, unigram head')
+    """
+    return rivals.CONTRAST_NAMES.get(code, code)
+
+
+#: each registered reading (an outcome of rivals.toml) as a table names it, in words; a logarithm says so
+#: (its contrast is a difference of logarithms)
+READING_WORDS = {o: ("ln " if o in rivals.LOG_OUTCOMES else "") + w for o, w in {
+    "raw": "mean cosine", "peak": "peak mean cosine", "centred": "centred mean cosine",
+    "centred_at_peak": "centred mean cosine at the peak", "standardised": "z-scored mean cosine",
+    "type_balanced": "mean cosine, types equal", "mean_share": "mean's share of the norm",
+    "top_share": "top-3 coordinates' share", "isoscore": "IsoScore*", "log_mean_share": "mean's share of the norm",
+    "participation": "participation ratio", "enrichment": "enrichment", "enrichment_outside": "enrichment outside W_U",
+    "heldout_loss": "held-out loss [nats]", "gain": "gain over unigram [nats]"}.items()}
+
+
 def progress_table(progress) -> pd.DataFrame:
     """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
-    as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter 12's)."""
-    return registered.progress_table(progress)
+    as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter 12's), each
+    contrast in words."""
+    return registered.progress_table(progress.assign(contrast=progress["contrast"].map(contrast_name)))
 
 
 def progress_numbers(progress) -> dict:
@@ -301,9 +323,10 @@ def contrast_table(contrasts, family: str) -> pd.DataFrame:
     """One family's contrasts for the chapter's dropdown: contrast, architecture, reading, estimate with
     its 95 % interval (``lo``, ``hi``), raw and Holm-adjusted p, the interval's word."""
     t = contrasts[contrasts["family"] == family]
-    t = t.assign(contrast=t["contrast"].map(lambda c: rivals.CONTRAST_NAMES.get(c, c)))
+    t = t.assign(contrast=t["contrast"].map(contrast_name),
+                 outcome=t["outcome"].map(lambda o: READING_WORDS.get(o, o)))
     return t[["contrast", "kind", "outcome", "estimate", "lo", "hi", "p", "p_holm", "word"]].rename(
-        columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p"})
+        columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p", "word": "interval's word"})
 
 
 def contrast_numbers(contrasts) -> dict:
@@ -379,8 +402,10 @@ def words_of(analysis) -> dict:
 
 
 def survival_table(survival) -> pd.DataFrame:
-    """The earlier verdicts under each correction, as :func:`~tanbias.lab.analysis.rivals.survival_rows`."""
-    return survival.rename(columns={"kind": "architecture"})
+    """The earlier verdicts under each correction, as :func:`~tanbias.lab.analysis.rivals.survival_rows` (each
+    cell the interval's word of that reading), its columns named as the chapter's survival table names them
+    (:data:`SURVIVAL_HEADERS`)."""
+    return survival.rename(columns={"kind": "architecture", **SURVIVAL_HEADERS})
 
 
 def twin_table(twins) -> pd.DataFrame:
@@ -435,14 +460,16 @@ def power_table(power) -> pd.DataFrame:
     with 80 % power there."""
     return power[["contrast", "kind", "n_seeds", "planned_sd", "sd", "power_first", "detectable"]].rename(columns={
         "kind": "architecture", "n_seeds": "seeds", "planned_sd": "planned SD", "sd": "realised SD",
-        "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"})
+        "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"}).assign(
+        contrast=lambda t: t["contrast"].map(contrast_name))
 
 
 def secondary_power_table(power) -> pd.DataFrame:
     """The secondary contrasts' realised power (:func:`~tanbias.lab.analysis.rivals_posthoc.secondary_power`)."""
     return power[["contrast", "kind", "n_seeds", "power_first", "power_alpha", "detectable"]].rename(columns={
         "kind": "architecture", "n_seeds": "seeds", "power_first": "power for ×1.25 (Holm's first threshold)",
-        "power_alpha": "power at α", "detectable": "detectable ratio (80 %)"})
+        "power_alpha": "power at α", "detectable": "detectable ratio (80 %)"}).assign(
+        contrast=lambda t: t["contrast"].map(contrast_name))
 
 
 def peak_table(peaks) -> pd.DataFrame:
@@ -450,7 +477,7 @@ def peak_table(peaks) -> pd.DataFrame:
     intervals, beside the final reading: shown, without a verdict (rivals.toml, ``phases``)."""
     import pandas as pd
 
-    return pd.DataFrame({"contrast": peaks["contrast"], "architecture": peaks["kind"],
+    return pd.DataFrame({"contrast": peaks["contrast"].map(contrast_name), "architecture": peaks["kind"],
                          "at the peak": np.exp(peaks["estimate"]), "lo": np.exp(peaks["lo"]),
                          "hi": np.exp(peaks["hi"]), "at the last step": np.exp(peaks["final"])})
 
