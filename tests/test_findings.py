@@ -169,7 +169,7 @@ def test_the_glossary_gathers_every_grid_word_under_its_verdict():
     give stands in the row of its category (findings.WORD_CATEGORY): the reader's table and the
     figure's colours cannot drift apart."""
     text = (Path(__file__).resolve().parents[1] / "chapters" / "glossary.md").read_text(encoding="utf8")
-    section = text.split("(glossary-verdict-words)=")[1].split("```{admonition}")[0]
+    section = text.split("(glossary-verdict-words)=")[1].split("\n(glossary-")[0]
     rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     table = {verdict.strip(): [w.strip() for w in words.split(";")] for verdict, _, words in rows[1:]}
     assert tuple(table) == findings.CATEGORIES

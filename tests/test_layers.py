@@ -445,7 +445,7 @@ def test_a_planted_light_deferred_import_is_caught():
 #: test files named for a topic rather than a module, for what is genuinely across modules
 #: (DESIGN.md, "Tests")
 TEST_TOPICS = {"binder", "book", "browser", "chapters", "figure_contract", "layers", "precision", "release",
-               "reports", "tiers", "verdict_words"}
+               "reports", "tiers"}
 
 
 def _defines_code(path: Path) -> bool:

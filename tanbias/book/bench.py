@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tanbias.book.bookbuild import MEMOISED_LINE
 from tanbias.lab import runs
-from tanbias.lab.experiments import EXPERIMENTS
+from tanbias.lab.experiments import EXPERIMENTS, lab_chapters
 
 __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_notebook", "page_weight", "exec_times",
            "chapter_latencies", "build_book", "memoised_seconds", "budgeted_experiments", "experiment_record",
@@ -52,8 +52,9 @@ __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_noteb
 TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000, "measure_page_ratio": 1.0}
 #: The page that runs ``python -m tanbias measure`` as the book builds.
 MEASURE_PAGE = "chapters/measure_your_model"
-#: The chapters of the training lab (first and last number): the measure page is held to the slowest.
-LAB_CHAPTERS = (7, 14)
+#: The chapters of the training lab (first and last number, from the registry): the measure page is held to the
+#: slowest.
+LAB_CHAPTERS = (lab_chapters()[0], lab_chapters()[-1])
 
 _IMG = re.compile(r"""<(?:img|source)\b[^>]*?\bsrc=["']([^"']+)["']""", re.IGNORECASE)
 

@@ -434,7 +434,7 @@ def learning_table(table) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- power at the realised noise
 def realised_power(responses, power, metric: str = "log_enrichment_late", knob: str = "token",
-                   target: float = 1.25) -> pd.DataFrame:
+                   target: float = registered.TARGET_RATIO) -> pd.DataFrame:
     """The design's power as planned and as realised (``dose-posthoc.toml`` ``[power]``).
 
     One row per architecture: the planned residual SD (chapter 8's 2x2, its df), the

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tanbias._checks import check_choice
+from tanbias.lab.analysis import registered
 from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
 from tanbias.lab.analysis.dose_design import LINKS, level_positions
 from tanbias.lab.analysis.registered import detectable_ratio, power_at
@@ -138,7 +139,7 @@ def numbers(da: DoseAnalysis) -> dict:
         out[f"sd_real_{kind}"] = float(r["resid_sd"])
         out["sd_real_df"] = float(r["df"])
         out[f"detectable_real_{kind}"] = detectable_ratio(float(r["resid_sd"]), n, x) if ok else float("nan")
-        out[f"power_real_{kind}"] = power_at(1.25, float(r["resid_sd"]), n, x) if ok else float("nan")
+        out[f"power_real_{kind}"] = power_at(registered.TARGET_RATIO, float(r["resid_sd"]), n, x) if ok else float("nan")
         out[f"seed_p_{kind}"] = float(r["seed_p"])
         k = da.knobs[da.knobs["kind"] == kind].iloc[0]
         for suffix, col in (("", "excess"), ("_lo", "excess_lo"), ("_hi", "excess_hi")):

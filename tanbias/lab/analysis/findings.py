@@ -260,14 +260,14 @@ def _notes(ca, aa, da) -> dict:
     iso_only = (aw["progress, decoder, isoscore_late"] == "survives"
                 and aw["progress, decoder, mean_cosine_late"] != "survives")
     out[("balancing", "knobs")] = (
-        "narrowly, on IsoScore* alone: the mean cosine's rise does not survive matched progress" if iso_only else "",
+        "on IsoScore* alone: the mean cosine's rise does not survive matched progress" if iso_only else "",
         "registered", "shape" if iso_only else "both")
     out[("balancing", "lab")] = ("", "not registered", "both")
     assoc = da.association["loss"]
     weak = (dose_report.adaptive_verdict(da) == "supported"
             and interval_word(assoc["per_run_lo"], assoc["per_run_hi"]) == "indistinguishable")
     out[("adaptive", "knobs")] = (
-        "a weak association by a rule added after the data, not detected with one value per run" if weak else "",
+        "an association by a rule added after the data, not detected with one value per run" if weak else "",
         "registered", "shape")
     for prop in PROPERTIES:
         out[(prop, "rivals")] = ("", "added after the data", "both")

@@ -51,7 +51,7 @@ __all__ = ["MARGIN_LOG", "MARGIN_LINEAR", "TOP_SHARE_FACTOR", "TOP_SHARE_EVEN", 
 
 ALPHA = rivals.ALPHA
 #: the equivalence margin of a null prediction on a logarithmic outcome: a change by x1.25 either way
-MARGIN_LOG = float(np.log(1.25))
+MARGIN_LOG = registered.TARGET_LOG
 #: ... and on a linear outcome: this share of the reference cell's mean level
 MARGIN_LINEAR = 0.25
 #: "well above an even share": the top-3 coordinates' share above this multiple of 3 / width
