@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 
 from tanbias.figures import (AXIS_LINE, FAINT_GREY, GREY, INK, REFERENCE_GREY, VERDICT_COLORS, WHITE, SVGFigure,
                              labelled)
-from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, PROPERTIES, SURVIVAL, cell_href
+from tanbias import __version__
+from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, HEADLINE_CELLS, PROPERTIES, SURVIVAL, Effect, cell_href
 
 __all__ = ["verdicts_figure", "headline_effects_svg", "CELL_FONT", "CELL_CHARS", "QUALIFIED_OPACITY", "QUALIFIED_MARK"]
 
@@ -254,9 +255,6 @@ def headline_effects_svg(records, cells=None, source: str = "") -> SVGFigure:
     import html
 
     import numpy as np
-
-    from tanbias import __version__
-    from tanbias.lab.analysis.findings import HEADLINE_CELLS, Effect
 
     cells = list(dict.fromkeys(c for cs in HEADLINE_CELLS.values() for c in cs)) if cells is None else list(cells)
     missing = [c for c in cells if c not in records.index]

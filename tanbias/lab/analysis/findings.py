@@ -38,6 +38,7 @@ from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_repor
                                   rivals, rivals_posthoc, rivals_report, sweep, sweep_report)
 from tanbias.lab.analysis.causal import EARLY_THRESHOLD
 from tanbias.lab.config import EARLY_FRAC, KINDS
+from tanbias.lab.experiments import EXPERIMENTS
 from tanbias.numerals import format_spec
 from tanbias.stats import interval_word
 
@@ -489,8 +490,6 @@ def chapter_numbers(a: dict) -> dict:
     >>> n["ch12_decoder_proxy_control"] < 1                                       # doctest: +SKIP
     True
     """
-    from tanbias.lab.experiments import EXPERIMENTS
-
     out = {f"ch{EXPERIMENTS[name].chapter}_{k}": v for name, report in REPORTS.items()
            for k, v in report.numbers(a[name]).items()}
     out.update({f"ch9_{k}": v for k, v in pretrained_report.numbers(a["pretrained"]).items()})
@@ -676,8 +675,6 @@ _EXPERIMENT_OF = {"lab": "sweep", "causal_decoder": "causal", "causal_encoder": 
 def _horizon(prop: str, evidence: str) -> int | None:
     """The training steps at which the cell is read: those of the runs of the experiment behind it
     (its Design's config), ``None`` for a derivation or a released model's final checkpoint."""
-    from tanbias.lab.experiments import EXPERIMENTS
-
     name = _EXPERIMENT_OF.get(evidence) or ({"adaptive": "dose"}.get(prop, "alias") if evidence == "knobs" else None)
     if name is None:
         return None
