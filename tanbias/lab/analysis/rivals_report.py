@@ -27,7 +27,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "RivalsReport", "analyse", "numbers", 
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration",
            "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "contrast_name", "READING_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "contrast_name", "READING_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "earlier_word", "difference_survival_table", "difference_numbers", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -135,11 +135,12 @@ def numbers(r: RivalsReport) -> dict:
     """Every number chapter 13 and the closing page glue from the experiment, in one dict (keys without
     the ``ch13_`` prefix): :func:`run_numbers`, :func:`head_numbers`, :func:`progress_numbers`,
     :func:`shares_numbers`, :func:`init_numbers`, :func:`contrast_numbers`, :func:`long_numbers`,
-    :func:`transient_numbers` and :func:`posthoc_numbers`."""
+    :func:`transient_numbers`, :func:`posthoc_numbers` and :func:`difference_numbers`."""
     a = r.analysis
     return {**run_numbers(a), **head_numbers(a), **progress_numbers(a.progress), **shares_numbers(a.shares),
             **init_numbers(r.init), **contrast_numbers(a.contrasts), **long_numbers(a.trajectory),
-            **transient_numbers(r.transient), **posthoc_numbers(a, r.posthoc)}
+            **transient_numbers(r.transient), **posthoc_numbers(a, r.posthoc),
+            **(difference_numbers(r.posthoc) if r.posthoc.tested is not None else {})}
 
 
 def words(r: RivalsReport) -> dict:
@@ -537,6 +538,55 @@ def posthoc_survival_table(survival) -> pd.DataFrame:
     return out
 
 
+def earlier_word(kept: int, applies: int) -> str:
+    """One row's word by the earlier survival rule (``rivals-posthoc.toml`` [words], as
+    :func:`tanbias.lab.analysis.findings.survival_word` reads it): ``survives`` where every correction that
+    applies keeps the standard word, ``does not survive`` where none does, ``partly survives`` otherwise.
+
+    >>> earlier_word(3, 3), earlier_word(0, 2), earlier_word(1, 3), earlier_word(0, 0)
+    ('survives', 'does not survive', 'partly survives', 'not tested')
+    """
+    if not applies:
+        return "not tested"
+    return "survives" if kept == applies else "does not survive" if not kept else "partly survives"
+
+
+def difference_survival_table(posthoc) -> pd.DataFrame:
+    """The survival table by a test of the difference (``book-posthoc.toml`` [survival],
+    :func:`~tanbias.lab.analysis.rivals_posthoc.survival_tested`): one row per verdict and architecture, each
+    correction's cell ``kept``, ``lost``, ``not decided``, ``no test`` or ``n/a``; the row's word by that
+    rule (:func:`~tanbias.lab.analysis.rivals_posthoc.survival_tested_word`); and beside it the row's word
+    by the earlier rule (:func:`earlier_word` of :func:`posthoc_survival_table`'s counts), which counted a
+    correction as lost wherever its reading was not significant."""
+    import pandas as pd
+
+    tested, earlier = posthoc.tested.reset_index(drop=True), posthoc.survival.reset_index(drop=True)
+    if list(zip(tested["verdict"], tested["kind"])) != list(zip(earlier["verdict"], earlier["kind"])):
+        raise ValueError("the two survival tables do not read the same verdicts in the same order")
+    out = pd.DataFrame({"verdict, architecture": [f"{_short_verdict(v)}, {k}"
+                                                  for v, k in zip(tested["verdict"], tested["kind"])]})
+    for column in rivals_posthoc.SURVIVAL_CORRECTIONS:
+        out[SURVIVAL_HEADERS.get(column, column)] = tested[column].to_numpy()
+    out["by a test of the difference"] = [rivals_posthoc.survival_tested_word(tested.iloc[[i]])
+                                          for i in range(len(tested))]
+    out["by the earlier rule"] = [earlier_word(int(k), int(a)) for k, a in zip(earlier["kept"], earlier["applies"])]
+    return out
+
+
+def difference_numbers(posthoc) -> dict:
+    """What the chapter counts in :func:`difference_survival_table`: ``tested_rows`` (verdict and architecture),
+    ``tested_survives`` (rows that survive by a test of the difference), ``tested_cells`` (cells a
+    correction applies to), ``tested_kept``, ``tested_lost``, ``tested_undecided`` and ``tested_no_test``
+    (cells of each reading), and ``earlier_partly`` (rows the earlier rule read as partly surviving)."""
+    t = difference_survival_table(posthoc)
+    cells = [v for c in rivals_posthoc.SURVIVAL_CORRECTIONS for v in posthoc.tested[c]]
+    return {"tested_rows": len(t), "tested_survives": int((t["by a test of the difference"] == "survives").sum()),
+            "tested_cells": sum(v != "n/a" for v in cells), "tested_kept": cells.count("kept"),
+            "tested_lost": cells.count("lost"), "tested_undecided": cells.count("not decided"),
+            "tested_no_test": cells.count("no test"),
+            "earlier_partly": int((t["by the earlier rule"] == "partly survives").sum())}
+
+
 def null_table(nulls) -> pd.DataFrame:
     """Every correction that leaves an effect undetected, relative to the control's level, beside the
     uncorrected change ([null_shares]), as percentages: one row per verdict, architecture, head and
@@ -636,7 +686,10 @@ def posthoc_words(posthoc) -> dict:
     <kind>``; ``kinds, <kind>, <verdict>, <head>, <shared mean | shape>`` (a direction); ``survival,
     <verdict key>, <kind>, <column>`` and ``kept, <verdict key>, <kind>`` (``k of n``), the verdict keys
     being ``surgery``, ``surgery random``, ``aliasing``, ``enrichment``; ``excludes, <head>, <correction>,
-    <verdict key>, <kind>`` (``yes`` / ``no``)."""
+    <verdict key>, <kind>`` (``yes`` / ``no``); by a test of the difference (book-posthoc.toml), ``tested,
+    <verdict key>, <kind>, <column>`` (kept / lost / not decided / no test / n/a), ``tested word, <verdict key>,
+    <kind>`` (the row's word) and ``tested predictions, <account>, <kind>`` (the account's word over the
+    predictions that can fail)."""
     out = {}
     for _, r in posthoc.predictions.iterrows():
         out[f"prediction, {r['kind']}, {r['account']}, {r['key']}"] = r["outcome"]
@@ -656,6 +709,16 @@ def posthoc_words(posthoc) -> dict:
         for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
             out[f"survival, {k}, {r['kind']}, {column}"] = r[column]
         out[f"kept, {k}, {r['kind']}"] = f"{int(r['kept'])} of {int(r['applies'])}"
+    if posthoc.tested is not None:
+        rows = difference_survival_table(posthoc)
+        for (_, r), word in zip(posthoc.tested.iterrows(), rows["by a test of the difference"]):
+            k = key_of(r["verdict"])
+            for column in rivals_posthoc.SURVIVAL_CORRECTIONS:
+                out[f"tested, {k}, {r['kind']}, {column}"] = r[column]
+            out[f"tested word, {k}, {r['kind']}"] = word
+    for _, r in posthoc.summary.iterrows():
+        if "tested" in r:
+            out[f"tested predictions, {r['account']}, {r['kind']}"] = r["tested"]
     for _, r in posthoc.nulls.iterrows():
         out[f"excludes, {r['head']}, {r['correction']}, {key_of(r['verdict'])}, {r['kind']}"] = \
             "yes" if r["excludes_raw"] else "no"
