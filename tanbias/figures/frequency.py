@@ -14,6 +14,7 @@ from tanbias._checks import check_int
 from tanbias.theory.frequency import ZipfVocabulary, zipf_data
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.figures import COLORS, frozen_layout
+from tanbias.numerals import format_spec
 
 __all__ = ["zipf_figure", "zipf_interactive"]
 
@@ -23,7 +24,7 @@ def _zipf_dict(data) -> dict:
     layout["title"] = dict(y=0.985, yanchor="top", text=(
         f"s = {data['s']:.3g}, α = {data['alpha']:.3g}: the top 1 % of tokens hold "
         f"{100 * data['top_share']:.0f} % of occurrences; occurrence-weighted mean "
-        f"η<sub>g</sub> = {data['mean_eta']:.2g}; rank correlation {data['spearman']:+.2f}"))
+        f"η<sub>g</sub> = {format_spec(data['mean_eta'], '.2g')}; rank correlation {format_spec(data['spearman'], '+.2f')}"))
     f = data["frequencies"]
     traces = [
         dict(type="scatter", x=f, y=data["eta_g"], mode="lines", name="η<sub>g</sub> of each token",

@@ -52,6 +52,7 @@ import numpy as np
 
 from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
+from tanbias.numerals import minus
 from tanbias.figures.renderer import figure_html
 from tanbias.palette import ERROR_COLOR
 
@@ -126,17 +127,17 @@ def _nice(v: float) -> str:
 
     Example
     -------
-    >>> [_nice(v) for v in (0.1, 0.0125, 1234.5, 2.5e-5, 1e6, 0.0)]
-    ['0.1', '0.0125', '1.23e3', '2.5e-5', '1e6', '0']
+    >>> [_nice(v) for v in (0.1, 0.0125, 1234.5, 2.5e-5, 1e6, 0.0, -0.5)]
+    ['0.1', '0.0125', '1.23e3', '2.5e−5', '1e6', '0', '−0.5']
     """
     v = float(v)
     if v == 0:
         return "0"
     if 1e-3 <= abs(v) < 1e3:
-        return f"{v:.3g}"
+        return minus(f"{v:.3g}")
     mant, exp = f"{v:.2e}".split("e")
     mant = mant.rstrip("0").rstrip(".")
-    return f"{mant}e{int(exp)}"
+    return minus(f"{mant}e{int(exp)}")
 
 
 def _fine_step(lo: float, hi: float, default: float, n: int = 400) -> float:

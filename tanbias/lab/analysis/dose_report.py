@@ -38,6 +38,7 @@ from tanbias.lab.analysis.registered import detectable_ratio, power_at
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE
+from tanbias.numerals import format_spec
 from tanbias.stats import interval_word
 
 if TYPE_CHECKING:
@@ -355,8 +356,8 @@ def change_text(metric: str, value: float) -> str:
     if not np.isfinite(value):
         return "–"
     if metric.startswith("log_"):
-        return "×" + f"{np.exp(value):#.2g}".rstrip(".")
-    return f"{value:+#.2g}".rstrip(".").replace("-", "−")
+        return "×" + format_spec(np.exp(value), "#.2g").rstrip(".")
+    return format_spec(value, "+#.2g").rstrip(".")
 
 
 #: the full verdict tables' columns, named for a reader

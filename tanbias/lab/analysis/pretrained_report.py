@@ -33,6 +33,7 @@ from tanbias.lab import zoo
 from tanbias.lab.analysis import sweep_report
 from tanbias.lab.analysis.pretrained import load_pretrained
 from tanbias.lab.corpus import language_counts
+from tanbias.numerals import format_spec
 from tanbias.stats import band_word, check_greater, check_in_interval, check_word, interval_word
 
 if TYPE_CHECKING:
@@ -471,9 +472,9 @@ def ci_text(v, lo, hi) -> str:
     """A correlation with its interval as the tables and the measurement report print it.
 
     >>> ci_text(-0.25, -0.4, -0.1)
-    '-0.25 [-0.40, -0.10]'
+    '−0.25 [−0.40, −0.10]'
     """
-    return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    return f"{format_spec(v, '+.2f')} [{format_spec(lo, '+.2f')}, {format_spec(hi, '+.2f')}]"
 
 
 def row_ci(row: dict, prefix: str = "") -> str:

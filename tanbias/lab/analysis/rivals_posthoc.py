@@ -36,6 +36,7 @@ from tanbias.lab import runs
 from tanbias.lab.analysis import registered, rivals, rivals_design
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_HEADS, rivals_config
+from tanbias.numerals import format_spec
 from tanbias.stats import interval_word
 from tanbias.theory.anisotropy import TOP_COORDINATES
 
@@ -143,9 +144,9 @@ def _g(x: float, sign: bool = False) -> str:
     """Three significant digits, as the book's tables print numbers.
 
     >>> _g(15.4612), _g(0.74633), _g(-0.004635, sign=True)
-    ('15.5', '0.746', '-0.00464')
+    ('15.5', '0.746', '−0.00464')
     """
-    return f"{x:+.3g}" if sign else f"{x:.3g}"
+    return format_spec(x, "+.3g" if sign else ".3g")
 
 
 def _value(row, outcome: str) -> str:
