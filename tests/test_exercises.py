@@ -429,6 +429,8 @@ def test_ex4_3_the_chapters_pooled_ratio_is_the_packages():
     (lambda a, p: -1 if (p == "energy" and a > 0) else reference_balancing_sign(a, p), "weak tie"),
     (lambda a, p: -reference_balancing_sign(a, p) if (a < 0 and p != "type") else reference_balancing_sign(a, p),
      "frequent types are the diffuse ones"),
+    (lambda a, p: (1 if 0 < a < 0.25 else -1) if p == "energy" else reference_balancing_sign(a, p),
+     "the threshold is not 1/4"),
     (lambda a, p: 1, "your answer hardly does"),
     (lambda a, p: True, "must be -1, 0 or \\+1"),
 ])
@@ -544,6 +546,28 @@ def test_ex6_1_a_prediction_still_none_is_refused_by_name_before_anything_runs(k
     _fails(f"Exercise 6.1: {name} is still None. Set {name} = True or False", check_exercise_6_1,
            gains, **kwargs)
     assert calls == [] and capsys.readouterr().out == ""
+
+
+@pytest.mark.slow
+def test_ex6_1_compounds_is_a_criterion_the_lazy_control_fails():
+    gains = {name: reference_loop_gains(df, ex._EX6_STEP) for name, df in ex._loop_runs().items()}
+    assert ex.loop_compounds(gains["default run (init_scale=0.1)"])
+    assert not ex.loop_compounds(gains["lazy control (init_scale=1)"])
+    # the old criterion (closed > cut) would call the lazy control compounding too
+    lazy = gains["lazy control (init_scale=1)"]
+    assert not ex.loop_compounds({"closed": 0.99 * ex.EX6_COMPOUND_LEAD * lazy["cut"], "cut": lazy["cut"]})
+
+
+@pytest.mark.slow
+def test_ex6_1_the_update_alignment_column_is_named():
+    def from_update_alignment(df, step):
+        out = {}
+        for loop in ("closed", "cut"):
+            g = df[df["loop"] == loop].set_index("step")["update_alignment"]
+            out[loop] = float(g.loc[step] / g.loc[0])
+        return out
+
+    _fails("Did you use `update_alignment`", check_exercise_6_1, from_update_alignment)
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ expected, and no hard-coded number passes."""
 import numpy as np
 import pytest
 
-from tanbias.book.exercises_cone import (SETTINGS, check_cone_coherence, check_cone_prediction,
+from tanbias.book.exercises_cone import (SETTINGS, _toy_outcomes, check_cone_coherence, check_cone_prediction,
                                          reference_coherence, reference_prediction)
 
 
@@ -69,6 +69,19 @@ def test_malformed_answers_get_a_message_that_says_what_was_expected():
     with pytest.raises(AssertionError, match="still raises NotImplementedError"):
         check_cone_coherence(stub)
 
+    def singular(W, x):
+        raise np.linalg.LinAlgError("Singular matrix")
+    with pytest.raises(AssertionError, match="raised LinAlgError on the case .*Singular matrix"):
+        check_cone_coherence(singular)
+
+
+def test_the_aligned_message_is_true_the_aligned_setting_squeezes_too():
+    from tanbias.theory.cone_drift import cone_drift
+    start = cone_drift(1.0, 1.0, sizes=[0.0, 3.0])["tangent"]["participation"][0]
+    toy = _toy_outcomes()
+    assert toy["aligned"]["participation"] < start / 2           # squeezed, though less than orthogonal
+    assert toy["orthogonal"]["participation"] < toy["aligned"]["participation"]
+
 
 def test_numpy_scalars_are_accepted(capsys):
     check_cone_coherence(lambda W, x: np.float32(reference_coherence(W, x)))
@@ -82,7 +95,7 @@ def test_the_prediction_is_graded_against_the_toy(capsys):
         check_cone_prediction({"cone": "orthogonal", "squeezed": "orthogonal"})
     with pytest.raises(AssertionError, match="Not 'own' for 'cone'"):
         check_cone_prediction({"cone": "own", "squeezed": "orthogonal"})
-    with pytest.raises(AssertionError, match="Not 'aligned' for 'squeezed'.*keeps most of its dimensions"):
+    with pytest.raises(AssertionError, match="Not 'aligned' for 'squeezed'.*squeezes the centred cloud too"):
         check_cone_prediction({"cone": "aligned", "squeezed": "aligned"})
     with pytest.raises(AssertionError, match="Not 'own' for 'squeezed'"):
         check_cone_prediction({"cone": "aligned", "squeezed": "own"})
@@ -98,3 +111,5 @@ def test_a_malformed_prediction_says_what_was_expected():
     with pytest.raises(AssertionError, match="must be one of"):
         check_cone_prediction({"cone": 1, "squeezed": "orthogonal"})
     assert set(SETTINGS) == {"aligned", "orthogonal", "own"}
+    with pytest.raises(AssertionError, match=r"prediction\['cone'\] is still None: set your prediction first"):
+        check_cone_prediction({"cone": None, "squeezed": None})

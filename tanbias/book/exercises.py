@@ -47,8 +47,8 @@ from tanbias.lab.analysis.dose_design import level_positions
 from tanbias.lab.config import KINDS
 from tanbias.stats import interval_word
 from tanbias.theory import attention as att
-from tanbias.theory.balancing import (POOLINGS, balancing_effect, pooled_ratio, tied_radii,
-                                      zipf_frequencies)
+from tanbias.theory.balancing import (POOLINGS, balancing_effect, energy_sign_threshold, pooled_ratio,
+                                      tied_radii, zipf_frequencies)
 from tanbias.theory.directional_density import bias_function
 from tanbias.theory.gradients import (gradient_ratio, predicted_rms_constant, split_gradient,
                                       two_token_types)
@@ -65,7 +65,7 @@ __all__ = [
     "reference_more_suppressed", "reference_relative_suppression", "check_exercise_4_2",
     "BALANCING_SETTING", "reference_pooled_ratio", "reference_balancing_sign", "check_exercise_4_3",
     "reference_score_terms", "reference_removal_orders", "check_exercise_5_1",
-    "reference_loop_gains", "check_exercise_6_1",
+    "reference_loop_gains", "check_exercise_6_1", "EX6_COMPOUND_LEAD", "loop_compounds",
     "EX8_SELECTION", "reference_balancing_effect", "check_exercise_8_1",
     "DOSE_SHAPES", "reference_dose_change", "check_exercise_10_1",
 ]
@@ -864,7 +864,8 @@ def reference_balancing_sign(alpha, pooling) -> int:
 
 
 _EX4_3_VOCABS = ((50, 1.0, 0.5), (300, 1.2, 0.1), (1000, 0.6, -0.3), (20, 0.0, 0.4))
-_EX4_3_SIGN_ALPHAS = (-0.5, -0.25, -0.1, 0.05, 0.1, 0.3, 0.5)
+# 0.2 lies between the model's threshold alpha* (about 0.144) and 1/4, the natural wrong guess.
+_EX4_3_SIGN_ALPHAS = (-0.5, -0.25, -0.1, 0.05, 0.1, 0.2, 0.3, 0.5)
 
 _EX4_3_SIGN_MESSAGES = {
     "negative": ("with α < 0 the frequent types are the diffuse ones: balancing makes them rarer, "
@@ -875,11 +876,26 @@ _EX4_3_SIGN_MESSAGES = {
     "strong": ("with a strong tie (α ≥ 1/4) a type's normal energy f η² ∝ f^(1−4α) grows as the type "
                "gets rarer: the rare types hold it, balancing makes them tighter, and the energy "
                "summed over occurrences falls."),
-    "weak": ("with a weak tie (0 < α below about 0.15 here) the frequent types still hold most of the "
-             "normal energy; balancing spreads them, and the summed energy rises."),
+    "weak": ("with a weak tie (0 < α < α* ≈ {alpha_star:.2f} here) the frequent types still hold most "
+             "of the normal energy; balancing spreads them, and the summed energy rises."),
+    "quarter": ("the threshold is not 1/4. Below 1/4 both Σ f^(1−4α) (normal energy) and Σ f^(1−2α) "
+                "(tangent energy) are Schur-concave and rise under balancing. Their ratio falls once the "
+                "denominator wins, from α* ≈ {alpha_star:.2f} here."),
     "occurrence": ("most occurrences belong to frequent types; with α > 0 balancing makes them rarer, "
                    "hence more diffuse, so the mean over occurrences rises."),
 }
+
+
+def _energy_threshold() -> float:
+    """The model's energy threshold alpha* for :data:`BALANCING_SETTING` (computed once)."""
+    global _EX4_3_ALPHA_STAR
+    if _EX4_3_ALPHA_STAR is None:
+        st = BALANCING_SETTING
+        _EX4_3_ALPHA_STAR = energy_sign_threshold(st["V"], st["s_natural"], st["s_balanced"])
+    return _EX4_3_ALPHA_STAR
+
+
+_EX4_3_ALPHA_STAR = None
 
 
 def _check_prediction_signs(prediction, setting_text):
@@ -992,7 +1008,8 @@ def check_exercise_4_3(pooled_ratio=None, prediction=_OMITTED, balancing_sign=No
                 if alpha < 0:
                     return "negative"
                 if pooling == "energy":
-                    return "strong" if alpha >= 0.25 else "weak"
+                    return ("strong" if alpha >= 0.25 else "quarter" if alpha > _energy_threshold()
+                            else "weak")
                 return "occurrence"
 
             answers = {ans for *_, ans, _ in wrong}
@@ -1000,9 +1017,9 @@ def check_exercise_4_3(pooled_ratio=None, prediction=_OMITTED, balancing_sign=No
                 a, p, ans, truth = wrong[0]
                 why = "the sign depends on α and on the pooling; your answer hardly does."
             else:
-                order = ("type", "strong", "weak", "negative", "occurrence")
+                order = ("type", "strong", "quarter", "weak", "negative", "occurrence")
                 a, p, ans, truth = min(wrong, key=lambda w: order.index(category(w[0], w[1])))
-                why = _EX4_3_SIGN_MESSAGES[category(a, p)]
+                why = _EX4_3_SIGN_MESSAGES[category(a, p)].format(alpha_star=_energy_threshold())
             raise AssertionError(f"Exercise 4.3: balancing_sign({a}, {p!r}) is {ans:+d}, the model gives "
                                  f"{truth:+d} ({len(wrong)} of {len(_EX4_3_SIGN_ALPHAS) * 3} answers "
                                  f"differ): {why}")
@@ -1152,6 +1169,15 @@ def check_exercise_5_1(score_terms, removal_orders=None) -> None:
 # ============================================================================
 
 _EX6_STEP = 500
+#: Exercise 6.1's "compounds": the closed loop's gain at least this many times the cut loop's
+#: (the lazy control, init_scale=1, stays below it)
+EX6_COMPOUND_LEAD = 2.0
+
+
+def loop_compounds(gains) -> bool:
+    """Exercise 6.1's criterion: has the closed loop's gain reached ``EX6_COMPOUND_LEAD`` times
+    the cut loop's? ``gains`` is ``{"closed": gain, "cut": gain}``."""
+    return gains["closed"] >= EX6_COMPOUND_LEAD * gains["cut"]
 #: initial scales of Exercise 6.1's runs: the chapter's two, and one the page does not show
 _EX6_SCALES = {"default run (init_scale=0.1)": 0.1, "lazy control (init_scale=1)": 1.0,
                "unseen run (init_scale=0.3)": 0.3}
@@ -1233,7 +1259,8 @@ def check_exercise_6_1(loop_gains, compounds=_OMITTED, larger_lead=_OMITTED) -> 
         ``loop_gains(df, step) -> dict`` with float values under ``"closed"`` and ``"cut"``.
     compounds : bool, optional
         Prediction: in the run at ``init_scale=0.3``, has the closed loop's alignment grown by
-        a larger factor than the cut loop's by step 500?
+        at least ``EX6_COMPOUND_LEAD`` (2) times the cut loop's factor by step 500
+        (:func:`loop_compounds`)? The lazy control does not.
     larger_lead : bool, optional
         Prediction: is the closed loop's lead there (gain closed / gain cut) larger than in the
         chapter's run at ``init_scale=0.1``?
@@ -1259,6 +1286,11 @@ def check_exercise_6_1(loop_gains, compounds=_OMITTED, larger_lead=_OMITTED) -> 
         ref = reference_loop_gains(df, _EX6_STEP)
         ans = _call(loop_gains, "loop_gains", (df.copy(), _EX6_STEP), name, "6.1")
         ans = _check_keys(ans, f"Exercise 6.1: loop_gains on the {name}", ("closed", "cut"))
+        if "update_alignment" in df and all(isinstance(v, (float, np.floating)) and math.isnan(v)
+                                            for v in ans.values()):
+            raise AssertionError("Exercise 6.1: your gains are nan. Did you use `update_alignment`? It is "
+                                 "the alignment of W1 - W1(0), which is nan at step 0; the gain is of "
+                                 "`alignment`.")
         got = {k: _as_float(v, f"Exercise 6.1: loop_gains(...)[{k!r}]") for k, v in ans.items()}
         gains[name] = ref
         if all(_same(got[k], ref[k]) for k in ref):
@@ -1272,12 +1304,15 @@ def check_exercise_6_1(loop_gains, compounds=_OMITTED, larger_lead=_OMITTED) -> 
     rich, lazy, unseen = gains.values()
     lead = {name: g["closed"] / g["cut"] for name, g in gains.items()}
     rich_lead, unseen_lead = lead["default run (init_scale=0.1)"], lead["unseen run (init_scale=0.3)"]
-    if preds["compounds"] is not None and preds["compounds"] != (unseen["closed"] > unseen["cut"]):
+    if preds["compounds"] is not None and preds["compounds"] != loop_compounds(unseen):
         raise AssertionError(
             f"Exercise 6.1: your prediction compounds={compounds!r} does not match the run at "
             f"init_scale=0.3: by step {_EX6_STEP} the closed loop's alignment grew x{unseen['closed']:.3g} "
-            f"and the cut loop's x{unseen['cut']:.3g}. The network still starts small enough to learn "
-            f"features, so each tangent-aligned update still enlarges the next tangent gradient.")
+            f"and the cut loop's x{unseen['cut']:.3g}, a lead of x{unseen_lead:.3g} (the threshold is "
+            f"x{EX6_COMPOUND_LEAD:g}; the lazy control, init_scale=1, reaches "
+            f"x{lead['lazy control (init_scale=1)']:.3g}). "
+            f"The network still starts small enough to learn features, so each tangent-aligned update "
+            f"still enlarges the next tangent gradient.")
     if preds["larger_lead"] is not None and preds["larger_lead"] != (unseen_lead > rich_lead):
         raise AssertionError(
             f"Exercise 6.1: your prediction larger_lead={larger_lead!r} does not match the runs: the closed "

@@ -139,6 +139,9 @@ def check_cone_coherence(fn) -> None:
         except NotImplementedError:
             raise AssertionError("coherence_from_update still raises NotImplementedError: write your "
                                  "code in its body, then run this cell again.") from None
+        except Exception as err:
+            raise AssertionError(f"coherence_from_update raised {type(err).__name__} on the case {label}: "
+                                 f"{err}") from err
         got = _as_float(got, "coherence_from_update")
         if abs(got - expected) <= _RTOL * max(1.0, abs(expected)):
             continue
@@ -179,10 +182,13 @@ _WHY = {
     ("cone", "orthogonal"): "A shared plane that misses the shared input reads only what tokens do not "
                             "share: W m is nearly 0, so there is no common move and no cone.",
     ("cone", "own"): "Planes of their own read a little of the shared input each, but every token's "
-                     "update also reads its own directions: the moves are about as common as a plain "
-                     "gradient's, less common than where one shared plane contains the shared input.",
-    ("squeezed", "aligned"): "The aligned plane moves every token by nearly the same vector: that raises "
-                             "the mean, and the centred cloud keeps most of its dimensions.",
+                     "update also reads its own directions: the moves are somewhat more common than a "
+                     "plain gradient's, far less common than where one shared plane contains the "
+                     "shared input.",
+    ("squeezed", "aligned"): "The aligned plane squeezes the centred cloud too: what each token does not "
+                             "share is also read through the plane's few directions. But those moves are "
+                             "small, since the moves are mostly shared. The orthogonal plane puts the "
+                             "whole move into those few directions.",
     ("squeezed", "own"): "With planes of their own the update has as many input directions as tokens: "
                          "its output is not confined to a few directions.",
 }
@@ -213,6 +219,9 @@ def check_cone_prediction(prediction) -> None:
         raise AssertionError(f"prediction should have exactly the keys 'cone' and 'squeezed', got "
                              f"{sorted(map(str, prediction))}.")
     for key, value in prediction.items():
+        if value is None:
+            raise AssertionError(f"prediction[{key!r}] is still None: set your prediction first, one of "
+                                 f"{choices}. Nothing has been checked yet.")
         if not isinstance(value, str) or value not in choices:
             raise AssertionError(f"prediction[{key!r}] must be one of {choices} (a string), got {value!r}.")
     toy = _toy_outcomes()

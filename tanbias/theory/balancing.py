@@ -28,14 +28,15 @@ What sets the sign (our derivation; the figure and the exercise let a reader fin
 ``c``, ``kappa_g`` and ``t_*`` scale out, so only ``alpha`` and the pooling remain. A Zipf law
 of larger ``s`` majorises one of smaller ``s``; ``sum_i f_i^(1 - alpha)`` is Schur-concave for
 ``0 < alpha < 1`` and ``sum_i f_i^(-alpha)`` Schur-convex for ``alpha > 0``. So balancing raises
-the ``"occurrence"`` pooling for ``alpha > 0`` and lowers the ``"type"`` pooling, and the signs
+the ``"occurrence"`` pooling for ``0 < alpha < 1`` (at ``alpha = 1`` it is constant) and lowers the ``"type"`` pooling, and the signs
 swap for ``-1 < alpha < 0``. For ``"energy"``, ``R^2 ∝ sum_i f_i^(1 - 4 alpha) / sum_i
-f_i^(1 - 2 alpha)``: the normal energy of a type grows as it gets rarer once ``alpha >= 1/4``,
+f_i^(1 - 2 alpha)``: the normal energy of a type grows as it gets rarer once ``alpha > 1/4``,
 and the rare types carry it. For ``1/4 <= alpha <= 1/2`` the numerator is Schur-convex and the
 denominator Schur-concave, so balancing lowers the ratio; numerically it does so for every
 ``alpha`` in ``[1/4, 1]`` tried (``tests/test_balancing.py``). It raises the ratio only in a
-window ``0 < alpha < alpha*``, with ``alpha*`` about 0.15 on the vocabularies of the exercise
-(:func:`energy_sign_threshold`, numerical). For ``alpha < 0`` it lowers it too (numerical).
+window ``0 < alpha < alpha*``, with ``alpha*`` about 0.144 on the vocabularies of the exercise
+(:func:`energy_sign_threshold`, numerical). Between ``alpha*`` and ``1/4`` both sums rise under
+balancing, the denominator faster, so the ratio falls there too: the threshold is not ``1/4``. For ``alpha < 0`` it lowers it too (numerical).
 """
 
 from __future__ import annotations

@@ -29,12 +29,13 @@ share no mean), and one update, the tangent-projected gradient
 it does not show that training does it. :mod:`tanbias.figures.cone_drift` draws it.
 
 The toy's update is an *assumption*, not chapter 4's result. Chapter 4 derives the tangent bias
-only for the centred part ``delta (x - mu)^T`` of a token's gradient; the centroid part
-``delta mu^T``, which reads what all the token's samples share, is left untouched by it. Each toy
-token has one input and no spread around a centroid of its own, and the toy projects that whole
+in the energy of the per-sample gradients ``delta (x - mu)^T``. For the update, their mean, it
+holds only for the covariance part ``sum delta (x - xbar_tok)^T``, centred at the token's own
+sample mean; the rest, ``mean(delta) xbar_tok^T``, reads the token's mean input (the normal
+offset ``t^2 E II / 2`` included) and no bias touches it. Each toy token has one input and no
+spread around a mean of its own, so it has no covariance part, and the toy projects that whole
 input, the shared part ``m`` included. So in the toy the tangent bias acts on the shared input
-by assumption: the update chapter 4 derives, ``sum_k delta_k (mu_k + P_{T_k}(x_k - mu_k))^T``,
-would here be the plain gradient.
+by assumption: in chapter 4's terms the toy's update would be the plain gradient.
 """
 
 from __future__ import annotations
