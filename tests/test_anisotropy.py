@@ -259,7 +259,7 @@ def test_a_planted_metric_is_one_record_and_reaches_the_lab_and_the_command(monk
                                   metrics=ms.anisotropy_readings)
     assert aniso["first_coordinate_share"] == pytest.approx(expected)
     # the report draws it, named and noted by its record, beside the lab's column
-    assert "first_coordinate_share" in fm.drawn_readings()
+    assert "first_coordinate_share" in an.drawn_readings()
     assert mr.reference_columns()["first_coordinate_share"] == "first_coordinate_share"
     fig = fm.reading_figure({"m": {"anisotropy": pd.DataFrame(
         {"language": "en", "layer": [0, 1], "first_coordinate_share": [0.5, 0.6]})}}, "first_coordinate_share")

@@ -196,7 +196,6 @@ def test_a_stage_trains_after_the_design_into_its_own_record_and_stops_at_its_bu
     rec = later["toy-decoder-b-s0"]
     assert rec["exit"] == 0 and rec["steps"] == 2 and rec["seconds_per_step"] > 0 and rec["load"] >= 0
     assert rec["resumed_after"] == 0 and rec["median_step_seconds"] > 0   # a fresh run: every step is this sitting's
-    assert rec["median_step_seconds"] <= rec["seconds_per_step"]           # the wall time adds start-up
     # a stage whose record already holds its budget starts nothing, and says so
     (root / "toy-decoder-b-s0" / "manifest.json").unlink()                # the run is no longer complete
     spent = _toy_design(budget_hours=1e-6)

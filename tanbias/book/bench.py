@@ -244,13 +244,13 @@ class Progress:
     Example
     -------
     >>> lines = []
-    >>> progress = Progress(write=lines.append, clock=iter([0.0, 2.5, 3.0]).__next__)
+    >>> progress = Progress(write=lines.append, clock=iter([0.0, 0.5, 3.0, 3.5]).__next__)
     >>> with progress.part("the clean build"):
     ...     pass
     >>> lines
     ['bench: the clean build ...', 'bench: the clean build done in 2.5 s']
     >>> progress.total()
-    'bench: every part done in 3.0 s'
+    'bench: every part done in 3.5 s'
     """
 
     def __init__(self, write=None, clock=time.perf_counter):

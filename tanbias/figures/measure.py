@@ -27,24 +27,11 @@ from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 from tanbias.theory import anisotropy
 
-__all__ = ["drawn_readings", "READINGS", "READING_NOTES", "reading_figure", "spectrum_figure", "widths_figure",
+__all__ = ["READINGS", "READING_NOTES", "reading_figure", "spectrum_figure", "widths_figure",
            "TRAJECTORY", "trajectory_interactive"]
 
-def drawn_readings() -> tuple[str, ...]:
-    """The readings the report draws, one figure each, in its order: the records of
-    :data:`tanbias.theory.anisotropy.METRICS` the command reads (its own readings and chapter 9's
-    IsoScore*; not the lab's centred mean cosine).
-
-    Example
-    -------
-    >>> drawn_readings()[:2], "centered" in drawn_readings()
-    (('raw', 'mean_share'), False)
-    """
-    return tuple(m.name for m in anisotropy.METRICS if m.command)
-
-
-#: :func:`drawn_readings`, when the package was imported
-READINGS = drawn_readings()
+#: :func:`tanbias.theory.anisotropy.drawn_readings`, when the package was imported
+READINGS = anisotropy.drawn_readings()
 #: What a reading's figure says under it: its record's note
 READING_NOTES = {m.name: m.note for m in anisotropy.METRICS}
 _DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")

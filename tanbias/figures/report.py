@@ -28,11 +28,12 @@ from tanbias.figures import pretrained as fig9
 from tanbias.figures.renderer import PLOT_CONFIG
 import plotly.graph_objects as go
 
-from tanbias.figures.measure import drawn_readings, reading_figure, spectrum_figure, trajectory_interactive
+from tanbias.figures.measure import reading_figure, spectrum_figure, trajectory_interactive
 from tanbias.lab.analysis.measure_folder import split_revisions
 from tanbias.lab.analysis.measure_report import findings, reference_readings
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 from tanbias.lab.runs import ROOT
+from tanbias.theory import anisotropy
 from tanbias.theory.anisotropy import metric
 
 __all__ = ["CHAPTER", "sections", "SECTIONS", "MAX_REVISIONS_DRAWN", "book_url", "chapter_url", "drawn_revisions",
@@ -41,7 +42,7 @@ __all__ = ["CHAPTER", "sections", "SECTIONS", "MAX_REVISIONS_DRAWN", "book_url",
 #: The chapter whose measurements the command runs (its source, without ``.md``).
 CHAPTER = "chapters/09_pretrained_models"
 #: The report's figures, in order: key -> (heading, the section of the book that explains it); one
-#: figure per anisotropy reading (``reading-<name>``, :func:`tanbias.figures.measure.drawn_readings`),
+#: figure per anisotropy reading (``reading-<name>``, :func:`tanbias.theory.anisotropy.drawn_readings`),
 #: when the report is drawn (:func:`sections`).
 _SECTIONS = {
     "premise": ("The premise, under three readings", (CHAPTER, "sec-ch9-premise")),
@@ -57,7 +58,7 @@ _SECTIONS = {
 
 def sections() -> dict:
     """The report's sections in order, ``{key: (heading, (document, label))}``: the fixed ones and one
-    per reading of :func:`tanbias.figures.measure.drawn_readings`, headed by its record's title.
+    per reading of :func:`tanbias.theory.anisotropy.drawn_readings`, headed by its record's title.
 
     Example
     -------
@@ -69,7 +70,7 @@ def sections() -> dict:
         if key != "readings":
             out[key] = value
             continue
-        for r in drawn_readings():
+        for r in anisotropy.drawn_readings():
             title = metric(r).labels[0]
             out[f"reading-{r}"] = (f"Beside the book's models: {title}", ("chapters/13_rival_accounts", "ch-rivals"))
     return out
@@ -128,7 +129,7 @@ def report_figures(tables: dict, reference=None) -> dict:
     figs = {"premise": fig9.premise_interactive(parts), "types": fig9.types_interactive(parts),
             "anisotropy": fig9.anisotropy_interactive(parts)}
     # one figure per reading that every part's table carries (chapter 9's committed tables: IsoScore* alone)
-    figs.update({f"reading-{r}": reading_figure(parts, r, reference) for r in drawn_readings()
+    figs.update({f"reading-{r}": reading_figure(parts, r, reference) for r in anisotropy.drawn_readings()
                  if all(r in t["anisotropy"] for t in parts.values())})
     if all("spectrum" in t for t in parts.values()):
         figs["spectrum"] = spectrum_figure(parts)

@@ -57,7 +57,7 @@ from tanbias._checks import check_array, check_int
 from tanbias.errors import ParameterError
 from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_cov
 
-__all__ = ["Metric", "Cloud", "METRICS", "METRIC", "TOP_COORDINATES", "READINGS", "MEASURE_READINGS", "LABELS",
+__all__ = ["Metric", "Cloud", "METRICS", "METRIC", "TOP_COORDINATES", "READINGS", "MEASURE_READINGS", "drawn_readings", "LABELS",
            "lab_metrics", "command_metrics", "mean_cosine", "pair_contributions", "coordinate_shares", "readings",
            "cosine_contributions", "cosine_top_share", "participation_ratio", "measure_readings", "singular_spectrum"]
 
@@ -522,6 +522,18 @@ def lab_metrics() -> tuple[Metric, ...]:
 def command_metrics() -> tuple[Metric, ...]:
     """The records the measurement command computes (:func:`measure_readings`), in :data:`METRICS`' order."""
     return tuple(m for m in METRICS if m.command == "readings")
+
+
+def drawn_readings() -> tuple[str, ...]:
+    """The readings the measurement's report draws, one figure each, in its order: the records the
+    command reads (its own readings and chapter 9's IsoScore*; not the lab's centred mean cosine).
+
+    Example
+    -------
+    >>> drawn_readings()[:2], "centered" in drawn_readings()
+    (('raw', 'mean_share'), False)
+    """
+    return tuple(m.name for m in METRICS if m.command)
 
 
 #: the readings :func:`readings` returns (every lab run's ``rivals.csv``), in their columns' order
