@@ -292,3 +292,16 @@ def test_every_record_says_its_seeds_and_its_horizon_and_a_cell_may_carry_anothe
     later = findings.verdict_records(findings.analyses(), g, horizons={("mechanisms", "causal_decoder"): 1280})
     assert later.loc[("mechanisms", "causal_decoder"), "horizon"] == 1280
     assert later.loc[("mechanisms", "causal_encoder"), "horizon"] == r["horizon"]
+
+
+def test_the_intros_table_takes_its_rows_from_the_records_and_names_a_missing_cell():
+    import pandas as pd
+
+    cols = ["property", "line of evidence", "verdict", "the rule's word", "deciding effect", "measure", "glue key"]
+    idx = pd.MultiIndex.from_tuples([("rivals", "rivals"), *reversed(findings.HEADLINE_ROWS)])
+    rec = pd.DataFrame([[f"{p}/{e}"] * len(cols) for p, e in idx], index=idx, columns=cols)
+    t = findings.headline_table(rec)
+    assert list(t["verdict"]) == [f"{p}/{e}" for p, e in findings.HEADLINE_ROWS]     # in the intro's order
+    assert "glue key" not in t and "rivals/rivals" not in set(t["verdict"])
+    with pytest.raises(KeyError, match="early"):
+        findings.headline_table(rec.drop(index=[("early", "lab")]))

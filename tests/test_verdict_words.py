@@ -82,7 +82,8 @@ def test_a_planted_word_is_caught_bold_or_not_in_any_case():
     assert vw.unknown_words(found_on(intro + "\n\nThe premise holds, narrowly.\n"), IDX) == ["narrowly"]
     assert vw.unknown_words(found_on(closing + "\n\n**Strongly supported** by every run.\n"), IDX) == ["strongly"]
     assert vw.unknown_words(found_on(closing + "\n\nIt **BARELY** moves.\n"), IDX) == ["barely"]
-    planted = intro.replace('**{eval}`glued["verdict_premise"]`**', '**{eval}`glued["verdict_planted"]`**')
+    planted = intro.replace('{eval}`glued["verdict_premise"]`', '{eval}`glued["verdict_planted"]`')
+    assert planted != intro, "the intro quotes the premise's word"
     assert vw.unknown_words(found_on(planted, {"verdict_planted": "clearly against"}), IDX) == ["clearly"]
     assert vw.unknown_words(["overwhelmingly"], IDX) == ["overwhelmingly"]     # a glued headline word, read whole
 

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WORDS", "SURVIVAL", "DERIVATION",
            "RULES", "ANISOTROPY_KINDS", "property_word", "survival_word", "REPORTS", "analyses", "verdict_grid",
            "cell_href", "closing_table", "survival_table", "headline_words", "chapter_numbers", "Effect",
-           "verdict_records", "RECORD_COLUMNS", "verdicts_csv", "HEADLINE_CELLS"]
+           "verdict_records", "RECORD_COLUMNS", "verdicts_csv", "HEADLINE_CELLS", "HEADLINE_ROWS", "headline_table"]
 
 #: every registered experiment's report (tanbias.lab.experiments.EXPERIMENTS, those a chapter reads), by
 #: name: each exposes ``analyse()``, ``numbers(analysis)`` (what its chapter glues, keys without the
@@ -478,6 +478,34 @@ def headline_words(grid) -> dict:
             raise ValueError(f"headline word {key}={word!r} is not one word: glue single words only "
                              "(DESIGN.md, 'Chapters'); state it in the Markdown beside a check instead.")
     return out
+
+
+#: the introduction's table: the cells of :data:`HEADLINE_CELLS` (the released premise and the derivations
+#: apart: their lines quote no interval), with the early window's causal share beside the lab's peak
+HEADLINE_ROWS = (("premise", "lab"), ("mechanisms", "lab"), ("mechanisms", "causal_decoder"),
+                 ("mechanisms", "causal_encoder"), ("early", "lab"), ("early", "causal_decoder"),
+                 ("balancing", "knobs"), ("adaptive", "knobs"))
+
+
+def headline_table(records) -> pd.DataFrame:
+    """The introduction's verdicts with the effect that decides each: the rows :data:`HEADLINE_ROWS` of
+    :func:`verdict_records`, as the closing page's CSV file gives them. Columns ``property``, ``line of
+    evidence``, ``verdict`` (the top-level word), ``the rule's word``, ``deciding effect`` (with its
+    interval) and ``measure``.
+
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_tuples([*HEADLINE_ROWS, ("rivals", "rivals")])
+    >>> cols = ["property", "line of evidence", "verdict", "the rule's word", "deciding effect", "measure"]
+    >>> rec = pd.DataFrame([[str(i)] * 6 for i in range(len(idx))], index=idx, columns=cols)
+    >>> t = headline_table(rec)
+    >>> len(t), list(t.columns) == cols, t.iloc[-1]["verdict"]
+    (8, True, '7')
+    """
+    missing = [cell for cell in HEADLINE_ROWS if cell not in records.index]
+    if missing:
+        raise KeyError(f"verdict_records has no row for {missing}: HEADLINE_ROWS names cells it does not give")
+    cols = ["property", "line of evidence", "verdict", "the rule's word", "deciding effect", "measure"]
+    return records.loc[list(HEADLINE_ROWS), cols].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- every verdict with its deciding effect
