@@ -32,7 +32,7 @@ def test_findings_state_the_readings_with_their_words(measured_tiny):
     sections = [k for k, _ in said]
     assert {"premise", "anisotropy", "curvature", "alignment", "trajectory"} <= set(sections)
     premise = said[0][1]
-    assert re.search(r"ρ\(log frequency, radius t\) = [+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\], "
+    assert re.search(r"ρ\(log frequency, radius t\) = [+−]\d\.\d\d \[[+−]\d\.\d\d, [+−]\d\.\d\d\], "
                      r"(positive|negative|indistinguishable)", premise), premise
     assert "checkpoint step2" in premise, "a series is read at its last checkpoint"
     # the enrichment's peak over the series is the trajectory table's

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tanbias.numerals import format_spec
+
 from tanbias.errors import ParameterError
 from tanbias.lab.analysis import measure_report as mr
 
@@ -100,7 +102,7 @@ def test_the_findings_are_read_from_the_results_and_compute_nothing(measured_tin
     said = mr.findings(measured_tiny["series"])
     res = measured_tiny["series"]["results"]
     t = res.premise_row("step2", "en", "radius_t")
-    assert any(f"{t['rho']:+.2f}" in text and t["word"] in text for key, text in said if key == "premise")
+    assert any(format_spec(t["rho"], "+.2f") in text and t["word"] in text for key, text in said if key == "premise")
     with pytest.raises(KeyError):
         mr.findings({k: v for k, v in measured_tiny["series"].items() if k != "results"})
     table = mr.findings_table(measured_tiny["series"])

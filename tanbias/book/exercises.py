@@ -864,8 +864,9 @@ def reference_balancing_sign(alpha, pooling) -> int:
 
 
 _EX4_3_VOCABS = ((50, 1.0, 0.5), (300, 1.2, 0.1), (1000, 0.6, -0.3), (20, 0.0, 0.4))
-# 0.2 lies between the model's threshold alpha* (about 0.144) and 1/4, the natural wrong guess.
-_EX4_3_SIGN_ALPHAS = (-0.5, -0.25, -0.1, 0.05, 0.1, 0.2, 0.3, 0.5)
+# 0.16, 0.18 and 0.2 lie between the model's threshold alpha* (about 0.144) and 1/4, the natural wrong
+# guess: a threshold anywhere from about 0.15 to 1/4 fails at one of them
+_EX4_3_SIGN_ALPHAS = (-0.5, -0.25, -0.1, 0.05, 0.1, 0.16, 0.18, 0.2, 0.3, 0.5)
 
 _EX4_3_SIGN_MESSAGES = {
     "negative": ("with α < 0 the frequent types are the diffuse ones: balancing makes them rarer, "

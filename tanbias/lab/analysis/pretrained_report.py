@@ -481,7 +481,7 @@ def row_ci(row: dict, prefix: str = "") -> str:
     """:func:`ci_text` of a row of :func:`results` (``rho``, ``lo``, ``hi``, after ``prefix``).
 
     >>> row_ci({"rho": -0.25, "lo": -0.4, "hi": -0.1})
-    '-0.25 [-0.40, -0.10]'
+    '−0.25 [−0.40, −0.10]'
     """
     return ci_text(row[f"{prefix}rho"], row[f"{prefix}lo"], row[f"{prefix}hi"])
 
