@@ -504,3 +504,20 @@ def test_no_module_reads_a_run_config_by_string_key():
     bad = [f"{m}:{i}" for m, path in MODULES.items()
            for i, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1) if pattern.search(line)]
     assert not bad, f"a config read by string key: {bad}"
+
+
+def test_every_name_a_module_exports_exists():
+    """Each name in a module's ``__all__`` is defined there: the API page's autodoc and a reader's
+    ``from module import *`` fail on one that is not (a stale name once broke the book's build)."""
+    import importlib
+    import pkgutil
+
+    import tanbias
+
+    missing = []
+    for info in pkgutil.walk_packages(tanbias.__path__, "tanbias."):
+        if info.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(info.name)
+        missing += [f"{info.name}.{n}" for n in getattr(mod, "__all__", ()) if not hasattr(mod, n)]
+    assert not missing, f"names in __all__ that the module does not define: {missing}"

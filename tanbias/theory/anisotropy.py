@@ -57,7 +57,7 @@ from tanbias._checks import check_array, check_int
 from tanbias.errors import ParameterError
 from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_cov
 
-__all__ = ["Metric", "Cloud", "METRICS", "METRIC", "TOP_COORDINATES", "READINGS", "MEASURE_READINGS", "drawn_readings", "LABELS",
+__all__ = ["Metric", "Cloud", "METRICS", "metric", "TOP_COORDINATES", "READINGS", "MEASURE_READINGS", "drawn_readings", "LABELS",
            "lab_metrics", "command_metrics", "mean_cosine", "pair_contributions", "coordinate_shares", "readings",
            "cosine_contributions", "cosine_top_share", "participation_ratio", "measure_readings", "singular_spectrum"]
 
