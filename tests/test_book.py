@@ -104,9 +104,10 @@ def test_plotly_js_matches_the_python_package(built_book):
 def test_figures_are_html_and_plotly_js_is_not_embedded(built_book):
     for doc in toc_notebooks():
         text = built_book.page(doc).read_text(encoding="utf8")
-        # the introduction executes only to glue its five lines of findings, the audit trail to show
-        # checks and tables; every chapter draws
-        assert doc in ("intro", "chapters/audit_trail") or "Plotly.newPlot" in text, f"{doc}: no plotly figure in the page"
+        # the introduction executes only to glue its findings and show their table, the audit trail to
+        # show checks and tables, the geometry toolkit to check its worked examples; every chapter draws
+        assert doc in ("intro", "chapters/audit_trail", "chapters/geometry_toolkit") or "Plotly.newPlot" in text, \
+            f"{doc}: no plotly figure in the page"
         assert "plotly.js v" not in text, f"{doc}: plotly.js embedded in the page"
         assert "application/vnd.plotly" not in text
 

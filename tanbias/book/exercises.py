@@ -1351,7 +1351,7 @@ def _ex8_select(metrics, **over):
 def reference_balancing_effect(metrics, kind: str, column: str = "log_enrichment", **over) -> float:
     """Mean over seeds of ``m[kind, balanced, s] - m[kind, natural, s]`` (the selection ``EX8_SELECTION``).
 
-    ``metrics`` is :func:`tanbias.lab.analysis.sweep.run_metrics` of the sweep. Negative:
+    ``metrics`` is :func:`tanbias.lab.analysis.tables.run_metrics` of the sweep. Negative:
     balancing weakens the tangent alignment of that architecture.
     """
     m = _ex8_select(metrics, **over)
@@ -1406,7 +1406,7 @@ def check_exercise_8_1(fn, prediction=None, metrics=None) -> None:
     ----------
     fn : callable
         ``fn(metrics, kind)`` with ``metrics`` the sweep's
-        :func:`tanbias.lab.analysis.sweep.run_metrics` table and ``kind`` in
+        :func:`tanbias.lab.analysis.tables.run_metrics` table and ``kind`` in
         ``{"encoder", "decoder"}``; returns the mean over seeds of (balanced −
         natural) late log enrichment (frozen proxy, mean over layers, all tokens).
     prediction : dict, optional

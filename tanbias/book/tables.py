@@ -9,7 +9,7 @@ decides only how they print:
 * any other number with at most :data:`DEFAULT_DIGITS` significant digits (``301``,
   ``0.00332``, ``0.000525``, ``0.97``; ``2.1e−05`` below 0.0001), never more than
   :data:`MAX_DIGITS`, and no trailing zero (a number rounded upstream, 0.06, does not become
-  0.0600); a negative one with the minus sign U+2212 (``−0.0624``): :func:`format_number` is
+  0.0600); a negative one with the minus sign U+2212 (``−0.0624``): :func:`tanbias.numerals.format_number` is
   :func:`tanbias.numerals.format_number`, the book's one way of writing a number;
 * an interval, a ``(lo, hi)`` pair or two columns named in ``intervals=``, as ``[lo, hi]``;
 * no index that means nothing: row numbers (an unnamed integer index) are dropped, a named
@@ -54,7 +54,7 @@ def _missing(v) -> bool:
 
 
 def format_cell(value, digits: int = DEFAULT_DIGITS, integer: bool = False, na: str = NA) -> str:
-    """One cell: a number (:func:`format_number`), an interval ``(lo, hi)`` as ``[lo, hi]``,
+    """One cell: a number (:func:`tanbias.numerals.format_number`), an interval ``(lo, hi)`` as ``[lo, hi]``,
     a missing value as ``na``, anything else as its text.
 
     Example

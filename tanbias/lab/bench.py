@@ -404,7 +404,7 @@ def bench_measure(model: str = "smollm2-135m", n_tokens: int = 16_384, language:
 
     Loads ``model`` once, times a plain forward pass of the whole model (its language-model
     head included, no hidden states kept) and of its blocks alone over the same rows as the
-    measurement, then :func:`measure_model` into a temporary folder: without the alignment
+    measurement, then :func:`tanbias.lab.analysis.measure.measure_model` into a temporary folder: without the alignment
     test and (with ``alignment``) with it (no report, no progress bars). The wall time is the
     command's whole: loading, the corpus counts, the forward pass, the readings.
 

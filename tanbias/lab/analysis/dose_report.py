@@ -361,7 +361,7 @@ def change_text(metric: str, value: float) -> str:
 
 
 #: the full verdict tables' columns, named for a reader
-_FULL_COLUMNS = {"metric": "reading", "n_seeds": "seeds", "end_to_end": "end-to-end change", "end_to_end_lo": "low",
+_FULL_COLUMNS = {"metric": "reading", "n_seeds": "seeds", "end_to_end": "change", "end_to_end_lo": "low",
                  "end_to_end_hi": "high", "p": "p (raw)", "p_holm": "p (Holm)", "page_p": "Page's trend p",
                  "lof_p": "lack-of-fit p", "progress_end_to_end": "change at matched gain",
                  "progress_lo": "its low", "progress_hi": "its high", "progress_survives": "sign survives"}

@@ -504,8 +504,18 @@ def headline_table(records) -> pd.DataFrame:
     missing = [cell for cell in HEADLINE_ROWS if cell not in records.index]
     if missing:
         raise KeyError(f"verdict_records has no row for {missing}: HEADLINE_ROWS names cells it does not give")
+    import re
+
+    from tanbias.numerals import MINUS, format_number
+
+    def three(match):                   # the book's tables show 3 significant digits at most
+        sign, digits = match.group(1), match.group(2)
+        return sign + format_number(float(digits), 3)
+
     cols = ["property", "line of evidence", "verdict", "the rule's word", "deciding effect", "measure"]
-    return records.loc[list(HEADLINE_ROWS), cols].reset_index(drop=True)
+    out = records.loc[list(HEADLINE_ROWS), cols].reset_index(drop=True)
+    out["deciding effect"] = [re.sub(rf"([+{MINUS}-]?)(\d+\.\d+)", three, str(e)) for e in out["deciding effect"]]
+    return out
 
 
 # --------------------------------------------------------------------------- every verdict with its deciding effect
@@ -738,7 +748,7 @@ def verdict_records(a: dict, grid, horizons: dict | None = None, suffix: str = "
         :data:`SURVIVAL_WORDS`), ``the rule's word``, ``kind`` (of anisotropy), ``rule`` (:data:`RULES`:
         registered, added after the data, ...), ``qualifier``; a survival row's ``what is re-read``,
         ``re-readings that cannot decide`` and ``by the earlier rule`` (``""`` and NA on other rows).
-        The deciding effect, the first reading its rule reads (:func:`_deciding_effects`): ``deciding
+        The deciding effect, the first reading its rule reads (``_deciding_effects``): ``deciding
         effect`` (as a reader quotes it, e.g. ``decoder: ×0.78 [0.73, 0.84]``; where no measured effect
         decides the word, why: a derivation, or many re-readings), ``reading`` (what it reads: ``decoder``),
         ``measure``, ``scale`` (:class:`Effect`'s), ``estimate``, ``low``, ``high`` and ``interval level``

@@ -3,7 +3,7 @@
 :func:`measure_model` runs on one checkpoint (or a series of them) what chapter 9
 runs on the zoo (:mod:`tanbias.lab.analysis.pretrained`, whose functions it calls:
 one source for each measurement), with chapter 9's settings
-(:class:`~tanbias.lab.analysis.pretrained.MeasureSettings`, :func:`measure_settings`):
+(:class:`~tanbias.lab.analysis.pretrained.MeasureSettings`, :func:`tanbias.lab.analysis.measure_inputs.measure_settings`):
 
 * the premise under its three count-matched readings, with the bootstrap over
   documents (``premise.csv``, ``types.csv``);
@@ -23,7 +23,7 @@ its own forward and backward passes on two shorter texts. A measurement is two s
 ``MODEL`` is a zoo name (:data:`tanbias.lab.zoo.ZOO`: measured with chapter 9's
 settings, so its tables are those of ``data/pretrained/<name>/`` for the same text
 and tokens), a local folder that ``transformers`` loads (a causal LM, a masked LM
-or a bare encoder of an architecture in :data:`ARCHITECTURES`), a hub id where
+or a bare encoder of an architecture in :data:`tanbias.lab.loading.ARCHITECTURES`), a hub id where
 the network allows, or a folder of checkpoint folders (``step0/``, ``step1000/``
 ...): a series of revisions gives trajectories over training (``trajectory.csv``).
 
@@ -210,14 +210,14 @@ def measure_model(model, out=None, settings: MeasureSettings | None = None, *, t
 
     ``model`` is a zoo name, a local folder (a checkpoint, or a folder of checkpoint
     folders: all of them, or ``revisions``) or a hub id (with ``revisions``); ``out`` the
-    folder to write (:func:`check_out`; default ``measure-<name>``). ``settings`` and
-    ``overrides`` as :func:`measure_settings` takes them (``n_tokens`` bounds the time and the
+    folder to write (:func:`tanbias.lab.analysis.measure_folder.check_out`; default ``measure-<name>``). ``settings`` and
+    ``overrides`` as :func:`tanbias.lab.analysis.measure_inputs.measure_settings` takes them (``n_tokens`` bounds the time and the
     memory: the hidden states kept are ``(L + 1) x n_tokens x D`` float32); ``text`` a UTF-8
-    file of one's own (:func:`read_documents`); ``alignment``: run the alignment test (a model
+    file of one's own (:func:`tanbias.lab.analysis.measure_inputs.read_documents`); ``alignment``: run the alignment test (a model
     with a language-model head); ``device``: :data:`tanbias.lab.devices.DEVICES`; ``dtype``: the
-    parameters' type in the forward passes (:data:`DTYPES`, checked on ``device`` first);
+    parameters' type in the forward passes (:data:`tanbias.lab.loading.DTYPES`, checked on ``device`` first);
     ``report(tables) -> str``: the HTML written as ``report.html`` (``tables`` as
-    :func:`load_measurement` returns them, the manifest without its final timings); ``argv``:
+    :func:`tanbias.lab.analysis.measure_folder.load_measurement` returns them, the manifest without its final timings); ``argv``:
     the command line that asked for it, recorded in the manifest.
 
     Returns

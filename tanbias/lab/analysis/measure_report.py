@@ -40,6 +40,25 @@ __all__ = ["findings", "findings_table", "REFERENCE_RUNS", "ZOO_MEASURED_DIR", "
            "cost_table", "estimate_table", "widths_table", "TRAJECTORY_RUN", "lab_trajectory"]
 
 def findings(tables: dict) -> list[tuple[str, str]]:
+    """What the measurements say, in sentences, each with the key of the section that explains it
+    (:func:`_findings`), their negative numbers written with the minus sign, as the book writes them.
+
+    Example
+    -------
+    >>> _signed("SmolLM2-135M: ρ = -0.48 [-0.90, -0.07] (from -1.62 to +2.03)")
+    'SmolLM2-135M: ρ = −0.48 [−0.90, −0.07] (from −1.62 to +2.03)'
+    """
+    return [(key, _signed(text)) for key, text in _findings(tables)]
+
+
+def _signed(text: str) -> str:
+    """``text`` with each hyphen-minus that starts a number (not one inside a name) as the minus sign."""
+    from tanbias.numerals import MINUS
+
+    return re.sub(r"(?<![\w.])-(?=\d)", MINUS, text)
+
+
+def _findings(tables: dict) -> list[tuple[str, str]]:
     """What the measurements say, in sentences, each with the key of the section that explains it.
 
     Read from ``tables["results"]``, chapter 9's results of the last checkpoint
@@ -241,7 +260,7 @@ def cost_rule(params: float, layers: int, d_model: int, vocab: int = 128_256, n_
     (the forward pass runs the blocks alone); ``vocab`` and ``d_model`` give the embedding's.
     Time: the forward pass at the zoo's rate of floating-point operations (``2 params`` per
     token), the readings at the zoo's seconds per token and layer, and the alignment test at
-    the zoo's seconds per token of its texts and operation (:func:`probe_tokens` of ``n_tokens``;
+    the zoo's seconds per token of its texts and operation (:func:`tanbias.lab.analysis.measure_inputs.probe_tokens` of ``n_tokens``;
     each rate fitted by least squares through 0 to ``costs``, :func:`zoo_costs`). Memory: the
     weights (``params + vocab d_model``, tied: 4 bytes each in float32, 2 in bfloat16), the hidden states kept (``(layers +
     1) n_tokens d_model`` float32), with the alignment test a batch's logits and their gradients
@@ -445,7 +464,7 @@ TRAJECTORY_RUN = "rivals-decoder-standard-long-s0"
 
 
 def lab_trajectory(run: str = TRAJECTORY_RUN, proxy: str = "refit"):
-    """A lab run's enrichment over training, in the form of :func:`trajectory_table`: what a real
+    """A lab run's enrichment over training, in the form of :func:`tanbias.lab.analysis.measure.trajectory_table`: what a real
     trajectory looks like.
 
     The run's own alignment test at every probe step (``alignment.csv``, all tokens), with a proxy

@@ -12,13 +12,13 @@ This module
 
 * loads committed runs (:func:`load_runs`) and checks the sweep
   (:func:`load_sweep`: every cell has the same seeds and the same training budget);
-* defines the **layer-averaged enrichment** once (:func:`mean_over_layers`):
+* defines the **layer-averaged enrichment** once (:func:`tanbias.lab.analysis.tables.mean_over_layers`):
   the geometric mean over layers, i.e. the mean of ``ln(enrichment)``
   (enrichment is a ratio, so its average is taken on the log scale); chapter
-  7's :func:`run_summary`, chapter 8's :func:`run_metrics` and :func:`timing`
+  7's :func:`run_summary`, chapter 8's :func:`tanbias.lab.analysis.tables.run_metrics` and :func:`timing`
   all use it;
 * reduces each run's alignment table to early / late numbers per layer and
-  frequency bucket (:func:`run_metrics`), then to cell means with seed-level
+  frequency bucket (:func:`tanbias.lab.analysis.tables.run_metrics`), then to cell means with seed-level
   t-intervals (:func:`cell_summary`), and estimates the balancing effect within
   each architecture, the architecture effect within each regime and their
   interaction (the test of additivity), paired by seed (:func:`effects`);
@@ -168,7 +168,7 @@ def summarise(df, keys, col):
 
 def alignment_frame(loaded: dict, proxy: str):
     """All runs' alignment rows for one proxy, with cell columns, ``log_enrichment`` and
-    ``excess_iso``, plus rows ``layer == "mean"`` (:func:`mean_over_layers` per run, step, bucket)."""
+    ``excess_iso``, plus rows ``layer == "mean"`` (:func:`tanbias.lab.analysis.tables.mean_over_layers` per run, step, bucket)."""
     import pandas as pd
 
     frames = []
@@ -186,7 +186,7 @@ def run_summary(loaded: dict, early_frac: float = EARLY_FRAC):
     """One row per (run, proxy): enrichment and excess ΔIsoScore* early vs late, sanity numbers (ch 7).
 
     ``enrichment_init / _early / _late`` are the layer-averaged enrichment of
-    :func:`run_metrics` (geometric mean over layers, bucket ``all``): step 0,
+    :func:`tanbias.lab.analysis.tables.run_metrics` (geometric mean over layers, bucket ``all``): step 0,
     the probe steps with ``0 < frac <= early_frac``, the last probe step.
     ``excess_iso_early / _late`` average the rows of those steps and all layers.
     """
@@ -225,7 +225,7 @@ def run_summary(loaded: dict, early_frac: float = EARLY_FRAC):
 def timing(loaded: dict, proxy: str = "frozen", bucket: str = "all"):
     """When is the tangent enrichment strongest? One row per run.
 
-    On the layer-averaged log enrichment (:func:`mean_over_layers`, bucket
+    On the layer-averaged log enrichment (:func:`tanbias.lab.analysis.tables.mean_over_layers`, bucket
     ``bucket``) against the probe steps after step 0: ``peak_step`` and
     ``peak_frac`` (its fraction of training), ``log_peak``, ``log_late`` (last
     probe step), ``log_early_end`` (the last probe step inside the first
