@@ -379,14 +379,16 @@ def full_verdict_tables(rows) -> list[tuple[pd.DataFrame, dict]]:
     >>> rows = pd.DataFrame({"metric": ["isoscore_late"], "knob": ["token"], "kind": ["encoder"], "n_seeds": [3],
     ...                      "end_to_end_lo": [-0.1], "end_to_end_hi": [0.1], "p_holm": [0.2], "page_p": [0.5]})
     >>> [(list(t.columns), intervals) for t, intervals in full_verdict_tables(rows)]
-    [(['reading', 'knob', 'architecture', 'seeds', 'low', 'high', 'p (Holm)'], {'interval': ('low', 'high')}), (['reading', 'knob', 'architecture', "Page's trend p"], {})]
+    [(['reading', 'knob', 'architecture', 'low', 'high', 'p (Holm)'], {'interval': ('low', 'high')}), (['reading', 'knob', 'architecture', 'seeds', "Page's trend p"], {})]
     """
     t = rows.assign(metric=rows["metric"].map(lambda m: READING_NAMES.get(m, (0, m))[1]))
     t = t.rename(columns={**_FULL_COLUMNS, "kind": "architecture"})
     key = ["reading", "knob", "architecture"]
     secondary = [_FULL_COLUMNS[c] for c in ("page_p", "lof_p", "progress_end_to_end", "progress_lo",
                                               "progress_hi", "progress_survives")]
-    parts = (t[[c for c in t.columns if c not in secondary]], t[key + [c for c in secondary if c in t.columns]])
+    later = [_FULL_COLUMNS["n_seeds"]]          # the seeds go to the second table, so the first fits 1,280 px
+    parts = (t[[c for c in t.columns if c not in secondary + later]],
+             t[key + [c for c in later + secondary if c in t.columns]])
     intervals = {"interval": ("low", "high"), "its interval": ("its low", "its high")}
     return [(part, {k: v for k, v in intervals.items() if v[0] in part}) for part in parts]
 

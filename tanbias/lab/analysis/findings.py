@@ -28,6 +28,7 @@ derivation stops holding.
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING, NamedTuple
 from types import SimpleNamespace
 
@@ -39,7 +40,7 @@ from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_repor
 from tanbias.lab.analysis.causal import EARLY_THRESHOLD
 from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import EXPERIMENTS
-from tanbias.numerals import format_spec
+from tanbias.numerals import MINUS, format_number, format_spec
 from tanbias.stats import interval_word
 
 if TYPE_CHECKING:
@@ -504,10 +505,6 @@ def headline_table(records) -> pd.DataFrame:
     missing = [cell for cell in HEADLINE_ROWS if cell not in records.index]
     if missing:
         raise KeyError(f"verdict_records has no row for {missing}: HEADLINE_ROWS names cells it does not give")
-    import re
-
-    from tanbias.numerals import MINUS, format_number
-
     def three(match):                   # the book's tables show 3 significant digits at most
         sign, digits = match.group(1), match.group(2)
         return sign + format_number(float(digits), 3)

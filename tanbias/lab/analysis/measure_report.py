@@ -23,6 +23,7 @@ import numpy as np
 
 from tanbias._checks import check_choice, check_int
 from tanbias.errors import ParameterError
+from tanbias.numerals import MINUS, format_number
 from tanbias.lab import zoo
 from tanbias.lab.analysis import pretrained as pt
 from tanbias.lab.analysis.measure_folder import MEASURED_DIR, load_measurement, split_revisions
@@ -41,7 +42,7 @@ __all__ = ["findings", "findings_table", "REFERENCE_RUNS", "ZOO_MEASURED_DIR", "
 
 def findings(tables: dict) -> list[tuple[str, str]]:
     """What the measurements say, in sentences, each with the key of the section that explains it
-    (:func:`_findings`), their negative numbers written with the minus sign, as the book writes them.
+    (``_findings``), their negative numbers written with the minus sign, as the book writes them.
 
     Example
     -------
@@ -53,8 +54,6 @@ def findings(tables: dict) -> list[tuple[str, str]]:
 
 def _signed(text: str) -> str:
     """``text`` with each hyphen-minus that starts a number (not one inside a name) as the minus sign."""
-    from tanbias.numerals import MINUS
-
     return re.sub(r"(?<![\w.])-(?=\d)", MINUS, text)
 
 
@@ -110,7 +109,7 @@ def _language_findings(res, label: str, lang: str, name: str, where: str) -> lis
                           f"{row['iso_max']:.2f}; outlier dimensions: {row['outliers']}.")]
     if row["sink"]:
         ratio = row["sink_ratio_max"]
-        out.append(("anisotropy", f"{name}: the first position's norm is up to {ratio:.1f} times the median "
+        out.append(("anisotropy", f"{name}: the first position's norm is up to {format_number(ratio, 3)} times the median "
                     f"elsewhere (block {row['sink_ratio_layer']}): "
                     f"{'a sink' if ratio > SINK_RATIO else 'no sink'} by chapter 9's rule (above "
                     f"{SINK_RATIO:.0f} times)."))

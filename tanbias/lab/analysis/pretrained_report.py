@@ -520,7 +520,7 @@ def premise_table(pretrained: dict):
                 p = res.premise_row(name, lang, reading)
                 rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang), "reading": reading,
                              "types": p["n"], "ρ, last layer": row_ci(p), "last layer": p["word"],
-                             "ρ over the blocks": f"{p['min']:+.2f} to {p['max']:+.2f}",
+                             "ρ over the blocks": f"{format_spec(p['min'], '+.2f')} to {format_spec(p['max'], '+.2f')}",
                              "band over the blocks": p["band"], "band above 0 at": p["band_pos_layers"],
                              "band below 0 at": p["band_neg_layers"]})
     return pd.DataFrame(rows).set_index(["model", "language", "reading"])
@@ -646,7 +646,7 @@ def alignment_table(pretrained: dict):
             if a is None:
                 continue
             rows.append({"model": name, "network": label, "median enrichment": round(a["median"], 2),
-                         "range": f"{a['min']:.2f} to {a['max']:.2f}", "layers below 1": a["below"],
+                         "range": f"{format_spec(a['min'], '.2f')} to {format_spec(a['max'], '.2f')}", "layers below 1": a["below"],
                          "last layer": round(a["last"], 2)})
     return pd.DataFrame(rows).set_index(["model", "network"])
 
