@@ -582,10 +582,10 @@ def encoder_table(pretrained: dict, names=("minilm-l6", "me5-small")):
                          "tokens": row["tokens"], "types (m = 8)": t["n"],
                          "ρ(freq, t), last block [95 %]": row_ci(t),
                          "last block": t["word"], "band over blocks": t["band"],
-                         "peak mean cosine": f"{row['cos_max']:.2f}",
+                         "peak mean cosine": format_spec(row['cos_max'], ".2f"),
                          "at block": row["cos_max_layer"],
-                         "peak IsoScore*": f"{row['iso_max']:.2f}",
-                         "median curvature slope": f"{row['curv_median']:+.2f}",
+                         "peak IsoScore*": format_spec(row['iso_max'], ".2f"),
+                         "median curvature slope": format_spec(row['curv_median'], "+.2f"),
                          "blocks whose slope interval holds 2": f"{row['curv_two']} of {row['curv_layers']}"})
     return pd.DataFrame(rows)
 
