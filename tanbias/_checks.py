@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from tanbias.errors import ParameterError
+from tanbias.errors import ParameterError, PrecisionLossError
 
 __all__ = [
     "format_interval",
@@ -35,7 +35,16 @@ __all__ = [
     "max_radius",
     "check_radius",
     "check_radii",
+    "PRECISION_RTOL",
+    "check_above_floor",
+    "check_resolved",
 ]
+
+#: The relative rounding error beyond which a function refuses its argument
+#: (:class:`~tanbias.errors.PrecisionLossError`): 1 %. Below it an answer that is a
+#: small difference of large numbers (a normal part, a directional bias) keeps at
+#: least two correct digits.
+PRECISION_RTOL = 1e-2
 
 
 def _fmt_bound(x) -> str:
@@ -466,8 +475,72 @@ def max_radius(manifold):
     return None
 
 
+def check_above_floor(name: str, value: float, floor: float, why: str) -> float:
+    """Raise :class:`~tanbias.errors.PrecisionLossError` when ``value < floor``.
+
+    ``floor`` is where float64 rounding reaches :data:`PRECISION_RTOL` of the answer;
+    ``why`` says which difference loses its digits and what to do.
+
+    Example
+    -------
+    >>> check_above_floor("eta_g", 1e-3, 1e-12, "")
+    0.001
+    """
+    if value < floor:
+        raise PrecisionLossError(
+            f"{name}={_fmt_value(value)} is below the precision floor: valid range is "
+            f"{format_interval(float(f'{floor:.3g}'), None, lo_open=False)}. {why}".rstrip())
+    return value
+
+
+def check_resolved(t, manifold, name: str = "t") -> float:
+    """Refuse a radius at which the normal part of ``y - mu`` is float64 rounding.
+
+    A point at geodesic radius ``t`` has a normal part of size about ``c t^2``
+    (``c = sqrt(E||II(u,u)||^2) / 2``), computed as a difference ``y - mu`` whose
+    rounding is about ``eps (||mu|| + t)``. ``manifold.normal_floor()`` is the radius
+    where that rounding reaches :data:`PRECISION_RTOL` of the normal part; a manifold
+    without one (flat, or not a :class:`~tanbias.theory.manifolds.Submanifold`) has
+    no floor.
+
+    Raises
+    ------
+    PrecisionLossError
+        ``t`` below the floor.
+
+    Example
+    -------
+    >>> class Curved:                  # the interface of tanbias.theory.manifolds.Submanifold
+    ...     mu = np.zeros(3)
+    ...     def normal_floor(self): return 1e-12
+    ...     def normal_size(self, t): return 0.5 * t ** 2
+    >>> check_resolved(0.01, Curved())
+    0.01
+    >>> check_resolved(1e-13, Curved())                   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tanbias.errors.PrecisionLossError: t=1e-13 is below the precision floor: valid range is [1e-12, inf). ...
+    """
+    floor_of = getattr(manifold, "normal_floor", None)
+    if floor_of is None:
+        return t
+    floor = float(floor_of())
+    eps = float(np.finfo(np.float64).eps)
+    mu = float(np.linalg.norm(getattr(manifold, "mu", 0.0)))
+    return check_above_floor(
+        name, t, floor,
+        f"At this radius the normal part of y - mu (about {manifold.normal_size(t):.2g}) "
+        f"is within a factor {1 / PRECISION_RTOL:g} of the rounding of y - mu (about "
+        f"{eps * (mu + t):.2g}, from |mu| = {mu:.3g}), so every normal quantity would be "
+        f"rounding noise. Pass a larger radius, or build the manifold with its base point "
+        f"mu nearer the origin.")
+
+
 def check_radius(t, manifold=None, name: str = "t") -> float:
     """Check a geodesic radius ``t`` in ``(0, max_radius(manifold)]``; return it as a float.
+
+    With a manifold, ``t`` must also stand above its precision floor
+    (:func:`check_resolved`; :class:`~tanbias.errors.PrecisionLossError`).
 
     Example
     -------
@@ -479,9 +552,10 @@ def check_radius(t, manifold=None, name: str = "t") -> float:
     tanbias.errors.ParameterError: t=-1.0 is out of range: valid range is (0, inf). Pass a positive radius.
     """
     hi = max_radius(manifold)
-    return check_real(name, t, 0, hi, hi_open=False,
-                      hint="Pass a positive radius" + ("" if hi is None else
-                            " inside the manifold's patch") + ".")
+    t = check_real(name, t, 0, hi, hi_open=False,
+                   hint="Pass a positive radius" + ("" if hi is None else
+                         " inside the manifold's patch") + ".")
+    return check_resolved(t, manifold, name) if manifold is not None else t
 
 
 def check_radii(ts, manifold=None) -> np.ndarray:

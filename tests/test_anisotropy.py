@@ -176,3 +176,91 @@ def test_the_singular_spectrum_is_numpys_in_any_chunking():
     assert np.allclose(an.singular_spectrum(W.T), want, rtol=1e-9)
     with pytest.raises(ParameterError, match="chunk"):
         an.singular_spectrum(W, chunk=0)
+
+
+def test_every_table_of_readings_derives_from_the_records():
+    """READINGS, MEASURE_READINGS and LABELS are the records' (no list of their own); the lab's columns keep
+    the order every committed rivals.csv has, and every record is computed once per cloud."""
+    assert an.READINGS == ("raw", "centered", "standardised", "type_balanced", "mean_share", "top_share")
+    assert an.MEASURE_READINGS == tuple(m.name for m in an.METRICS if m.command == "readings")
+    assert set(an.LABELS) == {m.name for m in an.METRICS} and len(an.METRICS) == len(an.LABELS)
+    assert sorted(m.lab for m in an.METRICS if m.lab is not None) == list(range(len(an.READINGS)))
+    assert all(m.command in (None, "readings", "chapter 9") for m in an.METRICS)
+
+
+def test_a_cloud_computes_what_its_readings_share_once(monkeypatch):
+    calls = []
+    norms = an._norms
+    monkeypatch.setattr(an, "_norms", lambda X: calls.append(X.shape) or norms(X))
+    X = np.random.default_rng(3).normal(size=(400, 6)) + 1.0
+    r = an.measure_readings(X, type_ids=np.arange(400) % 7)
+    # the rows' norms once, the centred rows' never (the command leaves the centred cosine out), the
+    # standardised rows' once
+    assert calls.count((400, 6)) == 2 and len(r) == len(an.MEASURE_READINGS)
+
+
+def test_a_spectrum_handed_over_gives_the_participation_ratio_of_the_covariance():
+    """The command reads the participation ratio off the scatter matrix's eigenvalues that chapter 9's
+    anisotropy computed: a multiple of the covariance's, in another order, the same ratio."""
+    X = np.random.default_rng(4).normal(size=(600, 10)) * np.linspace(1, 4, 10)
+    Xc = X - X.mean(axis=0)
+    scatter = np.linalg.eigvalsh(Xc.T @ Xc)[::-1]
+    handed = an.Cloud(X, spectrum=scatter).read(["participation_ratio"])["participation_ratio"]
+    assert handed == pytest.approx(an.participation_ratio(X), rel=1e-12)
+
+
+def test_the_participation_ratio_counts_the_directions_of_a_planted_cloud():
+    rng = np.random.default_rng(0)
+    k = 5
+    X = np.zeros((20000, 12))
+    X[:, :k] = rng.normal(size=(20000, k))                   # k equal directions, the rest empty
+    assert an.participation_ratio(X) == pytest.approx(k, rel=0.02)
+    assert an.participation_ratio(X + 50.0) == pytest.approx(k, rel=0.02)   # a shared mean leaves it unmoved
+
+
+def test_a_planted_metric_is_one_record_and_reaches_the_lab_and_the_command(monkeypatch):
+    """A new reading is one record: the lab's readings (every run's rivals.csv), the command's readings
+    (its anisotropy.csv, through chapter 9's per-layer tables), the report's figures and the lab's
+    reference columns all read it, and no other list names it."""
+    import pandas as pd
+
+    from tanbias.figures import measure as fm
+    from tanbias.lab.analysis import measure as ms
+    from tanbias.lab.analysis import measure_report as mr
+    from tanbias.lab.analysis import pretrained as pt
+    from tanbias.lab.analysis.tables import reading_rows
+    from tanbias.lab.experiments import rivals_config
+    from tanbias.theory import alignment as al
+
+    planted = an.Metric("first_coordinate_share", lambda c: float(c.variances[0] / c.variances.sum()),
+                        ("share of the first coordinate's variance", "first coordinate's share", "first"),
+                        "A planted reading: the first coordinate's share of the variance.", lab=6,
+                        command="readings", reference="first_coordinate_share")
+    monkeypatch.setattr(an, "METRICS", (*an.METRICS, planted))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 16)) * np.r_[4.0, np.ones(15)]
+    expected = float(X.var(axis=0)[0] / X.var(axis=0).sum())
+    assert an.readings(X)["first_coordinate_share"] == pytest.approx(expected)
+    assert list(an.measure_readings(X))[-1] == "first_coordinate_share"
+    # the lab: a run's rivals.csv rows
+    cfg = rivals_config("decoder", "standard-control", 0, steps=10, size="smoke",
+                        probe={"rank": 3, "local_rank": 2, "n_controls": 4, "min_count": 3})
+    D, n = 24, 256
+    vt = np.linalg.qr(rng.normal(size=(D, D)))[0].T
+    p = al.planted_tangent_data(n=n, D=D, d=3, rng=1)
+    cap = {"acts": p.X[None].astype(np.float16), "grads": (p.G / np.abs(p.G).max())[None].astype(np.float16),
+           "grad_scale": np.ones(1, np.float32), "token_ids": rng.integers(5, 40, n),
+           "wu_vt": vt.astype(np.float32), "wu_s": np.linspace(2, 1, D).astype(np.float32)}
+    row = reading_rows({0: cap, 9: cap}, cfg)[0]
+    assert list(row)[4:4 + len(an.READINGS) + 1] == [*an.READINGS, "first_coordinate_share"]
+    # the command: chapter 9's per-layer anisotropy row, with the command's readings
+    ids = rng.integers(0, 30, 500)
+    _, aniso, _ = pt.layer_tables(X, np.zeros(500, bool), ids, np.ones(30), np.ones(30), 3, 2, 2, 1,
+                                  metrics=ms.anisotropy_readings)
+    assert aniso["first_coordinate_share"] == pytest.approx(expected)
+    # the report draws it, named and noted by its record, beside the lab's column
+    assert "first_coordinate_share" in an.drawn_readings()
+    assert mr.reference_columns()["first_coordinate_share"] == "first_coordinate_share"
+    fig = fm.reading_figure({"m": {"anisotropy": pd.DataFrame(
+        {"language": "en", "layer": [0, 1], "first_coordinate_share": [0.5, 0.6]})}}, "first_coordinate_share")
+    assert fig.layout.yaxis.title.text == "first coordinate's share"

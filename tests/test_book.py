@@ -104,9 +104,10 @@ def test_plotly_js_matches_the_python_package(built_book):
 def test_figures_are_html_and_plotly_js_is_not_embedded(built_book):
     for doc in toc_notebooks():
         text = built_book.page(doc).read_text(encoding="utf8")
-        # the introduction executes only to glue its five lines of findings, the audit trail to show
-        # checks and tables; every chapter draws
-        assert doc in ("intro", "chapters/audit_trail") or "Plotly.newPlot" in text, f"{doc}: no plotly figure in the page"
+        # the introduction executes only to glue its findings and show their table, the audit trail to
+        # show checks and tables, the geometry toolkit to check its worked examples; every chapter draws
+        assert doc in ("intro", "chapters/audit_trail", "chapters/geometry_toolkit") or "Plotly.newPlot" in text, \
+            f"{doc}: no plotly figure in the page"
         assert "plotly.js v" not in text, f"{doc}: plotly.js embedded in the page"
         assert "application/vnd.plotly" not in text
 
@@ -231,10 +232,16 @@ def test_launch_repository_and_issue_links_derive_from_the_repository_setting(bu
     assert not bad, bad
 
 
+#: a negative number written with the hyphen-minus: a minus sign before a digit, at the start of a cell or
+#: after a space, a bracket, a parenthesis or a comma
+HYPHEN_MINUS = re.compile(r"(?:^|[\s\[(,])-\d")
+
+
 def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
     """Every table in a chapter's outputs comes from :func:`tanbias.book.tables.format_table`: its
     class, no index column, and no number printed with more significant digits than the
-    helper ever prints (:func:`tanbias.book.tables.too_precise`), and headers in words: no code name
+    helper ever prints (:func:`tanbias.book.tables.too_precise`), nor with the hyphen-minus for the
+    minus sign U+2212 (:mod:`tanbias.numerals`), and headers in words: no code name
     such as ``planned_sd`` (:func:`tanbias.book.tables.header`; mathematics aside)."""
     from tanbias.book.tables import CODE_NAME, MAX_DIGITS, TABLE_CLASS, too_precise
 
@@ -250,6 +257,9 @@ def test_every_table_a_chapter_shows_is_formatted_by_the_one_helper(built_book):
             long = [n for cell in table["cells"] for n in too_precise(cell, MAX_DIGITS)]
             if long:
                 problems.append(f"numbers with more than {MAX_DIGITS} significant digits: {long[:8]}")
+            hyphens = [cell for cell in table["cells"] if HYPHEN_MINUS.search(cell)]
+            if hyphens:
+                problems.append(f"numbers with a hyphen-minus, not U+2212 (tanbias.numerals): {hyphens[:8]}")
             code = [h for h in table["header_texts"] if CODE_NAME.search(re.sub(r"\\\(.*?\\\)", "", h))]
             if code:
                 problems.append(f"headers that are code names: {code}; give them words in tables.HEADER_WORDS")
@@ -285,3 +295,41 @@ def test_citations_link_their_entry_in_the_bibliography(built_book):
             year = re.search(r"\d{4}", label)[0]
             assert year in entries[(target, anchor)], (label, entries[(target, anchor)][:80])
     assert seen >= len(bibliography_entries()), f"only {seen} citations in the book"
+
+
+def _rows(table) -> list[dict]:
+    """The rows of a table of :func:`bookhelpers.output_tables`, ``{header: cell}`` each."""
+    heads = table["header_texts"]
+    body = table["cells"][len(heads):]
+    return [dict(zip(heads, body[i:i + len(heads)])) for i in range(0, len(body), len(heads))]
+
+
+def test_the_closing_page_offers_every_verdict_as_a_csv_file_equal_to_its_tables(built_book):
+    """The CSV file the closing page links is in the built book (offline, under _downloads) and holds the
+    page's two tables: the same rows, in order, with the same words; the headline figure's SVG file is
+    there too, and the page shows it."""
+    import csv
+    import io
+    import xml.etree.ElementTree as ET
+
+    page = built_book.page("chapters/conclusions")
+    text = page.read_text(encoding="utf8")
+    links = dict.fromkeys(h for h in HREF.findall(text) if h.endswith((".csv", ".svg")))
+    files = {Path(h).suffix: (page.parent / h).resolve() for h in links}
+    assert set(files) == {".csv", ".svg"} and all(f.is_file() for f in files.values()), links
+    assert all("_downloads" in f.parts and built_book.html in f.parents for f in files.values())
+    rows = list(csv.DictReader(io.StringIO(files[".csv"].read_text(encoding="utf-8"))))
+    verdicts, survival = (_rows(t) for t in output_tables(text)[:2])
+    assert len(rows) == len(verdicts) + len(survival) and verdicts and survival
+    name = ""
+    for row, shown in zip(rows, verdicts):
+        name = shown["property"] or name
+        assert row["property"] == name
+        for column in ("line of evidence", "verdict", "the rule's word", "kind", "rule", "qualifier"):
+            assert row[column] == shown[column], (column, row[column], shown[column])
+    for row, shown in zip(rows[len(verdicts):], survival):
+        assert (row["property"], row["verdict"], row["what is re-read"], row["by the earlier rule"]) == (
+            shown["property"], shown["against the rivals"], shown["what is re-read"], shown["by the earlier rule"])
+        assert row["re-readings that cannot decide"] == shown["re-readings that cannot decide"]
+    assert ET.parse(files[".svg"]).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    assert re.search(r'<img[^>]+src="[^"]+\.svg"', text), "the page does not show the headline figure"

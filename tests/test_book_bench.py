@@ -17,7 +17,8 @@ REPORT = {
     "book_build_s": 80.0, "book_build_ok": True, "ok": True, "path": "bench.json",
     "chapters": [{"doc": "chapters/01", "exec_s": 4.0, "page_bytes": 300_000,
                   "interactives": [{"name": "ch1-a", "median_ms": 5.0, "p95_ms": 9.0}]}],
-    "lab": {"tokens_per_s": 2000.0, "per_step_inline_ratio": 1.0, "per_step_separate_ratio": 2.0,
+    "lab": {"size": "small", "kind": "decoder", "flop_per_token": 9.4e6, "load_average": 0.96,
+            "tokens_per_s": 2000.0, "per_step_inline_ratio": 1.0, "per_step_separate_ratio": 2.0,
             "run_overhead_inline": 1.0, "run_overhead_separate": 1.05, "speedup": 1.6,
             "precisions": {"fp32": {"tokens_per_s": 2000.0, "peak_fraction": 0.6, "gemm_gflops": 78.0,
                                     "run_overhead_inline": 1.0},
@@ -37,6 +38,33 @@ REPORT = {
     "alias": {"runs_finished": 2, "sittings": 2, "wall_seconds": 1800.0, "budget_seconds": 14400.0,
               "run_seconds": 3400.0},
 }
+
+
+def test_each_part_says_when_it_starts_and_ends_with_its_time(monkeypatch):
+    """make bench shows its progress: each part of the lab's and the command's timings as it starts
+    and as it ends, with its time (a planted clock: no timing is run); a part that fails says so and
+    the next one runs."""
+    import itertools
+
+    from tanbias.book import bench
+    from tanbias.lab import bench as lab_bench
+
+    monkeypatch.setattr(lab_bench, "bench_lab", lambda **k: {"tokens_per_s": 1.0})
+    monkeypatch.setattr(lab_bench, "bench_surgery", lambda **k: 1 / 0)
+    monkeypatch.setattr(lab_bench, "bench_ddp", lambda **k: {"speedup": 1.0})
+    monkeypatch.setattr(lab_bench, "bench_measure", lambda **k: {"ratio": 2.0})
+    lines, clock = [], itertools.count(0.0, 1.5)
+    progress = bench.Progress(write=lines.append, clock=lambda: next(clock))
+    report = {}
+    bench._bench_lab_and_measure(report, True, progress)
+    assert lines == ["bench: the lab's training and probe ...", "bench: the lab's training and probe done in 1.5 s",
+                     "bench: the gradient surgery ...", "bench: the gradient surgery FAILED after 1.5 s",
+                     "bench: one process against torchrun ...", "bench: one process against torchrun done in 1.5 s",
+                     "bench: the measurement command ...", "bench: the measurement command done in 1.5 s"]
+    assert report["measure"] == {"ratio": 2.0} and "ZeroDivisionError" in report["surgery"]["error"]
+    assert set(progress.seconds) == {"the lab's training and probe", "the gradient surgery",
+                                     "one process against torchrun", "the measurement command"}
+    assert progress.total().startswith("bench: every part done in ")
 
 
 def test_a_report_within_every_target_says_so():
@@ -77,12 +105,15 @@ def test_the_measure_command_over_its_target_is_named():
     assert over_targets(r) == [] and "with it" not in format_report(r)
 
 
-def _quoted_row(doc: str, name: str) -> str:
+def _quoted_row(doc: str, name: str, stage: str | None = None, stages=()) -> str:
+    """The table row of ``doc`` that quotes ``make <name>``: the row that names ``stage`` (a stage's
+    title), or, without it, the one that names none of the design's ``stages``."""
     from tanbias.lab.runs import ROOT
 
     rows = [line for line in (ROOT / doc).read_text(encoding="utf8").splitlines()
-            if line.startswith("|") and f"`make {name}`" in line]
-    assert len(rows) == 1, f"{doc} has {len(rows)} table rows for make {name}"
+            if line.startswith("|") and f"`make {name}`" in line
+            and (stage in line if stage else not any(st in line for st in stages))]
+    assert len(rows) == 1, f"{doc} has {len(rows)} table rows for make {name}" + (f", {stage}" if stage else "")
     return rows[0]
 
 
@@ -98,15 +129,18 @@ def test_the_readme_and_the_lab_guide_quote_each_experiments_recorded_wall_time(
     from tanbias.lab import runs
     from tanbias.lab.experiments import EXPERIMENTS
 
-    for name, (record, budget, _title) in budgeted_experiments().items():
+    for key, (record, budget, _title) in budgeted_experiments().items():
         rec = experiment_record(runs.ROOT, record, budget)
         if rec is None:
             continue
         hours = f"{rec['wall_seconds'] / 3600:.1f} h"
-        names = EXPERIMENTS[name].names()
+        name, _, stage = key.partition("-")          # a stage's record: <design>-<stage>.json
+        design = EXPERIMENTS[name]
+        names = design.names(stage=stage) if design.stages else design.names()
+        titles = [st.title for st in design.stages]
         done = sum(runs.is_complete(runs.run_dir(n)) for n in names)
         for doc in ("README.md", "chapters/lab_guide.md"):
-            row = _quoted_row(doc, name)
+            row = _quoted_row(doc, name, design.stage(stage).title if stage else None, titles)
             assert hours in row, f"{doc}: make {name} should quote the recorded {hours}: {row}"
             if done < len(names):
                 quoted = re.search(rf"\b{done} (committed )?in {re.escape(hours)}", row)

@@ -82,17 +82,20 @@ def _changed(page, handle, old: str, what: str) -> str:
     return handle.evaluate(DATA_JS)
 
 
-#: JavaScript: every table and figure of the article (closed dropdowns opened) wider than the article's
-#: column, as [tag, width, column width, first words]
+#: JavaScript: every table, figure, <pre> block (code, a command, printed output) and output block of the
+#: article (closed dropdowns opened) wider than the room it has, or whose content runs past its own box
+#: (cut off, or hidden behind a sideways scroll), as [tag, width, room, first words]
 TOO_WIDE_JS = """() => {
   document.querySelectorAll('main details').forEach(d => d.open = true);
   const art = document.querySelector('main article') || document.querySelector('main');
   const col = art.getBoundingClientRect().width;
-  // the room a table or figure has: the column, or the narrower output box of the cell (or the
-  // dropdown's output) it is drawn in, where a wider one would scroll sideways
+  // the room a block has: the column, or the narrower output box of the cell (or the dropdown's
+  // output) it is drawn in, where a wider one would scroll sideways
   const room = e => { const box = e.parentElement.closest('.cell_output, .output');
                       return box ? Math.min(col, box.clientWidth) : col; };
-  return [...art.querySelectorAll('table, .plotly-graph-div')]
+  const blocks = [...art.querySelectorAll('table, .plotly-graph-div, pre, .cell_output, .output')];
+  return blocks
+    .filter(e => e.getBoundingClientRect().width > 0)
     .map(e => [e.tagName, Math.round(Math.max(e.scrollWidth, e.getBoundingClientRect().width)), Math.round(room(e)),
                (e.innerText || '').slice(0, 60)])
     .filter(([, w, r]) => w > r + 1);
@@ -109,6 +112,28 @@ def test_the_width_check_measures_a_table_against_its_output_box(browser, table_
                          f'<table style="width: {table_px}px"><tr><td>x</td></tr></table></div></article></main>')
         found = page.evaluate(TOO_WIDE_JS)
         assert (found == []) == fits, found
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("wrap, fits", [(False, False), (True, True)])
+def test_the_width_check_catches_a_long_output_line_and_the_books_style_wraps_it(browser, wrap, fits):
+    """A printed line of 1,500 px in a 600 px output box is caught, as the measure page's findings once
+    were (cut off mid-word); the book's own style sheet (assets/tanbias.css) wraps it, and then it fits."""
+    from bookhelpers import ROOT
+
+    css = (ROOT / "assets" / "tanbias.css").read_text(encoding="utf8") if wrap else ""
+    line = " ".join(["anisotropy"] * 150)                     # about 1,500 px of monospace text
+    page = browser.new_page(viewport={"width": 1000, "height": 600})
+    try:
+        page.set_content(f'<style>pre {{ font: 11px monospace; overflow: auto; }} {css}</style>'
+                         '<main><article style="width: 700px"><div class="cell_output" style="width: 600px">'
+                         f'<div class="output stream"><pre>{line}</pre></div></div></article></main>')
+        width = page.evaluate("() => document.querySelector('pre').scrollWidth")
+        found = page.evaluate(TOO_WIDE_JS)
+        assert (found == []) == fits, found
+        if not fits:
+            assert width >= 1500 and found[0][0] == "PRE", (width, found)
     finally:
         page.close()
 
@@ -180,7 +205,7 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
                 assert back != before, f"{doc}: figure {i}'s sliders do not combine"
             page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}-fig{i}.png"))
         page.screenshot(path=str(screenshot_dir / f"{doc.replace('/', '_')}.png"))
-        # no table or figure is wider than the column it sits in, on a laptop and in a narrow window
+        # no table, figure, code or output block is wider than its room, on a laptop and in a narrow window
         for width in READING_WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             page.wait_for_timeout(300)                 # plotly redraws a responsive figure on resize
@@ -195,7 +220,7 @@ def test_page_renders_math_figures_and_sliders(doc, built_book, browser, screens
 def measure_report(tmp_path_factory):
     """The report ``python -m tanbias measure`` writes for a tiny Llama at three checkpoints."""
     from tanbias.__main__ import main
-    from tanbias.lab.analysis.measure import MIN_TOKENS
+    from tanbias.lab.analysis.measure_inputs import MIN_TOKENS
     from tiny_checkpoints import make_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("measure")

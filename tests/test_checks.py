@@ -133,3 +133,21 @@ def test_shared_checks():
         check_radius(0.6, quad)
     with pytest.raises(ParameterError, match=r"ts is empty"):
         check_radii([], quad)
+
+
+def test_a_value_below_its_precision_floor_is_refused_by_name_value_and_floor():
+    from tanbias._checks import check_above_floor, check_radius, check_resolved
+    from tanbias.errors import PrecisionLossError
+
+    assert check_above_floor("eta_g", 1e-3, 1e-12, "why") == 1e-3
+    with pytest.raises(PrecisionLossError) as exc:
+        check_above_floor("eta_g", 1e-14, 6.0213e-12, "Pass a larger eta_g.")
+    assert str(exc.value) == ("eta_g=1e-14 is below the precision floor: valid range is [6.02e-12, inf). "
+                              "Pass a larger eta_g.")
+    quad = default_loop_manifold()
+    floor = quad.normal_floor()
+    assert check_radius(2 * floor, quad) == 2 * floor and check_resolved(2 * floor, quad) == 2 * floor
+    assert check_radius(floor / 2) == floor / 2          # no manifold, no floor
+    with pytest.raises(PrecisionLossError, match=r"t=.*below the precision floor.*\|mu\| = 3.19"):
+        check_radius(floor / 2, quad)
+    assert check_resolved(1e-12, object()) == 1e-12     # a set without the interface has no floor

@@ -148,3 +148,36 @@ def test_direction_inputs_are_checked():
         bias_function("cylinder", [1.0, 0.0])
     with pytest.raises(ParameterError, match="law="):
         exact_directional_density(Cylinder(), 0.1, [1.0, 0.0])
+
+
+# ------------------------------------------------------------ the precision floor of a directional bias
+def test_the_eta_floor_is_where_the_amplitude_keeps_two_digits():
+    """At the floor the exact amplitude agrees with the first order within 1 % (its own next order
+    is ~eta_g, nothing); a thousand times below it the unguarded quadrature is off by tens of
+    percent, and further down it returns noise (a log-log slope near 0, not 1)."""
+    from tanbias.theory.directional_density import (eta_floor, exact_expectation, predicted_bias_amplitude,
+                                                    uniform_bias_moments)
+
+    for M in (Cylinder(R=1.0), GeneralizedCylinder(k=2, d=3, R=1.0, D=4)):
+        floor = eta_floor(M)
+        assert 1e-13 < floor < 1e-9
+        sc = amplitude_scan(M, Gaussian(1.0), [1.01 * floor, 10 * floor])
+        assert np.all(np.abs(sc["relative_error"]) < 1e-2)
+
+        def raw(eta):                   # the amplitude with no guard
+            law = Gaussian(1.0).with_eta(eta, M.d)
+            return exact_expectation(M, law, lambda u: bias_function(M, u)) - uniform_bias_moments(M)[0]
+        assert abs(raw(floor / 1e3) / predicted_bias_amplitude(M, floor / 1e3) - 1) > 0.1
+
+
+def test_an_eta_below_the_floor_raises_a_named_error():
+    from tanbias.errors import PrecisionLossError
+    from tanbias.theory.directional_density import eta_floor
+    from tanbias.theory.ricci_sign import exact_ricci_coefficient
+
+    C, S2R = Cylinder(R=1.0), GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
+    with pytest.raises(PrecisionLossError, match=r"eta_g=.* is below the precision floor: valid range is \[6.02e-12, inf\)"):
+        amplitude_scan(C, Gaussian(1.0), [1e-14, 1e-3])
+    with pytest.raises(PrecisionLossError, match="rounding"):
+        exact_ricci_coefficient(S2R, Gaussian(1.0).with_eta(eta_floor(S2R) / 10, 3))
+    assert eta_floor(Sphere(2)) == 0.0                   # b constant: no bias, no floor

@@ -39,3 +39,12 @@ def test_both_survive_pickling_as_themselves():
         assert type(again) is type(err) and str(again) == str(err) and again.args == err.args
     again = pickle.loads(pickle.dumps(CorruptFileError("a.npz", "make a", "truncated")))
     assert (again.path, again.regenerate, again.detail) == ("a.npz", "make a", "truncated")
+
+
+def test_precision_loss_is_a_parameter_error_that_survives_pickling():
+    from tanbias.errors import PrecisionLossError
+
+    err = PrecisionLossError("t=1e-09 is below the precision floor: valid range is [3.2e-07, inf). Pass a larger radius.")
+    assert isinstance(err, ParameterError) and isinstance(err, ValueError)
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is PrecisionLossError and str(again) == str(err)

@@ -8,8 +8,9 @@
 * The figure modules (``tanbias.figures.<topic>``) take their colours from
   :mod:`tanbias.figures`, never from the palette directly.
 * Every public function of a figure module is annotated to return a
-  :class:`plotly.graph_objects.Figure` or a :class:`tanbias.figures.interactive.Interactive`,
-  unless it is listed below as a data helper.
+  :class:`plotly.graph_objects.Figure`, a :class:`tanbias.figures.interactive.Interactive` or a
+  :class:`tanbias.figures.SVGFigure` (a static figure, drawn without a browser), unless it is listed
+  below as a data helper.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
+from tanbias.figures import SVGFigure
 from tanbias.figures.interactive import Interactive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,14 +134,14 @@ def test_figure_builders_return_a_figure_or_an_interactive(module):
         if name in helpers:
             continue
         returns = inspect.signature(fn, eval_str=True).return_annotation
-        ok = returns is go.Figure or returns is Interactive
+        ok = returns is go.Figure or returns is Interactive or returns is SVGFigure
         if name in pending:
             if ok:
                 done.append(name)
         elif not ok:
             bad.append(f"{name} -> {returns if returns is not inspect.Signature.empty else '?'}")
-    assert not bad, (f"{module}: public functions that are not annotated to return go.Figure or "
-                     f"Interactive: {bad}. Annotate them, or make a data helper private (or move "
+    assert not bad, (f"{module}: public functions that are not annotated to return go.Figure, "
+                     f"Interactive or SVGFigure: {bad}. Annotate them, or make a data helper private (or move "
                      f"it to the maths/lab module that owns the data).")
     assert not done, f"{module}: {done} are annotated now: remove them from PENDING"
     stale = (helpers | pending) - set(_public_functions(module))

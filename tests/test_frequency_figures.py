@@ -36,5 +36,17 @@ def test_figure_and_interactive():
     assert len(z["frequencies"]) <= 100 and len(z["occ_distance"]) == 500
     fig = zipf_figure(z)
     assert len(fig.data) == 3 and fig.layout.xaxis.type == "log" and fig.layout.yaxis2.title.text
-    sd = zipf_interactive(n_tokens=100, alphas=(0.0, 1.0), t_maxes=(0.1, 0.4), n=200).static_dict()
+    sd = zipf_interactive(n_tokens=100, exponents=(0.5, 1.5), alphas=(0.0, 1.0), n=200).static_dict()
     assert len(sd["frames"]) == 4 and len(pio.to_json(sd, validate=False)) < 200_000
+    assert [s["currentvalue"]["prefix"].split(" ")[0] for s in sd["layout"]["sliders"]] == ["Zipf", "radius"]
+
+
+def test_the_zipf_exponent_is_the_balancing_knob():
+    """Flatter frequencies (smaller s) spread the occurrences over more tokens and, the rarest
+    token's radius fixed, raise the pooled mean squared radius when alpha > 0; alpha = 0 leaves
+    it alone."""
+    z = {s: zipf_data(ZipfVocabulary(500, s=s, t_max=0.2, alpha=0.5), n=50) for s in (0.5, 1.0, 1.5)}
+    assert z[0.5]["top_share"] < z[1.0]["top_share"] < z[1.5]["top_share"]
+    assert z[0.5]["mean_eta"] > z[1.0]["mean_eta"] > z[1.5]["mean_eta"]
+    off = [zipf_data(ZipfVocabulary(500, s=s, t_max=0.2, alpha=0.0), n=50)["mean_eta"] for s in (0.5, 1.5)]
+    assert off[0] == pytest.approx(off[1], rel=1e-12)

@@ -143,6 +143,21 @@ def test_static_axes_fixed_to_union_of_grid():
     assert "range" not in free.get("yaxis", {})
 
 
+def test_an_axis_the_figure_fits_itself_follows_each_frame():
+    """A figure that sets its y range for each value (each reading its own scale) keeps it: every
+    frame carries its own range, and the x axis keeps the grid's union."""
+    scale = {"small": 1.0, "large": 100.0}
+    demo = Interactive([Param("which", "which", options=("small", "large"))],
+                       compute=lambda which: {"y": scale[which] * np.array([1.0, 2.0, 3.0])},
+                       figure=lambda d, which: go.Figure(go.Scatter(x=[0, 1, 2], y=d["y"])).update_yaxes(
+                           range=[0, 1.1 * d["y"].max()]),
+                       title="fitted", register=False)
+    fig = demo.static_dict()
+    ranges = {f["name"]: f["layout"]["yaxis"]["range"] for f in fig["frames"]}
+    assert ranges["0"][1] == pytest.approx(3.3) and ranges["1"][1] == pytest.approx(330.0)
+    assert all("xaxis" not in f["layout"] for f in fig["frames"]) and fig["layout"]["xaxis"]["autorange"] is False
+
+
 def test_static_data_is_compact_float32_typed_arrays():
     fig = two_param_demo(register=False).static_dict()
     spec = fig["frames"][3]["data"][0]["x"]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tanbias.errors import CorruptFileError
-from tanbias.lab.bench import bench_ddp, bench_lab, gpu_check, measure_sizes, record_sizes
+from tanbias.lab.bench import bench_ddp, bench_lab, bench_measure, flop_per_token, gpu_check, measure_sizes, record_sizes
 from tanbias.lab.probe import probe_steps
 
 
@@ -30,6 +30,20 @@ def test_bench_lab_reports_every_figure_for_every_precision():
     assert {k: b[k] for k in keys} == {k: b["precisions"]["fp32"][k] for k in keys}   # the first at the top
     assert b["run_steps"] == 4 and b["probe_steps"] == len(probe_steps(4, 2)) and b["size"] == "smoke"
     assert b["speedup"] == pytest.approx(b["precisions"]["bf16"]["tokens_per_s"] / b["tokens_per_s"])
+    assert b["flop_per_token"] > 0 and 0 <= b["load_average"]
+
+
+def test_a_token_s_flop_count_includes_the_output_layer_tied_or_not():
+    from tanbias.lab.config import RunConfig
+    from tanbias.lab.models import model_from_config
+
+    m = model_from_config(RunConfig(name="x", kind="decoder", size="smoke"))
+    blocks = sum(p.numel() for n, p in m.named_parameters() if "embed_tokens" not in n and "lm_head" not in n)
+    out = m.get_output_embeddings().weight.numel()
+    assert flop_per_token(m) == 6.0 * (blocks + out) and out > 0
+    tied = model_from_config(RunConfig(name="x", kind="decoder", size="smoke", tie_embeddings=True))
+    assert tied.get_output_embeddings().weight is tied.get_input_embeddings().weight
+    assert flop_per_token(tied) == flop_per_token(m)
 
 
 def test_measure_sizes_gives_a_row_per_size_and_precision():
@@ -86,3 +100,16 @@ def test_bench_surgery_reports_a_plain_and_a_surgical_step():
     r = bench_surgery(size="smoke", reps=3)
     assert set(r) >= {"t_plain", "t_surgery", "ratio", "size", "kind", "device"}
     assert all(np.isfinite(r[k]) for k in ("t_plain", "t_surgery", "ratio"))     # timings, not their sign
+
+
+@pytest.mark.slow
+def test_bench_measure_reaches_every_line(tmp_path):
+    from measurehelpers import SMALL
+    from tanbias.lab.analysis.measure_inputs import MIN_TOKENS
+    from tiny_checkpoints import make_tiny_checkpoint
+
+    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
+    res = bench_measure(str(path), n_tokens=MIN_TOKENS, **{k: v for k, v in SMALL.items() if k != "n_tokens"})
+    assert res["forward_s"] > 0 and res["ratio"] > 0 and res["ratio_alignment"] > 0
+    assert res["tokens"] >= MIN_TOKENS and res["tokens_per_s"] > 0
+    assert set(res["seconds"]) == {"suite", "suite_alignment"} and res["seconds"]["suite"]["probe"] == 0

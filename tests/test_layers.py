@@ -44,7 +44,8 @@ FOLDERS = {"theory": 1, "lab": 2, "figures": 3, "book": 4}
 #: the package face: it may import any layer, inside the function that runs a command
 FACE = "tanbias.__main__"
 #: the core's rank order (the package itself carries the version only)
-CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1, "tanbias.stats": 2}
+CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1, "tanbias.numerals": 2,
+        "tanbias.stats": 2}
 
 
 def experiment_steps(name: str) -> list[list[str]]:
@@ -66,10 +67,10 @@ LAB = [
     ["tanbias.lab.corpus", "tanbias.lab.tokenizer", "tanbias.lab.aliasing", "tanbias.lab.data"],
     ["tanbias.lab.e5s"],
     ["tanbias.lab.models", "tanbias.lab.zoo", "tanbias.lab.checkpoints"],
+    ["tanbias.lab.loading"],
     ["tanbias.lab.probe", "tanbias.lab.surgery"],
     ["tanbias.lab.distributed"],
     ["tanbias.lab.train"],
-    ["tanbias.lab.bench"],
     ["tanbias.lab.analysis"],
     ["tanbias.lab.analysis.tables"],
     ["tanbias.lab.analysis.views"],
@@ -78,8 +79,12 @@ LAB = [
     *(step for name in EXPERIMENTS for step in experiment_steps(name)),
     ["tanbias.lab.analysis.checkpoint_probe"],
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],
+    ["tanbias.lab.analysis.measure_inputs"],
+    ["tanbias.lab.analysis.measure_folder"],
     ["tanbias.lab.analysis.measure"],
+    ["tanbias.lab.analysis.measure_report"],
     ["tanbias.lab.analysis.findings"],
+    ["tanbias.lab.bench"],
     ["tanbias.lab.pipeline", "tanbias.lab.measure_command"],
     ["tanbias.lab.__main__"],
 ]
@@ -444,7 +449,7 @@ def test_a_planted_light_deferred_import_is_caught():
 #: test files named for a topic rather than a module, for what is genuinely across modules
 #: (DESIGN.md, "Tests")
 TEST_TOPICS = {"binder", "book", "browser", "chapters", "figure_contract", "layers", "precision", "release",
-               "reports", "tiers", "verdict_words"}
+               "reports", "tiers"}
 
 
 def _defines_code(path: Path) -> bool:
@@ -499,3 +504,20 @@ def test_no_module_reads_a_run_config_by_string_key():
     bad = [f"{m}:{i}" for m, path in MODULES.items()
            for i, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1) if pattern.search(line)]
     assert not bad, f"a config read by string key: {bad}"
+
+
+def test_every_name_a_module_exports_exists():
+    """Each name in a module's ``__all__`` is defined there: the API page's autodoc and a reader's
+    ``from module import *`` fail on one that is not (a stale name once broke the book's build)."""
+    import importlib
+    import pkgutil
+
+    import tanbias
+
+    missing = []
+    for info in pkgutil.walk_packages(tanbias.__path__, "tanbias."):
+        if info.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(info.name)
+        missing += [f"{info.name}.{n}" for n in getattr(mod, "__all__", ()) if not hasattr(mod, n)]
+    assert not missing, f"names in __all__ that the module does not define: {missing}"

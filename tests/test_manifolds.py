@@ -323,3 +323,75 @@ def test_constructor_ranges():
         Sphere(2).sample(10, "gaussian", RNG(0))
     with pytest.raises(ParameterError, match="patch_radius"):
         Cylinder(R=1.0, patch_radius=4.0)
+
+
+# ------------------------------------------------------------ the precision floor of the normal part
+def _rounding_error_of_normal_part(M, t, n=500):
+    """RMS relative error of the normal part of y - mu against t^2 II(u,u)/2, computed the way
+    every function computes it (an ambient difference), with no guard."""
+    from tanbias.theory.manifolds import uniform_directions
+
+    u = uniform_directions(n, M.d, np.random.default_rng(0))
+    normal = (M.exp(t * u) - M.mu) @ M.normal_basis
+    pred = 0.5 * t * t * M.second_fundamental_form(u)
+    return float(np.sqrt(np.mean(np.sum((normal - pred) ** 2, 1)) / np.mean(np.sum(pred ** 2, 1))))
+
+
+PRECISION_MANIFOLDS = [Cylinder(R=1.0, D=3, seed=0), Sphere(2, R=1.0, D=3, seed=0),
+                       Saddle(kappa=1.0, D=3, seed=0, patch_radius=1.0)]
+
+
+@pytest.mark.parametrize("M", PRECISION_MANIFOLDS, ids=lambda M: type(M).__name__)
+def test_the_normal_floor_is_where_rounding_reaches_one_percent_of_the_normal_part(M):
+    """At the floor the normal part keeps two digits; at a tenth of it (t^2 a hundredth) its
+    rounding is tens of percent: the answers there (a normal ratio, a slope) mean nothing."""
+    from tanbias._checks import PRECISION_RTOL
+
+    floor = M.normal_floor()
+    assert 1e-8 < floor < 1e-5                             # |mu| of order 1: t^2 near eps |mu|
+    assert _rounding_error_of_normal_part(M, floor) <= PRECISION_RTOL
+    assert _rounding_error_of_normal_part(M, floor / 10) > 10 * PRECISION_RTOL
+
+
+def test_the_floor_follows_the_base_point_and_the_curvature():
+    far = Cylinder(R=1.0, D=3, seed=0, mu=np.array([1e4, 0.0, 0.0]))
+    near = Cylinder(R=1.0, D=3, seed=0, mu=np.zeros(3))
+    flatter = Cylinder(R=100.0, D=3, seed=0)
+    base = Cylinder(R=1.0, D=3, seed=0)
+    assert far.normal_floor() > 50 * base.normal_floor() > 50 * near.normal_floor()
+    assert flatter.normal_floor() > 5 * base.normal_floor()      # c = sqrt(3/8) / (2R)
+
+
+def test_sampling_below_the_floor_raises_a_named_error():
+    from tanbias.errors import PrecisionLossError
+    from tanbias.theory.expansion import normal_ratio
+
+    M = Cylinder(R=1.0, D=3, seed=0)
+    floor = M.normal_floor()
+    assert abs(normal_ratio(M, 2 * floor, 500, 0) - 1) < 1e-3
+    with pytest.raises(PrecisionLossError, match=r"t=.* is below the precision floor: valid range is \[3.2e-07, inf\)"):
+        normal_ratio(M, floor / 2, 500, 0)
+    with pytest.raises(PrecisionLossError, match="rounding of y - mu"):
+        M.sample_at_radius(1e-9, 10, 0)
+    with pytest.raises(PrecisionLossError, match=r"eta_g=.*RMS radius"):
+        M.sample(10, Gaussian(1e-8), 0)
+    assert isinstance(PrecisionLossError("x"), ParameterError)
+    M.sample(10, Gaussian(1e-5), 0)                        # above the floor: fine
+
+
+def test_every_function_that_takes_a_radius_and_a_manifold_refuses_one_below_its_floor():
+    """gradients, attention and residual check their radius with check_radius(t, manifold)."""
+    import tanbias.theory.attention as att
+    import tanbias.theory.gradients as grad
+    import tanbias.theory.residual as res
+    from tanbias.errors import PrecisionLossError
+
+    quad = res.default_loop_manifold()
+    tiny = quad.normal_floor() / 3
+    calls = {"gradients.ratio_scaling": lambda: grad.ratio_scaling(quad, [tiny, 0.1, 0.2], n=10, rng=0),
+             "attention.softmax_terms": lambda: att.softmax_terms(quad, att.random_attention_heads(1, quad.D, seed=0),
+                                                                  tiny, 0, rng=0),
+             "residual.depth_cloud": lambda: res.depth_cloud(quad, tiny, 0, n=8)}
+    for name, call in calls.items():
+        with pytest.raises(PrecisionLossError, match="below the precision floor"):
+            call()

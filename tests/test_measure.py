@@ -1,6 +1,6 @@
 """``python -m tanbias measure``: chapter 9's measurements on any checkpoint, end to end.
 
-Every architecture of :data:`tanbias.lab.analysis.measure.ARCHITECTURES` is measured on a
+Every architecture of :data:`tanbias.lab.loading.ARCHITECTURES` is measured on a
 tiny random model saved in a temporary folder (``tiny_checkpoints.tiny_model``), at the
 smallest size the measurement accepts; the bad inputs get their errors and leave nothing
 under ``--out``. That the command reproduces chapter 9's tables of a zoo model is tested
@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 
 from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.lab import loading
 from tanbias.lab.analysis import measure as ms
+from tanbias.lab.analysis import measure_folder as mf
+from tanbias.lab.analysis import measure_inputs as inputs
 from measurehelpers import SMALL
 from tiny_checkpoints import ALL_ARCHS, ENCODERS, make_tiny_checkpoint
 
@@ -33,11 +36,6 @@ def _leftovers(folder) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".partial-" in p.name or ".old-" in p.name)
 
 
-def test_every_supported_architecture_has_a_tiny_model():
-    assert set(ms.ARCHITECTURES) == set(ALL_ARCHS)
-    assert {a for a, k in ms.ARCHITECTURES.items() if k == "encoder"} == set(ENCODERS)
-
-
 #: the architecture make unit measures end to end (a decoder, about 2 s); make test measures all
 UNIT_ARCHS = ("llama",)
 
@@ -47,9 +45,9 @@ UNIT_ARCHS = ("llama",)
 def test_every_architecture_end_to_end(arch, tmp_path):
     path = make_tiny_checkpoint(arch, tmp_path / "model", revisions=("step0",)) / "step0"
     man = ms.measure_model(path, tmp_path / "out", progress=False, **SMALL)
-    assert man["kind"] == ms.ARCHITECTURES[arch] and man["model_type"] == arch and man["head"]
-    tables = ms.load_measurement(tmp_path / "out")
-    assert set(tables) == {"manifest", "types", "premise", "anisotropy", "curvature", "alignment", "spectrum"}
+    assert man["kind"] == loading.ARCHITECTURES[arch] and man["model_type"] == arch and man["head"]
+    tables = mf.load_measurement(tmp_path / "out")
+    assert set(tables) == {"manifest", "types", "premise", "anisotropy", "curvature", "alignment", "spectrum", "results"}
     an = tables["anisotropy"]
     assert sorted(an["layer"]) == [0, 1, 2] and set(an["language"]) == {"en"}
     assert set(ms.rival_anisotropy.MEASURE_READINGS) <= set(an) and "centered" not in an
@@ -57,15 +55,15 @@ def test_every_architecture_end_to_end(arch, tmp_path):
     assert an.loc[an["layer"] > 0, "mean_cosine"].between(-1, 1).all()
     assert an.loc[an["layer"] > 0, "isoscore_star"].between(0, 1).all()
     # a decoder's first position is its sink; an encoder's rows start with a special token
-    assert np.isfinite(an["sink_norm_ratio"]).all() == (ms.ARCHITECTURES[arch] == "decoder")
+    assert np.isfinite(an["sink_norm_ratio"]).all() == (loading.ARCHITECTURES[arch] == "decoder")
     types = tables["types"]
-    assert (types["count"] >= 8).all() and types.groupby("layer").size().min() >= ms.MIN_TYPES
+    assert (types["count"] >= 8).all() and types.groupby("layer").size().min() >= inputs.MIN_TYPES
     top = tables["premise"]
     top = top[(top["layer"] == 2) & (top["estimator"] == "matched") & (top["source"] == "corpus")]
     assert len(top) == 3 and np.isfinite(top[["rho", "lo", "hi"]]).all().all()
     al = tables["alignment"]
     assert set(al["model"]) == {"trained", "random-init"} and (al["enrichment"] > 0).all()
-    assert man["weight_sha256"] == ms.weights_sha256(path)[""]
+    assert man["weight_sha256"] == loading.weights_sha256(path)[""]
     assert man["tokens_measured"]["en"] > 0 and man["peak_rss_gb"] > 0 and man["versions"]["tanbias"]
     assert set(man["seconds"]) >= {"load", "forward", "analysis", "probe", "total"}
     assert _leftovers(tmp_path) == []
@@ -118,13 +116,7 @@ def test_a_text_of_ones_own(tmp_path):
     assert man["text"]["source"] == "file" and man["languages"] == ["de"]
     assert man["settings"]["n_tokens"] < 100_000 and man["settings"]["n_tokens"] % 256 == 0
     assert any("the text holds" in n for n in man["notes"])
-    assert set(ms.load_measurement(tmp_path / "out")["premise"]["language"]) == {"de"}
-
-
-def test_read_documents_splits_on_blank_lines(tmp_path):
-    f = tmp_path / "t.txt"
-    f.write_text("a b\nc\n\n \n\nd\r\n\r\ne\n", encoding="utf-8")
-    assert ms.read_documents(f) == ["a b\nc", "d", "e"]
+    assert set(mf.load_measurement(tmp_path / "out")["premise"]["language"]) == {"de"}
 
 
 # ------------------------------------------------------------------------------- bad input
@@ -223,7 +215,7 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(ParameterError, match="settings.*n_boots"):
         ms.measure_model("minilm-l6", tmp_path / "o", n_boots=3)
     with pytest.raises(ParameterError, match="revisions.*zoo model"):
-        ms.model_revisions("minilm-l6", ["step1"])
+        loading.model_revisions("minilm-l6", ["step1"])
     with pytest.raises(ParameterError, match="one language"):
         ms.measure_model("minilm-l6", tmp_path / "o", text=__file__, languages=["en", "de"])
     with pytest.raises(ParameterError, match="languages"):
@@ -231,7 +223,7 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(ParameterError, match="device='tpu' is out of range"):
         ms.measure_model("minilm-l6", tmp_path / "o", device="tpu")
     with pytest.raises(ParameterError, match=r"tokens=100 is out of range: valid range is \[1024"):
-        ms.measure_settings("minilm-l6", n_tokens=100)
+        inputs.measure_settings("minilm-l6", n_tokens=100)
     with pytest.raises(ParameterError, match=r"m=1 is out of range: valid range is \[2"):
         ms.measure_model("minilm-l6", tmp_path / "o", m=1)
     with pytest.raises(ParameterError, match=r"dtype='float16' is not allowed: valid range is \{'float32', 'bfloat16'\}"):
@@ -249,7 +241,7 @@ def test_a_bfloat16_measurement_reads_as_the_float32_one(tmp_path):
     ms.measure_model(path, tmp_path / "f32", progress=False, alignment=False, **small)
     man = ms.measure_model(path, tmp_path / "bf16", progress=False, alignment=False, dtype="bfloat16", **small)
     assert man["dtype"] == "bfloat16"
-    f32, bf16 = ms.load_measurement(tmp_path / "f32"), ms.load_measurement(tmp_path / "bf16")
+    f32, bf16 = mf.load_measurement(tmp_path / "f32"), mf.load_measurement(tmp_path / "bf16")
     for reading in ("raw", "mean_share", "top_share", "mean_cosine"):
         assert np.allclose(f32["anisotropy"][reading], bf16["anisotropy"][reading], atol=0.02), reading
     assert np.allclose(f32["spectrum"]["share"], bf16["spectrum"]["share"], atol=1e-3)
@@ -267,133 +259,19 @@ def test_the_output_spectrum_is_the_unembeddings():
     assert ms.output_spectrum(tiny_model("bert", 300, seed=0, head=False)) is None
 
 
-def test_the_books_models_are_read_as_references():
-    """The zoo's committed measurements (chapter 9's readings) and the lab's final runs (every reading
-    of rivals.csv), by relative depth; a source whose files are absent is left out."""
-    ref = ms.reference_readings()
-    zoo = ref[ref["group"] == "zoo"]
-    assert set(zoo["source"]) == set(ms.zoo.ZOO) and set(zoo["reading"]) == {"raw", "isoscore_star"}
-    lab = ref[ref["group"] == "lab"]
-    assert set(lab["source"]) == set(ms.REFERENCE_RUNS.values())
-    assert set(lab["reading"]) == {r for r, (_, col) in ms.REFERENCE_READINGS.items() if col}
-    assert ref["depth"].between(0, 1).all() and ref.groupby(["source", "reading"])["depth"].max().eq(1).all()
-    assert ms.reference_readings(zoo_names=["no-such-model"], runs={"no-such-run": "x"}).empty
-
-
-@pytest.mark.slow
-def test_a_tampered_table_names_the_command(tmp_path):
-    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
-    ms.measure_model(path, tmp_path / "out", alignment=False, progress=False, **SMALL)
-    with open(tmp_path / "out" / "curvature.csv", "a") as f:
-        f.write("en,9,0,0,0,0,0\n")
-    with pytest.raises(CorruptFileError, match=r"curvature\.csv.*python -m tanbias measure"):
-        ms.load_measurement(tmp_path / "out")
-
-
-@pytest.mark.slow
-def test_bench_measure_reaches_every_line(tmp_path):
-    path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
-    res = ms.bench_measure(str(path), n_tokens=ms.MIN_TOKENS, **{k: v for k, v in SMALL.items() if k != "n_tokens"})
-    assert res["forward_s"] > 0 and res["ratio"] > 0 and res["ratio_alignment"] > 0
-    assert res["tokens"] >= ms.MIN_TOKENS and res["tokens_per_s"] > 0
-    assert set(res["seconds"]) == {"suite", "suite_alignment"} and res["seconds"]["suite"]["probe"] == 0
-
-
 def test_no_function_of_the_measurement_is_longer_than_a_screen():
     """measure_model is two steps (measure_revision, write_measurement) over a Measurement, each
-    function short enough to read whole: at most 60 lines, docstring included."""
+    function short enough to read whole: at most 60 lines, docstring included; and each of the
+    measurement's modules does one thing, in at most 500 lines."""
     import ast
     import inspect
 
-    tree = ast.parse(inspect.getsource(ms))
-    long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 60}
-    assert not long, long
+    from tanbias.lab.analysis import measure_report
 
-
-@pytest.mark.parametrize("name", sorted(p.parent.relative_to(ms.MEASURED_DIR).as_posix()
-                                         for p in ms.MEASURED_DIR.rglob("manifest.json")))
-def test_a_committed_measurement_is_what_its_command_line_writes(name):
-    """A measurement the book reads (data/measure/, and the token counts under tokens/): its tables
-    pass their checksums, its README quotes the command line its manifest records, and that command
-    line gives the settings the manifest holds (what running it again would measure)."""
-    import shlex
-
-    from tanbias.lab.analysis.pretrained import MeasureSettings
-    from tanbias.lab.measure_command import parser, settings_of
-
-    tables = ms.load_measurement(ms.MEASURED_DIR / name)
-    man = tables["manifest"]
-    assert man["command"] == ms.COMMAND and Path(name).name.startswith(Path(man["model"]).name)   # a hub name or a folder
-    assert set(ms.rival_anisotropy.MEASURE_READINGS) <= set(tables["anisotropy"])
-    assert man["command_line"] in (ms.MEASURED_DIR / "README.md").read_text(encoding="utf8")
-    argv = shlex.split(man["command_line"])
-    assert argv[:len(ms.COMMAND.split())] == ms.COMMAND.split()
-    args = parser().parse_args(argv[len(ms.COMMAND.split()):])
-    assert args.model == man["model"] and args.out.rstrip("/").endswith(f"data/measure/{name}")
-    assert settings_of(man["command_line"]) == MeasureSettings.from_dict(man["settings"])
-    assert ("alignment" in man["tables"]) is not args.no_alignment
-
-
-def test_the_install_lines_read_the_projects_own_pins():
-    import re
-    import tomllib
-
-    from tanbias.lab.runs import ROOT
-
-    got = ms.installation()
-    assert got["python"] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    req = (ROOT / "requirements.txt").read_text()
-    for name in ("torch", "transformers"):
-        assert re.search(rf"^{name}=={re.escape(got[name])}\s*$", req, flags=re.M), name
-
-
-def test_the_zoo_costs_are_chapter_9s_manifests():
-    from tanbias.lab.analysis.pretrained import load_pretrained
-
-    costs = ms.zoo_costs()
-    assert list(costs["model"]) == list(ms.zoo.ZOO)
-    for row in costs.itertuples():
-        man = load_pretrained(row.model)["manifest"]
-        assert row.seconds == man["seconds"]["total"] and row.peak_gb == man["peak_rss_gb"]
-        assert row.tokens == sum(man["tokens_measured"].values())
-
-
-def test_the_cost_rule_scales_as_it_says():
-    costs = ms.zoo_costs()
-    one = ms.cost_rule(1e9, 16, 2048, costs=costs)
-    two = ms.cost_rule(1e9, 16, 2048, n_tokens=2 * 16_384, costs=costs)
-    assert np.isclose(two["forward"], 2 * one["forward"]) and np.isclose(two["analysis"], 2 * one["analysis"])
-    assert np.isclose(two["probe"], one["probe"]), "the alignment test reads its own texts"
-    assert ms.cost_rule(1e9, 16, 2048, alignment=False, costs=costs)["probe"] == 0
-    bf16 = ms.cost_rule(1e9, 16, 2048, dtype="bfloat16", costs=costs)
-    assert np.isclose(one["peak_gb"] - bf16["peak_gb"], 2 * (1e9 + 128_256 * 2048) / 2 ** 30)
-    with pytest.raises(ParameterError, match="params=0"):
-        ms.cost_rule(0, 16, 2048, costs=costs)
-    with pytest.raises(ParameterError, match="dtype='int8'"):
-        ms.cost_rule(1e9, 16, 2048, dtype="int8", costs=costs)
-
-
-def test_the_token_counts_are_read_with_their_widths():
-    from tanbias.lab.analysis.pretrained import load_pretrained
-
-    w = ms.token_widths()
-    assert list(w["tokens"]) == sorted(w["tokens"]) and w["tokens"].iloc[0] == 2048
-    assert (w["width"] > 0).all() and np.allclose(w["width"], w["hi"] - w["lo"])
-    chapter = ms.premise_width(load_pretrained("smollm2-135m"), "en")
-    last = w.iloc[-1]
-    assert last["source"] == "chapter 9" and last["tokens"] == 16_384 and last["width"] == chapter["width"]
-    assert list(ms.token_widths(chapter=None)["source"].unique()) == ["command"]
-    assert 0 < chapter["width"] < 1 and chapter["types"] > 0
-    with pytest.raises(ParameterError, match="language='xx'"):
-        ms.premise_width(load_pretrained("smollm2-135m"), "xx")
-
-
-def test_the_cost_rule_is_read_over_each_zoo_model():
-    """The rule given each zoo model's shape, over what chapter 9's measurement of it took: one ratio
-    of time and one of memory per model (the page checks the times against a factor of 2; a test
-    bounds no duration), the memory within a factor of 2 here."""
-    ratios = ms.rule_over_zoo()
-    assert list(ratios["model"]) == list(ms.zoo.ZOO) and set(ms.ZOO_SHAPES) == set(ms.zoo.ZOO)
-    assert ratios["peak_gb"].between(0.5, 2).all(), ratios
-    assert np.isfinite(ratios["seconds"]).all()
+    for module in (ms, mf, inputs, measure_report, loading):
+        source = inspect.getsource(module)
+        tree = ast.parse(source)
+        long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 60}
+        assert not long, (module.__name__, long)
+        assert len(source.splitlines()) <= 500, module.__name__

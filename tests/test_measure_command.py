@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from tanbias.lab import measure_command as mc
-from tanbias.lab.analysis import measure as ms
+from tanbias.lab.analysis import measure_folder as mf
+from tanbias.lab.analysis import measure_inputs as inputs
 from tanbias.lab.analysis.pretrained import MeasureSettings
 from tiny_checkpoints import make_tiny_checkpoint
 
@@ -29,20 +30,20 @@ def test_the_command_line_writes_tables_manifest_and_report(tmp_path, capsys, mo
     monkeypatch.setattr(tanbias.lab.models, "gemm_peak", lambda **kwargs: 1e10)   # a second of two cores
     path = make_tiny_checkpoint("qwen2", tmp_path / "model", revisions=("step0",)) / "step0"
     out = tmp_path / "out"
-    argv = ["measure", str(path), "--tokens", str(ms.MIN_TOKENS), "--out", str(out), "--no-progress"]
+    argv = ["measure", str(path), "--tokens", str(inputs.MIN_TOKENS), "--out", str(out), "--no-progress"]
     rc = main(argv)
     assert rc == 0, capsys.readouterr().err
     assert "report.html" in capsys.readouterr().out
     man = json.loads((out / "manifest.json").read_text())
-    assert man["command"] == ms.COMMAND and man["report"] == "report.html"
+    assert man["command"] == mf.COMMAND and man["report"] == "report.html"
     assert man["command_line"] == " ".join(["python", "-m", "tanbias", *argv])
     assert set(man["tables"]) == {"types", "premise", "anisotropy", "curvature", "alignment", "spectrum"}
-    assert set(ms.load_measurement(out)) == {"manifest", *man["tables"]}          # checksums verified
+    assert set(mf.load_measurement(out)) == {"manifest", "results", *man["tables"]}   # checksums verified
     page = (out / "report.html").read_text()
     assert "Plotly.newPlot" in page and "<script src=" not in page      # plotly inlined, nothing fetched
     assert man["command_line"] in page
     # measured again into the same folder: replaced whole, once the new one is complete
-    assert main(["measure", str(path), "--tokens", str(ms.MIN_TOKENS), "--out", str(out), "--no-progress",
+    assert main(["measure", str(path), "--tokens", str(inputs.MIN_TOKENS), "--out", str(out), "--no-progress",
                  "--no-alignment"]) == 0
     assert "alignment" not in json.loads((out / "manifest.json").read_text())["tables"]
     assert not (out / "alignment.csv").exists() and _leftovers(tmp_path) == []
@@ -56,7 +57,7 @@ def test_without_a_report_the_lab_writes_tables_and_manifest(tmp_path, capsys, m
 
     monkeypatch.setattr(tanbias.lab.models, "gemm_peak", lambda **kwargs: 1e10)
     path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
-    assert mc.main([str(path), "--tokens", str(ms.MIN_TOKENS), "--out", str(tmp_path / "out"), "--no-progress",
+    assert mc.main([str(path), "--tokens", str(inputs.MIN_TOKENS), "--out", str(tmp_path / "out"), "--no-progress",
                     "--no-alignment", "--threads", "1", "--no-report"], report=report_html) == 0
     said = capsys.readouterr().out
     assert "tables and manifest in" in said and "report.html" not in said
@@ -77,7 +78,7 @@ def test_the_command_line_reports_an_error_in_one_line(tmp_path, capsys):
 def test_the_options_map_onto_the_settings():
     args = mc.parser().parse_args(["m", "--language", "de", "--tokens", "4096"])
     assert (args.language, args.tokens) == (["de"], 4096)
-    s = ms.measure_settings("m", languages=args.language, n_tokens=args.tokens)
+    s = inputs.measure_settings("m", languages=args.language, n_tokens=args.tokens)
     assert s.languages == ("de",) and s.n_tokens == 4096 and s.probe_tokens == 512
     assert str(MeasureSettings.n_tokens) in " ".join(mc.parser().format_help().split())
     assert mc.parser().parse_args(["m"]).dtype == "float32"

@@ -10,26 +10,29 @@ import pytest
 
 from tanbias.figures import measure as fm
 from tanbias.figures import report as fr
-from tanbias.lab.analysis import measure as ms
+from tanbias.lab.analysis import measure_folder as mf
+from tanbias.lab.analysis import measure_report as mr
 from tanbias.theory.anisotropy import LABELS
 
 
 @pytest.mark.slow
 def test_a_series_is_split_into_checkpoints_each_with_the_null(measured_tiny):
-    parts = ms.split_revisions(measured_tiny["series"])
+    parts = mf.split_revisions(measured_tiny["series"])
     assert list(parts) == ["step0", "step1", "step2"]
     for part in parts.values():
         assert "revision" not in part["anisotropy"] and set(part["alignment"]["model"]) == {"trained", "random-init"}
-    one = ms.split_revisions(measured_tiny["one"])
-    assert list(one) == ["step0"] and one["step0"] is measured_tiny["one"]
+    one = mf.split_revisions(measured_tiny["one"])
+    # one model: its own tables, unsplit and uncopied, without chapter 9's results (the figures draw none)
+    assert list(one) == ["step0"] and set(one["step0"]) == set(measured_tiny["one"]) - {"results"}
+    assert all(one["step0"][k] is measured_tiny["one"][k] for k in one["step0"])
 
 
 def test_findings_state_the_readings_with_their_words(measured_tiny):
-    said = ms.findings(measured_tiny["series"])
+    said = mr.findings(measured_tiny["series"])
     sections = [k for k, _ in said]
     assert {"premise", "anisotropy", "curvature", "alignment", "trajectory"} <= set(sections)
     premise = said[0][1]
-    assert re.search(r"ρ\(log frequency, radius t\) = [+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\], "
+    assert re.search(r"ρ\(log frequency, radius t\) = [+−]\d\.\d\d \[[+−]\d\.\d\d, [+−]\d\.\d\d\], "
                      r"(positive|negative|indistinguishable)", premise), premise
     assert "checkpoint step2" in premise, "a series is read at its last checkpoint"
     # the enrichment's peak over the series is the trajectory table's
@@ -37,7 +40,7 @@ def test_findings_state_the_readings_with_their_words(measured_tiny):
     peak = traj.loc[traj["enrichment_gmean"].idxmax(), "revision"]
     assert f"peaks at {peak}" in said[-1][1]
     # a model without a head: no alignment test to report
-    assert "alignment" not in {k for k, _ in ms.findings(measured_tiny["one"])}
+    assert "alignment" not in {k for k, _ in mr.findings(measured_tiny["one"])}
 
 
 def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny):
@@ -47,12 +50,23 @@ def test_the_trajectory_follows_every_reading_with_the_same_traces(measured_tiny
     assert len({len(f["data"]) for f in frames}) == 1
     first = fig.make_figure(reading="rho_radius_t")
     line = next(t for t in first.data if t.name == "English")
-    assert list(line.x) == ["step0", "step1", "step2"]
+    assert list(line.x) == [0, 1, 2] and list(line.text) == ["step0", "step1", "step2"]   # steps, as numbers
     assert np.allclose(line.y, measured_tiny["series"]["trajectory"]["rho_radius_t"])
+    # every frame draws every checkpoint and fits its y axis to its own reading
+    from tanbias.figures.interactive import _decode
+
+    for f in frames:
+        lo, hi = f["layout"]["yaxis"]["range"]
+        ys = [v for t in f["data"] for v in np.asarray(_decode(t.get("y", [])), float).ravel() if np.isfinite(v)]
+        xs = [np.asarray(_decode(t["x"]), float) for t in f["data"] if t.get("mode") == "lines+markers"]
+        assert lo <= min(ys) and max(ys) <= hi, f["name"]
+        assert all(len(x) == 3 for x in xs), f["name"]
+    spans = {f["name"]: tuple(f["layout"]["yaxis"]["range"]) for f in frames}
+    assert len(set(spans.values())) > 1
 
 
 def test_each_reading_is_drawn_from_the_anisotropy_table(measured_tiny):
-    parts = ms.split_revisions(measured_tiny["one"])
+    parts = mf.split_revisions(measured_tiny["one"])
     figs = {k.removeprefix("reading-"): f for k, f in fr.report_figures(measured_tiny["one"]).items()
             if k.startswith("reading-")}
     a = measured_tiny["one"]["anisotropy"].sort_values("layer")
@@ -89,7 +103,7 @@ def test_the_reading_labels_have_one_home():
 
 
 def test_the_spectrum_rises_to_one_above_the_isotropic_diagonal(measured_tiny):
-    parts = ms.split_revisions(measured_tiny["series"])
+    parts = mf.split_revisions(measured_tiny["series"])
     fig = fm.spectrum_figure(parts)
     assert [t.name for t in fig.data] == ["isotropic matrix", *parts]
     for line in fig.data[1:]:

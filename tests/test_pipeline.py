@@ -156,3 +156,67 @@ def test_a_queue_record_counts_unrecorded_seconds_and_names_itself_when_corrupt(
     path.write_text('{"sittings": [{"runs": {}}]}')
     with pytest.raises(CorruptFileError, match="x.json"):
         queue_record(path)
+
+
+# --------------------------------------------------------------------------- a stage and its budget
+def _toy_design(budget_hours=1.0):
+    """A two-level design on one architecture whose level 'b' is a later stage with its own budget."""
+    from tanbias.lab.experiments import Design, Stage
+
+    def build(kind, level, seed, **overrides):
+        return RunConfig.from_dict({"name": f"toy-{kind}-{level}-s{seed}", "kind": kind, "size": "smoke", "steps": 2,
+                                    "languages": ["en"], "checkpoint_every": 2, "eval_batches": 1, "seed": seed,
+                                    "probe": {"n_steps": 2, "rank": 4, "local_rank": 2, "min_count": 4}})
+
+    stage = Stage(name="later", title="the later part", registration="toy-later", registration_sha256="0" * 64,
+                  has=lambda kind, level, seed: level == "b", order=lambda kind, level, seed: (seed,),
+                  budget_hours=budget_hours)
+    return Design(name="toy", title="the toy", chapter=None, factor="level", levels={"decoder": ("a", "b"),
+                  "encoder": ()}, seeds={"decoder": (0,), "encoder": ()}, prefix="toy-", build=build, stages=(stage,))
+
+
+def test_a_stage_keeps_its_cells_out_of_the_designs_own_queue():
+    d = _toy_design()
+    assert d.names() == ["toy-decoder-a-s0", "toy-decoder-b-s0"]
+    assert d.names(stage="") == ["toy-decoder-a-s0"] and d.names(stage="later") == ["toy-decoder-b-s0"]
+    assert d.stage_of("decoder", "b", 0).name == "later" and d.stage_of("decoder", "a", 0) is None
+    with pytest.raises(ParameterError, match="stage='sooner'"):
+        d.stage("sooner")
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_a_stage_trains_after_the_design_into_its_own_record_and_stops_at_its_budget(tmp_path):
+    root = tmp_path / "runs"
+    res = run_experiment(_toy_design(), jobs=1, configs_dir=tmp_path / "configs", out_root=root)
+    assert res["queues"] == ["toy.json", "toy-later.json"]
+    own = json.loads((root / "toy.json").read_text())["sittings"][0]["runs"]
+    later = json.loads((root / "toy-later.json").read_text())["sittings"][0]["runs"]
+    assert set(own) == {"toy-decoder-a-s0"} and set(later) == {"toy-decoder-b-s0"}
+    rec = later["toy-decoder-b-s0"]
+    assert rec["exit"] == 0 and rec["steps"] == 2 and rec["seconds_per_step"] > 0 and rec["load"] >= 0
+    assert rec["resumed_after"] == 0 and rec["median_step_seconds"] > 0   # a fresh run: every step is this sitting's
+    # a stage whose record already holds its budget starts nothing, and says so
+    (root / "toy-decoder-b-s0" / "manifest.json").unlink()                # the run is no longer complete
+    spent = _toy_design(budget_hours=1e-6)
+    again = run_experiment(spent, jobs=1, configs_dir=tmp_path / "configs", out_root=root)
+    assert again["runs"] == {} or "toy-decoder-b-s0" not in again["runs"]
+    last = json.loads((root / "toy-later.json").read_text())["sittings"][-1]
+    assert last["not_started"] == ["toy-decoder-b-s0"] and "budget" in last["stopped"]
+    with pytest.raises(ParameterError, match="budget_hours"):
+        run_queue([], budget_hours=0.0)
+
+
+def test_a_resumed_runs_pace_counts_the_steps_its_log_did_not_hold(tmp_path):
+    """The queue's pace of a resumed run divides by the steps it trained, not by all of them: it reads
+    the step records its log already holds (a probe line, a torn line and a foreign record are not steps)."""
+    from tanbias.lab.pipeline import _logged_steps
+
+    assert _logged_steps(tmp_path) == []                                      # no log yet
+    lines = [json.dumps({"type": "probe_eval", "step": 0, "loss": 7.0}),
+             json.dumps({"type": "step", "step": 0, "seconds": 2.0}),
+             json.dumps({"type": "step", "step": 1, "seconds": 3.0}),
+             '{"type": "step", "step": 2, "seco',                            # torn by a kill
+             json.dumps({"type": "step", "step": 2})]                         # no time: not counted
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    assert _logged_steps(tmp_path) == [2.0, 3.0]

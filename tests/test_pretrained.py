@@ -213,11 +213,12 @@ def test_the_measure_command_gives_chapter_9s_tables(name, languages, tmp_path):
     writes for the same text and tokens, byte for byte (smoke size: the committed tables took
     minutes; the same code path, measure_language, computes both)."""
     from tanbias.lab.analysis import measure as ms
+    from tanbias.lab.analysis.measure_inputs import MIN_TOKENS
     from tanbias.theory.anisotropy import MEASURE_READINGS
 
     if not _zoo_ready(name):
         pytest.skip(f"{name} not installed: make zoo")
-    small = dict(n_tokens=ms.MIN_TOKENS, frequency_docs=300, n_boot=20, draws=4, robust_m=(4, 8), probe_tokens=256,
+    small = dict(n_tokens=MIN_TOKENS, frequency_docs=300, n_boot=20, draws=4, robust_m=(4, 8), probe_tokens=256,
                  probe={"layers": [0, 1, 15], "n_controls": 4}, languages=languages)
     import pandas as pd
 

@@ -61,7 +61,7 @@ def test_the_checks_can_fail_and_read_their_rules(tables, table):
     assert {f"{m}_sink" for m in decoders} <= set(checks) and {f"{m}_beyond_null" for m in decoders} <= set(checks)
     key = next(k for k in table if k.endswith("_t_corpus_sign"))
     m, lang = key.split("_")[1:3]
-    words = pretrained_report.words(table)
+    words = pretrained_report.words(tables)
     assert words[f"{m}_{lang}_t_corpus_last"] == table[key]
     right = check_words(words, {f"{m}_{lang}_t_corpus_last": table[key]})
     wrong = check_words(words, {f"{m}_{lang}_t_corpus_last": "no such word"})

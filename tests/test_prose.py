@@ -12,20 +12,32 @@ from hypothesis import strategies as st
 
 from tanbias.book import prose
 from tanbias.book.prose import EVAL_PATTERN, NOT_AVAILABLE, Glued, format_value, glue, glued
+from tanbias.numerals import MINUS
 
 SPECS = (".0f", ".3f", ".2e", ".3g", ".1%", "+.2f", ",.0f")
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False, width=64), st.sampled_from(SPECS))
-def test_a_number_reads_as_python_formats_it(x, spec):
-    assert format_value(x, spec) == format(x, spec)
+def test_a_number_reads_as_python_formats_it_with_the_minus_sign(x, spec):
+    text = format_value(x, spec)
+    assert text == format(x, spec).replace("-", MINUS) and "-" not in text
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=-10**9, max_value=10**9), st.sampled_from(("d", ",d", "+d", "x")))
 def test_an_integer_spec_coerces_the_value_to_int(n, spec):
-    assert format_value(float(n), spec) == format(n, spec)
+    assert format_value(float(n), spec) == format(n, spec).replace("-", MINUS)
+
+
+@pytest.mark.parametrize("value, spec, text", [
+    (-0.0192, "+.3f", "−0.019"), (-0.0192, ".3f", "−0.019"), (-0.46, ".0%", "−46%"), (-3, "d", "−3"),
+    (-2.5e-6, ".2e", "−2.50e−06"), (-0.5, "", "−0.5"), ((-1, 2), "d", "−1, 2"), (0.0, "+.2f", "+0.00"),
+])
+def test_a_negative_glued_number_reads_with_the_minus_sign_u2212(value, spec, text):
+    """The prose's numbers take U+2212, as the tables' do; a word keeps its hyphen."""
+    assert format_value(value, spec) == text and "-" not in text
+    assert format_value("not-assessable") == format_value("not-assessable", "s") == "not-assessable"
 
 
 @pytest.mark.parametrize("spec", [".2f", ".1%", ".3g", ".2e"])

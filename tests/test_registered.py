@@ -180,3 +180,24 @@ def test_a_run_is_read_at_a_held_out_loss_by_interpolation_or_at_its_end():
     assert np.isnan(rg.value_at_progress(steps, [9.0, np.nan, 7.0, 5.0], out, 6.5))
     with pytest.raises(ValueError, match="level=5.0.*never reaches"):
         rg.value_at_progress(steps, loss, out, 5.0)
+
+
+def test_the_design_target_is_defined_once_and_every_design_face_takes_no_argument():
+    """One definition of the x1.25 target and its power (registered.py); every design module's face is a
+    no-argument ``design_numbers()`` (its inputs computed when not given)."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from tanbias.lab.analysis import (alias_design, causal_design, dose_design, horizon_design, registered,
+                                      rivals_design)
+
+    package = Path(registered.__file__).resolve().parents[3]
+    literal = re.compile(r"^\s*[A-Z_]+\s*=\s*(float\(np\.log\()?1\.25\b", re.M)
+    defined = [p.relative_to(package) for p in package.rglob("*.py") if literal.search(p.read_text(encoding="utf8"))]
+    assert defined == [Path("tanbias/lab/analysis/registered.py")], defined
+    assert registered.TARGET_LOG == pytest.approx(np.log(registered.TARGET_RATIO))
+    for module in (dose_design, alias_design, causal_design, rivals_design, horizon_design):
+        params = inspect.signature(module.design_numbers).parameters.values()
+        assert all(p.default is None for p in params), module.__name__
+        assert module.__name__ == "tanbias.lab.analysis.dose_design" or module.TARGET_RATIO is registered.TARGET_RATIO

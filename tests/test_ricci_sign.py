@@ -1,5 +1,7 @@
 """tanbias.theory.ricci_sign: ring laws (chord and volume factors) and the Ricci sign test on S^k x R^(d-k)."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -114,7 +116,32 @@ def test_ricci_sign_data_orders_the_three_readings():
 def test_ricci_sign_test_report_and_verdicts():
     law = Gaussian(0.3)
     sign = ricci_sign_test(S2R, law, n=200_000, rng=3)
-    assert sign.report().startswith(f"η_g = {sign.eta_g:.3g}, n = 200,000")
+    assert sign.report().startswith(f"η_g = {sign.eta_g:.3g}, 200,000 samples")
     assert all(c.passed for c in sign.checks())
     rejected = [c.refute() for c in sign.rejected_readings()]
     assert all(c.expected_to_fail for c in rejected)
+
+
+def test_the_projected_direction_shifts_the_mean_share_by_its_own_first_order():
+    """v/|v| shortens the sphere part: s_hat = s - r^2 s^2 (1 - s) / 3; on S^2 x R the mean share
+    then falls where the geodesic u's rises, beta read from it is not -1/6, and both shifts still
+    vanish linearly in eta_g (attenuation holds either way)."""
+    from tanbias.theory.ricci_sign import direction_variables, projected_share_correction
+
+    M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4, seed=0)
+    assert math.isclose(projected_share_correction(M, 0.3), -0.3 * 8 / 105 / 3, rel_tol=1e-9)
+    assert math.isclose(projected_share_correction(GeneralizedCylinder(k=2, d=3, R=2.0, D=4), 0.3),
+                        projected_share_correction(M, 0.3) / 4, rel_tol=1e-9)
+    shifts = {}
+    for sigma in (0.3, 0.15):
+        law = Gaussian(sigma)
+        dv = direction_variables(M, law, M.sample(400_000, law, np.random.default_rng(5)))
+        for name, row in dv.items():
+            assert abs(row["shift"] - row["predicted"]) < 4 * row["shift_se"] + 0.1 * abs(row["predicted"]), (sigma, name)
+        shifts[sigma] = dv
+    dv = shifts[0.3]
+    assert dv["geodesic"]["shift"] > 0 > dv["projected"]["shift"]
+    assert abs(dv["geodesic"]["beta"] + 1 / 6) < 4 * dv["geodesic"]["beta_se"]
+    assert dv["projected"]["beta"] < -1 / 6 - 8 * dv["projected"]["beta_se"]          # about -0.45
+    ratio = shifts[0.3]["projected"]["predicted"] / shifts[0.15]["projected"]["predicted"]
+    assert math.isclose(ratio, 4.0, rel_tol=1e-9)                      # linear in eta_g = 3 sigma^2

@@ -155,3 +155,55 @@ def test_the_committed_rules_file_is_the_one_the_module_reads():
     assert rp.MARGIN_LINEAR == 0.25 and "25 %" in post["predictions"]["margin"]
     assert rp.TOP_SHARE_FACTOR == 2 and "twice" in post["predictions"]["top_share"]
     assert "0.9" in post["words"]["collapse"] and rp.COLLAPSE == 0.9
+
+
+def _tested_row(t, verdict="proxy - control", kind="decoder"):
+    s = rivals.share_rows(t)
+    cells = rp.survival_tested(t, s).set_index(["verdict", "kind"])
+    return cells.loc[(next(k for k in rp.SURVIVAL_VERDICTS if verdict in k), kind)]
+
+
+def test_a_null_whose_interval_overlaps_the_standard_effect_cannot_decide_survival():
+    """book-posthoc.toml [survival]: a correction that reads 'not detected' beside a detected standard effect is
+    'not decided' while a common effect fits both (the old rule counted it lost: a difference in significance)."""
+    eff = {("decoder", c, "raw"): -0.3 for c in ("standard-proxy", "unigram-proxy")}
+    eff[("decoder", "standard-proxy", "type_balanced")] = -0.3
+    t = _shares(planted_table(eff, rng=2))
+    rng = np.random.default_rng(7)
+    t["isoscore"] = 0.5 + 0.3 * rng.normal(size=len(t))       # IsoScore*: noise so wide it cannot decide
+    row = _tested_row(t)
+    assert row["unigram head"] == "kept" and row["type-balanced"] == "kept"
+    assert row["IsoScore*"] == "not decided" and row["standardised"] == "no test"
+    old = rp.survival_rows(t, rivals.share_rows(t)).set_index(["verdict", "kind"])
+    assert old.loc[(row.name[0], "decoder"), "IsoScore*"] == "not detected"      # what the earlier rule lost
+
+
+def test_a_correction_that_removes_the_effect_with_a_narrow_interval_loses_it():
+    eff = {("decoder", c, "raw"): -0.3 for c in ("standard-proxy", "unigram-proxy")}
+    t = _shares(planted_table(eff, noise=0.01, rng=2))
+    t["type_balanced"] = 0.3 + 0.001 * np.random.default_rng(8).normal(size=len(t))    # no effect, tightly
+    row = _tested_row(t)
+    assert row["type-balanced"] == "lost" and row["unigram head"] == "kept"
+    cells = rp.survival_tested(t, rivals.share_rows(t))
+    assert rp.survival_tested_word(cells, ("surgery lowers it: proxy - control",)) == "partly survives"
+
+
+def test_the_unigram_head_loses_a_verdict_only_by_its_registered_interaction():
+    # the surgery's effect vanishes under the unigram head; whether the interaction decides it depends on the noise
+    eff = {("decoder", "standard-proxy", "raw"): -0.3}
+    decided = _tested_row(_shares(planted_table(eff, noise=0.01, rng=2)))
+    assert decided["unigram head"] == "lost"
+    noisy = _tested_row(_shares(planted_table(eff, noise=0.25, rng=2)))
+    assert noisy["unigram head"] in ("kept", "not decided")
+
+
+def test_accounts_are_also_read_without_the_shares_small_by_construction():
+    assert set(rp.BY_CONSTRUCTION) == {"q_c", "q_s"}
+    p = pd.DataFrame([{"account": "rogue_dimensions", "kind": "decoder", "key": "q_s", "outcome": "met"},
+                      {"account": "rogue_dimensions", "kind": "decoder", "key": "top_share", "outcome": "undecided"}])
+    acc = pd.DataFrame([{"account": "rogue_dimensions", "kind": "decoder", "word": "supported"}])
+    row = rp.account_summary(p, acc).iloc[0]
+    assert row["all_predictions"] == "not distinguished" and row["no_test"] == 1 and row["tested"] == "not distinguished"
+    p.loc[1, "outcome"] = "met"
+    row = rp.account_summary(p, acc).iloc[0]
+    assert row["all_predictions"] == "supported" == row["tested"]

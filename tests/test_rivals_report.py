@@ -96,7 +96,33 @@ def test_a_contrast_table_shows_one_family():
                                "other": 1} for f, c in (("primary", "head_final"), ("secondary", "x"))])
     t = rivals_report.contrast_table(contrasts, "primary")
     assert list(t["contrast"]) == [rivals.CONTRAST_NAMES["head_final"]]        # in words
-    assert list(t.columns) == ["contrast", "architecture", "reading", "estimate", "lo", "hi", "p", "Holm p", "word"]
+    assert list(t.columns) == ["contrast", "architecture", "reading", "estimate", "lo", "hi", "p", "Holm p",
+                               "interval's word"]
+
+
+def test_every_registered_contrast_and_reading_has_its_name_in_words():
+    """The chapter's folded tables name contrasts and readings in words, never as code (head_final,
+    type_balanced): every contrast the registration defines and every outcome it reads has a name, and the
+    tables that list contrasts use it."""
+    from tanbias.book.tables import CODE_NAME
+
+    contrasts = {c for family in (rivals.PRIMARY, rivals.SECONDARY) for c in family}
+    assert contrasts <= set(rivals.CONTRAST_NAMES), sorted(contrasts - set(rivals.CONTRAST_NAMES))
+    assert set(rivals.OUTCOMES) <= set(rivals_report.READING_WORDS)
+    named = [*rivals.CONTRAST_NAMES.values(), *rivals_report.READING_WORDS.values()]
+    assert not [n for n in named if CODE_NAME.search(n)]
+    codes = sorted(contrasts)
+    power = pd.DataFrame([dict(contrast=c, kind="decoder", n_seeds=5, planned_sd=0.1, sd=0.1, power_first=0.5,
+                               power_alpha=0.6, detectable=1.2) for c in codes])
+    peaks = pd.DataFrame([dict(contrast=c, kind="decoder", estimate=0.0, lo=-0.1, hi=0.1, final=0.0) for c in codes])
+    progress = pd.DataFrame([dict(contrast=c, kind="decoder", estimate=0.0, lo=-0.1, hi=0.1, n_seeds=2, loss_gap=0.1,
+                                  registered=0.0, word="n/a") for c in codes])
+    for t in (rivals_report.power_table(power), rivals_report.secondary_power_table(power),
+              rivals_report.peak_table(peaks), rivals_report.progress_table(progress)):
+        assert not [c for c in t["contrast"] if CODE_NAME.search(c)], list(t["contrast"])
+    survival = pd.DataFrame([{"verdict": "v", "kind": "decoder", "standard": "negative",
+                              **{c: "negative" for c in rivals.CORRECTIONS}}])
+    assert not [h for h in rivals_report.survival_table(survival).columns if CODE_NAME.search(h) or h == "type-balanced"]
 
 
 def test_the_accounts_named_are_the_registered_ones_in_order():
@@ -199,3 +225,58 @@ def test_contrast_numbers_exponentiate_only_the_log_outcomes():
     n = rivals_report.contrast_numbers(c)
     assert n["head_peak_encoder"] == 1.0 and n["head_peak_encoder_lo"] == pytest.approx(np.exp(-0.1))
     assert n["head_final_isoscore_encoder"] == 0.0 and n["head_final_isoscore_encoder_lo"] == -0.1
+
+
+def _tested_posthoc(cells: list[dict], kept: list[tuple[int, int]]):
+    """A post-hoc analysis with only the two survival tables: ``cells`` the rows of survival_tested (its
+    corrections, by column), ``kept`` each row's (kept, applies) by the earlier rule."""
+    from tanbias.lab.analysis import rivals_posthoc
+
+    verdicts = ("surgery lowers it: proxy - control (chapter 12)", "aliasing raises it (chapter 11)")
+    rows = [{"verdict": verdicts[i % 2], "kind": KINDS[i // 2 % 2], **{c: "n/a" for c in rivals_posthoc.SURVIVAL_CORRECTIONS},
+             **cell} for i, cell in enumerate(cells)]
+    tested = pd.DataFrame(rows, columns=["verdict", "kind", *rivals_posthoc.SURVIVAL_CORRECTIONS])
+    survival = tested[["verdict", "kind"]].assign(kept=[k for k, _ in kept], applies=[a for _, a in kept])
+    return types.SimpleNamespace(tested=tested, survival=survival)
+
+
+def test_the_survival_table_by_a_test_of_the_difference_sets_both_rules_side_by_side():
+    """Each row's word by book-posthoc.toml's rule comes from its own cells, its earlier word from the earlier
+    counts; the retired correction reads 'no test'; the columns are words; the counts add up."""
+    from tanbias.book.tables import CODE_NAME
+
+    posthoc = _tested_posthoc([
+        {"unigram head": "kept", "IsoScore*": "not decided", "standardised": "no test"},   # survives; earlier partly
+        {"unigram head": "lost", "IsoScore*": "kept", "standardised": "no test"},          # partly, both rules
+        {"unigram head": "not decided", "standardised": "no test"},                        # not decided
+    ], kept=[(1, 3), (1, 3), (0, 2)])
+    t = rivals_report.difference_survival_table(posthoc)
+    assert list(t["by a test of the difference"]) == ["survives", "partly survives", "not decided"]
+    assert list(t["by the earlier rule"]) == ["partly survives", "partly survives", "does not survive"]
+    assert set(t["z-scored"]) == {"no test"} and "types equal" in t.columns
+    assert not [h for h in t.columns if CODE_NAME.search(h)]
+    n = rivals_report.difference_numbers(posthoc)
+    assert (n["tested_rows"], n["tested_survives"], n["earlier_partly"]) == (3, 1, 2)
+    assert n["tested_kept"] + n["tested_lost"] + n["tested_undecided"] + n["tested_no_test"] == n["tested_cells"] == 8
+    swapped = types.SimpleNamespace(tested=posthoc.tested, survival=posthoc.survival.iloc[::-1])
+    with pytest.raises(ValueError, match="same order"):
+        rivals_report.difference_survival_table(swapped)
+
+
+def test_the_words_by_a_test_of_the_difference_are_there_for_the_audit_trail():
+    from tanbias.lab.analysis import rivals_posthoc
+
+    posthoc = _tested_posthoc([{"unigram head": "kept", "standardised": "no test"},
+                               {"unigram head": "lost", "IsoScore*": "kept"}], kept=[(1, 2), (1, 2)])
+    posthoc.survival = posthoc.survival.assign(standard="less anisotropic",
+                                               **{c: "n/a" for c in rivals_posthoc.SURVIVAL_CORRECTIONS})
+    posthoc.predictions = pd.DataFrame(columns=["kind", "account", "key", "outcome"])
+    posthoc.summary = pd.DataFrame([{"account": "rogue_dimensions", "kind": "decoder", "all_predictions": "supported",
+                                     "tested": "against"}])
+    posthoc.kinds = pd.DataFrame(columns=["kind", "verdict", "head", *rivals_posthoc.READINGS_BY_KIND])
+    posthoc.nulls = pd.DataFrame(columns=["head", "correction", "verdict", "kind", "excludes_raw"])
+    w = rivals_report.posthoc_words(posthoc)
+    kind = posthoc.tested["kind"].iloc[0]
+    assert w[f"tested, surgery, {kind}, standardised"] == "no test"
+    assert w[f"tested word, surgery, {kind}"] == "survives" and w[f"tested word, aliasing, {kind}"] == "partly survives"
+    assert w["tested predictions, rogue_dimensions, decoder"] == "against"

@@ -167,10 +167,37 @@ def test_the_builds_footer_and_a_broken_one_is_a_warning(monkeypatch):
 
 def test_the_extension_registers_its_parts_and_is_parallel_safe():
     calls = []
-    app = types.SimpleNamespace(**{name: (lambda *a, _n=name: calls.append((_n, a[0])))
+    app = types.SimpleNamespace(**{name: (lambda *a, _n=name, **kw: calls.append((_n, a[0])))
                                    for name in ("connect", "add_directive", "add_transform", "add_post_transform")})
     meta = ext.setup(app)
     assert meta["parallel_read_safe"] and meta["parallel_write_safe"]
     assert ("connect", "config-inited") in calls and ("add_directive", "tanbias-api") in calls
+    assert ("connect", "env-get-updated") in calls
     assert {a for n, a in calls if n == "add_transform"} == {ext.CitationLinks, ext.ChapterSectionLinks}
     assert {a for n, a in calls if n == "add_post_transform"} == {ext.CitationTargets, ext.ChapterSectionCheck}
+
+
+# --- exercise numbers --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("docname, chapter", [
+    ("chapters/01_manifold_hypothesis", "1"), ("chapters/10_dose_response", "10"),
+    ("chapters/06b_narrow_cone", "6b"), ("intro", None), ("chapters/audit_trail", None),
+])
+def test_a_pages_chapter_is_its_file_names_number(docname, chapter):
+    assert ext.chapter_number(docname) == chapter
+
+
+def test_exercises_are_renumbered_by_chapter_in_the_order_sphinx_found_them():
+    env = types.SimpleNamespace(toc_fignumbers={
+        "chapters/04_gradient_ratio": {"exercise": {"x": (6,), "y": (4,), "z": (5,)}, "figure": {"f": (3,)}},
+        "chapters/10_dose_response": {"exercise": {"w": (9,)}},
+        "chapters/02_radial": {"figure": {"g": (1,)}},
+        "intro": {"exercise": {"i": (1,)}}})
+    changed = ext.number_exercises_by_chapter(None, env)
+    assert sorted(changed) == ["chapters/04_gradient_ratio", "chapters/10_dose_response"]
+    assert env.toc_fignumbers["chapters/04_gradient_ratio"]["exercise"] == {"y": ("4", 1), "z": ("4", 2),
+                                                                           "x": ("4", 3)}
+    assert env.toc_fignumbers["chapters/04_gradient_ratio"]["figure"] == {"f": (3,)}
+    assert env.toc_fignumbers["chapters/10_dose_response"]["exercise"] == {"w": ("10", 1)}
+    assert env.toc_fignumbers["intro"]["exercise"] == {"i": (1,)}       # a page without a chapter keeps Sphinx's
+    assert ext.number_exercises_by_chapter(None, env) == []               # a second pass changes nothing

@@ -10,7 +10,7 @@ import pytest
 from conftest import SWEEP_SEEDS, sweep_smoke_config
 from tanbias.errors import ParameterError
 from tanbias.lab import runs as runs_mod
-from tanbias.lab.analysis import sweep
+from tanbias.lab.analysis import sweep, tables
 from tanbias.lab.config import KINDS
 
 def test_load_sweep_finds_all_cells_and_checks_them(smoke_sweep, loaded):
@@ -38,7 +38,7 @@ def test_load_sweep_refuses_runs_with_different_budgets(smoke_sweep, tmp_path):
 
 
 def test_run_metrics_phases_and_layer_mean(loaded):
-    m = sweep.run_metrics(loaded)
+    m = tables.run_metrics(loaded)
     assert set(m["phase"]) == {"init", "early", "late"}
     one = m[(m["run"] == "decoder-natural-s0") & (m["bucket"] == "all") & (m["proxy"] == "frozen")
             & (m["phase"] == "late")]
@@ -52,7 +52,7 @@ def test_run_metrics_phases_and_layer_mean(loaded):
 
 @pytest.mark.slow
 def test_effects_are_seed_paired_and_interaction_is_the_difference(loaded):
-    m = sweep.run_metrics(loaded)
+    m = tables.run_metrics(loaded)
     e = sweep.effects(m)
     sel = e[(e["layer"] == "mean") & (e["bucket"] == "all") & (e["proxy"] == "frozen")
             & (e["phase"] == "late") & (e["metric"] == "log_enrichment")].set_index("contrast")
@@ -108,14 +108,14 @@ def test_frequency_profile_sees_the_balanced_mixture(loaded):
 def test_layer_average_is_the_geometric_mean():
     a = pd.DataFrame({"step": [0, 0], "layer": [0, 1], "enrichment": [2.0, 0.5],
                       "d_iso_proxy": [0.0, 0.0], "d_iso_control_mean": [0.0, 0.0]})
-    m = sweep.mean_over_layers(sweep.add_log_enrichment(a), ["step"])
+    m = tables.mean_over_layers(tables.add_log_enrichment(a), ["step"])
     assert np.isclose(np.exp(m["log_enrichment"].iloc[0]), 1.0)    # x2 and x0.5: no effect
 
 
 def test_run_summary_uses_the_layer_average_of_run_metrics(loaded):
     two = {n: loaded[n] for n in ("encoder-natural-s0", "decoder-natural-s0")}
     s = sweep.run_summary(two).set_index(["run", "proxy"])
-    m = sweep.run_metrics(two)
+    m = tables.run_metrics(two)
     row = m[(m["run"] == "decoder-natural-s0") & (m["layer"] == "mean") & (m["bucket"] == "all")
             & (m["proxy"] == "frozen") & (m["phase"] == "late")].iloc[0]
     assert np.isclose(s.loc[("decoder-natural-s0", "frozen"), "enrichment_late"],

@@ -60,7 +60,7 @@ def test_figure_and_interactive():
     prof = growth_profile(y, X.mu, radii)
     fig = growth_figure({"planes": prof}, {"predicted": (radii, 2 + 0 * radii)}, delta=0.0)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis2.title.text
-    assert len(fig.data) == 3 and "δ = 0" in fig.layout.title.text
+    assert len(fig.data) == 3 and "ξ = 0" in fig.layout.title.text
     demo = stratified_growth_interactive(X, y, ys, S.mu, (0.0, 0.2, 0.4), radii)
     sd = demo.static_dict()
     assert len(sd["frames"]) == 3 and len(pio.to_json(sd, validate=False)) < 300_000

@@ -19,7 +19,7 @@ from tanbias.lab.data import heldout_batches
 #: Architectures of the ``tiny`` fixture: the families of the reference models.
 TINY_ARCHS = ("eurobert", "gpt_neox", "llama")
 #: Every architecture :func:`tiny_model` builds: the families above and the others the
-#: measurement command supports (``tanbias.lab.analysis.measure.ARCHITECTURES``, by model type).
+#: measurement command supports (``tanbias.lab.loading.ARCHITECTURES``, by model type).
 ALL_ARCHS = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", "gemma2", "phi3", "olmo2", "gpt2", "gpt_neox",
              "opt", "falcon", "bert", "roberta", "xlm-roberta", "distilbert", "electra", "eurobert", "modernbert")
 #: The encoders among them (masked LMs: their head is the masked-LM head).

@@ -17,6 +17,10 @@ And reads two kinds of Markdown link the way JupyterLab cannot read roles
   JupyterLab opens the chapter; the book links the section, a ``{ref}`` to the
   label, and fails if the label is not in that chapter.
 
+And numbers the exercises by chapter: the k-th exercise of chapter N is "Exercise N.k", in the
+book as in its stub and its checker's name (:func:`number_exercises_by_chapter`; sphinx-exercise
+alone numbers them through the whole book).
+
 And fills the footer (``html.extra_footer`` in _config.yml, which names the licences) with the
 package's version, :data:`tanbias.__version__`, so that the version has one source
 (:func:`footer_html`).
@@ -358,6 +362,55 @@ class ChapterSectionCheck(SphinxPostTransform):
                                location=node)
 
 
+# ------------------------------------------------------------------ exercise numbers
+#: the figure type of sphinx-exercise's numbered exercises
+EXERCISE_FIGTYPE = "exercise"
+
+
+def chapter_number(docname: str) -> str | None:
+    """The chapter of a page, read from its file name's leading digits (``None`` for a page
+    without them).
+
+    Example
+    -------
+    >>> chapter_number("chapters/04_gradient_ratio"), chapter_number("chapters/10_dose_response")
+    ('4', '10')
+    >>> chapter_number("chapters/06b_narrow_cone"), chapter_number("intro"), chapter_number("chapters/api")
+    ('6b', None, None)
+    """
+    m = re.match(r"(?:.*/)?0*(\d+[a-z]?)_", docname)
+    return m.group(1) if m else None
+
+
+def number_exercises_by_chapter(app, env) -> list[str]:
+    """``env-get-updated``, after Sphinx has numbered the figures: each chapter's exercises become
+    ``(chapter, k)``, rendered "Exercise 4.1", in the order Sphinx numbered them. Pages without a
+    chapter number keep Sphinx's numbers. Returns the pages whose numbers changed.
+
+    Example
+    -------
+    >>> import types
+    >>> env = types.SimpleNamespace(toc_fignumbers={
+    ...     "chapters/04_gradient_ratio": {"exercise": {"b": (5,), "a": (4,)}, "figure": {"f": (1,)}},
+    ...     "intro": {"exercise": {"c": (1,)}}})
+    >>> number_exercises_by_chapter(None, env)
+    ['chapters/04_gradient_ratio']
+    >>> env.toc_fignumbers["chapters/04_gradient_ratio"]["exercise"], env.toc_fignumbers["intro"]["exercise"]
+    ({'b': ('4', 2), 'a': ('4', 1)}, {'c': (1,)})
+    """
+    changed = []
+    for docname, types in env.toc_fignumbers.items():
+        chapter, numbers = chapter_number(docname), types.get(EXERCISE_FIGTYPE)
+        if chapter is None or not numbers:
+            continue
+        order = sorted(numbers, key=numbers.get)
+        new = {ident: (chapter, k) for k, ident in enumerate(order, start=1)}
+        if new != numbers:
+            numbers.update(new)
+            changed.append(docname)
+    return changed
+
+
 # ------------------------------------------------------------------ the footer
 #: what :func:`footer_html` fills in the footer of _config.yml
 FOOTER_FIELDS = ("version", "repository", "branch")
@@ -421,4 +474,6 @@ def setup(app):
     app.add_post_transform(CitationTargets)
     app.add_transform(ChapterSectionLinks)
     app.add_post_transform(ChapterSectionCheck)
+    # after Sphinx's own figure numbers (its collectors run at the default priority, 500)
+    app.connect("env-get-updated", number_exercises_by_chapter, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

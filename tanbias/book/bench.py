@@ -23,7 +23,9 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 
 ``--quick`` skips the clean build (it reads an existing ``_build`` if there is
 one), times 10 updates per figure instead of 50, and measures the command on its
-fewest tokens (``MIN_TOKENS``) without the alignment test.
+fewest tokens (``MIN_TOKENS``) without the alignment test. Each part says on standard
+error when it starts and when it ends, with its time (:class:`Progress`); the last line
+gives the whole run's.
 """
 
 from __future__ import annotations
@@ -41,19 +43,20 @@ from pathlib import Path
 
 from tanbias.book.bookbuild import MEMOISED_LINE
 from tanbias.lab import runs
-from tanbias.lab.experiments import EXPERIMENTS
+from tanbias.lab.experiments import EXPERIMENTS, lab_chapters
 
 __all__ = ["TARGETS", "MEASURE_PAGE", "LAB_CHAPTERS", "toc_documents", "is_notebook", "page_weight", "exec_times",
            "chapter_latencies", "build_book", "memoised_seconds", "budgeted_experiments", "experiment_record",
-           "measure_page_record", "run", "format_report", "main"]
+           "measure_page_record", "Progress", "run", "format_report", "main"]
 
 #: The budgets the table compares against: a chapter's execution, an interactive figure's update, a
 #: page's weight, and the measure page's execution over the slowest lab chapter's.
 TARGETS = {"chapter_exec_s": 30.0, "update_p95_ms": 50.0, "page_bytes": 2_000_000, "measure_page_ratio": 1.0}
 #: The page that runs ``python -m tanbias measure`` as the book builds.
 MEASURE_PAGE = "chapters/measure_your_model"
-#: The chapters of the training lab (first and last number): the measure page is held to the slowest.
-LAB_CHAPTERS = (7, 14)
+#: The chapters of the training lab (first and last number, from the registry): the measure page is held to the
+#: slowest.
+LAB_CHAPTERS = (lab_chapters()[0], lab_chapters()[-1])
 
 _IMG = re.compile(r"""<(?:img|source)\b[^>]*?\bsrc=["']([^"']+)["']""", re.IGNORECASE)
 
@@ -232,12 +235,61 @@ def _fmt_check(value, target, fmt) -> str:
     return f"{fmt(value)} {mark}"
 
 
+class Progress:
+    """Says each part of the benchmark as it starts and as it ends, with its time (``make bench`` runs
+    for minutes: a long command shows its progress), and keeps each part's seconds.
+
+    ``write(line)`` receives each line (default: standard error, flushed at once).
+
+    Example
+    -------
+    >>> lines = []
+    >>> progress = Progress(write=lines.append, clock=iter([0.0, 0.5, 3.0, 3.5]).__next__)
+    >>> with progress.part("the clean build"):
+    ...     pass
+    >>> lines
+    ['bench: the clean build ...', 'bench: the clean build done in 2.5 s']
+    >>> progress.total()
+    'bench: every part done in 3.5 s'
+    """
+
+    def __init__(self, write=None, clock=time.perf_counter):
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.clock = clock
+        self.started = clock()
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def part(self, name: str):
+        """Say ``name`` as it starts and as it ends (or fails), with its seconds."""
+        self.write(f"bench: {name} ...")
+        t0 = self.clock()
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            self.seconds[name] = self.clock() - t0
+            self.write(f"bench: {name} {'FAILED after' if failed else 'done in'} {_duration(self.seconds[name])}")
+
+    def total(self) -> str:
+        """The line that closes the benchmark: every part's time together."""
+        return f"bench: every part done in {_duration(self.clock() - self.started)}"
+
+
+def _duration(seconds: float) -> str:
+    """``"2.5 s"``, ``"3 min 20 s"``."""
+    return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
 def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None,
-        out: str | os.PathLike | None = None, pages: bool = False) -> dict:
+        out: str | os.PathLike | None = None, pages: bool = False, progress: Progress | None = None) -> dict:
     """Measure everything; return the report written to ``_build/bench.json``. ``pages``: the build and
     the pages only (each page's execution time and weight, the measure page's ratio): no figure
-    latencies, no timings of the lab or of the measurement command."""
+    latencies, no timings of the lab or of the measurement command. ``progress`` says each part as it
+    starts and ends (default: on standard error); the report keeps each part's seconds."""
     root = Path(root).resolve()
+    progress = progress or Progress()
     n = n or (10 if quick else 50)
     report: dict = {"targets": TARGETS, "quick": quick, "pages_only": pages, "n_updates": n, "chapters": []}
     build_root = root / "_build"
@@ -246,7 +298,8 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         built = build_root
     else:
         out_dir = root / "_build" / "bench-book"
-        seconds, ok, log = build_book(root, out_dir)
+        with progress.part("the clean book build"):
+            seconds, ok, log = build_book(root, out_dir)
         report["book_build_s"], report["book_build_ok"] = seconds, ok
         report["memoise_s"] = memoised_seconds(log)
         if not ok:
@@ -264,18 +317,21 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
         row["page_bytes"] = page_weight(page, html_root) if page.exists() else None
         if row["notebook"] and not pages:
             try:
-                row["interactives"] = chapter_latencies(src, n=n)
+                with progress.part(f"figure latencies of {doc}"):
+                    row["interactives"] = chapter_latencies(src, n=n)
             except Exception as exc:  # report, keep measuring the other chapters
                 row["interactives"], row["error"] = [], f"{type(exc).__name__}: {exc}"
         report["chapters"].append(row)
     if not pages:
-        _bench_lab_and_measure(report, quick)
+        _bench_lab_and_measure(report, quick, progress)
     report["sweep"] = _sweep_record(Path(root))
     for key, (name, budget, _) in budgeted_experiments().items():
         report[key] = experiment_record(Path(root), name, budget)
     report["pretrained"] = _pretrained_record(Path(root))
     report["measure_page"] = measure_page_record(report["chapters"])
     report["ok"] = _all_ok(report)
+    report["parts_s"] = dict(progress.seconds)
+    progress.write(progress.total())
     path = Path(out) if out else build_root / "bench.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2), encoding="utf8")
@@ -283,32 +339,28 @@ def run(root: str | os.PathLike = ".", quick: bool = False, n: int | None = None
     return report
 
 
-def _bench_lab_and_measure(report: dict, quick: bool) -> None:
+def _bench_lab_and_measure(report: dict, quick: bool, progress: Progress) -> None:
     """The training lab's timings (tokens/s and the probe's overhead, inline versus a separate
-    forward+backward; the surgery; DDP) and the measurement command's, into ``report``."""
-    from tanbias.lab.bench import bench_lab
+    forward+backward; the surgery; DDP) and the measurement command's, into ``report``, each part
+    said as it starts and ends."""
+    from tanbias.lab import bench as lab_bench
+    from tanbias.lab.analysis.measure_inputs import MIN_TOKENS
 
-    try:
-        report["lab"] = bench_lab(reps=3 if quick else 8)
-    except Exception as exc:  # report, keep the rest of the benchmark
-        report["lab"] = {"error": f"{type(exc).__name__}: {exc}"}
-    from tanbias.lab.bench import bench_surgery
-    try:
-        report["surgery"] = bench_surgery(reps=4 if quick else 8)
-    except Exception as exc:  # report, keep the rest of the benchmark
-        report["surgery"] = {"error": f"{type(exc).__name__}: {exc}"}
-    from tanbias.lab.bench import bench_ddp
-    try:
-        report["ddp"] = bench_ddp(steps=4 if quick else 8)
-    except Exception as exc:  # report, keep the rest of the benchmark
-        report["ddp"] = {"error": f"{type(exc).__name__}: {exc}"}
-    # the measurement command (python -m tanbias measure) on SmolLM2, against one plain forward pass
-    # over the same tokens in the same process; --quick: the shortest text, no alignment test
-    from tanbias.lab.analysis.measure import MIN_TOKENS, bench_measure
-    try:
-        report["measure"] = (bench_measure(n_tokens=MIN_TOKENS, alignment=False) if quick else bench_measure())
-    except Exception as exc:  # report, keep the rest of the benchmark
-        report["measure"] = {"error": f"{type(exc).__name__}: {exc}"}
+    parts = {
+        "lab": ("the lab's training and probe", lambda: lab_bench.bench_lab(reps=3 if quick else 8)),
+        "surgery": ("the gradient surgery", lambda: lab_bench.bench_surgery(reps=4 if quick else 8)),
+        "ddp": ("one process against torchrun", lambda: lab_bench.bench_ddp(steps=4 if quick else 8)),
+        # the measurement command (python -m tanbias measure) on SmolLM2, against one plain forward pass
+        # over the same tokens in the same process; --quick: the shortest text, no alignment test
+        "measure": ("the measurement command", lambda: (lab_bench.bench_measure(n_tokens=MIN_TOKENS, alignment=False)
+                                                        if quick else lab_bench.bench_measure())),
+    }
+    for key, (name, measure) in parts.items():
+        try:
+            with progress.part(name):
+                report[key] = measure()
+        except Exception as exc:  # report, keep the rest of the benchmark
+            report[key] = {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _sweep_record(root: Path) -> dict | None:
@@ -349,9 +401,14 @@ def measure_page_record(chapters: list[dict]) -> dict | None:
 
 def budgeted_experiments() -> dict:
     """The experiments with a wall-time budget, from the registry (:data:`tanbias.lab.experiments.EXPERIMENTS`,
-    each design's ``budget_hours``): name -> (record under ``data/runs/``, budget in seconds, title)."""
-    return {d.name: (f"{d.name}.json", 3600.0 * d.budget_hours, d.title)
-            for d in EXPERIMENTS.values() if d.budget_hours is not None}
+    each design's ``budget_hours`` and each of its stages'): name -> (record under ``data/runs/``, budget
+    in seconds, title)."""
+    out = {d.name: (f"{d.name}.json", 3600.0 * d.budget_hours, d.title)
+           for d in EXPERIMENTS.values() if d.budget_hours is not None}
+    for d in EXPERIMENTS.values():       # a stage registered later has a record and a budget of its own
+        out.update({f"{d.name}-{st.name}": (f"{d.name}-{st.name}.json", 3600.0 * st.budget_hours,
+                                            f"{d.title}, {st.title}") for st in d.stages})
+    return out
 
 
 def experiment_record(root: Path, name: str = "dose.json", budget: float = 5 * 3600.0) -> dict | None:
@@ -490,7 +547,10 @@ def format_report(report: dict) -> str:
                      f"(target <= {mp['target_s']:.0f} s); {ratio}")
     lab = report.get("lab")
     if lab and "error" not in lab:
-        lines.append(f"training lab: {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "
+        lines.append(f"training lab ({lab['size']} {lab['kind']}, one thread, load average {lab['load_average']:.2f} "
+                     f"at the end; a matmul rate counts {lab['flop_per_token'] / 1e6:.1f} MFLOP a token, 6 x the "
+                     f"parameters outside the input embedding, the output layer's included):")
+        lines.append(f"  {lab['tokens_per_s']:.0f} tokens/s; probe overhead per probed step "
                      f"inline {lab['per_step_inline_ratio']:.3f}x vs a separate pass {lab['per_step_separate_ratio']:.3f}x; "
                      f"whole default run inline {lab['run_overhead_inline']:.3f}x (target <= 1.10) "
                      f"vs a separate pass {lab['run_overhead_separate']:.3f}x")

@@ -35,8 +35,9 @@ import sys
 from pathlib import Path
 
 from tanbias.lab import runs
+from tanbias.lab.experiments import EXPERIMENTS
 
-__all__ = ["default_jobs", "declare_multitoc_parallel_safe", "memoise_analyses", "build", "main"]
+__all__ = ["default_jobs", "declare_multitoc_parallel_safe", "order", "memoise_analyses", "build", "main"]
 
 #: what :func:`memoise_analyses` prints, and ``make bench`` reads back
 MEMOISED_LINE = "memoised the analyses of the committed runs in {seconds:.1f} s"
@@ -83,9 +84,12 @@ def _analyse(name: str) -> str | None:
     return None
 
 
-#: the reports in the order :func:`memoise_analyses` starts them: the longest first (the rivals' reads
-#: the encoder at initialisation, about half of all the time), then the causal test's, which it needs
-ORDER = ("rivals", "causal", "horizon", "dose", "alias", "sweep")
+def order() -> list[str]:
+    """The reports in the order :func:`memoise_analyses` starts them: the designs with the most runs first
+    (their analyses take longest), from the registry (:data:`tanbias.lab.experiments.EXPERIMENTS`)."""
+    from tanbias.lab.analysis.findings import REPORTS
+
+    return sorted(REPORTS, key=lambda n: -len(EXPERIMENTS[n].cells()) if n in EXPERIMENTS else 0)
 
 
 def memoise_analyses(jobs: int) -> float:
@@ -100,7 +104,7 @@ def memoise_analyses(jobs: int) -> float:
 
     if not runs.memo_on():
         return 0.0
-    names = [n for n in ORDER if n in REPORTS] + [n for n in REPORTS if n not in ORDER]
+    names = order()
     t0 = time.perf_counter()
     # spawn: a fresh interpreter per worker, as a page's kernel is (no state forked from this one)
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=get_context("spawn")) as pool:

@@ -13,16 +13,21 @@ and its prose reads ``{eval}`glued["ch1_slope:.3f"]```: the key, then
 optionally ``:`` and a format spec, with the same meaning as myst-nb's
 ``{glue:text}`` role (the spec's last character coerces the value: ``f``,
 ``e``, ``g``, ``%`` to ``float``, ``d`` to ``int``, ``s`` to ``str``). The
-value comes back as plain text, so neither renderer adds quotes.
+value comes back as plain text, so neither renderer adds quotes. A negative number
+reads with the minus sign U+2212 (``−0.02``), as every number the book formats does
+(:mod:`tanbias.numerals`); the value glued, and so the glue log, stays the number itself.
 
-This module is the core layer: it imports nothing from the package.
+This module imports nothing from the package but the core's :mod:`tanbias.numerals`.
 """
 
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import re
+
+from tanbias.numerals import format_spec, minus
 
 __all__ = ["Glued", "glue", "glued", "format_value", "EVAL_PATTERN", "NOT_AVAILABLE", "GLUE_LOG"]
 
@@ -35,7 +40,8 @@ _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 def format_value(value, spec: str = "") -> str:
-    """Format ``value`` as myst-nb's ``{glue:text}`key:spec``` would show it.
+    """Format ``value`` as myst-nb's ``{glue:text}`key:spec``` would show it, a negative number with
+    the minus sign U+2212 (:func:`tanbias.numerals.format_spec`).
 
     Parameters
     ----------
@@ -64,22 +70,26 @@ def format_value(value, spec: str = "") -> str:
     'n/a'
     >>> format_value((47, 75, 122))
     '47, 75, 122'
+    >>> format_value(-0.0192, "+.3f"), format_value(-3, "d"), format_value(-0.5)
+    ('−0.019', '−3', '−0.5')
     """
     if isinstance(value, (tuple, list)):           # a few numbers, e.g. the steps where runs peak
         return ", ".join(format_value(v, spec) for v in value)
     if spec == "":
-        return str(value)
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        return minus(str(value)) if number else str(value)
     kind = spec[-1]
     try:
         if kind == "s":
-            value = str(value)
-        elif kind in "bcdoxX":
+            return format(str(value), spec)
+        if kind in "bcdoxX":
             value = int(value)
         elif kind in "eEfFgGn%":
             value = float(value)
             if value != value:             # NaN: a statistic the data cannot give yet
                 return NOT_AVAILABLE
-        return format(value, spec)
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        return format_spec(value, spec) if number else format(value, spec)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cannot format {value!r} with spec {spec!r}: {exc}. "
                          "Use a spec that fits the value's type (e.g. '.3f' for a number).") from None

@@ -7,9 +7,10 @@ decides only how they print:
 
 * a column whose numbers are all whole is shown as integers (``3``, ``24,384``);
 * any other number with at most :data:`DEFAULT_DIGITS` significant digits (``301``,
-  ``0.00332``, ``0.000525``, ``0.97``; ``2.1e-05`` below 0.0001), never more than
+  ``0.00332``, ``0.000525``, ``0.97``; ``2.1e−05`` below 0.0001), never more than
   :data:`MAX_DIGITS`, and no trailing zero (a number rounded upstream, 0.06, does not become
-  0.0600);
+  0.0600); a negative one with the minus sign U+2212 (``−0.0624``): :func:`tanbias.numerals.format_number` is
+  :func:`tanbias.numerals.format_number`, the book's one way of writing a number;
 * an interval, a ``(lo, hi)`` pair or two columns named in ``intervals=``, as ``[lo, hi]``;
 * no index that means nothing: row numbers (an unnamed integer index) are dropped, a named
   index becomes columns, and a header of two levels becomes one (``"loss, mean"``);
@@ -28,14 +29,11 @@ import re
 
 from tanbias._checks import check_instance, check_int
 from tanbias.errors import ParameterError
+from tanbias.numerals import DEFAULT_DIGITS, MAX_DIGITS, NA, check_digits, format_number
 
 __all__ = ["DEFAULT_DIGITS", "MAX_DIGITS", "TABLE_CLASS", "WIDE_CLASS", "WIDE_COLUMNS", "HEADER_WORDS", "CODE_NAME",
            "header", "format_number", "format_cell", "table_text", "format_table", "too_precise"]
 
-#: significant digits of a number that is not whole, unless a table asks for fewer
-DEFAULT_DIGITS = 3
-#: the most significant digits a table shows (two or three say it all for a ratio or a correlation)
-MAX_DIGITS = 3
 #: CSS class of every table made here (the book test finds the tables that bypassed it); beside
 #: pandas' own ``dataframe``, which the book's theme colours (light and dark)
 TABLE_CLASS = "tanbias-table"
@@ -43,74 +41,6 @@ TABLE_CLASS = "tanbias-table"
 WIDE_CLASS = "tanbias-wide"
 #: from this many columns a table is printed smaller, to fit the page's column
 WIDE_COLUMNS = 8
-#: what a missing value shows
-NA = "–"
-
-
-def _digits(digits) -> int:
-    return check_int("digits", digits, 1, MAX_DIGITS,
-                     hint="Tables show two or three significant digits.")
-
-
-def format_number(x, digits: int = DEFAULT_DIGITS, integer: bool = False) -> str:
-    """``x`` with ``digits`` significant digits, or as an integer.
-
-    Numbers with ``digits`` or more digits before the point print as whole numbers (1519, not
-    1520); those below 0.0001 in scientific notation; zero as ``0``; no trailing zero after
-    the point (``1`` for 1.0, ``0.06`` for 0.06: a number rounded upstream does not look more
-    precise than it is).
-
-    Parameters
-    ----------
-    x : real number
-    digits : int
-        Significant digits, 1 to :data:`MAX_DIGITS`.
-    integer : bool
-        Print ``x`` rounded to an integer (thousands grouped from 10,000 on).
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    ParameterError
-        If ``digits`` is outside 1 to :data:`MAX_DIGITS`.
-
-    Example
-    -------
-    >>> [format_number(v) for v in (301.442, 1.0, 0.0033166, 0.9612, -0.0624, 2.1e-5, 0.06)]
-    ['301', '1', '0.00332', '0.961', '-0.0624', '2.1e-05', '0.06']
-    >>> format_number(24384.0, integer=True), format_number(0.12345, digits=2)
-    ('24,384', '0.12')
-    """
-    digits = _digits(digits)
-    x = float(x)
-    if math.isnan(x):
-        return NA
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if integer:
-        n = int(round(x))
-        return f"{n:,}" if abs(n) >= 10_000 else str(n)
-    if x == 0:
-        return "0"
-    if abs(x) >= 10 ** (digits - 1):               # as many digits before the point: a whole number
-        return format_number(x, integer=True)
-    rounded = float(f"{x:.{digits - 1}e}")        # rounding may carry: 9.996 -> 10.0
-    exponent = math.floor(math.log10(abs(rounded)))
-    if exponent >= digits - 1:
-        return format_number(rounded, integer=True)
-    if exponent < -4:
-        mantissa, _, power = f"{rounded:.{digits - 1}e}".partition("e")
-        return f"{_trim(mantissa)}e{power}"
-    return _trim(f"{rounded:.{digits - 1 - exponent}f}")
-
-
-def _trim(text: str) -> str:
-    """No trailing zero after the point: a number rounded upstream (0.06) is not shown as
-    more precise than it is (0.0600)."""
-    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _is_number(v) -> bool:
@@ -124,13 +54,15 @@ def _missing(v) -> bool:
 
 
 def format_cell(value, digits: int = DEFAULT_DIGITS, integer: bool = False, na: str = NA) -> str:
-    """One cell: a number (:func:`format_number`), an interval ``(lo, hi)`` as ``[lo, hi]``,
+    """One cell: a number (:func:`tanbias.numerals.format_number`), an interval ``(lo, hi)`` as ``[lo, hi]``,
     a missing value as ``na``, anything else as its text.
 
     Example
     -------
     >>> format_cell((0.96612, 1.0357)), format_cell(float("nan")), format_cell("as predicted")
     ('[0.966, 1.04]', '–', 'as predicted')
+    >>> format_cell((-0.0123, 0.0456))
+    '[−0.0123, 0.0456]'
     >>> format_cell(True), format_cell(3, integer=True)
     ('True', '3')
     """
@@ -196,7 +128,7 @@ def table_text(frame, digits: int = DEFAULT_DIGITS, intervals: dict | None = Non
     import pandas as pd
 
     check_instance("frame", frame, pd.DataFrame)
-    digits = _digits(digits)
+    digits = check_digits(digits)
     df = frame.copy()
     # an unnamed integer index numbers the rows (0 .. n-1, or what a filter left of it): dropped
     row_numbers = (df.index.nlevels == 1 and df.index.name is None
@@ -327,7 +259,7 @@ def header(label: str) -> str:
 
 
 #: a number printed with a point or an exponent, not inside a word or a version string
-_PRINTED = re.compile(r"(?<![\w.])[-+−]?(\d*\.\d+|\d+\.)(?:[eE][-+]?\d+)?(?![\w.])")
+_PRINTED = re.compile(r"(?<![\w.])[-+−]?(\d*\.\d+|\d+\.)(?:[eE][-+−]?\d+)?(?![\w.])")
 
 
 def too_precise(text: str, digits: int = MAX_DIGITS) -> list[str]:

@@ -23,7 +23,8 @@ Importing this package also installs the book's plotly renderer
 (:mod:`tanbias.figures.renderer`) when a chapter is executed for the built book.
 
 Figure builders *return* a :class:`plotly.graph_objects.Figure` (or a
-:class:`tanbias.figures.interactive.Interactive`), say so in their annotation, and never
+:class:`tanbias.figures.interactive.Interactive`, or an :class:`SVGFigure`: a static figure
+that needs no browser to draw), say so in their annotation, and never
 call ``.show()`` (``tests/test_figure_contract.py`` keeps it so).
 """
 
@@ -52,11 +53,25 @@ from tanbias.figures import renderer  # noqa: E402
 from tanbias.errors import ParameterError  # noqa: E402
 from tanbias.palette import (AXIS_LINE, BLACK, COLORS, FAINT_GREY, GREY, INK,  # noqa: E402, F401
                        KIND_COLORS, LEGEND_BACKGROUND, LEVEL_COLORSCALE, LIGHT_GREY,
-                       REFERENCE_GREY, VERDICT_COLORS)
+                       REFERENCE_GREY, VERDICT_COLORS, WHITE)
 
 # COLORS and KIND_COLORS are documented in their home, tanbias.palette
 __all__ = ["TEMPLATE", "TEMPLATE_NAME", "register_template", "labelled", "shared_x_title", "log_axis", "new_figure",
-           "frozen_layout"]
+           "frozen_layout", "SVGFigure"]
+
+
+class SVGFigure(str):
+    """A static figure: an SVG document, written by the package itself (no browser draws it, so it can be
+    made wherever a chapter runs, Binder included). It is the text of the file a reader downloads, and a
+    notebook or the book shows it as an image (``_repr_svg_``).
+
+    >>> f = SVGFigure('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    >>> f._repr_svg_() == f and f.startswith("<svg")
+    True
+    """
+
+    def _repr_svg_(self) -> str:
+        return str(self)
 
 TEMPLATE_NAME = "tanbias"
 

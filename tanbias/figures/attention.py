@@ -86,7 +86,7 @@ def softmax_terms_figure(data, title=None) -> go.Figure:
     data : dict
         Output of :func:`tanbias.theory.attention.softmax_terms`.
     title : str, optional
-        Default: the layer, the radius and the two attention changes.
+        Default: the head, the radius and the two attention changes.
 
     Returns
     -------
@@ -123,21 +123,21 @@ def _softmax_terms_dict(data, title=None) -> dict:
                            y=[float(data["rms"][k]) for k in names], name=group,
                            marker=dict(color=color)))
     if title is None:
-        title = (f"Layer {data['layer']}, t = {data['t']:.3g}: removing n moves the attention "
+        title = (f"Head {data['head']}, t = {data['t']:.3g}: removing n moves the attention "
                  f"weights by {data['tv_normal']:.2g}, removing v by {data['tv_tangent']:.2g} (TV)")
     layout = _softmax_terms_layout()
     layout["title"]["text"] = title
     return dict(data=traces, layout=layout)
 
 
-def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0) -> Interactive:
-    """Interactive over ``t`` and the layer of a simulated stack: what reaches the softmax.
+def softmax_terms_interactive(manifold, heads, ts=None, n_tokens=64, rng=0) -> Interactive:
+    """Interactive over ``t`` and the head of a set of random heads: what reaches the softmax.
 
     Parameters
     ----------
     manifold : tanbias.theory.manifolds.Submanifold
-    stack : tanbias.theory.attention.AttentionStack
-        Its heads are the "layers" of the slider (independent random heads).
+    heads : tanbias.theory.attention.AttentionHeads
+        Independent random heads, one per step of the "head" slider (not a depth).
     ts : sequence of float, optional
         Static grid of radii (default 7 values from 0.02 to 0.4).
     n_tokens : int
@@ -151,29 +151,29 @@ def softmax_terms_interactive(manifold, stack, ts=None, n_tokens=64, rng=0) -> I
     hi = min(0.4, float(getattr(manifold, "patch_radius", 0.4)))
     ts = tuple(float(v) for v in (np.geomspace(0.02, hi, 7) if ts is None else ts))
     seed = check_int("rng", rng, lo=0, hint="Pass an integer seed.")
-    L = stack.n_layers
+    H = heads.n_heads
     draws = {}
 
-    def compute(t, layer):
+    def compute(t, head):
         # one draw of tokens per radius, shared by every head (as in the static grid)
         if t not in draws:
             if len(draws) > 32:              # live sliders take continuous t: keep it bounded
                 draws.clear()
             draws[t] = manifold.sample_at_radius(float(t), n_tokens, seed).y
-        return softmax_terms(manifold, stack, t, layer, tokens=draws[t])
+        return softmax_terms(manifold, heads, t, head, tokens=draws[t])
 
     return Interactive(
         params=[Param("t", "radius t", ts[0], ts[-1], default=ts[len(ts) // 2], log=True,
                       values=ts),
-                Param("layer", "layer (random head)", 0, L - 1, default=0, integer=True,
-                      steps=L)],
+                Param("head", "random head", 0, H - 1, default=0, integer=True,
+                      steps=H)],
         compute=compute,
-        figure=lambda data, t, layer: _softmax_terms_dict(data),
+        figure=lambda data, t, head: _softmax_terms_dict(data),
         title="Attention score terms that reach the softmax",
         caption="Key-dependent part of each bilinear term of the scores, for tokens at radius "
                 "t around one centroid. Blue terms involve only the tangent part, vermillion "
                 "ones the normal part. Shrinking t spreads the bars by one decade of t per "
                 "order; note that μᵀM n<sub>j</sub> keeps pace with v<sub>i</sub>ᵀM "
-                "v<sub>j</sub> (both t²). Each layer is an independent random head: the orders "
+                "v<sub>j</sub> (both t²). Each head is an independent random draw: the orders "
                 "do not depend on it.",
         name="ch5-softmax-terms", height=460)

@@ -202,7 +202,7 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None) -> go.F
     ]
     layout = dict(
         title=dict(text=title or (f"Which sign? Directions on S²×ℝ in ℝ⁴, η<sub>g</sub> = {eta:.3g}")),
-        xaxis=dict(title=dict(text="sphere share s = |u<sub>S</sub>|² of the direction "
+        xaxis=dict(title=dict(text="sphere share q = |u<sub>S</sub>|² of the direction "
                                    "(0: flat factor, 1: sphere factor)")),
         yaxis=dict(title=dict(text="density relative to uniform")),
         legend=dict(orientation="h", y=-0.22, x=0.0), height=520)
@@ -212,9 +212,9 @@ def ricci_sign_figure(manifold, law, u, bins=10, n_curve=81, title=None) -> go.F
 @frozen_layout
 def _ring_layout() -> go.Figure:
     fig = make_subplots(rows=1, cols=2, column_widths=[0.64, 0.36], horizontal_spacing=0.12,
-                        subplot_titles=["direction law on the ring r = t, and its two factors",
+                        subplot_titles=["direction law on one ring (fixed geodesic radius r), and its two factors",
                                         "where the ring sits in the radius law"])
-    fig.update_xaxes(title_text="sphere share s = |u<sub>S</sub>|²", row=1, col=1)
+    fig.update_xaxes(title_text="sphere share q = |u<sub>S</sub>|²", row=1, col=1)
     fig.update_yaxes(title_text="density relative to uniform", row=1, col=1)
     fig.update_xaxes(title_text="geodesic radius r / √η<sub>g</sub>", row=1, col=2)
     fig.update_yaxes(title_text="density of r / √η<sub>g</sub>", row=1, col=2)
@@ -243,7 +243,7 @@ def _ring_dict(data) -> dict:
     """:func:`ring_figure` as a plain dict (a slider frame: no per-update validation cost)."""
     layout = _ring_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(f"S²×ℝ, η<sub>g</sub> = {data['eta_g']:.3g}: ring at "
-                                 f"t = {data['tau']:.3g} √η<sub>g</sub> = {data['t']:.3g}"))
+                                 f"r = {data['tau']:.3g} √η<sub>g</sub> = {data['t']:.3g}"))
     s = data["s"]
     top = float(np.max(data["radius_density"]))
     traces = [
@@ -251,7 +251,7 @@ def _ring_dict(data) -> dict:
                  line=dict(color=COLORS[0], dash="dash", width=2)),
         _scatter(s, data["chord"], "chord factor (extrinsic curvature)", mode="lines",
                  line=dict(color=COLORS[1], dash="dash", width=2)),
-        _scatter(s, data["ring"], "ring r = t: product", mode="lines",
+        _scatter(s, data["ring"], "the ring: product", mode="lines",
                  line=dict(color=COLORS[2], width=3)),
         _scatter(s, data["marginal"], "all radii: exact marginal", mode="lines",
                  line=dict(color=COLORS[7], width=2)),
@@ -260,7 +260,7 @@ def _ring_dict(data) -> dict:
         dict(_scatter(data["x"], data["radius_density"], "radius law", mode="lines",
                       line=dict(color=COLORS[5], width=2), showlegend=False),
              xaxis="x2", yaxis="y2"),
-        dict(_scatter([data["tau"], data["tau"]], [0.0, top], "the ring r = t", mode="lines",
+        dict(_scatter([data["tau"], data["tau"]], [0.0, top], "the ring", mode="lines",
                       line=dict(color=COLORS[2], width=3), showlegend=False),
              xaxis="x2", yaxis="y2"),
     ]
@@ -270,7 +270,7 @@ def _ring_dict(data) -> dict:
 def ring_interactive(manifold, law=None, etas=(0.003, 0.01, 0.03, 0.1),
                      taus=(0.5, 1.0, 1.5, 2.0, 2.5)) -> Interactive:
     """The chapter-3 ring interactive on ``S^k x R^(d-k)``: sliders ``eta_g`` and the
-    ring radius ``t`` (in units of the RMS radius ``sqrt(eta_g)``).
+    ring's geodesic radius ``r`` (in units of the RMS radius ``sqrt(eta_g)``).
 
     Returns
     -------
@@ -282,7 +282,7 @@ def ring_interactive(manifold, law=None, etas=(0.003, 0.01, 0.03, 0.1),
     return Interactive(
         params=[Param("eta_g", "η<sub>g</sub>", etas[0], etas[-1], default=etas[-1], log=True,
                       values=etas),
-                Param("tau", "ring radius t / √η<sub>g</sub>", taus[0], taus[-1],
+                Param("tau", "ring radius r / √η<sub>g</sub>", taus[0], taus[-1],
                       default=taus[-2], values=taus)],
         compute=lambda eta_g, tau: ring_data(manifold, base.with_eta(eta_g, manifold.d), tau),
         figure=lambda d, eta_g, tau: _ring_dict(d),

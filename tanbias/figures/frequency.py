@@ -14,6 +14,7 @@ from tanbias._checks import check_int
 from tanbias.theory.frequency import ZipfVocabulary, zipf_data
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.figures import COLORS, frozen_layout
+from tanbias.numerals import format_spec
 
 __all__ = ["zipf_figure", "zipf_interactive"]
 
@@ -21,8 +22,9 @@ __all__ = ["zipf_figure", "zipf_interactive"]
 def _zipf_dict(data) -> dict:
     layout = _zipf_layout()
     layout["title"] = dict(y=0.985, yanchor="top", text=(
-        f"α = {data['alpha']:.3g}, t<sub>max</sub> = {data['t_max']:.3g}: rank correlation "
-        f"of frequency and distance {data['spearman']:+.2f}"))
+        f"s = {data['s']:.3g}, α = {data['alpha']:.3g}: the top 1 % of tokens hold "
+        f"{100 * data['top_share']:.0f} % of occurrences; occurrence-weighted mean "
+        f"η<sub>g</sub> = {format_spec(data['mean_eta'], '.2g')}; rank correlation {format_spec(data['spearman'], '+.2f')}"))
     f = data["frequencies"]
     traces = [
         dict(type="scatter", x=f, y=data["eta_g"], mode="lines", name="η<sub>g</sub> of each token",
@@ -66,32 +68,37 @@ def zipf_figure(data) -> go.Figure:
     return go.Figure(_zipf_dict(data))
 
 
-def zipf_interactive(n_tokens=500, s=1.0, alphas=(0.0, 0.25, 0.5, 0.75, 1.0),
-                     t_maxes=(0.1, 0.2, 0.4, 0.8), d=2, n=800, seed=0, law=None) -> Interactive:
-    """The chapter-2 Zipf interactive: sliders ``alpha`` and ``t_max``.
+def zipf_interactive(n_tokens=500, exponents=(0.5, 0.75, 1.0, 1.25, 1.5),
+                     alphas=(0.0, 0.25, 0.5, 0.75, 1.0), t_max=0.2, d=2, n=800, seed=0,
+                     law=None) -> Interactive:
+    """The chapter-2 Zipf interactive: sliders over the Zipf exponent ``s`` and ``alpha``.
+
+    ``s`` is the balancing knob: a smaller ``s`` flattens the frequencies. The radius
+    ``t_max`` of the rarest token only shifts the curves on log axes, so it is fixed.
 
     Returns
     -------
     tanbias.figures.interactive.Interactive
     """
-    alphas, t_maxes = tuple(map(float, alphas)), tuple(map(float, t_maxes))
+    exponents, alphas = tuple(map(float, exponents)), tuple(map(float, alphas))
     seed = check_int("seed", seed, lo=0, hint="Pass an integer seed.")
 
-    def compute(alpha, t_max):
+    def compute(s, alpha):
         V = ZipfVocabulary(n_tokens, s=s, t_max=t_max, alpha=alpha, law=law)
         return zipf_data(V, d, n, np.random.default_rng(seed))
 
     return Interactive(
-        params=[Param("alpha", "frequency exponent α", alphas[0], alphas[-1],
-                      default=alphas[len(alphas) // 2], values=alphas),
-                Param("t_max", "radius t<sub>max</sub> of the rarest token", t_maxes[0], t_maxes[-1],
-                      default=t_maxes[len(t_maxes) // 2], log=True, values=t_maxes)],
+        params=[Param("s", "Zipf exponent s (smaller: more balanced)", exponents[0], exponents[-1],
+                      default=exponents[len(exponents) // 2], values=exponents),
+                Param("alpha", "radius exponent α", alphas[0], alphas[-1],
+                      default=alphas[len(alphas) // 2], values=alphas)],
         compute=compute,
-        figure=lambda data, alpha, t_max: _zipf_dict(data),
+        figure=lambda data, s, alpha: _zipf_dict(data),
         title="From frequency to concentration",
         caption="Token i has frequency f<sub>i</sub> ∝ i<sup>−s</sup> and concentration radius "
                 "t<sub>i</sub> = t<sub>max</sub> (f<sub>i</sub>/f<sub>min</sub>)<sup>−α</sup>, so "
-                "η<sub>g</sub> ∝ f<sup>−2α</sup>. Right: distances of sampled occurrences; most "
-                "occurrences belong to frequent, tightly concentrated tokens. α = 0 switches the "
-                "link off.",
+                "η<sub>g</sub> ∝ f<sup>−2α</sup>. Right: distances of sampled occurrences. A "
+                "smaller s (balanced frequencies) gives the rare tokens more occurrences and, "
+                "with the rarest token's radius fixed, larger radii to the frequent ones. "
+                "α = 0 switches the link off.",
         name="ch2-zipf", height=520)

@@ -43,6 +43,7 @@ import copy
 import math
 import numbers
 import os
+import re
 import time
 import warnings
 from typing import Any, Callable, Sequence
@@ -51,6 +52,7 @@ import numpy as np
 
 from tanbias._checks import check_choice, check_int, check_real
 from tanbias.errors import ParameterError
+from tanbias.numerals import minus
 from tanbias.figures.renderer import figure_html
 from tanbias.palette import ERROR_COLOR
 
@@ -125,17 +127,17 @@ def _nice(v: float) -> str:
 
     Example
     -------
-    >>> [_nice(v) for v in (0.1, 0.0125, 1234.5, 2.5e-5, 1e6, 0.0)]
-    ['0.1', '0.0125', '1.23e3', '2.5e-5', '1e6', '0']
+    >>> [_nice(v) for v in (0.1, 0.0125, 1234.5, 2.5e-5, 1e6, 0.0, -0.5)]
+    ['0.1', '0.0125', '1.23e3', '2.5e−5', '1e6', '0', '−0.5']
     """
     v = float(v)
     if v == 0:
         return "0"
     if 1e-3 <= abs(v) < 1e3:
-        return f"{v:.3g}"
+        return minus(f"{v:.3g}")
     mant, exp = f"{v:.2e}".split("e")
     mant = mant.rstrip("0").rstrip(".")
-    return f"{mant}e{int(exp)}"
+    return minus(f"{mant}e{int(exp)}")
 
 
 def _fine_step(lo: float, hi: float, default: float, n: int = 400) -> float:
@@ -478,6 +480,9 @@ def _update_extent(ext: dict, key: str, values, log: bool):
     ext[key] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
 
 
+_AXIS_KEY = re.compile(r"^[xy]axis[0-9]*$")
+
+
 def _axis_name(ref: str, letter: str) -> str:
     suffix = ref[1:] if ref and len(ref) > 1 else ""
     return f"{letter}axis{suffix}"
@@ -699,7 +704,9 @@ class Interactive:
         Identifier used by the benchmark; defaults to ``title``.
     fixed_ranges : bool
         Fix every axis to the union of the data over the grid (default) so a
-        slider move never rescales. Set False to let plotly autoscale.
+        slider move never rescales. Set False to let plotly autoscale. An axis whose
+        range ``figure`` sets itself keeps that range, value by value: each frame
+        carries it (a figure that fits its y axis to each reading).
     float32 : bool
         Send static data as float32 (half the bytes).
     budget_bytes : int
@@ -927,6 +934,11 @@ class Interactive:
             _apply_z({"data": data}, patch)
             frame_layout = {key: fig["layout"][key] for key in ("title", "annotations", "shapes")
                             if key in fig["layout"]}
+            # an axis the figure fits to each value itself (its range set by the figure) follows
+            # the frame, where the others keep the grid's union
+            frame_layout.update({key: {"range": list(ax["range"]), "autorange": False}
+                                 for key, ax in fig["layout"].items()
+                                 if _AXIS_KEY.match(key) and isinstance(ax, dict) and ax.get("range") is not None})
             frames.append({"name": self.frame_name(idx), "data": data,
                            "traces": list(range(len(data))), "layout": frame_layout})
         data = [dict(t) for t in grid[default_idx]["data"]]

@@ -3,18 +3,18 @@
 * :func:`reading_figure` — one anisotropy reading by relative depth, the measured model's
   lines (:func:`tanbias.lab.analysis.measure.anisotropy_readings`) over the book's own: the
   zoo's committed measurements and the lab's final runs
-  (:func:`tanbias.lab.analysis.measure.reference_readings`), one figure per reading of
+  (:func:`tanbias.lab.analysis.measure_report.reference_readings`), one figure per reading of
   :data:`READINGS` in the report;
 * :func:`spectrum_figure` — the singular spectrum of the model's output matrix
   (:func:`tanbias.lab.analysis.measure.output_spectrum`);
 * :func:`widths_figure` — how the premise's interval narrows with the tokens read
-  (:func:`tanbias.lab.analysis.measure.token_widths`);
+  (:func:`tanbias.lab.analysis.measure_report.token_widths`);
 * :func:`trajectory_interactive` — chapter 9's headline readings over the checkpoints of
   a series (:func:`tanbias.lab.analysis.measure.trajectory_table`): the premise's
   correlations with their intervals, the anisotropy, the curvature, the alignment test's
   enrichment beside its random-init null.
 
-Every reading's name is :data:`tanbias.theory.anisotropy.LABELS`, its one home. The report
+Every reading's names and note are its record's (:data:`tanbias.theory.anisotropy.METRICS`). The report
 that shows these figures with chapter 9's own is :mod:`tanbias.figures.report`.
 """
 from __future__ import annotations
@@ -25,28 +25,15 @@ import plotly.graph_objects as go
 from tanbias.figures import COLORS, GREY, LIGHT_GREY, REFERENCE_GREY, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
-from tanbias.theory.anisotropy import LABELS
+from tanbias.theory import anisotropy
 
 __all__ = ["READINGS", "READING_NOTES", "reading_figure", "spectrum_figure", "widths_figure",
            "TRAJECTORY", "trajectory_interactive"]
 
-#: The readings drawn, one figure each, in the report's order: the command's
-#: (:data:`tanbias.theory.anisotropy.MEASURE_READINGS`, the mean share first: what the raw
-#: mean cosine mostly measures) and chapter 9's IsoScore* of the centred cloud
-READINGS = ("raw", "mean_share", "cosine_top_share", "top_share", "isoscore_star", "standardised", "type_balanced")
-#: What a reading's figure says under it: what it corrects for, and how to read it
-READING_NOTES = {
-    "raw": "The quantity of Ethayarajh (2019). It reads high whenever the vectors share a mean.",
-    "mean_share": "The mean vector's share of the squared norm. Where it tracks the raw mean cosine, a shared "
-                  "mean is most of what that cosine measures.",
-    "cosine_top_share": "The share of the mean cosine held by its three largest coordinates (Timkey and van "
-                        "Schijndel, 2021). Near 1: a few rogue coordinates carry it.",
-    "top_share": "The three largest coordinates' share of the variance: about 3 / D for an isotropic cloud.",
-    "isoscore_star": "IsoScore* of the centred cloud (Rudman and Eickhoff, 2024): 1 for an isotropic cloud, near "
-                     "0 for one direction.",
-    "standardised": "The mean cosine once every coordinate is centred and scaled to unit variance.",
-    "type_balanced": "The mean cosine with every token type weighted equally, not every occurrence.",
-}
+#: :func:`tanbias.theory.anisotropy.drawn_readings`, when the package was imported
+READINGS = anisotropy.drawn_readings()
+#: What a reading's figure says under it: its record's note
+READING_NOTES = {m.name: m.note for m in anisotropy.METRICS}
 _DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
 
 
@@ -70,14 +57,14 @@ def reading_figure(parts: dict, reading: str, reference=None) -> go.Figure:
     Parameters
     ----------
     parts : dict
-        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure.split_revisions`).
+        ``{label: tables}`` (:func:`tanbias.lab.analysis.measure_folder.split_revisions`).
     reading : str
-        A key of :data:`READINGS`.
+        The name of a record of :data:`tanbias.theory.anisotropy.METRICS`.
     reference : pandas.DataFrame, optional
-        :func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's lines (grey,
+        :func:`tanbias.lab.analysis.measure_report.reference_readings`: the zoo's lines (grey,
         dashed) and the lab's (light grey, dotted) behind the model's.
     """
-    title, axis, _ = LABELS[reading]
+    title, axis, _ = anisotropy.metric(reading).labels
     traces = []
     if reference is not None and len(reference):
         ref = reference[reference["reading"] == reading]
@@ -128,9 +115,9 @@ def widths_figure(widths, chapter: float | None = None) -> go.Figure:
     Parameters
     ----------
     widths : pandas.DataFrame
-        :func:`tanbias.lab.analysis.measure.token_widths`.
+        :func:`tanbias.lab.analysis.measure_report.token_widths`.
     chapter : float, optional
-        Chapter 9's width at its last layer (:func:`tanbias.lab.analysis.measure.premise_width`).
+        Chapter 9's width at its last layer (:func:`tanbias.lab.analysis.measure_report.premise_width`).
     """
     w = widths.sort_values("tokens")
     n = w["tokens"].to_numpy(float)
@@ -164,8 +151,26 @@ TRAJECTORY = {"enrichment_gmean": ("enrichment, geometric mean over the layers",
               "curvature_median": ("median normal-share slope over the blocks", None, "curvature")}
 
 
+#: Up to this many checkpoints, the trajectory's x axis has a tick at each one's step
+_TICKED_STEPS = 8
+
+
+def _fitted_range(values, baseline=None) -> list[float]:
+    """A y range that holds ``values`` (and ``baseline`` when it lies within a quarter of their span)."""
+    v = np.asarray([x for x in values if x is not None], float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return [0.0, 1.0]
+    lo, hi = float(v.min()), float(v.max())
+    if baseline is not None and lo - 0.25 * (hi - lo) <= baseline <= hi + 0.25 * (hi - lo):
+        lo, hi = min(lo, baseline), max(hi, baseline)
+    pad = 0.08 * (hi - lo) if hi > lo else max(0.05 * abs(lo), 0.05)
+    return [lo - pad, hi + pad]
+
+
 def trajectory_interactive(trajectory) -> Interactive:
-    """Interactive: a reading against the checkpoints of a series, one line per language.
+    """Interactive: a reading against the training step of each checkpoint of a series, one line per
+    language; the y axis fitted to each reading.
 
     Parameters
     ----------
@@ -174,47 +179,62 @@ def trajectory_interactive(trajectory) -> Interactive:
     """
     readings = {c: v for c, v in TRAJECTORY.items() if c in trajectory and np.isfinite(trajectory[c]).any()}
     langs = list(dict.fromkeys(trajectory["language"]))
+    null = (float(trajectory["null_enrichment_gmean"].iloc[0]) if "null_enrichment_gmean" in trajectory
+            else None)
 
-    def compute(reading):
+    first = next(iter(readings))
+
+    def compute(reading=first):
         out = {}
         for lang in langs:
             g = trajectory[trajectory["language"] == lang].sort_values("step")
             band = readings[reading][1]
-            out[lang] = (g["revision"].astype(str).tolist(), g[reading].tolist(),
-                         g[band[0]].tolist() if band else None, g[band[1]].tolist() if band else None)
+            out[lang] = (g["step"].astype(int).tolist(), g[reading].tolist(),
+                         g[band[0]].tolist() if band else None, g[band[1]].tolist() if band else None,
+                         g["revision"].astype(str).tolist())
         return out
 
-    def figure(data, reading):
+    def figure(data, reading=first):
         # the same traces for every reading: an empty band where a reading has no interval, an
         # empty null line but for the enrichment
-        traces = []
-        for i, (lang, (x, y, lo, hi)) in enumerate(data.items()):
+        traces, shown = [], []
+        for i, (lang, (x, y, lo, hi, names)) in enumerate(data.items()):
             c = COLORS[i % len(COLORS)]
             bx, by = (x + x[::-1], hi + lo[::-1]) if lo is not None else ([], [])
             traces.append(go.Scatter(x=bx, y=by, fill="toself", fillcolor=c, opacity=0.2, line=dict(width=0),
                                      mode="lines", showlegend=False, hoverinfo="skip"))
             traces.append(go.Scatter(x=x, y=y, mode="lines+markers", name=LANGUAGE_NAMES.get(lang, lang),
-                                     line=dict(color=c)))
+                                     line=dict(color=c), text=names,
+                                     hovertemplate="step %{x}: %{y:.3g} (%{text})<extra></extra>"))
+            shown += y + (lo or []) + (hi or [])
         nx, ny = [], []
-        if reading == "enrichment_gmean" and "null_enrichment_gmean" in trajectory:
+        if reading == "enrichment_gmean" and null is not None:
             x0 = data[langs[0]][0]
-            nx, ny = [x0[0], x0[-1]], [float(trajectory["null_enrichment_gmean"].iloc[0])] * 2
+            nx, ny = [x0[0], x0[-1]], [null] * 2
+            shown += ny
         traces.append(go.Scatter(x=nx, y=ny, mode="lines", name="random-init copy",
                                  line=dict(color=GREY, dash="dash")))
         fig = go.Figure(traces)
-        fig.add_hline(y=1.0 if reading == "enrichment_gmean" else 0.0, line=dict(color=GREY, width=1))
-        fig.update_xaxes(type="category")
+        baseline = 1.0 if reading == "enrichment_gmean" else 0.0
+        fig.add_hline(y=baseline, line=dict(color=GREY, width=1))
+        steps = sorted({s for v in data.values() for s in v[0]})
+        if len(steps) <= _TICKED_STEPS:                     # a tick at each checkpoint, where they are few
+            fig.update_xaxes(tickmode="array", tickvals=steps, ticktext=[f"{s:,}" for s in steps])
+        fig.update_xaxes(type="linear", tickformat=",d")
+        fig.update_yaxes(range=_fitted_range(shown, baseline))
         # the y axis' title is an annotation: a slider's frames redraw the annotations, not the axes
         fig.add_annotation(text=readings[reading][2], xref="paper", yref="paper", x=0.0, y=0.5, xanchor="right",
                            yanchor="middle", xshift=-44, textangle=-90, showarrow=False, font=dict(size=14),
                            name="y title")
         fig.update_layout(margin=dict(l=80))
-        return labelled(fig, f"Over training: {readings[reading][0]}", "checkpoint (training order)", "",
+        return labelled(fig, f"Over training: {readings[reading][0]}", "training step of the checkpoint", "",
                         legend="")
 
-    return Interactive(params=[Param("reading", "reading", options=tuple(readings),
-                                     fmt=lambda c: readings[c][2])],
+    # a slider where there is a choice (a lab run's trajectory may carry the enrichment alone)
+    params = [Param("reading", "reading", options=tuple(readings), fmt=lambda c: readings[c][2])] if len(readings) > 1 else []
+    return Interactive(params=params,
                        compute=compute, figure=figure, title="The readings over training",
-                       caption="Each checkpoint measured on the same text. Shaded: the 95 % interval over "
-                               "documents. Chapter 8 reads 'imprinted early' from when the enrichment peaks and "
-                               "whether it falls after its peak.", name="measure-trajectory", height=460)
+                       caption="Each checkpoint measured on the same text, at its training step. Shaded: the 95 % "
+                               "interval over documents. The y axis fits each reading. Chapter 8 reads 'imprinted "
+                               "early' from when the enrichment peaks and whether it falls after its peak.",
+                       name="measure-trajectory", height=460)

@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 from tanbias.figures import BLACK, COLORS, GREY, frozen_layout, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES, PAPER_RHO, premise_rows
+from tanbias.numerals import format_spec
 
 __all__ = ["READING_LABELS", "DEPTHS", "premise_interactive", "types_interactive",
            "anisotropy_interactive", "alignment_interactive", "curvature_interactive"]
@@ -290,7 +291,7 @@ def curvature_interactive(pretrained: dict) -> Interactive:
             xs = np.array([data["x"].min(), data["x"].max()])
             fitted = y0 * (xs / x0) ** data["slope"] if np.isfinite(data["slope"]) else np.array([])
             two = y0 * (xs / x0) ** 2
-        slope = f"fitted slope {data['slope']:.2f}" if np.isfinite(data["slope"]) else "fitted slope (too few types)"
+        slope = f"fitted slope {format_spec(data['slope'], '.2f')}" if np.isfinite(data["slope"]) else "fitted slope (too few types)"
         fig.add_trace(go.Scatter(x=xs if len(fitted) else [], y=fitted, mode="lines", name=slope,
                                  line=dict(color=COLORS[1])))
         fig.add_trace(go.Scatter(x=xs, y=two, mode="lines", name="slope 2 (curved manifold)",

@@ -1,9 +1,9 @@
 """The report of ``python -m tanbias measure``: one model's measurements as a page that opens offline.
 
 :func:`report_html` turns a measurement folder's tables
-(:func:`tanbias.lab.analysis.measure.load_measurement`) into one self-contained
+(:func:`tanbias.lab.analysis.measure_folder.load_measurement`) into one self-contained
 HTML page: plotly.js inlined (no CDN, no network), what the measurements say
-first, in sentences (:func:`tanbias.lab.analysis.measure.findings`), then the
+first, in sentences (:func:`tanbias.lab.analysis.measure_report.findings`), then the
 book's figures for that model, each with a link to the section of the online
 book that explains it (:func:`chapter_url`, from ``html.baseurl`` in
 ``_config.yml``). The figures are chapter 9's own (:mod:`tanbias.figures.pretrained`),
@@ -28,31 +28,56 @@ from tanbias.figures import pretrained as fig9
 from tanbias.figures.renderer import PLOT_CONFIG
 import plotly.graph_objects as go
 
-from tanbias.figures.measure import (READING_NOTES, READINGS, reading_figure, spectrum_figure,
-                                     trajectory_interactive)
-from tanbias.lab.analysis.measure import findings, reference_readings, split_revisions
+from tanbias.figures.measure import reading_figure, spectrum_figure, trajectory_interactive
+from tanbias.lab.analysis.measure_folder import split_revisions
+from tanbias.lab.analysis.measure_report import findings, reference_readings
 from tanbias.lab.analysis.pretrained_report import LANGUAGE_NAMES
 from tanbias.lab.runs import ROOT
-from tanbias.theory.anisotropy import LABELS
+from tanbias.theory import anisotropy
+from tanbias.theory.anisotropy import metric
 
-__all__ = ["CHAPTER", "SECTIONS", "MAX_REVISIONS_DRAWN", "book_url", "chapter_url", "drawn_revisions",
+__all__ = ["CHAPTER", "sections", "SECTIONS", "MAX_REVISIONS_DRAWN", "book_url", "chapter_url", "drawn_revisions",
            "report_figures", "report_html"]
 
 #: The chapter whose measurements the command runs (its source, without ``.md``).
 CHAPTER = "chapters/09_pretrained_models"
 #: The report's figures, in order: key -> (heading, the section of the book that explains it); one
-#: figure per anisotropy reading (``reading-<name>``, :data:`tanbias.figures.measure.READINGS`).
-SECTIONS = {
+#: figure per anisotropy reading (``reading-<name>``, :func:`tanbias.theory.anisotropy.drawn_readings`),
+#: when the report is drawn (:func:`sections`).
+_SECTIONS = {
     "premise": ("The premise, under three readings", (CHAPTER, "sec-ch9-premise")),
     "types": ("Token types, one layer at a time", (CHAPTER, "sec-ch9-estimators")),
     "anisotropy": ("Anisotropy, with and without the first position", (CHAPTER, "sec-ch9-anisotropy")),
-    **{f"reading-{r}": (f"Beside the book's models: {LABELS[r][0]}", ("chapters/13_rival_accounts", "ch-rivals"))
-       for r in READINGS},
+    "readings": None,
     "spectrum": ("The output matrix's singular spectrum", ("chapters/13_rival_accounts", "ch-rivals")),
     "alignment": ("The alignment test, against a random-init copy", (CHAPTER, "sec-ch9-alignment")),
     "curvature": ("Is curvature visible?", (CHAPTER, "sec-ch9-curvature")),
     "trajectory": ("Over training", ("chapters/08_eurobert_vs_decoder", "sec-ch8-timing")),
 }
+
+
+def sections() -> dict:
+    """The report's sections in order, ``{key: (heading, (document, label))}``: the fixed ones and one
+    per reading of :func:`tanbias.theory.anisotropy.drawn_readings`, headed by its record's title.
+
+    Example
+    -------
+    >>> list(sections())[:4]
+    ['premise', 'types', 'anisotropy', 'reading-raw']
+    """
+    out = {}
+    for key, value in _SECTIONS.items():
+        if key != "readings":
+            out[key] = value
+            continue
+        for r in anisotropy.drawn_readings():
+            title = metric(r).labels[0]
+            out[f"reading-{r}"] = (f"Beside the book's models: {title}", ("chapters/13_rival_accounts", "ch-rivals"))
+    return out
+
+
+#: :func:`sections`, when the package was imported
+SECTIONS = sections()
 #: Checkpoints of a series drawn in the per-checkpoint figures (the first, the last and evenly
 #: spaced ones between): every one is in the tables and in the trajectory.
 MAX_REVISIONS_DRAWN = 5
@@ -96,7 +121,7 @@ def report_figures(tables: dict, reference=None) -> dict:
     """The report's figures, ``{section key: Interactive or go.Figure}`` in :data:`SECTIONS`' order.
 
     One figure per anisotropy reading the tables carry, over ``reference`` (the book's own
-    models, :func:`tanbias.lab.analysis.measure.reference_readings`; None: the model alone);
+    models, :func:`tanbias.lab.analysis.measure_report.reference_readings`; None: the model alone);
     the output matrix's spectrum and the alignment test's figure only for a model with a
     language-model head; the trajectory only for a series.
     """
@@ -104,7 +129,7 @@ def report_figures(tables: dict, reference=None) -> dict:
     figs = {"premise": fig9.premise_interactive(parts), "types": fig9.types_interactive(parts),
             "anisotropy": fig9.anisotropy_interactive(parts)}
     # one figure per reading that every part's table carries (chapter 9's committed tables: IsoScore* alone)
-    figs.update({f"reading-{r}": reading_figure(parts, r, reference) for r in READINGS
+    figs.update({f"reading-{r}": reading_figure(parts, r, reference) for r in anisotropy.drawn_readings()
                  if all(r in t["anisotropy"] for t in parts.values())})
     if all("spectrum" in t for t in parts.values()):
         figs["spectrum"] = spectrum_figure(parts)
@@ -131,10 +156,11 @@ def report_html(tables: dict, reference=True) -> str:
     Parameters
     ----------
     tables : dict
-        A measurement's tables and its ``manifest`` (:func:`tanbias.lab.analysis.measure.load_measurement`).
+        A measurement's tables, its ``manifest`` and its ``results``
+        (:func:`tanbias.lab.analysis.measure_folder.load_measurement`).
     reference : bool or pandas.DataFrame
         The book's models each reading is drawn beside: True reads them
-        (:func:`tanbias.lab.analysis.measure.reference_readings`: the zoo's committed measurements
+        (:func:`tanbias.lab.analysis.measure_report.reference_readings`: the zoo's committed measurements
         and the lab's final runs, where the book's data is at hand), False draws the model alone.
 
     Returns
@@ -143,7 +169,8 @@ def report_html(tables: dict, reference=True) -> str:
     """
     man = tables["manifest"]
     esc = html.escape
-    link = {key: chapter_url(*where) for key, (_, where) in SECTIONS.items()}
+    heads = sections()
+    link = {key: chapter_url(*where) for key, (_, where) in heads.items()}
     said = findings(tables)
     items = "".join(f'<li>{esc(text)} <a class="tanbias-explained" href="{link[key]}">Explained in the book.</a></li>'
                     for key, text in said)
@@ -164,10 +191,10 @@ def report_html(tables: dict, reference=True) -> str:
         reference = reference_readings()
     body = []
     for key, fig in report_figures(tables, reference if reference is not False else None).items():
-        heading, where = SECTIONS[key]
+        heading, where = heads[key]
         drawn = (fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig-{key}", config=PLOT_CONFIG)
                  if isinstance(fig, go.Figure) else fig.to_html(div_id=f"fig-{key}"))
-        note = READING_NOTES.get(key.removeprefix("reading-"), "") if key.startswith("reading-") else ""
+        note = metric(key.removeprefix("reading-")).note if key.startswith("reading-") else ""
         body.append(f'<section id="{key}"><h2>{esc(heading)}</h2>{drawn}'
                     + (f"<p>{esc(note)}</p>" if note else "")
                     + f'<p class="tanbias-explained">Explained in the book: <a href="{link[key]}">'

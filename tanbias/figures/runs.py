@@ -22,6 +22,7 @@ from tanbias.figures.attention import softmax_terms_figure
 from tanbias.figures import BLACK, FAINT_GREY, GREY, KIND_COLORS, labelled
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis.views import load_views
+from tanbias.numerals import format_spec
 
 __all__ = ["loss_figure", "alignment_interactive", "layer_interactive", "radius_interactive",
            "trained_attention_view", "trained_depth_view"]
@@ -206,7 +207,7 @@ def radius_interactive(loaded: dict) -> Interactive:
         return out
 
     def figure(data, layer, step):
-        txt = ", ".join(f"{loaded[n].config.kind} ρ = {s:+.2f}" for n, (_, _, s) in data.items())
+        txt = ", ".join(f"{loaded[n].config.kind} ρ = {format_spec(s, '+.2f')}" for n, (_, _, s) in data.items())
         fig, label = _fig(f"Concentration radius vs frequency, layer {layer}, step {step}: Spearman {txt}",
                           "token count in the run's training stream [log]",
                           "radius / median radius [log]")

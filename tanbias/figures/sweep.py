@@ -11,7 +11,7 @@ from tanbias.figures import BLACK, COLORS, GREY, KIND_COLORS, LIGHT_GREY, frozen
 from tanbias.figures.interactive import Interactive, Param
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import t_interval
-from tanbias.lab.analysis.tables import bucket_label
+from tanbias.lab.analysis.tables import bucket_label, run_cell, run_metrics, tokens_table
 from tanbias.lab.config import EARLY_FRAC, KINDS, REGIMES
 
 __all__ = ["trajectory_interactive", "cells_interactive", "eta_interactive", "radius_cdf_interactive",
@@ -160,7 +160,7 @@ def eta_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
     Sliders: layer, data regime shown, and the bucket whose eta_g is highlighted.
     """
     eta = sweep.eta_by_bucket(loaded)
-    met = sweep.run_metrics(loaded)
+    met = run_metrics(loaded)
     met = met[(met["proxy"] == proxy) & (met["phase"] == "late") & (met["bucket"] != "all")]
     met = met[met["layer"] != "mean"].astype({"layer": int})
     j = eta.merge(met, on=["run", "kind", "regime", "seed", "layer", "bucket"])
@@ -203,7 +203,7 @@ def eta_interactive(loaded: dict, proxy: str = "frozen") -> Interactive:
 
 def radius_cdf_interactive(loaded: dict) -> Interactive:
     """Interactive: distribution of the per-token radius t, natural vs balanced; sliders kind, layer, bucket."""
-    tok = sweep.tokens_table(loaded)
+    tok = tokens_table(loaded)
     L = int(tok["layer"].max())
     n_b = next(iter(loaded.values())).config.probe.n_buckets
     labels = {bucket_label(b, n_b): b for b in range(n_b)}
@@ -250,7 +250,7 @@ def frequency_figure(loaded: dict) -> go.Figure:
     fig = go.Figure()
     shown = set()
     for name, r in loaded.items():
-        kind, regime, seed = sweep.run_cell(r)
+        kind, regime, seed = run_cell(r)
         if kind != "decoder":      # both kinds read the same streams per (regime, seed)
             continue
         x, y = sweep.rank_frequency(r.token_counts)

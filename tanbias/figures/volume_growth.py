@@ -23,7 +23,7 @@ def _growth_dict(profiles: dict, predicted: dict | None = None, delta: float | N
     layout = _growth_layout()
     if title is None:
         title = ("Volume growth" if delta is None else
-                 f"Volume growth, ball centre at distance δ = {delta:.2g} from the junction")
+                 f"Volume growth, ball centre at distance ξ = {delta:.2g} from the junction")
     layout["title"] = dict(text=title, y=0.985, yanchor="top")
     traces = []
     for i, (name, prof) in enumerate(profiles.items()):
@@ -45,10 +45,10 @@ def _growth_dict(profiles: dict, predicted: dict | None = None, delta: float | N
 @frozen_layout
 def _growth_layout() -> go.Figure:
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=["count N(r) of points within r",
-                                        "local slope d log N / d log r"])
+                        subplot_titles=["count #(r) of points within r",
+                                        "local slope d log # / d log r"])
     fig.update_xaxes(title_text="radius r", type="log", row=1, col=1)
-    fig.update_yaxes(title_text="N(r) [points]", type="log", exponentformat="power", row=1, col=1)
+    fig.update_yaxes(title_text="#(r) [points]", type="log", exponentformat="power", row=1, col=1)
     fig.update_xaxes(title_text="radius r", type="log", row=1, col=2)
     fig.update_yaxes(title_text="local dimension (slope)", row=1, col=2)
     # legend above the panels: below them is where the interactive puts its sliders
@@ -111,13 +111,13 @@ def stratified_growth_interactive(stratified, points, smooth_points, smooth_cent
                     predicted={"two sheets: predicted slope": (r_pred, pred)}, delta=delta)
 
     return Interactive(
-        params=[Param("delta", "distance δ of the centre from the junction", deltas[0], deltas[-1],
+        params=[Param("delta", "distance ξ of the centre from the junction", deltas[0], deltas[-1],
                       default=deltas[len(deltas) // 2], values=deltas)],
         compute=compute,
         figure=lambda d, delta: _growth_dict(d["profiles"], d["predicted"], d["delta"]),
         title="Volume growth on a smooth manifold and on two crossing planes",
         caption="Count the points within radius r of a point. On the sphere the local slope is 2 at "
-                "every radius. On two crossing planes, from a point at distance δ from the "
-                "junction, it is 2 until r = δ, then jumps when the second sheet enters the ball "
+                "every radius. On two crossing planes, from a point at distance ξ from the "
+                "junction, it is 2 until r = ξ, then jumps when the second sheet enters the ball "
                 "and relaxes back towards 2: an increase of slope that no manifold produces.",
         name="ch1-volume-growth", height=520)

@@ -13,10 +13,13 @@ a test: tests must pass on a busy machine).
   ``data/runs/sizes.json`` (the README's sizing table);
 * :func:`gpu_check` — a short run on a GPU: tokens/s, share of the matmul peak,
   probe overhead, peak memory (``scripts/gpu_check.sh``);
-* :func:`bench_ddp` — one process against ``torchrun`` with N.
+* :func:`bench_ddp` — one process against ``torchrun`` with N;
+* :func:`bench_measure` — the measurement command (``python -m tanbias measure``) against one
+  plain forward pass of its model over the same tokens (:data:`BENCH_TARGETS`).
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -29,16 +32,39 @@ import torch
 
 from tanbias.errors import CorruptFileError
 from tanbias.lab import distributed, runs
+from tanbias.lab.analysis import pretrained as pt
+from tanbias.lab.analysis.measure import measure_model
+from tanbias.lab.analysis.measure_inputs import measure_settings
+from tanbias.lab.analysis.pretrained import MeasureSettings
 from tanbias.lab.config import ProbeSettings, RunConfig, SurgerySettings, model_size, probe_steps
 from tanbias.lab.data import Stream
 from tanbias.lab.experiments import CAUSAL_SURGERY
 from tanbias.lab.devices import resolve_device
+from tanbias.lab.loading import load_model
 from tanbias.lab.models import autocast, gemm_peak, loss_and_correct, to_device
 from tanbias.lab.probe import CaptureWriter, ResidualProbe
 from tanbias.lab.surgery import Surgery
 from tanbias.lab.train import Capture, setup_training, train, train_step
 
-__all__ = ["bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp"]
+__all__ = ["flop_per_token", "bench_lab", "bench_surgery", "measure_sizes", "record_sizes", "gpu_check", "bench_ddp",
+           "BENCH_TARGETS", "bench_measure"]
+
+
+def flop_per_token(model) -> float:
+    """Training FLOP a token, for a share of the matmul rate: 6 x the parameters that multiply, that is
+    every parameter but the input embedding (a lookup), the output layer counted whether or not it
+    shares its weight with the input embedding.
+
+    >>> from tanbias.lab.config import RunConfig
+    >>> from tanbias.lab.models import model_from_config
+    >>> untied = model_from_config(RunConfig(name="x", kind="decoder", size="smoke"))
+    >>> tied = model_from_config(RunConfig(name="x", kind="decoder", size="smoke", tie_embeddings=True))
+    >>> flop_per_token(untied) == flop_per_token(tied)
+    True
+    """
+    out_w = model.get_output_embeddings().weight
+    return 6.0 * (out_w.numel() + sum(p.numel() for n, p in model.named_parameters()
+                                      if p is not out_w and "embed_tokens" not in n))
 
 
 def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_steps: int | None = None,
@@ -74,8 +100,8 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
 
     Training throughput is also given as a fraction of the matrix-multiply rate
     of its dtype (:func:`tanbias.lab.models.gemm_peak` of ``gemm_n x gemm_n``
-    matrices), measured in the same process, with 6 x (non-embedding parameters)
-    FLOP per token. (A CPU without bfloat16 instructions takes minutes for a bf16
+    matrices), measured in the same process, with ``flop_per_token`` = 6 x (the parameters
+    outside the input embedding: the blocks and the output layer) FLOP per token. (A CPU without bfloat16 instructions takes minutes for a bf16
     product at 2048: the tests pass a small ``gemm_n``.)
 
     Returns
@@ -84,7 +110,8 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
         The first precision's figures at the top level (``tokens_per_s``, ``t_plain``,
         ``t_inline``, ``t_separate``, ``per_step_inline_ratio``, ``per_step_separate_ratio``,
         ``run_overhead_inline``, ``run_overhead_separate``), every precision's under
-        ``precisions``, ``speedup`` (second over first tokens/s), ``device``, ``load_average``.
+        ``precisions``, ``speedup`` (second over first tokens/s), ``flop_per_token``, ``device``,
+        ``load_average`` (the one-minute load average at the end: above 1, something shared the machine).
     """
     dev = resolve_device(device)
     ms = model_size(size)
@@ -151,7 +178,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
             probe.remove()
         shutil.rmtree(tmp, ignore_errors=True)
     model = setups[precisions[0]][0]
-    flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
+    flop_token = flop_per_token(model)
     N = run_steps
     per = {}
     for prec in precisions:
@@ -173,7 +200,7 @@ def bench_lab(size: str = "small", kind: str = "decoder", reps: int = 4, run_ste
     return {"size": ms.name, "kind": kind, "reps": int(reps), "threads": cfg0.threads, "device": dev.type,
             **first, "run_steps": N, "probe_steps": k, "precisions": per,
             "speedup": (per[precisions[1]]["tokens_per_s"] / first["tokens_per_s"]) if len(precisions) > 1 else 1.0,
-            "load_average": os.getloadavg()[0]}
+            "flop_per_token": flop_token, "load_average": os.getloadavg()[0]}
 
 
 def measure_sizes(sizes=("small", "base", "large"), kind: str = "decoder", steps: int = 2, device: str = "auto",
@@ -276,7 +303,7 @@ def gpu_check(size: str = "base", steps: int = 300, precision: str = "bf16", dev
         n = gemm_n if gemm_n is not None else 4096 if dev.type == "cuda" else 1024
         peak = gemm_peak(int(n), dtype=precision, device=dev)
         _, model, _, _ = setup_training(cfg)
-        flop_token = 6.0 * sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
+        flop_token = flop_per_token(model)
         losses = [r["loss"] for r in runs.read_jsonl(tmp / "metrics.jsonl") if r.get("type") == "step"]
     finally:
         if out_dir is None:
@@ -363,3 +390,72 @@ def bench_surgery(size: str = "small", kind: str = "decoder", reps: int = 6, dev
     return {"t_plain": float(np.median([r["plain"] for r in rounds])),
             "t_surgery": float(np.median([r["surgery"] for r in rounds])),
             "ratio": float(np.median(ratios)), "size": size, "kind": kind, "device": dev.type}
+
+
+# ---------------------------------------------------------------------- the measurement command
+#: make bench's targets for the command: its wall time over one plain forward pass of the model over
+#: the same tokens, without the alignment test and with it
+BENCH_TARGETS = {"ratio": 3.0, "ratio_alignment": 6.0}
+
+
+def bench_measure(model: str = "smollm2-135m", n_tokens: int = 16_384, language: str = "en",
+                  repeats: int = 1, out=None, alignment: bool = True, **overrides) -> dict:
+    """The command's speed against one plain forward pass over the same tokens, in one process.
+
+    Loads ``model`` once, times a plain forward pass of the whole model (its language-model
+    head included, no hidden states kept) and of its blocks alone over the same rows as the
+    measurement, then :func:`tanbias.lab.analysis.measure.measure_model` into a temporary folder: without the alignment
+    test and (with ``alignment``) with it (no report, no progress bars). The wall time is the
+    command's whole: loading, the corpus counts, the forward pass, the readings.
+
+    Returns
+    -------
+    dict
+        ``tokens`` (per measurement), ``forward_s`` (the plain pass, best of ``repeats``),
+        ``body_forward_s`` (the blocks alone, as the measurement runs them), ``suite_s`` and
+        ``suite_alignment_s`` (the command's wall time, loading included), ``ratio`` and
+        ``ratio_alignment`` (each over ``forward_s``), ``tokens_per_s`` (the command without
+        the alignment test), and each run's ``seconds`` by stage.
+    """
+    s = measure_settings(model, n_tokens=n_tokens, languages=[language], **overrides)
+    forward, body, tokens = _plain_forward(model, s, language, repeats)
+    made = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, align in (("suite", False), ("suite_alignment", True))[:2 if alignment else 1]:
+            made[label] = measure_model(model, Path(out or tmp) / label, s, alignment=align, progress=False)
+    suite = made["suite"]["seconds"]["total"]
+    res = {"model": model, "tokens": tokens, "tokens_measured": made["suite"]["n_tokens"],
+           "forward_s": forward, "body_forward_s": body, "threads": torch.get_num_threads(),
+           "suite_s": suite, "ratio": suite / forward, "tokens_per_s": tokens / suite,
+           "seconds": {k: v["seconds"] for k, v in made.items()},
+           "peak_rss_gb": max(v["peak_rss_gb"] for v in made.values()), "targets": BENCH_TARGETS}
+    if alignment:
+        res["suite_alignment_s"] = made["suite_alignment"]["seconds"]["total"]
+        res["ratio_alignment"] = res["suite_alignment_s"] / forward
+        res["probe_tokens"] = made["suite_alignment"]["settings"]["probe_tokens"]
+    return res
+
+
+def _plain_forward(model, s: MeasureSettings, language: str, repeats: int) -> tuple[float, float, int]:
+    """The best of ``repeats`` plain forward passes over the measurement's rows: the whole model, its
+    blocks alone, and the tokens read."""
+    loaded = load_model(model)
+    net, tok = loaded["model"], loaded["tokenizer"]
+    seq_len = min(s.seq_len, int(getattr(net.config, "max_position_embeddings", None) or s.seq_len))
+    ids = pt.language_text(tok, loaded["kind"], language, s, seq_len)["input_ids"]
+
+    def plain(f) -> float:
+        best = float("inf")
+        for _ in range(max(1, repeats)):
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                for i in range(0, len(ids), s.batch_size):
+                    x = torch.as_tensor(ids[i:i + s.batch_size])
+                    f(input_ids=x, attention_mask=torch.ones_like(x))
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    times = plain(net), plain(net.base_model)
+    del net, loaded
+    gc.collect()
+    return times[0], times[1], int(ids.size)

@@ -6,7 +6,7 @@ definition each:
 
 * :data:`KINDS` (encoder = EuroBERT, masked LM; decoder = Llama, causal LM),
   :data:`REGIMES` (natural or temperature-balanced language mixture),
-  :data:`SCHEDULES`, :data:`DEVICES`, :data:`PRECISIONS`, :data:`MLM_PROBABILITY`;
+  :data:`SCHEDULES`, :data:`PRECISIONS`, :data:`MLM_PROBABILITY`;
 * the tokenizer's special tokens :data:`SPECIAL_TOKENS`, their ids
   (``PAD_ID`` ... ``MASK_ID``) and :data:`N_SPECIAL` (ids below it are special);
 * :class:`ModelSize` and :data:`SIZES` (model and batch shapes);
@@ -39,15 +39,14 @@ from tanbias.errors import ParameterError
 
 __all__ = ["KINDS", "REGIMES", "SIZES", "ARCH_KEYS", "MLM_PROBABILITY", "SPECIAL_TOKENS", "N_SPECIAL",
            "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "MASK_ID", "REPRODUCE_TOLERANCE", "EARLY_FRAC", "MECH_SEED",
-           "SCHEDULES", "DEFAULT_TEMPERATURE", "DEVICES", "PRECISIONS", "ModelSize", "ProbeSettings",
+           "SCHEDULES", "DEFAULT_TEMPERATURE", "PRECISIONS", "ModelSize", "ProbeSettings",
            "RunConfig", "SurgerySettings", "SURGERY_ARMS", "LATER_KEYS", "DEFAULT_OMITTED", "OUTPUT_BIASES", "CORRUPTIONS", "ATTENTIONS", "PROBE_STEPS", "PROBE_TOKENS", "probe_steps", "model_size", "check_kind", "check_run_name", "check_temperature", "load_config"]
 
 KINDS = ("encoder", "decoder")
 REGIMES = ("natural", "balanced")
 SCHEDULES = ("cosine", "constant")
-#: where a run computes (``auto``: CUDA when a GPU is visible, else the CPU) and in what precision
-#: (``bf16``: bfloat16 autocast with float32 master weights and optimizer state)
-DEVICES = ("auto", "cpu", "cuda")
+#: the precision a run computes in (``bf16``: bfloat16 autocast with float32 master weights and
+#: optimizer state); where it computes is :data:`tanbias.lab.devices.DEVICES`
 PRECISIONS = ("fp32", "bf16")
 MLM_PROBABILITY = 0.3
 #: temperature of the "balanced" regime when a config does not set one (XLM-R's and mT5's 10/3)

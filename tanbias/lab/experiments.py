@@ -57,7 +57,7 @@ __all__ = ["Stage", "Design", "RUN_STEPS", "SWEEP_SEEDS", "CONTROL_RUNS", "sweep
            "CAUSAL", "ALIAS_F0", "ALIAS_LEVELS", "ALIAS_SEEDS", "alias_config", "ALIAS", "RIVALS_HEADS",
            "RIVALS_ARMS", "RIVALS_SEEDS", "RIVALS_LONG_SEEDS", "RIVALS_LONG_STEPS", "RIVALS_LONG_PROBE_STEPS",
            "rivals_config", "RIVALS", "HORIZON_STEPS", "HORIZON_LONG", "HORIZON_COLLAPSE", "HORIZON_SEEDS",
-           "horizon_config", "HORIZON_LONG_STAGE", "HORIZON", "EXPERIMENTS", "design_of", "design_config"]
+           "horizon_config", "HORIZON_LONG_STAGE", "HORIZON", "EXPERIMENTS", "LAB_FIRST_CHAPTER", "lab_chapters", "design_of", "design_config"]
 
 @dataclass(frozen=True, eq=False)
 class Stage:
@@ -701,6 +701,21 @@ HORIZON = Design(name="horizon", title="the horizon experiment", chapter=14, fac
 #: every experiment of the lab, by name, in the order they were designed: an experiment's analysis
 #: may read the experiments registered before it (the layer test's chain follows this order)
 EXPERIMENTS: dict[str, Design] = {d.name: d for d in (SWEEP, DOSE, ALIAS, CAUSAL, RIVALS, HORIZON)}
+
+
+#: the first chapter of the training lab: chapter 7 reads two runs of the sweep before its chapter
+LAB_FIRST_CHAPTER = 7
+
+
+def lab_chapters() -> tuple[int, ...]:
+    """The training lab's chapters, first to last: from :data:`LAB_FIRST_CHAPTER` to the last chapter a
+    design of :data:`EXPERIMENTS` names (a new experiment's chapter extends it).
+
+    >>> lab_chapters()[0], lab_chapters()[-1] == max(d.chapter for d in EXPERIMENTS.values() if d.chapter)
+    (7, True)
+    """
+    last = max(d.chapter for d in EXPERIMENTS.values() if d.chapter is not None)
+    return tuple(range(LAB_FIRST_CHAPTER, last + 1))
 
 
 def design_of(name: str) -> Design:

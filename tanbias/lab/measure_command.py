@@ -14,10 +14,13 @@ import sys
 
 from tanbias._checks import check_int
 from tanbias.errors import CorruptFileError, ParameterError
-from tanbias.lab.analysis.measure import COMMAND, DTYPES, MIN_TOKENS, TEXT_LANGUAGE, measure_model, measure_settings
+from tanbias.lab.analysis.measure import measure_model
+from tanbias.lab.analysis.measure_folder import COMMAND
+from tanbias.lab.analysis.measure_inputs import MIN_TOKENS, TEXT_LANGUAGE, measure_settings
 from tanbias.lab.analysis.pretrained import MeasureSettings
 from tanbias.lab.checkpoints import CheckpointUnavailable
 from tanbias.lab.devices import DEVICE_HELP
+from tanbias.lab.loading import DTYPES
 from tanbias.lab.zoo import ZOO, ZooUnavailable
 
 __all__ = ["parser", "settings_of", "run", "main"]

@@ -224,6 +224,24 @@ def _git_commit_run(folder: Path, message: str, extra=()) -> str:
     return _git_commit(files, message, cwd=folder)
 
 
+def _logged_steps(out: Path) -> list[float]:
+    """The ``seconds`` of every training step a run's log (``metrics.jsonl``) holds, in order (the run's
+    training time when the step ended); empty where there is no log. A line that cannot be read is
+    skipped (the run's own resume checks it)."""
+    path = Path(out) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    seconds = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("type") == "step" and isinstance(rec.get("seconds"), (int, float)):
+            seconds.append(float(rec["seconds"]))
+    return seconds
+
+
 def _config_steps(path: Path) -> int | None:
     """The ``steps`` of a run's config file, or None where it cannot be read."""
     try:
@@ -254,8 +272,11 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
     ``commit``, each run that finishes is committed to git at once with that report (its manifest's files only), so an
     interruption loses at most the runs in progress.
 
-    Each finished run's entry gives its pace: ``steps``, ``seconds_per_step`` (its wall time over
-    its config's steps, start-up included) and ``load`` (the mean one-minute load average sampled
+    Each finished run's entry gives its pace: ``steps``, ``resumed_after`` (the steps its log already
+    held when this sitting started it), ``seconds_per_step`` (its wall time over the steps it trained in
+    this sitting, start-up included; after a resume the steps recomputed from the checkpoint are not
+    counted, so it is an upper bound), ``median_step_seconds`` (the median time between two steps of
+    its log, every sitting's) and ``load`` (the mean one-minute load average sampled
     while it trained: above ``jobs``, something else shared the machine).
 
     With ``budget_hours``, the queue starts no run once the record's wall time (every sitting,
@@ -313,6 +334,7 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
                "--device", device]
         if fresh:
             cmd.append("--fresh")
+        before = len(_logged_steps(out))
         t1 = time.perf_counter()
         started = datetime.now().isoformat(timespec="seconds")
         with open(out / "work" / "train.log", "a") as log:
@@ -323,7 +345,11 @@ def run_queue(configs, jobs: int = 2, fresh: bool = False, out_root=None, commit
         with lock:
             steps = _config_steps(cfg)
             if steps:
-                rec.update(steps=steps, seconds_per_step=round(dt / steps, 3))
+                rec.update(steps=steps, resumed_after=before,
+                           seconds_per_step=round(dt / max(1, steps - before), 3))
+            gaps = np.diff(_logged_steps(out))
+            if (gaps > 0).any():               # a resume restarts the clock: its gap is not a step's
+                rec["median_step_seconds"] = round(float(np.median(gaps[gaps > 0])), 3)
             rec["load"] = round(float(np.mean(loads.pop(cfg.stem))), 2)
             sitting["runs"][cfg.stem] = rec
             report()

@@ -54,8 +54,8 @@ __all__ = [
     "removal_scaling",
     "removal_over_heads",
     "softmax_sensitivity",
-    "AttentionStack",
-    "simulated_attention_stack",
+    "AttentionHeads",
+    "random_attention_heads",
     "softmax_terms",
     "sensitivity_over_heads",
 ]
@@ -267,8 +267,8 @@ def fit_term_slopes(df, confidence=0.95) -> dict:
             for name, g in df.groupby("term", sort=False) if name != "mu_mu"}
 
 
-def term_slopes_over_heads(manifold, stack, ts, n_tokens=96, confidence=0.95):
-    """Fitted log-log slope of every score term, for every head of a stack.
+def term_slopes_over_heads(manifold, heads, ts, n_tokens=96, confidence=0.95):
+    """Fitted log-log slope of every score term, for every head of a set.
 
     Head ``l`` draws its tokens with seed ``l`` (:func:`score_term_scaling`),
     then :func:`fit_term_slopes` fits each term but ``mu_mu``.
@@ -276,7 +276,7 @@ def term_slopes_over_heads(manifold, stack, ts, n_tokens=96, confidence=0.95):
     Parameters
     ----------
     manifold : tanbias.theory.manifolds.Submanifold
-    stack : AttentionStack
+    heads : AttentionHeads
     ts : array_like, shape (n_t,)
         Radii in ``(0, patch]`` (at least 3).
     n_tokens : int >= 2
@@ -285,23 +285,23 @@ def term_slopes_over_heads(manifold, stack, ts, n_tokens=96, confidence=0.95):
     Returns
     -------
     pandas.DataFrame
-        One row per (head, term): ``layer``, ``term``, ``order`` (predicted,
+        One row per (head, term): ``head``, ``term``, ``order`` (predicted,
         :data:`ORDERS`), ``slope``, ``ci_low``, ``ci_high``.
 
     Example
     -------
     >>> from tanbias.theory.residual import default_loop_manifold
     >>> M = default_loop_manifold()
-    >>> df = term_slopes_over_heads(M, simulated_attention_stack(1, M.D), [0.01, 0.02, 0.04])
+    >>> df = term_slopes_over_heads(M, random_attention_heads(1, M.D), [0.01, 0.02, 0.04])
     >>> bool(np.allclose(df["slope"], df["order"], atol=0.1))
     True
     """
     rows = []
-    for layer in range(stack.n_layers):
-        W_Q, W_K = stack.layer(layer)
-        df = score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=n_tokens, rng=layer)
+    for head in range(heads.n_heads):
+        W_Q, W_K = heads.head(head)
+        df = score_term_scaling(manifold, ts, W_Q, W_K, n_tokens=n_tokens, rng=head)
         for term, fit in fit_term_slopes(df, confidence).items():
-            rows.append(dict(layer=layer, term=term, order=ORDERS[term], slope=fit.slope,
+            rows.append(dict(head=head, term=term, order=ORDERS[term], slope=fit.slope,
                              ci_low=fit.ci_low, ci_high=fit.ci_high))
     return _frame(rows)
 
@@ -418,13 +418,13 @@ def removal_scaling(manifold, ts, W_Q, W_K, n_tokens=64, rng=0, scale=None):
     return _frame(_removal_rows(manifold, ts, W_Q, W_K, n_tokens, rng, scale))
 
 
-def removal_over_heads(manifold, stack, ts, n_tokens=64, scale=None):
-    """:func:`removal_scaling` for every head of a stack, head ``l`` drawing its tokens with seed ``l``.
+def removal_over_heads(manifold, heads, ts, n_tokens=64, scale=None):
+    """:func:`removal_scaling` for every head of a set, head ``h`` drawing its tokens with seed ``h``.
 
     Parameters
     ----------
     manifold : tanbias.theory.manifolds.Submanifold
-    stack : AttentionStack
+    heads : AttentionHeads
     ts : array_like, shape (n_t,)
         Radii in ``(0, patch]``.
     n_tokens : int >= 2
@@ -434,20 +434,20 @@ def removal_over_heads(manifold, stack, ts, n_tokens=64, scale=None):
     Returns
     -------
     pandas.DataFrame
-        Long format: ``t``, ``removed``, ``change``, ``layer``.
+        Long format: ``t``, ``removed``, ``change``, ``head``.
 
     Example
     -------
     >>> from tanbias.theory.residual import default_loop_manifold
     >>> M = default_loop_manifold()
-    >>> df = removal_over_heads(M, simulated_attention_stack(2, M.D), [0.05, 0.1], n_tokens=8)
-    >>> len(df), sorted(set(df["layer"]))
+    >>> df = removal_over_heads(M, random_attention_heads(2, M.D), [0.05, 0.1], n_tokens=8)
+    >>> len(df), sorted(set(df["head"]))
     (8, [0, 1])
     """
     rows = []
-    for l in range(stack.n_layers):
-        rows += [dict(r, layer=l) for r in
-                 _removal_rows(manifold, ts, *stack.layer(l), n_tokens, l, scale)]
+    for h in range(heads.n_heads):
+        rows += [dict(r, head=h) for r in
+                 _removal_rows(manifold, ts, *heads.head(h), n_tokens, h, scale)]
     return _frame(rows)
 
 
@@ -514,16 +514,19 @@ def softmax_sensitivity(x, mu, tangent_basis, normal_basis, W_Q, W_K, rng=0,
 
 
 # ----------------------------------------------------------------------------
-# a simulated stack of heads
+# a set of independent random heads
 # ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class AttentionStack:
-    """Random query/key projections for ``n_layers`` heads.
+class AttentionHeads:
+    """Random query/key projections of ``n_heads`` independent heads.
+
+    The heads are not a stack: no head reads another's output. Chapter 5 uses them
+    to show that what it finds does not depend on one draw of a head.
 
     Attributes
     ----------
-    W_Q, W_K : ndarray, shape (n_layers, d_head, D)
+    W_Q, W_K : ndarray, shape (n_heads, d_head, D)
     seed : int
     """
 
@@ -532,36 +535,37 @@ class AttentionStack:
     seed: int
 
     @property
-    def n_layers(self) -> int:
+    def n_heads(self) -> int:
         return int(self.W_Q.shape[0])
 
-    def layer(self, l):
-        """``(W_Q, W_K)`` of layer ``l`` (0-based), each (d_head, D).
+    def head(self, h):
+        """``(W_Q, W_K)`` of head ``h`` (0-based), each (d_head, D).
 
         Raises
         ------
         ParameterError
-            ``l`` outside ``[0, n_layers - 1]``.
+            ``h`` outside ``[0, n_heads - 1]``.
         """
-        l = check_int("l", l, 0, self.n_layers - 1, hint="Pick an existing layer.")
-        return self.W_Q[l], self.W_K[l]
+        h = check_int("h", h, 0, self.n_heads - 1, hint="Pick an existing head.")
+        return self.W_Q[h], self.W_K[h]
 
-    def M(self, l) -> np.ndarray:
-        """``W_Q^T W_K`` of layer ``l``, shape (D, D)."""
-        W_Q, W_K = self.layer(l)
+    def M(self, h) -> np.ndarray:
+        """``W_Q^T W_K`` of head ``h``, shape (D, D)."""
+        W_Q, W_K = self.head(h)
         return W_Q.T @ W_K
 
 
-def simulated_attention_stack(n_layers, D, seed=0, d_head=None) -> AttentionStack:
-    """Random Xavier-initialised query/key projections, one head per layer.
+def random_attention_heads(n_heads, D, seed=0, d_head=None) -> AttentionHeads:
+    """Random Xavier-initialised query/key projections of independent heads.
 
     Entries are i.i.d. ``N(0, 2 / (D + d_head))`` (Glorot normal), independent
-    across layers, so a "layer" slider shows the expansion for different random
-    heads; nothing here is trained (trained heads come in chapter 7).
+    across heads, so a "head" slider shows the expansion for different random
+    heads; nothing here is trained (trained heads come in chapter 7), and nothing
+    here models depth.
 
     Parameters
     ----------
-    n_layers : int >= 1
+    n_heads : int >= 1
     D : int >= 2
         Model width (the manifold's ambient dimension).
     seed : int
@@ -570,7 +574,7 @@ def simulated_attention_stack(n_layers, D, seed=0, d_head=None) -> AttentionStac
 
     Returns
     -------
-    AttentionStack
+    AttentionHeads
 
     Raises
     ------
@@ -579,18 +583,18 @@ def simulated_attention_stack(n_layers, D, seed=0, d_head=None) -> AttentionStac
 
     Example
     -------
-    >>> st = simulated_attention_stack(4, 8, seed=0, d_head=2)
-    >>> st.W_Q.shape, st.M(3).shape
+    >>> hs = random_attention_heads(4, 8, seed=0, d_head=2)
+    >>> hs.W_Q.shape, hs.M(3).shape
     ((4, 2, 8), (8, 8))
     """
-    n_layers = check_int("n_layers", n_layers, lo=1, hint="Pass a positive number of layers.")
+    n_heads = check_int("n_heads", n_heads, lo=1, hint="Pass a positive number of heads.")
     D = check_int("D", D, lo=2, hint="Pass the ambient dimension.")
     d_head = D if d_head is None else check_int("d_head", d_head, lo=1,
                                                 hint="Pass a positive head dimension.")
     rng = check_rng(check_int("seed", seed, lo=0, hint="Pass a non-negative seed."))
     std = math.sqrt(2.0 / (D + d_head))
-    W = rng.standard_normal((2, n_layers, d_head, D)) * std
-    return AttentionStack(W[0], W[1], int(seed))
+    W = rng.standard_normal((2, n_heads, d_head, D)) * std
+    return AttentionHeads(W[0], W[1], int(seed))
 
 
 
@@ -598,17 +602,17 @@ def simulated_attention_stack(n_layers, D, seed=0, d_head=None) -> AttentionStac
 # what reaches the softmax, head by head (the data of chapter 5's figures)
 # ----------------------------------------------------------------------------
 
-def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) -> dict:
+def softmax_terms(manifold, heads, t, head, n_tokens=64, rng=0, tokens=None) -> dict:
     """Key-centred RMS of the score terms and attention changes, for one head at radius ``t``.
 
     Parameters
     ----------
     manifold : tanbias.theory.manifolds.Submanifold
-    stack : AttentionStack
+    heads : AttentionHeads
     t : float
         Geodesic radius of the tokens (all around the same centroid).
-    layer : int
-        Head of ``stack`` to use.
+    head : int
+        Which head of ``heads`` to use.
     n_tokens : int >= 2
     rng : numpy.random.Generator or int
     tokens : array_like, shape (n_tokens, D), optional
@@ -619,26 +623,26 @@ def softmax_terms(manifold, stack, t, layer, n_tokens=64, rng=0, tokens=None) ->
     -------
     dict
         ``rms`` (dict over :data:`KEY_TERMS`), ``tv_tangent`` and ``tv_normal``
-        (:func:`removal_effect`), ``t``, ``layer``.
+        (:func:`removal_effect`), ``t``, ``head``.
     """
     (t,) = check_radii([t], manifold)
-    W_Q, W_K = stack.layer(layer)
+    W_Q, W_K = heads.head(head)
     if tokens is None:
         tokens = manifold.sample_at_radius(float(t), n_tokens, check_rng(rng)).y
     T, N = manifold.tangent_basis, manifold.normal_basis
     rms = key_centred_rms(score_decomposition(tokens, manifold.mu, T, N, W_Q, W_K))
     e = removal_effect(tokens, manifold.mu, T, N, W_Q, W_K)
     return dict(rms={k: rms[k] for k in KEY_TERMS}, tv_tangent=e["tangent"],
-                tv_normal=e["normal"], t=float(t), layer=int(layer))
+                tv_normal=e["normal"], t=float(t), head=int(head))
 
 
-def sensitivity_over_heads(manifold, stack, t, n_tokens=64, rng=0, side="keys"):
-    """:func:`softmax_sensitivity` for every head of a stack, tokens at radius ``t``.
+def sensitivity_over_heads(manifold, heads, t, n_tokens=64, rng=0, side="keys"):
+    """:func:`softmax_sensitivity` for every head of a set, tokens at radius ``t``.
 
     Parameters
     ----------
     manifold : tanbias.theory.manifolds.Submanifold
-    stack : AttentionStack
+    heads : AttentionHeads
     t : float
     n_tokens : int
     rng : numpy.random.Generator or int
@@ -647,15 +651,15 @@ def sensitivity_over_heads(manifold, stack, t, n_tokens=64, rng=0, side="keys"):
     Returns
     -------
     pandas.DataFrame
-        ``layer``, ``tangent``, ``normal`` (per-unit-move sensitivities).
+        ``head``, ``tangent``, ``normal`` (per-unit-move sensitivities).
     """
     (t,) = check_radii([t], manifold)
     rng = check_rng(rng)
     s = manifold.sample_at_radius(float(t), n_tokens, rng)
     rows = []
-    for l in range(stack.n_layers):
-        W_Q, W_K = stack.layer(l)
+    for h in range(heads.n_heads):
+        W_Q, W_K = heads.head(h)
         e = softmax_sensitivity(s.y, manifold.mu, manifold.tangent_basis, manifold.normal_basis,
                                 W_Q, W_K, rng=rng, side=side)
-        rows.append(dict(layer=l, **e))
+        rows.append(dict(head=h, **e))
     return _frame(rows)

@@ -30,8 +30,8 @@ from typing import Callable
 import numpy as np
 from scipy import special
 
-from tanbias._checks import (check_array, check_callable, check_instance, check_int, check_real,
-                      check_tangent)
+from tanbias._checks import (PRECISION_RTOL, check_above_floor, check_array, check_callable, check_instance,
+                             check_int, check_real, check_tangent)
 from tanbias.errors import ParameterError
 from tanbias.theory.manifolds import GeneralizedCylinder, Quadric, check_manifold
 from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
@@ -40,7 +40,8 @@ __all__ = [
     "bias_function", "uniform_bias_moments", "first_order_density",
     "predicted_bias_amplitude", "bias_amplitude", "sphere_quadrature", "gauss_legendre_panels",
     "polar_data", "uniform_direction_rule", "exact_directional_density", "exact_expectation",
-    "exact_bias_amplitude", "amplitude_scan", "amplitude_crossing", "ETA_HINT",
+    "exact_bias_amplitude", "amplitude_scan", "amplitude_crossing", "ETA_HINT", "eta_floor",
+    "check_eta_resolved",
 ]
 
 #: The hint of every error about ``eta_g`` (here and in :mod:`tanbias.theory.direction_statistics`).
@@ -160,6 +161,57 @@ def uniform_bias_moments(manifold) -> tuple[float, float]:
         m2 += w1 * w2 * _gaussian_qf_moment([P1, Q1, P2, Q2])
     m2 /= d * (d + 2) * (d + 4) * (d + 6)
     return float(m1), float(max(m2 - m1 * m1, 0.0))
+
+
+def eta_floor(manifold, rtol: float = PRECISION_RTOL) -> float:
+    """The smallest ``eta_g`` at which a directional bias survives float64 quadrature.
+
+    The bias amplitude is about ``eta_g Var_unif(b)``, a difference of two expectations
+    of ``b`` each computed from weights and densities of order 1, so each carries a
+    rounding of about ``eps`` (measured: at most ``0.2 eps / (eta_g Var_unif(b))``
+    relative, on the cylinder, the saddle and ``S^2 x R``). The floor is where
+    ``eps / (eta_g Var_unif(b))`` is ``rtol``. Below it an amplitude, a relative error
+    or a coefficient read from it (:func:`~tanbias.theory.ricci_sign.exact_ricci_coefficient`)
+    is rounding noise. A manifold whose ``b`` is constant (the sphere) has no bias and
+    no floor (0).
+
+    Parameters
+    ----------
+    manifold : Submanifold
+    rtol : float in (0, 1)
+
+    Returns
+    -------
+    float
+
+    Example
+    -------
+    >>> from tanbias.theory.manifolds import Cylinder
+    >>> f"{eta_floor(Cylinder(R=1.0)):.1e}"          # eps / (0.01 * 17 / 4608)
+    '6.0e-12'
+    """
+    rtol = check_real("rtol", rtol, lo=0, hi=1, hint="Pass a relative error, e.g. 0.01.")
+    var = uniform_bias_moments(manifold)[1]
+    return 0.0 if var <= 1e-300 else float(np.finfo(np.float64).eps / (rtol * var))
+
+
+def check_eta_resolved(manifold, eta_g, name: str = "eta_g") -> float:
+    """Refuse an ``eta_g`` below :func:`eta_floor` with a
+    :class:`~tanbias.errors.PrecisionLossError`; return it otherwise.
+
+    Example
+    -------
+    >>> from tanbias.theory.manifolds import Cylinder
+    >>> check_eta_resolved(Cylinder(R=1.0), 1e-4)
+    0.0001
+    """
+    floor = eta_floor(manifold)
+    return check_above_floor(
+        name, float(eta_g), floor,
+        f"There the directional bias (about {float(eta_g) * uniform_bias_moments(manifold)[1]:.2g}) "
+        f"is within a factor {1 / PRECISION_RTOL:g} of the float64 rounding of the quadrature "
+        f"(about {float(np.finfo(np.float64).eps):.2g}), so an amplitude or a coefficient read "
+        f"from it would be rounding noise. Pass a larger eta_g.")
 
 
 def first_order_density(manifold, eta_g, u) -> np.ndarray:
@@ -536,6 +588,11 @@ def exact_bias_amplitude(manifold, law, **kw) -> float:
     -------
     float
 
+    Raises
+    ------
+    PrecisionLossError
+        The law's ``eta_g`` below :func:`eta_floor`.
+
     Example
     -------
     >>> from tanbias.theory.manifolds import Cylinder
@@ -543,6 +600,9 @@ def exact_bias_amplitude(manifold, law, **kw) -> float:
     >>> round(a / predicted_bias_amplitude(Cylinder(R=1.0), 2e-4), 3)
     1.0
     """
+    manifold = check_manifold(manifold)
+    law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.1).")
+    check_eta_resolved(manifold, law.eta_g(manifold.d))
     return exact_expectation(manifold, law, lambda u: bias_function(manifold, u), **kw) \
         - uniform_bias_moments(manifold)[0]
 
@@ -563,6 +623,12 @@ def amplitude_scan(manifold, law, etas, n_panels: int = 12) -> dict:
     dict
         ``eta_g``, ``exact``, ``first_order`` (arrays (m,)), ``relative_error``
         (``exact / first_order - 1``).
+
+    Raises
+    ------
+    PrecisionLossError
+        An ``eta_g`` below :func:`eta_floor`, where the amplitude is rounding noise (a
+        log-log slope of the scan would read near 0 instead of 1).
 
     Example
     -------

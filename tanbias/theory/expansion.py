@@ -39,12 +39,7 @@ def mean_square_ii(manifold) -> float:
     >>> round(mean_square_ii(Cylinder(R=1.0)), 12)      # E cos^4 = 3/8
     0.375
     """
-    manifold = check_manifold(manifold)
-    A = manifold.ii_matrices()
-    d = manifold.d
-    tr2 = np.einsum("jab,jba->", A, A)
-    tr_sq = np.sum(np.einsum("jaa->j", A) ** 2)
-    return float((2 * tr2 + tr_sq) / (d * (d + 2)))
+    return check_manifold(manifold).mean_square_ii()
 
 
 def local_expansion(manifold, t, n, rng) -> dict:
@@ -69,6 +64,10 @@ def local_expansion(manifold, t, n, rng) -> dict:
     ------
     ParameterError
         Bad ``t`` (outside the patch), ``n`` or ``rng``.
+    PrecisionLossError
+        ``t`` below the manifold's precision floor
+        (:meth:`~tanbias.theory.manifolds.Submanifold.normal_floor`), where the normal part
+        is float64 rounding of ``y - mu``.
 
     Example
     -------
@@ -179,6 +178,12 @@ def normal_ratio(manifold, t, n=2000, rng=0) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    PrecisionLossError
+        ``t`` below the manifold's precision floor: there the ratio would be rounding
+        noise (about 2 at a tenth of the floor on the unit cylinder, not 1).
 
     Example
     -------

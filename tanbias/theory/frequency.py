@@ -245,13 +245,19 @@ def zipf_data(vocab, d=2, n=800, rng=0) -> dict:
     dict
         ``frequencies``, ``eta_g`` (at about 100 log-spaced ranks); ``occ_frequency``, ``occ_distance``
         (n,); ``spearman`` (rank correlation of frequency and distance over the
-        occurrences); ``alpha``, ``t_max``.
+        occurrences); ``mean_eta`` (the occurrence-weighted mean ``sum_i f_i eta_{g,i}``: the
+        mean squared radius of what a model sees, pooled over the vocabulary); ``top_share``
+        (share of the occurrences held by the most frequent 1 % of the tokens, at least one);
+        ``s``, ``alpha``, ``t_max``.
 
     Example
     -------
     >>> z = zipf_data(ZipfVocabulary(200, t_max=0.3, alpha=0.5), n=3000)
     >>> bool(z["spearman"] < -0.2)
     True
+    >>> flat = zipf_data(ZipfVocabulary(200, s=0.5, t_max=0.3, alpha=0.5), n=10)
+    >>> bool(flat["top_share"] < z["top_share"]), bool(flat["mean_eta"] > z["mean_eta"])
+    (True, True)
     """
     from scipy import stats as _st
 
@@ -259,10 +265,14 @@ def zipf_data(vocab, d=2, n=800, rng=0) -> dict:
     tokens, r = occurrence_radii(vocab, n, d, rng)
     f = vocab.frequencies[tokens]
     rho = float(_st.spearmanr(f, r).statistic)
+    eta = vocab.eta_g(d)
+    top = max(1, vocab.n_tokens // 100)
     # the per-token curves are smooth: ~100 log-spaced ranks draw them
     keep = np.unique(np.geomspace(1, vocab.n_tokens, 100).astype(int)) - 1
-    return dict(frequencies=vocab.frequencies[keep], eta_g=vocab.eta_g(d)[keep], occ_frequency=f,
-                occ_distance=r, spearman=rho, alpha=vocab.alpha, t_max=vocab.t_max)
+    return dict(frequencies=vocab.frequencies[keep], eta_g=eta[keep], occ_frequency=f,
+                occ_distance=r, spearman=rho, mean_eta=float(vocab.frequencies @ eta),
+                top_share=float(vocab.frequencies[:top].sum()), s=vocab.s, alpha=vocab.alpha,
+                t_max=vocab.t_max)
 
 
 def bucket_second_moments(vocab, occ, d, n_buckets=4, by="occurrences", predict=None) -> dict:

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanbias._checks import (check_array, check_instance, check_int, check_real, check_rng,
-                      check_tangent)
+from tanbias._checks import (PRECISION_RTOL, check_above_floor, check_array, check_instance, check_int,
+                             check_real, check_resolved, check_rng, check_tangent)
 from tanbias.errors import ParameterError
 from tanbias.theory.radial import Gaussian, RadialLaw  # noqa: F401  (Gaussian: doctests)
 
@@ -214,6 +214,69 @@ class Submanifold(ABC):
         """The shape operators: ``II(u, v)_j = u^T A[j] v``; shape ``(D-d, d, d)``."""
         return self._ii.copy()
 
+    def mean_square_ii(self) -> float:
+        """``E ||II(u, u)||^2`` for ``u`` uniform on the unit sphere of ``T_mu``, exactly.
+
+        For a symmetric ``A``, ``E[(u^T A u)^2] = (2 tr(A^2) + tr(A)^2) / (d (d + 2))``;
+        sum over the normal directions.
+
+        Example
+        -------
+        >>> round(Cylinder(R=1.0).mean_square_ii(), 12)      # E cos^4 = 3/8
+        0.375
+        """
+        A, d = self._ii, self.d
+        tr2 = np.einsum("jab,jba->", A, A)
+        tr_sq = np.sum(np.einsum("jaa->j", A) ** 2)
+        return float((2 * tr2 + tr_sq) / (d * (d + 2)))
+
+    def normal_size(self, t) -> float:
+        """RMS size ``c t^2`` of the normal part at geodesic radius ``t`` (to leading order),
+        with ``c = sqrt(E||II(u,u)||^2) / 2``.
+
+        Example
+        -------
+        >>> round(Sphere(2, R=1.0, D=3).normal_size(0.1), 6)     # t^2 / (2R)
+        0.005
+        """
+        return 0.5 * math.sqrt(self.mean_square_ii()) * float(t) ** 2
+
+    def normal_floor(self, rtol: float = PRECISION_RTOL) -> float:
+        """The smallest geodesic radius at which the normal part of ``y - mu`` is resolved.
+
+        The normal part at radius ``t`` is about ``c t^2`` (:meth:`normal_size`), and it is
+        computed as the difference ``y - mu``, rounded to about ``eps (||mu|| + t)``. The
+        floor is the ``t`` where that rounding is ``rtol`` of the normal part, the root of
+        ``rtol c t^2 = eps (||mu|| + t)``. Below it a normal quantity is rounding noise:
+        :func:`tanbias._checks.check_resolved` refuses such a radius with a
+        :class:`~tanbias.errors.PrecisionLossError`. A flat manifold (``c = 0``) has no
+        floor (0).
+
+        Parameters
+        ----------
+        rtol : float in (0, 1)
+            The largest relative rounding error accepted (:data:`tanbias._checks.PRECISION_RTOL`).
+
+        Returns
+        -------
+        float
+
+        Example
+        -------
+        >>> M = Cylinder(R=1.0, D=3, seed=0)        # |mu| = 1.41, c = sqrt(3/8) / 2
+        >>> f"{M.normal_floor():.2g}"
+        '3.2e-07'
+        >>> Cylinder(R=1.0, D=3, seed=0, mu=np.zeros(3)).normal_floor() < 1e-11
+        True
+        """
+        rtol = check_real("rtol", rtol, lo=0, hi=1, hint="Pass a relative error, e.g. 0.01.")
+        c = 0.5 * math.sqrt(self.mean_square_ii())
+        if c == 0:
+            return 0.0
+        eps = float(np.finfo(np.float64).eps)
+        a, mu = rtol * c, float(np.linalg.norm(self.mu))
+        return float((eps + math.sqrt(eps ** 2 + 4 * a * eps * mu)) / (2 * a))
+
     def mean_curvature(self) -> np.ndarray:
         """``H = sum_i II(e_i, e_i)`` (unnormalised), shape ``(D - d,)``."""
         return self.second_fundamental_form(np.eye(self.d)).sum(axis=0)
@@ -302,6 +365,8 @@ class Submanifold(ABC):
         ------
         ParameterError
             Bad ``t``, ``n`` or ``rng``.
+        PrecisionLossError
+            ``t`` below :meth:`normal_floor`: the normal coordinates would be rounding.
 
         Example
         -------
@@ -313,11 +378,24 @@ class Submanifold(ABC):
         t = check_real("t", t, lo=0, hi=self.patch_radius, hi_open=False,
                        hint=f"Pass a positive radius no larger than patch_radius="
                             f"{self.patch_radius:g}.")
+        t = check_resolved(t, self)
         n = check_int("n", n, lo=1, hint=_N_HINT)
         rng = check_rng(rng)
         u = uniform_directions(n, self.d, rng)
         y = self.exp(t * u)
         return self._samples(y, np.full(n, t), u)
+
+    def _check_law_resolved(self, law) -> None:
+        """Refuse a law so concentrated that its typical sample (RMS radius ``sqrt(eta_g)``)
+        has a normal part below the rounding of ``y - mu`` (:meth:`normal_floor`)."""
+        rms = math.sqrt(law.eta_g(self.d))
+        floor = self.normal_floor()
+        if rms < floor:
+            check_above_floor(
+                "eta_g", law.eta_g(self.d), floor ** 2,
+                f"The law's RMS radius {rms:.2g} is below this manifold's precision floor "
+                f"{floor:.2g}: the normal parts of its samples would be rounding noise. "
+                f"Pass a wider law, or build the manifold with mu nearer the origin.")
 
     def _samples(self, y, r, u) -> Samples:
         diff = y - self.mu
@@ -546,6 +624,7 @@ class GeneralizedCylinder(Submanifold):
         """
         n = check_int("n", n, lo=1, hint=_N_HINT)
         law = _check_law(law)
+        self._check_law_resolved(law)
         rng = check_rng(rng)
         k, d, R, rho = self.k, self.d, self.R, self.patch_radius
         log_m = 0.0 if k >= 2 else -math.log(math.cos(rho / (2 * R)))
@@ -947,6 +1026,7 @@ class Quadric(Submanifold):
         """
         n = check_int("n", n, lo=1, hint=_N_HINT)
         law = _check_law(law)
+        self._check_law_resolved(law)
         rng = check_rng(rng)
         d, rho = self.d, self.patch_radius
         log_m = 0.5 * float(np.sum(np.log1p((self._norms * rho) ** 2)))

@@ -1,7 +1,7 @@
 """Which curvature raises the directional density: ring laws and the Ricci sign (chapter 3).
 
 On ``S^k_R x R^(d-k)`` (a ``GeneralizedCylinder``) a direction is described
-by its sphere share ``s = |u_S|^2``, with ``||II(u,u)||^2 = s^2 / R^2`` and
+by its sphere share ``q = |u_S|^2`` (``s`` in the code), with ``||II(u,u)||^2 = s^2 / R^2`` and
 ``Ric(u,u) = (k-1) s / R^2``, so the two curvature terms of the first-order
 law can be told apart. Two views of that:
 
@@ -31,8 +31,9 @@ from scipy import stats as _st
 
 from tanbias._checks import check_array, check_choice, check_instance, check_int, check_real, check_tangent
 from tanbias.theory.direction_statistics import direction_histogram, sphere_share_statistic
-from tanbias.theory.directional_density import (exact_directional_density, exact_expectation,
-                                  first_order_density, polar_data, uniform_direction_rule)
+from tanbias.theory.directional_density import (check_eta_resolved, exact_directional_density,
+                                                exact_expectation, first_order_density, polar_data,
+                                                uniform_direction_rule)
 from tanbias.errors import ParameterError
 from tanbias.theory.manifolds import GeneralizedCylinder, check_manifold
 from tanbias.theory.radial import Gaussian, RadialLaw
@@ -40,7 +41,7 @@ from tanbias.stats import Check, check_close
 
 __all__ = [
     "ring_factors", "ring_first_order", "ring_data", "RicciSignTest", "ricci_sign_test",
-    "exact_ricci_coefficient", "ricci_sign_data",
+    "exact_ricci_coefficient", "ricci_sign_data", "projected_share_correction", "direction_variables",
 ]
 
 
@@ -207,16 +208,16 @@ def _share_moments(manifold) -> np.ndarray:
 class RicciSignTest:
     """Which sign of the Ricci term do sampled directions on ``S^k_R x R^(d-k)`` support?
 
-    With ``s = |u_S|^2`` the share of a direction along the sphere factor,
-    ``||II(u,u)||^2 = s^2 / R^2`` and ``Ric(u,u) = (k-1) s / R^2``, so to first
-    order ``p(s) ~ 1 + eta_g (alpha s^2 + beta s)`` with the extrinsic
-    coefficient ``alpha = (d+2) / (24 R^2)`` and the Ricci coefficient
+    With ``q = |u_S|^2`` the share of a direction along the sphere factor
+    (``s`` in the code), ``||II(u,u)||^2 = q^2 / R^2`` and ``Ric(u,u) = (k-1) q / R^2``,
+    so to first order ``p(q) ~ 1 + eta_g (beta_II q^2 + beta q)`` with the extrinsic
+    coefficient ``beta_II = (d+2) / (24 R^2)`` (the attribute ``alpha``) and the Ricci coefficient
     ``beta = -(k-1) / (6 R^2)`` in our derivation (positive Ricci curvature
     lowers the density), ``+(k-1) / (6 R^2)`` if Ricci curvature were
     favoured like extrinsic curvature (the statement's wording). The test
-    statistic is the shift of the mean share, ``E_p[s] - E_unif[s]``, which is
-    ``eta_g (alpha Cov(s, s^2) + beta Var(s))`` to first order: ``beta`` is
-    estimated with ``alpha`` fixed at its (undisputed) value.
+    statistic is the shift of the mean share, ``E_p[q] - E_unif[q]``, which is
+    ``eta_g (beta_II Cov(q, q^2) + beta Var(q))`` to first order: ``beta`` is
+    estimated with ``beta_II`` fixed at its (undisputed) value.
 
     Attributes
     ----------
@@ -231,7 +232,8 @@ class RicciSignTest:
         First-order shifts under three readings: ``"ours"`` (Ricci lowers),
         ``"statement"`` (Ricci raises), ``"extrinsic only"`` (no Ricci term).
     alpha : float
-        Extrinsic coefficient ``(d+2) / (24 R^2)``.
+        Extrinsic coefficient ``beta_II = (d+2) / (24 R^2)`` (named ``alpha`` before the book
+        gave the letter alpha to the Zipf model alone).
     beta, beta_se : float
         Ricci coefficient estimated from the samples.
     beta_exact : float
@@ -264,7 +266,7 @@ class RicciSignTest:
     def report(self) -> str:
         """The measured and predicted shifts of the mean share, as printable lines."""
         p = self.predicted
-        return (f"η_g = {self.eta_g:.3g}, n = {self.n:,}\n"
+        return (f"η_g = {self.eta_g:.3g}, {self.n:,} samples\n"
                 f"mean-share shift: measured {self.shift:.5f} ± {self.shift_se:.5f}, "
                 f"exact law {self.exact_shift:.5f}\nfirst order: ours {p['ours']:.5f}, "
                 f"extrinsic only {p['extrinsic only']:.5f}, "
@@ -341,7 +343,7 @@ def ricci_sign_test(manifold, law, n=500_000, rng=0, u=None) -> RicciSignTest:
         n = check_int("n", n, lo=2, hint="Pass at least 2 samples.")
         u = manifold.sample(n, law, rng).u
     u = check_array("u", u, shape=(None, manifold.d), hint=f"Pass Samples.u, shape (n, {manifold.d}).")
-    eta = law.eta_g(manifold.d)
+    eta = check_eta_resolved(manifold, law.eta_g(manifold.d))
     E, cov_s_s2, var_s, alpha, beta = _sign_coefficients(manifold)
     s = manifold.sphere_share(u)
     shift = float(np.mean(s) - E[1])
@@ -369,6 +371,12 @@ def exact_ricci_coefficient(manifold, law) -> float:
     -------
     float
 
+    Raises
+    ------
+    PrecisionLossError
+        The law's ``eta_g`` below :func:`~tanbias.theory.directional_density.eta_floor`:
+        the coefficient is a shift divided by ``eta_g``, and the shift would be rounding.
+
     Example
     -------
     >>> from tanbias.theory.manifolds import GeneralizedCylinder
@@ -379,7 +387,7 @@ def exact_ricci_coefficient(manifold, law) -> float:
     manifold = check_instance("manifold", manifold, GeneralizedCylinder,
                               hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
     law = check_instance("law", law, RadialLaw, hint="Pass e.g. tanbias.theory.radial.Gaussian(0.3).")
-    eta = law.eta_g(manifold.d)
+    eta = check_eta_resolved(manifold, law.eta_g(manifold.d))
     E, cov_s_s2, var_s, alpha, _ = _sign_coefficients(manifold)
     shift = exact_expectation(manifold, law, manifold.sphere_share) - E[1]
     return float((shift / eta - alpha * cov_s_s2) / var_s)
@@ -435,3 +443,84 @@ def ricci_sign_data(manifold, law, u, bins=10, n_curve=81) -> dict:
     return dict(s=s, exact=exact, hist=hist, eta_g=eta,
                 first_order={"statement": first(+beta), "extrinsic only": first(0.0),
                              "ours": first(-beta)})
+
+
+# ------------------------------------------------ which direction: geodesic u or projected v/|v|
+def projected_share_correction(manifold, eta_g) -> float:
+    """First-order change of the mean sphere share when the direction is read as the tangent
+    projection's ``v / |v|`` instead of the geodesic ``u`` (our derivation).
+
+    The tangent part of ``exp(r u) - mu`` is ``v = r u - (r^3 / 6) S_{II(u,u)} u + O(r^4)``
+    (Weingarten: the tangent part of the geodesic's third derivative). On
+    ``S^k_R x R^(d-k)``, ``S_{II(u,u)} u = s u_S / R^2``, which shortens the sphere part of
+    ``v``: its share is ``s_hat = s - r^2 s^2 (1 - s) / (3 R^2) + O(r^3)``. Averaged over ``r``
+    (``E r^2 = eta_g``), the mean share moves by ``-eta_g E_unif[s^2 (1 - s)] / (3 R^2)``, the
+    same order as the curvature effects chapter 3 measures.
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder
+    eta_g : float > 0
+
+    Returns
+    -------
+    float
+
+    Example
+    -------
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
+    >>> M = GeneralizedCylinder(k=2, d=3, R=1.0, D=4)
+    >>> round(projected_share_correction(M, 1.0) * 105 * 3, 10)       # E[s^2 (1 - s)] = 8/105
+    -8.0
+    """
+    manifold = check_instance("manifold", manifold, GeneralizedCylinder,
+                              hint="Pass GeneralizedCylinder(k=2, d=3, R=1.0, D=4).")
+    eta_g = check_real("eta_g", eta_g, lo=0, hint="Pass a positive moment ratio.")
+    E = _share_moments(manifold)
+    return float(-eta_g * (E[2] - E[3]) / (3 * manifold.R ** 2))
+
+
+def direction_variables(manifold, law, samples) -> dict:
+    """The Ricci sign test read with each of the two direction variables of a sample.
+
+    ``"geodesic"``: the direction ``u`` of the geodesic polar coordinates (what chapter 3's law is
+    about). ``"projected"``: ``v / |v|``, the direction of the sample's tangent projection (what a
+    learner who measures data has). For each: the measured shift of the mean sphere share and
+    its standard error, its first-order prediction (for ``"projected"``, chapter 3's prediction
+    plus :func:`projected_share_correction`), and the Ricci coefficient ``beta`` read from the
+    measured shift the way :class:`RicciSignTest` reads it (``beta_II`` fixed).
+
+    Parameters
+    ----------
+    manifold : GeneralizedCylinder with ``2 <= k < d``
+    law : RadialLaw
+    samples : Samples
+        From ``manifold.sample(n, law, rng)`` (``u`` and ``tangent`` are used).
+
+    Returns
+    -------
+    dict
+        ``{"geodesic": {...}, "projected": {...}}``, each with ``shift``, ``shift_se``,
+        ``predicted``, ``beta``, ``beta_se``.
+
+    Example
+    -------
+    >>> from tanbias.theory.manifolds import GeneralizedCylinder
+    >>> M, law = GeneralizedCylinder(k=2, d=3, R=1.0, D=4), Gaussian(0.3)
+    >>> dv = direction_variables(M, law, M.sample(100_000, law, 0))
+    >>> dv["geodesic"]["predicted"] > 0 > dv["projected"]["predicted"]          # the sign changes
+    True
+    """
+    test = ricci_sign_test(manifold, law, u=samples.u)
+    eta = test.eta_g
+    E, cov_s_s2, var_s, alpha, _ = _sign_coefficients(manifold)
+    out = {}
+    for name, directions, extra in (("geodesic", samples.u, 0.0),
+                                    ("projected", samples.tangent, projected_share_correction(manifold, eta))):
+        s = manifold.sphere_share(directions)
+        shift = float(np.mean(s) - E[1])
+        se = float(np.std(s, ddof=1) / math.sqrt(s.size))
+        out[name] = dict(shift=shift, shift_se=se, predicted=float(test.predicted["ours"] + extra),
+                         beta=float((shift / eta - alpha * cov_s_s2) / var_s),
+                         beta_se=float(se / (eta * var_s)))
+    return out

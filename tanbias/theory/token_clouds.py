@@ -515,12 +515,41 @@ def _spearman(x, y) -> float:
     return float(_st.spearmanr(x[ok], y[ok]).statistic)
 
 
+def _ranks(a) -> np.ndarray:
+    """Average (tie-aware) ranks, 1-based, along the last axis of a finite array (1-D or 2-D): the
+    values of ``scipy.stats.rankdata(a, axis=-1)``, exactly (a tie group's rank is the mean of its
+    sorted positions, an integer or a half), without its per-call checks.
+
+    Example
+    -------
+    >>> _ranks([3.0, 1.0, 3.0, 2.0]).tolist()
+    [3.5, 1.0, 3.5, 2.0]
+    """
+    a = np.asarray(a, np.float64)
+    if a.ndim == 2:
+        return np.stack([_ranks(row) for row in a]) if len(a) else np.empty(a.shape)
+    n = len(a)
+    order = np.argsort(a, kind="stable")
+    v = a[order]
+    new = np.empty(n, bool)
+    new[:1] = True
+    np.not_equal(v[1:], v[:-1], out=new[1:])
+    out = np.empty(n)
+    if new.all():
+        out[order] = np.arange(1.0, n + 1.0)
+        return out
+    group = np.cumsum(new)                                    # 1-based group of each sorted value
+    bounds = np.append(np.flatnonzero(new), n)                # where each group starts; n at the end
+    out[order] = 0.5 * (bounds[group] + bounds[group - 1] + 1)
+    return out
+
+
 def _spearman_rows(x, Y) -> list:
     """``[_spearman(x, y) for y in Y]``, ranking ``x`` once.
 
-    Spearman's ρ is Pearson's r of the average ranks (``scipy.stats.rankdata``), which is
-    what ``scipy.stats.spearmanr`` computes; its per-call checks cost more than the ranks
-    themselves here, where the bootstrap asks for ρ tens of thousands of times. Positions
+    Spearman's ρ is Pearson's r of the average ranks (``scipy.stats.rankdata``'s, :func:`_ranks`),
+    which is what ``scipy.stats.spearmanr`` computes; their per-call checks cost more than the
+    ranks themselves here, where the bootstrap asks for ρ tens of thousands of times. Positions
     where ``x`` is missing (a type without a frequency: never counted, or not a whole word)
     are left out of every row at once; a row missing values of its own is read on its own.
     """
@@ -532,9 +561,9 @@ def _spearman_rows(x, Y) -> list:
     if len(x) < 3 or not np.isfinite(x).all() or not all(np.isfinite(y).all() for y in Y) \
             or np.ptp(x) == 0:
         return [_spearman(x, y) for y in Y]
-    rx = _st.rankdata(x)
+    rx = _ranks(x)
     rx -= rx.mean()
-    ry = _st.rankdata(np.stack(Y), axis=1)
+    ry = _ranks(np.stack(Y))
     ry -= ry.mean(axis=1, keepdims=True)
     den = np.sqrt((rx @ rx) * np.einsum("ij,ij->i", ry, ry))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -754,7 +783,10 @@ def anisotropy(X, n_pairs: int = 20000, top_k: int = 10, zeta: float = DEFAULT_Z
     dict
         ``mean_cosine``, ``isoscore_star``, ``top1_share``, ``topk_share``,
         ``outlier_share`` (float), ``outlier_dims`` (list of int), ``contributions``
-        (ndarray (D,)), ``top_k``, ``n_pairs`` (int), ``outlier_threshold`` (float).
+        (ndarray (D,)), ``top_k``, ``n_pairs`` (int), ``outlier_threshold`` (float), ``spectrum``
+        (ndarray (D,): the scatter matrix's eigenvalues, clipped at 0, largest first: a reading
+        of the covariance's shape, :class:`tanbias.theory.anisotropy.Cloud`, need not compute
+        them again).
 
     Raises
     ------
@@ -810,7 +842,7 @@ def anisotropy(X, n_pairs: int = 20000, top_k: int = 10, zeta: float = DEFAULT_Z
     return {"mean_cosine": mean_cos, "isoscore_star": iso, "top1_share": top1,
             "topk_share": topk, "top_k": top_k, "outlier_dims": [int(d) for d in dims],
             "outlier_share": share, "contributions": contrib, "n_pairs": n_pairs,
-            "outlier_threshold": outlier_threshold}
+            "outlier_threshold": outlier_threshold, "spectrum": lam}
 
 
 # ----------------------------------------------------------------------------- normal share

@@ -1,8 +1,8 @@
 """Volume growth: how the number of points within radius r grows (chapter 1).
 
 On a smooth ``d``-manifold sampled with a density that is roughly constant at
-the scale ``r``, the count ``N(r)`` of sample points within distance ``r`` of a
-point grows like ``r^d``, so the slope of ``log N`` against ``log r`` is ``d``
+the scale ``r``, the count ``#(r)`` of sample points within distance ``r`` of a
+point grows like ``r^d``, so the slope of ``log #`` against ``log r`` is ``d``
 in every small-radius window. Robinson, Dey & Chiang (2025) turn this into a
 test: where slopes in two windows differ in a way no manifold (or fiber
 bundle) allows, the manifold hypothesis fails at that point. Here:
@@ -79,7 +79,7 @@ class LocalDimension:
     Attributes
     ----------
     small, large : SlopeFit
-        Fits of ``log N(r)`` against ``log r`` in each window.
+        Fits of ``log #(r)`` against ``log r`` in each window.
     radii_small, radii_large : ndarray
     counts_small, counts_large : ndarray
     """
@@ -118,7 +118,7 @@ def _count_slope(radii, counts, confidence) -> SlopeFit:
 
 def local_dimension_slopes(points, center, r_small, r_large, n_radii=12,
                            confidence=0.95) -> LocalDimension:
-    """Slopes of ``log N(r)`` vs ``log r`` in a small and a large radius window.
+    """Slopes of ``log #(r)`` vs ``log r`` in a small and a large radius window.
 
     Parameters
     ----------
@@ -237,7 +237,7 @@ def two_sheet_slope(radii, delta, angle=np.pi / 2) -> np.ndarray:
 
 
 def growth_profile(points, center, radii, window=5, tree=None) -> dict:
-    """Counts ``N(r)`` and the local slope of ``log N`` against ``log r``.
+    """Counts ``#(r)`` and the local slope of ``log #`` against ``log r``.
 
     The local slope at the middle of each run of ``window`` consecutive radii is
     the least-squares slope over that run.

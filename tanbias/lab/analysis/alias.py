@@ -32,7 +32,8 @@ from typing import NamedTuple, TYPE_CHECKING
 import numpy as np
 
 from tanbias.lab import runs
-from tanbias.lab.analysis import dose, registered, sweep
+from tanbias.lab.analysis import dose, registered
+from tanbias.lab.analysis.tables import run_metrics
 from tanbias.lab.analysis.alias_design import FAMILY_ROWS, ALIAS_READINGS, positions, registration
 from tanbias.lab.analysis.dose_design import level_positions
 from tanbias.lab.analysis.registered import complete_seeds, holm, learning, t_interval
@@ -121,7 +122,7 @@ def run_table(loaded: dict) -> pd.DataFrame:
                          "cells it shares) first.")
     buckets = frequent_bucket(loaded)
     tok = load_tokenizer()
-    met = sweep.run_metrics({r.name: r for r in loaded.values()})
+    met = run_metrics({r.name: r for r in loaded.values()})
     met = met[(met["layer"] == "mean") & (met["bucket"] == "all") & (met["proxy"] == "frozen")]
     met = met.set_index(["run", "phase"])["log_enrichment"]
     pos = positions()

@@ -37,8 +37,7 @@ __all__ = ["registration", "TARGET_RATIO", "TARGET_POWER", "POWER_READING", "FAM
            "ALIAS_READINGS", "positions", "expected_concentration", "power_analysis", "design_numbers"]
 
 #: the end-to-end change the design is powered for, its power, and the reading it is read on
-TARGET_RATIO = 1.25
-TARGET_POWER = 0.8
+TARGET_RATIO, TARGET_POWER = registered.TARGET_RATIO, registered.TARGET_POWER
 POWER_READING = "log_enrichment_late"
 #: the aliasing knob's verdict readings (run-table columns) and what each is
 ALIAS_READINGS = {
@@ -130,9 +129,12 @@ def power_analysis(responses=None, seeds=range(3, 11)) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def design_numbers(expected, power) -> dict:
+def design_numbers(expected=None, power=None) -> dict:
     """The numbers chapter 11 quotes from :func:`expected_concentration` and
-    :func:`power_analysis`: the levels' exponents and ratios, the power behind the seeds."""
+    :func:`power_analysis` (each computed when not given): the levels' exponents and ratios, the power
+    behind the seeds."""
+    expected = expected_concentration() if expected is None else expected
+    power = power_analysis() if power is None else power
     e = expected.set_index("level")
     p = power[(power["metric"] == POWER_READING)]
     sd = p.groupby("kind")["residual_sd"].first()

@@ -31,7 +31,8 @@ import numpy as np
 
 from tanbias._checks import check_choice
 from tanbias.lab import runs
-from tanbias.lab.analysis import registered, sweep
+from tanbias.lab.analysis import registered
+from tanbias.lab.analysis.tables import run_metrics
 from tanbias.lab.analysis.causal_design import FAMILY
 from tanbias.lab.analysis.registered import (complete_seeds, holm, learning, progress_word, relative_word, t_interval,
                                              value_at_progress)
@@ -81,7 +82,7 @@ def run_table(loaded: dict) -> pd.DataFrame:
     if not loaded:
         raise ValueError("no causal run is committed yet: run `make causal` (python -m tanbias.lab causal "
                          "--jobs 2 --commit) first.")
-    met = sweep.run_metrics(loaded)
+    met = run_metrics(loaded)
     met = met[(met["layer"] == "mean") & (met["bucket"] == "all") & (met["proxy"] == "frozen")
               & (met["phase"] == "late")].set_index("run")["log_enrichment"]
     rows = []

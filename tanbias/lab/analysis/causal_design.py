@@ -35,8 +35,7 @@ __all__ = ["registration", "posthoc", "TARGET_RATIO", "TARGET_POWER", "FAMILY", 
            "power_analysis", "design_numbers"]
 
 #: the change of the primary outcome the design is powered for, and the power
-TARGET_RATIO = 1.25
-TARGET_POWER = 0.8
+TARGET_RATIO, TARGET_POWER = registered.TARGET_RATIO, registered.TARGET_POWER
 #: the primary family: per architecture, proxy against control, random and uniform
 FAMILY = 2 * 3
 ALPHA = registered.ALPHA
@@ -107,10 +106,12 @@ def power_analysis(seeds=range(3, 16), loaded=None, table=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def design_numbers(power) -> dict:
-    """The numbers chapter 12's design section quotes, from :func:`power_analysis`: per architecture
+def design_numbers(power=None) -> dict:
+    """The numbers chapter 12's design section quotes, from :func:`power_analysis` (computed when not
+    given): per architecture
     ``sd_<kind>`` (its df ``sd_df``), ``seeds_<kind>`` (chosen), ``power_<kind>`` (at the chosen
     seeds) and ``power_fewer_<kind>`` (at one seed fewer); ``family`` and ``target_ratio``."""
+    power = power_analysis() if power is None else power
     out = {"family": FAMILY, "target_ratio": TARGET_RATIO, "sd_df": int(power["sd_df"].iloc[0])}
     for kind in KINDS:
         p = power[power["kind"] == kind].set_index("seeds")

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tanbias.lab import runs
-from tanbias.lab.analysis import registered, sweep
+from tanbias.lab.analysis import registered
+from tanbias.lab.analysis.tables import run_metrics, tokens_table
 from tanbias.lab.analysis.dose_design import LINKS, REGISTRATION, level_positions, predicted_sign
 from tanbias.lab.analysis.registered import (detectable_ratio, holm, learning, load, power_at, progress_word,
                                              registration, t_interval)
@@ -84,7 +85,7 @@ def run_table(loaded: dict, buckets=None) -> pd.DataFrame:
     (occurrence-weighted mean t² of fixed buckets: by default those of the summed
     training counts of the skewed-start runs, else :func:`reference_buckets`),
     ``log_eta_all``; link 2: ``log_enrichment_early``, ``log_enrichment_late``
-    (frozen proxy, all tokens, mean over layers, :func:`tanbias.lab.analysis.sweep.run_metrics`);
+    (frozen proxy, all tokens, mean over layers, :func:`tanbias.lab.analysis.tables.run_metrics`);
     link 3 at the last probe step, mean over layers 1..L: ``mean_cosine_late``,
     ``isoscore_late``, ``participation_late``; how much the run learned, from its final
     evaluation (8 held-out batches of its own seed's validation stream): ``eval_loss``,
@@ -102,7 +103,7 @@ def run_table(loaded: dict, buckets=None) -> pd.DataFrame:
         buckets = (frequency_buckets(np.sum(start, axis=0), 3, n_special=N_SPECIAL) if start
                    else reference_buckets())
     buckets = np.asarray(buckets)
-    met = sweep.run_metrics(loaded)
+    met = run_metrics(loaded)
     met = met[(met["layer"] == "mean") & (met["bucket"] == "all") & (met["proxy"] == "frozen")]
     met = met.set_index(["run", "phase"])["log_enrichment"]
     pos_t, pos_l = level_positions("token"), level_positions("language")
@@ -110,7 +111,7 @@ def run_table(loaded: dict, buckets=None) -> pd.DataFrame:
     for name, r in loaded.items():
         kind, level, seed = DOSE.parse(name)
         c = concentration(np.asarray(r.token_counts, float)[N_SPECIAL:])
-        tok = sweep.tokens_table({name: r})         # t freed of its count bias
+        tok = tokens_table({name: r})         # t freed of its count bias
         last = int(tok["layer"].max())
         tl = tok[tok["layer"] == last]
         b = buckets[tl["token_id"].to_numpy()]
@@ -434,7 +435,7 @@ def learning_table(table) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- power at the realised noise
 def realised_power(responses, power, metric: str = "log_enrichment_late", knob: str = "token",
-                   target: float = 1.25) -> pd.DataFrame:
+                   target: float = registered.TARGET_RATIO) -> pd.DataFrame:
     """The design's power as planned and as realised (``dose-posthoc.toml`` ``[power]``).
 
     One row per architecture: the planned residual SD (chapter 8's 2x2, its df), the

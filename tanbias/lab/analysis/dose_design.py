@@ -31,7 +31,8 @@ import numpy as np
 
 from tanbias._checks import check_int
 from tanbias.lab.analysis import sweep
-from tanbias.lab.analysis.registered import detectable_ratio, power_at, registration, seed_blocked_sd
+from tanbias.lab.analysis.registered import TARGET_RATIO, detectable_ratio, power_at, registration, seed_blocked_sd
+from tanbias.lab.analysis.tables import run_metrics
 from tanbias.lab.config import KINDS, N_SPECIAL
 from tanbias.lab.experiments import DOSE, DOSE_LEVELS, DOSE_SEEDS, SKEWED_WEIGHTS, dose_config
 from tanbias.lab.tokenizer import load_tokenizer
@@ -141,7 +142,7 @@ def residual_sd(kind: str, phase: str = "late", loaded=None) -> dict:
     check_int("kind", KINDS.index(kind) if kind in KINDS else -1, lo=0,
               hint=f"kind must be one of {KINDS}.")
     loaded = sweep.load_sweep() if loaded is None else loaded
-    m = sweep.run_metrics(loaded)
+    m = run_metrics(loaded)
     m = m[(m["layer"] == "mean") & (m["bucket"] == "all") & (m["proxy"] == "frozen")
           & (m["phase"] == phase) & (m["kind"] == kind)]
     y = m.pivot_table(index="seed", columns="regime", values="log_enrichment").to_numpy(float)
@@ -178,10 +179,12 @@ def predictions_table() -> pd.DataFrame:
                          for p in PREDICTIONS.values() for knob in ("token", "language")])
 
 
-def design_numbers(expected, power) -> dict:
+def design_numbers(expected=None, power=None) -> dict:
     """The numbers chapter 10's design section quotes, from :func:`expected_concentration` and :func:`power_analysis`
-    (``power_planned_<kind>``: the planned power for the ×1.25 target,
+    (each computed when not given; ``power_planned_<kind>``: the planned power for the ×1.25 target,
     :func:`~tanbias.lab.analysis.registered.power_at`)."""
+    expected = expected_concentration() if expected is None else expected
+    power = power_analysis() if power is None else power
     w = np.array(list(SKEWED_WEIGHTS.values()))
     share = w / w.sum()
     e = expected.set_index("level")
@@ -195,6 +198,6 @@ def design_numbers(expected, power) -> dict:
             "detectable_decoder": float(chosen.loc["decoder", "detectable_ratio"]),
             "detectable_encoder": float(chosen.loc["encoder", "detectable_ratio"]),
             "detectable_decoder_2": float(two.loc["decoder", "detectable_ratio"]),
-            **{f"power_planned_{kind}": power_at(1.25, float(chosen.loc[kind, "residual_sd"]), len(DOSE_SEEDS),
+            **{f"power_planned_{kind}": power_at(TARGET_RATIO, float(chosen.loc[kind, "residual_sd"]), len(DOSE_SEEDS),
                                                  list(level_positions("token").values())) for kind in KINDS},
             "n_seeds": len(DOSE_SEEDS), "n_runs": len(DOSE.names())}

@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tanbias._checks import check_choice
+from tanbias.lab.analysis import registered
 from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
 from tanbias.lab.analysis.dose_design import LINKS, level_positions
 from tanbias.lab.analysis.registered import detectable_ratio, power_at
 from tanbias.lab.analysis.sweep import balancing_property
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE
+from tanbias.numerals import format_spec
 from tanbias.stats import interval_word
 
 if TYPE_CHECKING:
@@ -137,7 +139,7 @@ def numbers(da: DoseAnalysis) -> dict:
         out[f"sd_real_{kind}"] = float(r["resid_sd"])
         out["sd_real_df"] = float(r["df"])
         out[f"detectable_real_{kind}"] = detectable_ratio(float(r["resid_sd"]), n, x) if ok else float("nan")
-        out[f"power_real_{kind}"] = power_at(1.25, float(r["resid_sd"]), n, x) if ok else float("nan")
+        out[f"power_real_{kind}"] = power_at(registered.TARGET_RATIO, float(r["resid_sd"]), n, x) if ok else float("nan")
         out[f"seed_p_{kind}"] = float(r["seed_p"])
         k = da.knobs[da.knobs["kind"] == kind].iloc[0]
         for suffix, col in (("", "excess"), ("_lo", "excess_lo"), ("_hi", "excess_hi")):
@@ -354,12 +356,12 @@ def change_text(metric: str, value: float) -> str:
     if not np.isfinite(value):
         return "–"
     if metric.startswith("log_"):
-        return "×" + f"{np.exp(value):#.2g}".rstrip(".")
-    return f"{value:+#.2g}".rstrip(".").replace("-", "−")
+        return "×" + format_spec(np.exp(value), "#.2g").rstrip(".")
+    return format_spec(value, "+#.2g").rstrip(".")
 
 
 #: the full verdict tables' columns, named for a reader
-_FULL_COLUMNS = {"metric": "reading", "n_seeds": "seeds", "end_to_end": "end-to-end change", "end_to_end_lo": "low",
+_FULL_COLUMNS = {"metric": "reading", "n_seeds": "seeds", "end_to_end": "change", "end_to_end_lo": "low",
                  "end_to_end_hi": "high", "p": "p (raw)", "p_holm": "p (Holm)", "page_p": "Page's trend p",
                  "lof_p": "lack-of-fit p", "progress_end_to_end": "change at matched gain",
                  "progress_lo": "its low", "progress_hi": "its high", "progress_survives": "sign survives"}
@@ -377,14 +379,16 @@ def full_verdict_tables(rows) -> list[tuple[pd.DataFrame, dict]]:
     >>> rows = pd.DataFrame({"metric": ["isoscore_late"], "knob": ["token"], "kind": ["encoder"], "n_seeds": [3],
     ...                      "end_to_end_lo": [-0.1], "end_to_end_hi": [0.1], "p_holm": [0.2], "page_p": [0.5]})
     >>> [(list(t.columns), intervals) for t, intervals in full_verdict_tables(rows)]
-    [(['reading', 'knob', 'architecture', 'seeds', 'low', 'high', 'p (Holm)'], {'interval': ('low', 'high')}), (['reading', 'knob', 'architecture', "Page's trend p"], {})]
+    [(['reading', 'knob', 'architecture', 'low', 'high', 'p (Holm)'], {'interval': ('low', 'high')}), (['reading', 'knob', 'architecture', 'seeds', "Page's trend p"], {})]
     """
     t = rows.assign(metric=rows["metric"].map(lambda m: READING_NAMES.get(m, (0, m))[1]))
     t = t.rename(columns={**_FULL_COLUMNS, "kind": "architecture"})
     key = ["reading", "knob", "architecture"]
     secondary = [_FULL_COLUMNS[c] for c in ("page_p", "lof_p", "progress_end_to_end", "progress_lo",
                                               "progress_hi", "progress_survives")]
-    parts = (t[[c for c in t.columns if c not in secondary]], t[key + [c for c in secondary if c in t.columns]])
+    later = [_FULL_COLUMNS["n_seeds"]]          # the seeds go to the second table, so the first fits 1,280 px
+    parts = (t[[c for c in t.columns if c not in secondary + later]],
+             t[key + [c for c in later + secondary if c in t.columns]])
     intervals = {"interval": ("low", "high"), "its interval": ("its low", "its high")}
     return [(part, {k: v for k, v in intervals.items() if v[0] in part}) for part in parts]
 

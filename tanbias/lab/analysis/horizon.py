@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["PARTS", "OUTCOMES", "PHASES", "EARLY_FRACTION", "COLLAPSE_LEVEL", "PRIMARY", "SECONDARY", "part_of",
-           "run_readings", "run_table", "trajectory_table", "complete_seeds", "PROGRESS", "matched_progress", "variance_null_rows", "family_rows", "contrast_rows", "horizon_word",
+           "run_readings", "run_table", "trajectory_table", "step_table", "family_size", "COMMON_STEP_OUTCOMES",
+           "common_step_rows", "at319_rows", "complete_seeds", "PROGRESS", "matched_progress", "variance_null_rows", "family_rows", "contrast_rows", "horizon_word",
            "horizon_rows", "collapse_words", "SMALL", "ACCOUNTS", "prediction_reading", "account_rows", "account_words",
            "UNIGRAM_TOLERANCE", "STAND_INS", "unigram_step0", "unigram_check_rows", "status", "HorizonAnalysis",
            "analyse_horizon"]
@@ -170,6 +171,32 @@ def trajectory_table(loaded: dict) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)
 
 
+def step_table(loaded: dict) -> pd.DataFrame:
+    """Every run's readings at every probe step, per block and as the blocks' mean, on its part's positions:
+    ``run, kind, part, cell, seed, step, layer`` (an int, or ``"mean"``), and each outcome of
+    :data:`OUTCOMES` (linear scale, not logged). The figures' layer sliders and the readings at a common
+    step (:func:`common_step_rows`) read it."""
+    import pandas as pd
+
+    frames = []
+    for name, run in loaded.items():
+        kind, cell, seed = HORIZON.parse(name)
+        part = part_of(cell)
+        tables = {"anisotropy": run.anisotropy[run.anisotropy["positions"] == _POSITIONS[part]], "rivals": run.rivals}
+        cols = {}
+        for outcome, (source, column, _) in OUTCOMES.items():
+            t = tables[source]
+            t = t[t["layer"] >= 1]
+            per = t.groupby(["step", "layer"])[column].mean()
+            mean = t.groupby("step")[column].mean()
+            mean.index = pd.MultiIndex.from_arrays([mean.index, ["mean"] * len(mean)], names=["step", "layer"])
+            cols[outcome] = pd.concat([per, mean])
+        d = pd.DataFrame(cols).reset_index()
+        frames.append(d.assign(run=name, kind=kind, part=part, cell=cell, seed=seed))
+    columns = ["run", "kind", "part", "cell", "seed", "step", "layer", *OUTCOMES]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
 def complete_seeds(table, kind: str, part: str) -> list[int]:
     """The seeds of one architecture and part whose every cell is committed and none diverged
     ([rule] complete, diverged): :func:`tanbias.lab.analysis.registered.complete_seeds` over the
@@ -195,7 +222,7 @@ SECONDARY = {
 }
 #: [words] small and low_power_null, and the band a "no change" prediction is met within ([accounts]): a
 #: ratio of 1.25, in ln units (a null's realised power is read for this change, logged outcomes only)
-SMALL = float(np.log(1.25))
+SMALL = registered.TARGET_LOG
 _NAN_FIT = {"estimate": np.nan, "se": np.nan, "df": np.nan, "lo": np.nan, "hi": np.nan, "p": np.nan, "n_seeds": 0}
 
 
@@ -203,7 +230,10 @@ def family_rows(table, contrasts: dict) -> pd.DataFrame:
     """One registered family: a row per contrast and architecture, ``contrast, kind, part, outcome,
     phase``, the fit (``estimate, se, df, lo, hi, p, n_seeds``; ln units where the outcome is logged),
     ``seeds_registered``, ``interim`` (fewer complete seeds than registered), ``p_holm`` (Holm over
-    the family; a NaN p kept at 1), ``significant``, ``word`` (the 95 % interval's), ``power`` (the
+    the family; a NaN p kept at 1), ``p_holm_estimable`` (Holm over the family's estimable contrasts only,
+    horizon-long.toml [reading].estimable; NaN where not estimable), ``sd`` (the realised residual SD,
+    ``se / sqrt(2 / n_seeds)``: the SE of a two-cell contrast in a seed-blocked model), ``significant``,
+    ``word`` (the 95 % interval's), ``power`` (the
     realised power for a change of x1.25 at the family's first Holm threshold, from the contrast's own
     SE and df; NaN for an outcome not in logs) and ``low_power_null`` ([words]: an ``indistinguishable``
     interval whose power is below 0.8).
@@ -232,6 +262,13 @@ def family_rows(table, contrasts: dict) -> pd.DataFrame:
                          "seeds_registered": n_registered, "interim": fit["n_seeds"] < n_registered})
     adj = registered.holm([r["p"] for r in rows], family=len(rows))
     first = registered.ALPHA / len(rows)
+    # horizon-long.toml [reading].estimable: Holm over the estimable contrasts only, beside the registered family's
+    estimable = [i for i, r in enumerate(rows) if np.isfinite(r["p"])]
+    adj_est = dict(zip(estimable, registered.holm([rows[i]["p"] for i in estimable], family=len(estimable)))
+                   if estimable else [])
+    for i, (r, a) in enumerate(zip(rows, adj)):
+        r["p_holm_estimable"] = float(adj_est.get(i, np.nan))
+        r["sd"] = (float(r["se"] / np.sqrt(2.0 / r["n_seeds"])) if np.isfinite(r["se"]) and r["n_seeds"] else np.nan)
     for r, a in zip(rows, adj):
         logged = r["outcome"] in OUTCOMES and OUTCOMES[r["outcome"]][2]
         power = (registered.t_test_power(SMALL, r["se"], r["df"], first)
@@ -245,6 +282,70 @@ def family_rows(table, contrasts: dict) -> pd.DataFrame:
 def contrast_rows(table) -> pd.DataFrame:
     """The primary family ([rule.primary]): :func:`family_rows` of :data:`PRIMARY` (8 rows, Holm over them)."""
     return family_rows(table, PRIMARY)
+
+
+def family_size(rows) -> dict:
+    """A family's size and how many of its contrasts sit at p = 1 because they could not be estimated
+    (book-posthoc.toml [horizon].family_size): ``{"size": n, "at_one": k}``.
+
+    >>> import pandas as pd
+    >>> family_size(pd.DataFrame({"p": [0.01, float("nan"), 0.2]}))
+    {'size': 3, 'at_one': 1}
+    """
+    return {"size": int(len(rows)), "at_one": int((~np.isfinite(rows["p"].to_numpy(float))).sum())}
+
+
+#: the collapse part's contrasts read at a common step (book-posthoc.toml [horizon].common_steps): the two
+#: main effects on the shape's readings
+COMMON_STEP_OUTCOMES = ("isoscore", "participation")
+
+
+def common_step_rows(steps, table) -> pd.DataFrame:
+    """book-posthoc.toml [horizon].common_steps, added after the data: every collapse contrast (the two main
+    effects) on IsoScore* and the participation ratio at each probe step where any collapse run peaks,
+    by the registered model (OLS on C(seed) + C(cell), its complete seeds), with its 95 % interval,
+    unadjusted. Changes no registered word.
+
+    Parameters
+    ----------
+    steps : pandas.DataFrame
+        :func:`step_table`.
+    table : pandas.DataFrame
+        :func:`run_table` (its ``peak_step`` gives the common steps, its seeds the complete ones).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``effect, outcome, step, estimate, lo, hi, p, word`` (a ratio's outcome in ln units: the
+        participation ratio; IsoScore* a difference), and ``peaks_here`` (the cells whose runs peak at that
+        step, in words: how many runs of each).
+    """
+    import pandas as pd
+
+    registered.book_posthoc()                        # the rule's file must be the pinned one
+    cols = ["effect", "outcome", "step", "estimate", "lo", "hi", "p", "word", "peaks_here"]
+    col = table[table["part"] == "collapse"] if len(table) else table
+    if not len(col):
+        return pd.DataFrame(columns=cols)
+    common = sorted(int(s) for s in col["peak_step"].unique())
+    st = steps[(steps["part"] == "collapse") & (steps["layer"].astype(str) == "mean")]
+    rows = []
+    for step in common:
+        at = st[st["step"] == step].copy()
+        for outcome in COMMON_STEP_OUTCOMES:
+            if OUTCOMES[outcome][2]:
+                at[outcome] = np.log(at[outcome].astype(float))
+        fits = registered.CellContrasts(at, cells=lambda kind: PARTS["collapse"],
+                                        seeds=lambda kind: complete_seeds(table, kind, "collapse"))
+        here = col[col["peak_step"] == step].groupby("cell").size()
+        peaks = ", ".join(f"{n} {c}" for c, n in here.items())
+        for effect, weights in _MAIN.items():
+            for outcome in COMMON_STEP_OUTCOMES:
+                r = fits("encoder", outcome, weights)
+                rows.append({"effect": effect, "outcome": outcome, "step": step, "estimate": r["estimate"],
+                             "lo": r["lo"], "hi": r["hi"], "p": r["p"], "word": interval_word(r["lo"], r["hi"]),
+                             "peaks_here": peaks})
+    return pd.DataFrame(rows, columns=cols)
 
 
 #: [rule.horizons]: a pair of interval words at the two horizons, read as one word
@@ -269,8 +370,9 @@ def horizon_rows(contrasts, chapter13) -> pd.DataFrame:
     """[rule.horizons]: chapter 13's word for each long contrast at 320 steps (``chapter13``:
     :func:`tanbias.lab.analysis.rivals.contrast_rows`, either family) beside this experiment's
     primary word at 1280, and :func:`horizon_word` of the pair. Columns ``contrast, kind,
-    estimate_320, lo_320, hi_320, word_320, estimate_1280, lo_1280, hi_1280, word_1280, interim,
-    horizon`` (ln units, 95 % intervals)."""
+    estimate_320, lo_320, hi_320, word_320, significant_320`` (after Holm in chapter 13's family),
+    ``estimate_1280, lo_1280, hi_1280, word_1280, significant_1280, n_seeds_1280, interim, horizon`` (ln
+    units, 95 % intervals)."""
     import pandas as pd
 
     c13 = chapter13[chapter13["outcome"] == "raw"].drop_duplicates(["contrast", "kind"]).set_index(["contrast", "kind"])
@@ -279,10 +381,33 @@ def horizon_rows(contrasts, chapter13) -> pd.DataFrame:
         key = (r["contrast"], r["kind"])
         w320 = c13.loc[key, "word"] if key in c13.index else "undecided"
         at320 = {c: float(c13.loc[key, c]) if key in c13.index and c in c13 else np.nan for c in ("estimate", "lo", "hi")}
+        sig320 = bool(c13.loc[key, "significant"]) if key in c13.index and "significant" in c13 else False
         rows.append({"contrast": r["contrast"], "kind": r["kind"], **{f"{c}_320": v for c, v in at320.items()},
-                     "word_320": w320, "estimate_1280": r["estimate"], "lo_1280": r["lo"], "hi_1280": r["hi"],
-                     "word_1280": r["word"], "interim": r["interim"], "horizon": horizon_word(w320, r["word"])})
+                     "word_320": w320, "significant_320": sig320, "estimate_1280": r["estimate"], "lo_1280": r["lo"],
+                     "hi_1280": r["hi"], "word_1280": r["word"], "significant_1280": bool(r["significant"]),
+                     "n_seeds_1280": int(r["n_seeds"]), "interim": r["interim"],
+                     "horizon": horizon_word(w320, r["word"])})
     return pd.DataFrame(rows)
+
+
+def at319_rows(table) -> pd.DataFrame:
+    """[rule.horizons] at319: the long contrasts (:data:`PRIMARY`'s long part) on the raw mean cosine at the
+    long runs' probe step 319, by the registered model over each architecture's complete seeds, with the
+    95 % interval; shown beside the two horizons, without a word. Columns ``contrast, kind, estimate, lo,
+    hi, n_seeds`` (ln units)."""
+    import pandas as pd
+
+    rows = []
+    fits = registered.CellContrasts(table[table["part"] == "long"] if len(table) else table,
+                                    cells=lambda kind: PARTS["long"],
+                                    seeds=lambda kind: complete_seeds(table, kind, "long"))
+    for name, (part, _, _, weights, kinds) in PRIMARY.items():
+        if part != "long":
+            continue
+        for kind in kinds:
+            fit = fits(kind, "raw_at319", weights) if len(table) and "raw_at319" in table else dict(_NAN_FIT)
+            rows.append({"contrast": name, "kind": kind, **{k: fit[k] for k in ("estimate", "lo", "hi", "n_seeds")}})
+    return pd.DataFrame(rows, columns=["contrast", "kind", "estimate", "lo", "hi", "n_seeds"])
 
 
 #: [rule.matched_progress]: name -> (the registered contrast it re-reads, part, {cell: weight}, architectures)
@@ -554,6 +679,9 @@ class HorizonAnalysis:
     accounts: pd.DataFrame     # account_words
     unigram_check: pd.DataFrame  # unigram_check_rows
     status: pd.DataFrame       # status
+    steps: pd.DataFrame = None         # step_table: every probe step, per block and the blocks' mean
+    at319: pd.DataFrame = None         # at319_rows: the long contrasts at the long runs' step 319
+    common_steps: pd.DataFrame = None  # common_step_rows: the collapse part's shape at a common step (post hoc)
 
 
 def analyse_horizon(loaded: dict | None = None, runs_dir=None, stand_ins: dict | None = None) -> HorizonAnalysis:
@@ -565,7 +693,7 @@ def analyse_horizon(loaded: dict | None = None, runs_dir=None, stand_ins: dict |
         stand_ins = registered.load(HORIZON, runs_dir, names=STAND_INS)
     import pandas as pd
 
-    table, traj = run_table(loaded), trajectory_table(loaded)
+    table, traj, steps = run_table(loaded), trajectory_table(loaded), step_table(loaded)
     primary, secondary = contrast_rows(table), family_rows(table, SECONDARY)
     vnull = variance_null_rows(loaded)
     predictions = account_rows(primary, secondary, vnull)
@@ -575,4 +703,5 @@ def analyse_horizon(loaded: dict | None = None, runs_dir=None, stand_ins: dict |
                            variance_null=vnull, collapse=collapse_words(table), predictions=predictions,
                            accounts=account_words(predictions),
                            unigram_check=unigram_check_rows(loaded, stand_ins),
-                           status=status(runs_dir))
+                           status=status(runs_dir), steps=steps, common_steps=common_step_rows(steps, table),
+                           at319=at319_rows(table))

@@ -30,8 +30,7 @@ __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER"
 #: the sha256 of ``data/preregistration/horizon.toml``: the code refuses a registration that changed
 REGISTRATION_SHA256 = HORIZON.registration_sha256
 #: the change the design is powered for, and the power
-TARGET_RATIO = 1.25
-TARGET_POWER = 0.8
+TARGET_RATIO, TARGET_POWER = registered.TARGET_RATIO, registered.TARGET_POWER
 #: the primary family: three long contrasts per architecture and the collapse part's two main effects
 PRIMARY_FAMILY = 3 * len(KINDS) + 2
 ALPHA = registered.ALPHA

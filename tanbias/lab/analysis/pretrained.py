@@ -362,9 +362,10 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
 
     ``X`` holds the layer's rows, ``sink`` (bool, one per row) marks the first position
     of each text row: the readings and anisotropy leave those out, the ``*_with_sink``
-    columns and ``sink_norm_ratio`` describe what they do. ``metrics(Y, type_ids)`` of the
-    layer's rows without the sink and their types, when given, returns more anisotropy
-    readings of the same rows (``{column: float}``), added to the anisotropy row.
+    columns and ``sink_norm_ratio`` describe what they do. ``metrics(Y, type_ids, spectrum=...)``
+    of the layer's rows without the sink and their types, when given, returns more anisotropy
+    readings of the same rows (``{column: float}``), added to the anisotropy row; ``spectrum``
+    hands over the eigenvalues of their scatter matrix, which chapter 9's anisotropy computed.
 
     Returns
     -------
@@ -390,12 +391,13 @@ def layer_tables(X, sink, type_ids, frequency, zipf, m: int, draws: int, normal_
     whole = tc.anisotropy(X, rng=layer)
     norms = np.linalg.norm(X, axis=1)
     aniso = {"layer": layer, "spread": spread,
-             **{k: v for k, v in an.items() if k not in ("outlier_dims", "contributions")},
+             **{k: v for k, v in an.items() if k not in ("outlier_dims", "contributions", "spectrum")},
              "outlier_dims": " ".join(str(d) for d in an["outlier_dims"]),
              **{f"{k}_with_sink": whole[k] for k in ("mean_cosine", "isoscore_star", "top1_share")},
              "spread_with_sink": tc.layer_spread(X),
              "sink_norm_ratio": float(np.median(norms[sink]) / np.median(norms[~sink])) if sink.any() else np.nan,
-             **({k: float(v) for k, v in metrics(Y, ids).items()} if metrics is not None else {})}
+             **({k: float(v) for k, v in metrics(Y, ids, spectrum=an["spectrum"]).items()} if metrics is not None
+                else {})}
     return rows, aniso, matched
 
 
@@ -616,8 +618,7 @@ def measure_language(model, tok, kind: str, lang: str, settings: MeasureSettings
         frame.insert(0, "language", lang)
         tables[key] = frame
     seconds["analysis"] = time.perf_counter() - t0
-    del H
-    gc.collect()
+    del H                    # an array: freed here, with no collection of cycles to wait for
     return {"tables": tables, "n_tokens": int(keep.sum()), "measured": int((~sink).sum()),
             "documents": text["documents"], "seconds": seconds, "notes": notes}
 

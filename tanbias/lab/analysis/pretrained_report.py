@@ -24,6 +24,7 @@ The rules every verdict of chapter 9 is read with:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,15 +33,17 @@ from tanbias.lab import zoo
 from tanbias.lab.analysis import sweep_report
 from tanbias.lab.analysis.pretrained import load_pretrained
 from tanbias.lab.corpus import language_counts
+from tanbias.numerals import format_spec
 from tanbias.stats import band_word, check_greater, check_in_interval, check_word, interval_word
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "pretrained_table", "PRETRAINED_QUOTED",
+__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "READ_SHORT",
+           "SOURCE_SHORT", "Results", "results", "pretrained_table", "PRETRAINED_QUOTED",
            "analyse", "numbers", "words", "pretrained_checks", "zoo_table", "estimator_table", "premise_table",
            "PREMISE_WORDS", "premise_verdicts",
-           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "report_ci"]
+           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "row_ci"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
 SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm", "me5-small": "me5"}
@@ -51,7 +54,6 @@ SINK_RATIO = 10.0
 #: The languages' names in tables.
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
                   "nl": "Dutch", "pt": "Portuguese", "pl": "Polish", "ru": "Russian", "cs": "Czech"}
-_READ = {"radius_t": "t", "centroid_distance": "dist", "self_similarity": "self"}
 
 
 def premise_rows(tables, estimator: str = "matched", m: int | None = None) -> "pd.DataFrame":
@@ -88,8 +90,185 @@ def _languages(tab) -> list[str]:
     return list(dict.fromkeys(tab["anisotropy"]["language"]))
 
 
+#: The short name of each premise reading in chapter 9's keys and words
+READ_SHORT = {"radius_t": "t", "centroid_distance": "dist", "self_similarity": "self"}
+#: The short name of each frequency source in chapter 9's keys and words (the corpus' counts, wordfreq's web)
+SOURCE_SHORT = {"corpus": "corpus", "wordfreq": "web"}
+
+
+@dataclass(frozen=True)
+class Results:
+    """Chapter 9's results of one or several measured models, as tables (no glue key in them).
+
+    Attributes
+    ----------
+    premise : pandas.DataFrame
+        One row per model x language x reading (``radius_t``, ``centroid_distance``,
+        ``self_similarity``) x frequency source (``corpus``, ``wordfreq``): at the last layer the
+        matched ρ, its interval over documents, its types and its word (``rho``, ``lo``, ``hi``,
+        ``n``, ``word``); over the blocks the band's word, the range of ρ and where the band is
+        above or below 0 (``band``, ``min``, ``max``, ``band_pos``, ``band_pos_layers``,
+        ``band_neg``, ``band_neg_layers``); the plain estimator's ρ and interval over types at the
+        last layer (``plain_rho``, ``plain_lo``, ``plain_hi``; corpus frequencies only).
+    languages : pandas.DataFrame
+        One row per model x language: the tokens read, the radius t's ρ over the other ``m``
+        (``robust_min``, ``robust_max``), anisotropy (``cos_max`` and its layer, ``iso_max``,
+        ``top1_max``, outliers), the first position (``sink_ratio_max`` ... NaN for an encoder)
+        and curvature (``curv_median`` ...).
+    alignment : pandas.DataFrame
+        One row per model with a language-model head x network (``trained``, ``null``): the
+        enrichment over the inner layers (``median``, ``min``, ``max``, ``below``) and at the last.
+    models : pandas.DataFrame
+        One row per model: its layers, speed, minutes, languages; the alignment test's layers,
+        its trained-over-null ratio and tokens.
+    """
+    premise: "pd.DataFrame"
+    languages: "pd.DataFrame"
+    alignment: "pd.DataFrame"
+    models: "pd.DataFrame"
+    records: dict
+
+    def premise_row(self, model: str, language: str, reading: str, source: str = "corpus") -> dict:
+        """One row of :attr:`premise`, as a dict."""
+        return self.records["premise"][(model, language, reading, source)]
+
+    def language_row(self, model: str, language: str) -> dict:
+        """One row of :attr:`languages`, as a dict."""
+        return self.records["languages"][(model, language)]
+
+    def alignment_row(self, model: str, network: str) -> dict | None:
+        """One row of :attr:`alignment` (``network``: ``"trained"`` or ``"null"``), as a dict; None
+        for a model without the alignment test."""
+        return self.records["alignment"].get((model, network))
+
+    def model_row(self, model: str) -> dict:
+        """One row of :attr:`models`, as a dict."""
+        return self.records["models"][model]
+
+
+def _premise_records(name: str, tab: dict, L: int, lang: str) -> dict:
+    matched, plain = premise_rows(tab), premise_rows(tab, "plain")
+    out = {}
+    for reading in READ_SHORT:
+        for source in SOURCE_SHORT:
+            g = matched[(matched["language"] == lang) & (matched["reading"] == reading)
+                        & (matched["source"] == source)].set_index("layer").sort_index()
+            last = g.loc[L]
+            body = g.loc[1:L]
+            row = {"model": name, "language": lang, "reading": reading, "source": source,
+                   "rho": last["rho"], "lo": last["lo"], "hi": last["hi"], "n": int(last["n"]),
+                   "word": interval_word(last["lo"], last["hi"]), "band": band_word(body["band_lo"], body["band_hi"]),
+                   "min": float(body["rho"].min()), "max": float(body["rho"].max())}
+            for side, where in (("pos", body["band_lo"] > 0), ("neg", body["band_hi"] < 0)):
+                row[f"band_{side}"] = int(where.sum())
+                row[f"band_{side}_layers"] = layer_ranges(body.index[where.to_numpy()])
+            pl = plain[(plain["language"] == lang) & (plain["reading"] == reading)
+                       & (plain["source"] == source) & (plain["layer"] == L)] if source == "corpus" else plain.iloc[:0]
+            row["plain_rho"], row["plain_lo"], row["plain_hi"] = ((float(pl["rho"].iloc[0]), float(pl["lo"].iloc[0]),
+                                                                  float(pl["hi"].iloc[0])) if len(pl) else (np.nan,) * 3)
+            row["plain"] = bool(len(pl))
+            out[(name, lang, reading, source)] = row
+    return out
+
+
+def _language_record(name: str, tab: dict, L: int, lang: str) -> dict:
+    man = tab["manifest"]
+    row = {"model": name, "language": lang, "tokens": int(man["tokens_measured"][lang])}
+    rob = tab["premise"]
+    rob = rob[(rob["language"] == lang) & (rob["estimator"] == "matched") & (rob["layer"] == L)
+              & (rob["reading"] == "radius_t") & (rob["source"] == "corpus")]
+    row["robust_min"], row["robust_max"] = float(rob["rho"].min()), float(rob["rho"].max())
+    an = tab["anisotropy"]
+    an = an[an["language"] == lang].set_index("layer").sort_index()
+    body = an.loc[1:L]
+    row["sink"] = bool(np.isfinite(body["sink_norm_ratio"]).any())
+    if row["sink"]:
+        top = body["sink_norm_ratio"].idxmax()
+        row["sink_ratio_max"], row["sink_ratio_layer"] = float(body.loc[top, "sink_norm_ratio"]), int(top)
+        row["top1_with_sink_max"] = float(body["top1_share_with_sink"].max())
+        mid = L // 2
+        row["spread_mid"] = float(an.loc[mid, "spread"])
+        row["spread_mid_with_sink"] = float(an.loc[mid, "spread_with_sink"])
+        row["spread_mid_layer"] = int(mid)
+    top = body["mean_cosine"].idxmax()
+    row["cos_max"], row["cos_max_layer"] = float(body.loc[top, "mean_cosine"]), int(top)
+    row["cos_max_with_sink"] = float(body.loc[top, "mean_cosine_with_sink"])
+    row["iso_max"] = float(body["isoscore_star"].max())
+    row["top1_max"] = float(body["top1_share"].max())
+    dims = str(body.loc[top, "outlier_dims"]).split() if isinstance(body.loc[top, "outlier_dims"], str) else []
+    row["outliers"] = ",".join(dims[:3]) if dims else "none"
+    row["outlier_share"] = 100 * float(body.loc[top, "outlier_share"]) if dims else 0.0
+    c = tab["curvature"]
+    c = c[(c["language"] == lang) & (c["layer"] > 0)]
+    row["curv_median"] = float(c["slope"].median())
+    row["curv_min"], row["curv_max"] = float(c["slope"].min()), float(c["slope"].max())
+    row["curv_two"] = int(((c["lo"] <= 2) & (c["hi"] >= 2)).sum())
+    row["curv_zero"] = int(((c["lo"] <= 0) & (c["hi"] >= 0)).sum())
+    row["curv_layers"] = len(c)
+    return row
+
+
+def _alignment_records(name: str, tab: dict, L: int) -> dict:
+    a = tab["alignment"]
+    out = {}
+    for label, network in (("trained", "trained"), ("random-init", "null")):
+        g = a[a["model"] == label]
+        inner = g[(g["layer"] > 0) & (g["layer"] < L)]
+        out[(name, network)] = {"model": name, "network": network, "median": float(inner["enrichment"].median()),
+                                "min": float(inner["enrichment"].min()), "max": float(inner["enrichment"].max()),
+                                "last": float(g.loc[g["layer"] == L, "enrichment"].iloc[0]),
+                                "below": int((inner["enrichment"] < 1).sum())}
+    return out
+
+
+def results(pretrained: dict) -> Results:
+    """Chapter 9's results of the measured models, as tables: the one reading of the measurements that
+    :func:`pretrained_table` (chapter 9's numbers), :func:`words`, the chapter's tables and the
+    measurement command's report (:func:`tanbias.lab.analysis.measure_report.findings`) all read.
+
+    Parameters
+    ----------
+    pretrained : dict
+        ``{model name: tables}``: :func:`~tanbias.lab.analysis.pretrained.load_pretrained`, or a
+        measurement of the command (any model: its rows carry its own name).
+
+    Returns
+    -------
+    Results
+    """
+    import pandas as pd
+
+    recs = {"premise": {}, "languages": {}, "alignment": {}, "models": {}}
+    for name, tab in pretrained.items():
+        man = tab["manifest"]
+        L = int(tab["anisotropy"]["layer"].max())
+        langs = _languages(tab)
+        for lang in langs:
+            recs["premise"].update(_premise_records(name, tab, L, lang))
+            recs["languages"][(name, lang)] = _language_record(name, tab, L, lang)
+        rhos = [recs["premise"][(name, lang, "radius_t", "corpus")]["rho"] for lang in langs]
+        coss = [recs["languages"][(name, lang)]["cos_max"] for lang in langs]
+        model = {"model": name, "layers": L, "tokens_per_s": man["tokens_per_s"],
+                 "gemm_pct": 100 * (man.get("gemm_fraction") or np.nan), "minutes": man["seconds"]["total"] / 60,
+                 "languages": len(langs), "t_corpus_rho_lang_min": float(min(rhos)),
+                 "t_corpus_rho_lang_max": float(max(rhos)), "cos_max_lang_min": float(min(coss)),
+                 "cos_max_lang_max": float(max(coss)), "alignment": "alignment" in tab}
+        if "alignment" in tab:
+            a = tab["alignment"]
+            recs["alignment"].update(_alignment_records(name, tab, L))
+            model["enrich_layers"] = int((a.loc[a["model"] == "trained", "layer"].between(1, L - 1)).sum())
+            tr = a[a["model"] == "trained"].set_index("layer")["enrichment"]
+            nl = a[a["model"] == "random-init"].set_index("layer")["enrichment"]
+            both = tr.index.intersection(nl.index)
+            both = both[(both > 0) & (both < L)]
+            model["enrich_ratio_median"] = float(np.exp(np.median(np.log(tr[both] / nl[both]))))
+            model["probe_tokens"] = int(a["n_test"].median())
+        recs["models"][name] = model
+    return Results(**{k: pd.DataFrame(list(v.values())) for k, v in recs.items()}, records=recs)
+
+
 def pretrained_table(pretrained: dict) -> dict:
-    """Every number (and single word) of the released models' measurements, by key.
+    """Every number (and single word) of the released models' measurements, by key: chapter 9's glue.
 
     Keys are ``ch9_<model>_<language>_<what>`` (``<model>`` from :data:`SHORT`, another
     model's own name; the
@@ -100,7 +279,8 @@ def pretrained_table(pretrained: dict) -> dict:
     band word (``_band``); ρ at the other ``m``; the sink's norm ratio and what it does
     to the anisotropy; anisotropy and outlier dimensions without it; the curvature
     slopes. Per model: the speed; for the decoders, the alignment test, trained and
-    random-init.
+    random-init. Every one is a cell of :func:`results`' tables, named for the chapter; and
+    ``curv_freq_rho``, ρ of log frequency with the normal share at the middle layer.
 
     Parameters
     ----------
@@ -109,100 +289,53 @@ def pretrained_table(pretrained: dict) -> dict:
     """
     from scipy.stats import spearmanr
 
+    res = results(pretrained)
     out = {"ch9_corpus_words_m": sum(c["words"] for c in language_counts().values()) / 1e6}
     for name, tab in pretrained.items():
         k = f"ch9_{SHORT.get(name, name)}"      # another model (python -m tanbias measure): its own name
-        man = tab["manifest"]
-        an_all = tab["anisotropy"]
-        L = int(an_all["layer"].max())
-        out[f"{k}_layers"] = L
-        out[f"{k}_tokens_per_s"] = man["tokens_per_s"]
-        out[f"{k}_gemm_pct"] = 100 * (man.get("gemm_fraction") or np.nan)
-        out[f"{k}_minutes"] = man["seconds"]["total"] / 60
-        matched, plain = premise_rows(tab), premise_rows(tab, "plain")
+        mod = res.model_row(name)
+        L = mod["layers"]
+        for key in ("layers", "tokens_per_s", "gemm_pct", "minutes"):
+            out[f"{k}_{key}"] = mod[key]
         for lang in _languages(tab):
             kl = f"{k}_{lang}"
-            out[f"{kl}_tokens"] = int(man["tokens_measured"][lang])
-            for reading, short in _READ.items():
-                for source, src in (("corpus", "corpus"), ("wordfreq", "web")):
-                    g = matched[(matched["language"] == lang) & (matched["reading"] == reading)
-                                & (matched["source"] == source)].set_index("layer").sort_index()
-                    last = g.loc[L]
+            row = res.language_row(name, lang)
+            out[f"{kl}_tokens"] = row["tokens"]
+            for reading, short in READ_SHORT.items():
+                for source, src in SOURCE_SHORT.items():
+                    p = res.premise_row(name, lang, reading, source)
                     key = f"{kl}_{short}_{src}"
-                    out[f"{key}_rho"], out[f"{key}_lo"], out[f"{key}_hi"] = last["rho"], last["lo"], last["hi"]
-                    out[f"{key}_n"] = int(last["n"])
-                    out[f"{key}_sign"] = interval_word(last["lo"], last["hi"])
-                    body = g.loc[1:L]
-                    out[f"{key}_band"] = band_word(body["band_lo"], body["band_hi"])
-                    out[f"{key}_min"], out[f"{key}_max"] = float(body["rho"].min()), float(body["rho"].max())
-                    for side, where in (("pos", body["band_lo"] > 0), ("neg", body["band_hi"] < 0)):
-                        out[f"{key}_band_{side}"] = int(where.sum())
-                        out[f"{key}_band_{side}_layers"] = layer_ranges(body.index[where.to_numpy()])
-                pl = plain[(plain["language"] == lang) & (plain["reading"] == reading)
-                           & (plain["source"] == "corpus") & (plain["layer"] == L)]
-                if len(pl):
-                    key = f"{kl}_{short}_plain"
-                    out[f"{key}_rho"], out[f"{key}_lo"], out[f"{key}_hi"] = (float(pl["rho"].iloc[0]),
-                                                                              float(pl["lo"].iloc[0]),
-                                                                              float(pl["hi"].iloc[0]))
-            rob = tab["premise"]
-            rob = rob[(rob["language"] == lang) & (rob["estimator"] == "matched") & (rob["layer"] == L)
-                      & (rob["reading"] == "radius_t") & (rob["source"] == "corpus")]
-            out[f"{kl}_t_robust_min"], out[f"{kl}_t_robust_max"] = float(rob["rho"].min()), float(rob["rho"].max())
-            an = an_all[an_all["language"] == lang].set_index("layer").sort_index()
-            body = an.loc[1:L]
-            if np.isfinite(body["sink_norm_ratio"]).any():
-                top = body["sink_norm_ratio"].idxmax()
-                out[f"{kl}_sink_ratio_max"], out[f"{kl}_sink_ratio_layer"] = float(body.loc[top, "sink_norm_ratio"]), int(top)
-                out[f"{kl}_top1_with_sink_max"] = float(body["top1_share_with_sink"].max())
-                mid = L // 2
-                out[f"{kl}_spread_mid"] = float(an.loc[mid, "spread"])
-                out[f"{kl}_spread_mid_with_sink"] = float(an.loc[mid, "spread_with_sink"])
-                out[f"{kl}_spread_mid_layer"] = int(mid)
-            top = body["mean_cosine"].idxmax()
-            out[f"{kl}_cos_max"], out[f"{kl}_cos_max_layer"] = float(body.loc[top, "mean_cosine"]), int(top)
-            out[f"{kl}_cos_max_with_sink"] = float(body.loc[top, "mean_cosine_with_sink"])
-            out[f"{kl}_iso_max"] = float(body["isoscore_star"].max())
-            out[f"{kl}_top1_max"] = float(body["top1_share"].max())
-            dims = str(body.loc[top, "outlier_dims"]).split() if isinstance(body.loc[top, "outlier_dims"], str) else []
-            out[f"{kl}_outliers"] = ",".join(dims[:3]) if dims else "none"
-            out[f"{kl}_outlier_share"] = 100 * float(body.loc[top, "outlier_share"]) if dims else 0.0
+                    for part in ("rho", "lo", "hi", "n"):
+                        out[f"{key}_{part}"] = p[part]
+                    out[f"{key}_sign"], out[f"{key}_band"] = p["word"], p["band"]
+                    for part in ("min", "max", "band_pos", "band_pos_layers", "band_neg", "band_neg_layers"):
+                        out[f"{key}_{part}"] = p[part]
+                p = res.premise_row(name, lang, reading, "corpus")
+                if p["plain"]:
+                    for part in ("rho", "lo", "hi"):
+                        out[f"{kl}_{short}_plain_{part}"] = p[f"plain_{part}"]
+            out[f"{kl}_t_robust_min"], out[f"{kl}_t_robust_max"] = row["robust_min"], row["robust_max"]
+            parts = ("sink_ratio_max", "sink_ratio_layer", "top1_with_sink_max", "spread_mid", "spread_mid_with_sink",
+                     "spread_mid_layer") if row["sink"] else ()
+            for part in (*parts, "cos_max", "cos_max_layer", "cos_max_with_sink", "iso_max", "top1_max", "outliers",
+                         "outlier_share"):
+                out[f"{kl}_{part}"] = row[part]
             types = tab["types"]
             mid = types[(types["language"] == lang) & (types["layer"] == L // 2) & (types["normal_share"] > 0)
                         & (types["corpus_count"] > 0)]
             out[f"{kl}_curv_freq_rho"] = float(spearmanr(np.log(mid["corpus_count"]), mid["normal_share"]).statistic)
-            c = tab["curvature"]
-            c = c[(c["language"] == lang) & (c["layer"] > 0)]
-            out[f"{kl}_curv_median"] = float(c["slope"].median())
-            out[f"{kl}_curv_min"], out[f"{kl}_curv_max"] = float(c["slope"].min()), float(c["slope"].max())
-            out[f"{kl}_curv_two"] = int(((c["lo"] <= 2) & (c["hi"] >= 2)).sum())
-            out[f"{kl}_curv_zero"] = int(((c["lo"] <= 0) & (c["hi"] >= 0)).sum())
-            out[f"{kl}_curv_layers"] = len(c)
-        langs = _languages(tab)
-        out[f"{k}_languages"] = len(langs)
-        # over the languages a model reads: the range of the last layer's ρ(log corpus frequency, t)
-        # and of the peak mean cosine
-        rhos = [out[f"{k}_{lang}_t_corpus_rho"] for lang in langs]
-        coss = [out[f"{k}_{lang}_cos_max"] for lang in langs]
-        out[f"{k}_t_corpus_rho_lang_min"], out[f"{k}_t_corpus_rho_lang_max"] = float(min(rhos)), float(max(rhos))
-        out[f"{k}_cos_max_lang_min"], out[f"{k}_cos_max_lang_max"] = float(min(coss)), float(max(coss))
-        if "alignment" in tab:
-            a = tab["alignment"]
-            for label, short in (("trained", "trained"), ("random-init", "null")):
-                g = a[a["model"] == label]
-                inner = g[(g["layer"] > 0) & (g["layer"] < L)]
-                out[f"{k}_enrich_{short}_median"] = float(inner["enrichment"].median())
-                out[f"{k}_enrich_{short}_min"] = float(inner["enrichment"].min())
-                out[f"{k}_enrich_{short}_max"] = float(inner["enrichment"].max())
-                out[f"{k}_enrich_{short}_last"] = float(g.loc[g["layer"] == L, "enrichment"].iloc[0])
-                out[f"{k}_enrich_{short}_below"] = int((inner["enrichment"] < 1).sum())
-            out[f"{k}_enrich_layers"] = int((a.loc[a["model"] == "trained", "layer"].between(1, L - 1)).sum())
-            tr = a[a["model"] == "trained"].set_index("layer")["enrichment"]
-            nl = a[a["model"] == "random-init"].set_index("layer")["enrichment"]
-            both = tr.index.intersection(nl.index)
-            both = both[(both > 0) & (both < L)]
-            out[f"{k}_enrich_ratio_median"] = float(np.exp(np.median(np.log(tr[both] / nl[both]))))
-            out[f"{k}_probe_tokens"] = int(a["n_test"].median())
+            for part in ("curv_median", "curv_min", "curv_max", "curv_two", "curv_zero", "curv_layers"):
+                out[f"{kl}_{part}"] = row[part]
+        for part in ("languages", "t_corpus_rho_lang_min", "t_corpus_rho_lang_max", "cos_max_lang_min",
+                     "cos_max_lang_max"):
+            out[f"{k}_{part}"] = mod[part]
+        if mod["alignment"]:
+            for network in ("trained", "null"):
+                a = res.alignment_row(name, network)
+                for part in ("median", "min", "max", "last", "below"):
+                    out[f"{k}_enrich_{network}_{part}"] = a[part]
+            for part in ("enrich_layers", "enrich_ratio_median", "probe_tokens"):
+                out[f"{k}_{part}"] = mod[part]
     return out
 
 
@@ -273,50 +406,54 @@ def pretrained_checks(pretrained: dict) -> dict:
     * ``<m>_enrichment``, ``<m>_beyond_null`` (decoders): the median enrichment over the
       inner layers exceeds 1; it exceeds the random-init copy's median.
 
-    The words of the premise are :func:`words`.
+    The words of the premise are :func:`words`. Read from :func:`results`.
     """
-    rep = pretrained_table(pretrained)
+    res = results(pretrained)
     checks = {}
     for name, tab in pretrained.items():
         m = SHORT[name]
-        k = f"ch9_{m}"
         for lang in _languages(tab):
-            kl = f"{k}_{lang}"
+            t, row = res.premise_row(name, lang, "radius_t"), res.language_row(name, lang)
             where = f"{name}, {LANGUAGE_NAMES.get(lang, lang)}"
             checks[f"{m}_{lang}_paper_t"] = check_in_interval(
                 f"{where}, last layer: the paper's ρ = −0.5 in the 95 % interval of ρ(log frequency, t)",
-                PAPER_RHO, rep[f"{kl}_t_corpus_lo"], rep[f"{kl}_t_corpus_hi"])
+                PAPER_RHO, t["lo"], t["hi"])
             checks[f"{m}_{lang}_curvature_two"] = check_in_interval(
                 f"{where}: the slope 2 of a curved manifold within the range of the layers' "
-                "fitted normal-share slopes", 2.0, rep[f"{kl}_curv_min"], rep[f"{kl}_curv_max"])
-        if f"{k}_en_sink_ratio_max" in rep:
+                "fitted normal-share slopes", 2.0, row["curv_min"], row["curv_max"])
+        en = res.records["languages"].get((name, "en"))
+        if en is not None and en["sink"]:
             checks[f"{m}_sink"] = check_greater(
                 f"{name}, English: the first position's median norm over the median elsewhere, at its "
-                f"largest (layer {rep[f'{k}_en_sink_ratio_layer']})", rep[f"{k}_en_sink_ratio_max"], SINK_RATIO)
-        if f"{k}_enrich_trained_median" in rep:
+                f"largest (layer {en['sink_ratio_layer']})", en["sink_ratio_max"], SINK_RATIO)
+        trained, null = res.alignment_row(name, "trained"), res.alignment_row(name, "null")
+        if trained is not None:
             checks[f"{m}_enrichment"] = check_greater(
-                f"{name}: median enrichment over the inner layers (1 = a random subspace)",
-                rep[f"{k}_enrich_trained_median"], 1.0)
+                f"{name}: median enrichment over the inner layers (1 = a random subspace)", trained["median"], 1.0)
             checks[f"{m}_beyond_null"] = check_greater(
                 f"{name}: median enrichment over the inner layers, trained, against the same for a "
-                f"randomly initialised copy ({rep[f'{k}_enrich_null_median']:.2f})",
-                rep[f"{k}_enrich_trained_median"], rep[f"{k}_enrich_null_median"])
+                f"randomly initialised copy ({null['median']:.2f})", trained["median"], null["median"])
     return checks
 
 
-def words(table: dict) -> dict:
+def words(pretrained: dict) -> dict:
     """The words chapter 9 states about the premise, by name, for :func:`tanbias.stats.check_words`.
 
-    ``table`` is :func:`pretrained_table`. A name is ``<model>_<language>_<reading>_<source>_<rule>``
+    Read from :func:`results`' premise table. A name is ``<model>_<language>_<reading>_<source>_<rule>``
     (reading ``t``, ``dist`` or ``self``; source ``corpus`` or ``web``; rule ``band``, the band over the
     blocks, :func:`tanbias.stats.band_word`, or ``last``, the last layer's interval,
     :func:`tanbias.stats.interval_word`), e.g. ``smollm2_en_t_corpus_band``.
+
+    Parameters
+    ----------
+    pretrained : dict
+        :func:`analyse`: ``{model name: load_pretrained(name)}``.
     """
     out = {}
-    for key, value in table.items():
-        if key.startswith("ch9_") and key.endswith(("_band", "_sign")) and isinstance(value, str):
-            stem = key[len("ch9_"):].rsplit("_", 1)[0]
-            out[f"{stem}_{'band' if key.endswith('_band') else 'last'}"] = value
+    for p in results(pretrained).records["premise"].values():
+        stem = (f"{SHORT.get(p['model'], p['model'])}_{p['language']}_{READ_SHORT[p['reading']]}_"
+                f"{SOURCE_SHORT[p['source']]}")
+        out[f"{stem}_last"], out[f"{stem}_band"] = p["word"], p["band"]
     return out
 
 
@@ -335,14 +472,18 @@ def ci_text(v, lo, hi) -> str:
     """A correlation with its interval as the tables and the measurement report print it.
 
     >>> ci_text(-0.25, -0.4, -0.1)
-    '-0.25 [-0.40, -0.10]'
+    '−0.25 [−0.40, −0.10]'
     """
-    return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    return f"{format_spec(v, '+.2f')} [{format_spec(lo, '+.2f')}, {format_spec(hi, '+.2f')}]"
 
 
-def report_ci(rep: dict, key: str) -> str:
-    """:func:`ci_text` of the numbers ``<key>_rho``, ``<key>_lo`` and ``<key>_hi`` of a report."""
-    return ci_text(rep[f"{key}_rho"], rep[f"{key}_lo"], rep[f"{key}_hi"])
+def row_ci(row: dict, prefix: str = "") -> str:
+    """:func:`ci_text` of a row of :func:`results` (``rho``, ``lo``, ``hi``, after ``prefix``).
+
+    >>> row_ci({"rho": -0.25, "lo": -0.4, "hi": -0.1})
+    '−0.25 [−0.40, −0.10]'
+    """
+    return ci_text(row[f"{prefix}rho"], row[f"{prefix}lo"], row[f"{prefix}hi"])
 
 
 def estimator_table(pretrained: dict):
@@ -371,20 +512,17 @@ def premise_table(pretrained: dict):
     over the blocks (range of ρ, the band's word), corpus frequencies."""
     import pandas as pd
 
-    rep = pretrained_table(pretrained)
+    res = results(pretrained)
     rows = []
     for name, tab in pretrained.items():
         for lang in _languages(tab):
-            for reading, short in _READ.items():
-                key = f"ch9_{SHORT[name]}_{lang}_{short}_corpus"
+            for reading in READ_SHORT:
+                p = res.premise_row(name, lang, reading)
                 rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang), "reading": reading,
-                             "types": rep[f"{key}_n"],
-                             "ρ, last layer": report_ci(rep, key),
-                             "last layer": rep[f"{key}_sign"],
-                             "ρ over the blocks": f"{rep[f'{key}_min']:+.2f} to {rep[f'{key}_max']:+.2f}",
-                             "band over the blocks": rep[f"{key}_band"],
-                             "band above 0 at": rep[f"{key}_band_pos_layers"],
-                             "band below 0 at": rep[f"{key}_band_neg_layers"]})
+                             "types": p["n"], "ρ, last layer": row_ci(p), "last layer": p["word"],
+                             "ρ over the blocks": f"{format_spec(p['min'], '+.2f')} to {format_spec(p['max'], '+.2f')}",
+                             "band over the blocks": p["band"], "band above 0 at": p["band_pos_layers"],
+                             "band below 0 at": p["band_neg_layers"]})
     return pd.DataFrame(rows).set_index(["model", "language", "reading"])
 
 
@@ -414,16 +552,16 @@ def premise_verdicts(pretrained: dict):
     """
     import pandas as pd
 
-    rep = pretrained_table(pretrained)
+    res = results(pretrained)
     rows = []
     for name, tab in pretrained.items():
         for lang in _languages(tab):
-            t, dist = f"ch9_{SHORT[name]}_{lang}_t_corpus", f"ch9_{SHORT[name]}_{lang}_dist_corpus"
+            t, dist = res.premise_row(name, lang, "radius_t"), res.premise_row(name, lang, "centroid_distance")
             rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang),
-                         "premise, last layer": PREMISE_WORDS[rep[f"{t}_sign"]],
-                         "ρ(log frequency, t) [95 %]": report_ci(rep, t),
-                         "premise over the blocks": PREMISE_WORDS[rep[f"{t}_band"]],
-                         "centroid distance, last layer": rep[f"{dist}_sign"]})
+                         "premise, last layer": PREMISE_WORDS[t["word"]],
+                         "ρ(log frequency, t) [95 %]": row_ci(t),
+                         "premise over the blocks": PREMISE_WORDS[t["band"]],
+                         "centroid distance, last layer": dist["word"]})
     return pd.DataFrame(rows).set_index(["model", "language"])
 
 
@@ -435,21 +573,20 @@ def encoder_table(pretrained: dict, names=("minilm-l6", "me5-small")):
     blocks, and at how many blocks the interval holds 2)."""
     import pandas as pd
 
-    rep = pretrained_table({n: pretrained[n] for n in names})
+    res = results({n: pretrained[n] for n in names})
     rows = []
     for name in names:
         for lang in _languages(pretrained[name]):
-            k = f"ch9_{SHORT[name]}_{lang}"
-            t = f"{k}_t_corpus"
+            t, row = res.premise_row(name, lang, "radius_t"), res.language_row(name, lang)
             rows.append({"model": name, "language": LANGUAGE_NAMES.get(lang, lang),
-                         "tokens": rep[f"{k}_tokens"], "types (m = 8)": rep[f"{t}_n"],
-                         "ρ(freq, t), last block [95 %]": report_ci(rep, t),
-                         "last block": rep[f"{t}_sign"], "band over blocks": rep[f"{t}_band"],
-                         "peak mean cosine": f"{rep[f'{k}_cos_max']:.2f}",
-                         "at block": rep[f"{k}_cos_max_layer"],
-                         "peak IsoScore*": f"{rep[f'{k}_iso_max']:.2f}",
-                         "median curvature slope": f"{rep[f'{k}_curv_median']:+.2f}",
-                         "blocks whose slope interval holds 2": f"{rep[f'{k}_curv_two']} of {rep[f'{k}_curv_layers']}"})
+                         "tokens": row["tokens"], "types (m = 8)": t["n"],
+                         "ρ(freq, t), last block [95 %]": row_ci(t),
+                         "last block": t["word"], "band over blocks": t["band"],
+                         "peak mean cosine": format_spec(row['cos_max'], ".2f"),
+                         "at block": row["cos_max_layer"],
+                         "peak IsoScore*": format_spec(row['iso_max'], ".2f"),
+                         "median curvature slope": format_spec(row['curv_median'], "+.2f"),
+                         "blocks whose slope interval holds 2": f"{row['curv_two']} of {row['curv_layers']}"})
     return pd.DataFrame(rows)
 
 
@@ -501,30 +638,28 @@ def alignment_table(pretrained: dict):
     """Per decoder: the enrichment over the inner layers, trained and random-init (median, range)."""
     import pandas as pd
 
-    rep = pretrained_table(pretrained)
+    res = results(pretrained)
     rows = []
     for name in pretrained:
-        k = f"ch9_{SHORT[name]}"
-        if f"{k}_enrich_trained_median" not in rep:
-            continue
         for short, label in (("trained", "released checkpoint"), ("null", "random-init copy")):
-            rows.append({"model": name, "network": label,
-                         "median enrichment": round(rep[f"{k}_enrich_{short}_median"], 2),
-                         "range": f"{rep[f'{k}_enrich_{short}_min']:.2f} to {rep[f'{k}_enrich_{short}_max']:.2f}",
-                         "layers below 1": rep[f"{k}_enrich_{short}_below"],
-                         "last layer": round(rep[f"{k}_enrich_{short}_last"], 2)})
+            a = res.alignment_row(name, short)
+            if a is None:
+                continue
+            rows.append({"model": name, "network": label, "median enrichment": round(a["median"], 2),
+                         "range": f"{format_spec(a['min'], '.2f')} to {format_spec(a['max'], '.2f')}", "layers below 1": a["below"],
+                         "last layer": round(a["last"], 2)})
     return pd.DataFrame(rows).set_index(["model", "network"])
 
 
-def lab_comparison(numbers: dict, sw, models):
+def lab_comparison(pretrained: dict, sw, models):
     """The lab's small models (chapter 8, natural data) beside the released ones (English).
 
-    ``numbers`` is :func:`pretrained_table` (or :func:`numbers` where it has the
-    keys), ``sw`` the sweep's :class:`~tanbias.lab.analysis.sweep_report.SweepAnalysis`,
-    ``models`` the zoo models to show.
+    ``pretrained`` is :func:`analyse` (read through :func:`results`), ``sw`` the sweep's
+    :class:`~tanbias.lab.analysis.sweep_report.SweepAnalysis`, ``models`` the zoo models to show.
     """
     import pandas as pd
 
+    res = results({name: pretrained[name] for name in models})
     rho = sweep_report.radius_table(sw)
     late = sweep_report.cells_table(sw)["enrichment, late"]
     cols = {f"lab {kind}s (ch 8)": (ci_text(*rho.loc[(kind, "natural"), ["mean", "lo", "hi"]]) + " (over seeds)",
@@ -532,11 +667,10 @@ def lab_comparison(numbers: dict, sw, models):
             for kind, note in (("decoder", "(geometric mean over layers, last step)"),
                                ("encoder", "(same)"))}
     for name in models:
-        k = f"ch9_{SHORT[name]}"
-        r = report_ci(numbers, f"{k}_en_t_corpus") + " (English)"
-        enr = (f"×{numbers[f'{k}_enrich_trained_median']:.2f} (median over inner layers; "
-               f"random-init ×{numbers[f'{k}_enrich_null_median']:.2f})"
-               if f"{k}_enrich_trained_median" in numbers else "no LM head: not tested")
+        r = row_ci(res.premise_row(name, "en", "radius_t")) + " (English)"
+        trained, null = res.alignment_row(name, "trained"), res.alignment_row(name, "null")
+        enr = (f"×{trained['median']:.2f} (median over inner layers; random-init ×{null['median']:.2f})"
+               if trained is not None else "no LM head: not tested")
         cols[name] = (r, enr)
     return pd.DataFrame(cols, index=["ρ(log frequency, radius t), last layer",
                                      "alignment enrichment"])

@@ -45,7 +45,7 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "run_status", "load", "complete_seeds",
+__all__ = ["ALPHA", "TARGET_RATIO", "TARGET_POWER", "TARGET_LOG", "REGISTRATION_DIR", "load_registration", "registration", "BOOK_POSTHOC_SHA256", "book_posthoc", "run_status", "load", "complete_seeds",
            "learning", "t_multiplier", "t_interval", "holm", "seed_blocked_sd", "t_test_power", "detectable_effect",
            "detectable_ratio",
            "power_at", "contrast_power", "seeds_needed", "relative_word", "progress_word", "value_at_progress",
@@ -53,6 +53,12 @@ __all__ = ["ALPHA", "REGISTRATION_DIR", "load_registration", "registration", "ru
 
 #: the level of every registered test of the lab (two-sided; Holm's first threshold is ALPHA / m)
 ALPHA = 0.05
+#: the change every experiment's design is powered for, and the power: a ratio of x1.25, detected with
+#: 80 % power (each registration states it); ``TARGET_LOG`` is that ratio in ln units, the band of a
+#: "no change" prediction, a "small" effect and a low-power null
+TARGET_RATIO = 1.25
+TARGET_POWER = 0.8
+TARGET_LOG = float(np.log(TARGET_RATIO))
 
 #: where the experiments' pre-registrations live: ``<experiment>.toml`` (predictions and decision
 #: rule, committed before the first run, pinned by sha256) and ``<experiment>-posthoc.toml`` (rules
@@ -110,6 +116,21 @@ def load_registration(name: str, sha256: str | None, directory=None) -> dict:
 @functools.lru_cache(maxsize=None)
 def _pinned(name: str, sha256: str) -> dict:
     return load_registration(name, sha256)
+
+
+#: the pin of ``data/preregistration/book-posthoc.toml``: the readings added after the data across
+#: experiments (the survival table by a test of the difference, the retired standardised reading, the
+#: collapse part's common steps, words with no earlier rule)
+BOOK_POSTHOC_SHA256 = "687ae5050741e547aa84af6d4f7992426ab52d6fd80afb5cc4e6c6ef64b845c5"
+
+
+def book_posthoc() -> dict:
+    """``data/preregistration/book-posthoc.toml``, parsed, its sha256 checked against :data:`BOOK_POSTHOC_SHA256`.
+
+    >>> book_posthoc()["meta"]["date"]
+    '2026-12-07'
+    """
+    return _pinned("book-posthoc", BOOK_POSTHOC_SHA256)
 
 
 def registration(design, posthoc: bool = False) -> dict:

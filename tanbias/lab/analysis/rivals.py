@@ -61,7 +61,7 @@ EARLY_FRAC_PEAK = 0.3
 #: a share below it means the correction removes most of the raw reading (rule.shares)
 SHARE_THRESHOLD = 0.5
 #: the fall the unigram-first account's "against" excludes: a change by x1.25 (the design's target)
-FALL = float(np.log(1.25))
+FALL = registered.TARGET_LOG
 #: the registered outcomes (outcomes of rivals.toml): column -> what it is
 OUTCOMES = {
     "raw": "ln mean cosine (layer mean, last probe step)",

@@ -35,8 +35,7 @@ __all__ = ["REGISTRATION_SHA256", "registration", "TARGET_RATIO", "TARGET_POWER"
 #: registration that changed
 REGISTRATION_SHA256 = RIVALS.registration_sha256
 #: the change of the primary outcome the design is powered for, and the power
-TARGET_RATIO = 1.25
-TARGET_POWER = 0.8
+TARGET_RATIO, TARGET_POWER = registered.TARGET_RATIO, registered.TARGET_POWER
 #: the primary family: per architecture, the unigram head's effect and the surgery under it
 PRIMARY_FAMILY = 2 * 2
 ALPHA = registered.ALPHA
@@ -107,8 +106,9 @@ def power_analysis(seeds=range(3, 13), table=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def design_numbers(power) -> dict:
-    """The numbers the rivals chapter's design section quotes, from :func:`power_analysis`: per
+def design_numbers(power=None) -> dict:
+    """The numbers the rivals chapter's design section quotes, from :func:`power_analysis` (computed when
+    not given): per
     architecture ``sd_<kind>`` and ``sd_df_<kind>``, ``seeds_<kind>`` (the primary cells'),
     ``power_<kind>`` and ``power_fewer_<kind>`` (one seed fewer); ``family``, ``target_ratio``.
 
@@ -117,6 +117,7 @@ def design_numbers(power) -> dict:
     with such a cell reaches for the same change, at Holm's first threshold over the secondary
     family (``power_secondary_<kind>``, α / :func:`secondary_family`) and at its last (``power_last_<kind>``,
     α). Both use the fewer seeds for both cells, so they are lower bounds."""
+    power = power_analysis() if power is None else power
     out = {"family": PRIMARY_FAMILY, "target_ratio": TARGET_RATIO, "secondary_family": secondary_family(),
            "seeds_few": min(len(seeds) for kind in KINDS for seeds in RIVALS_SEEDS[kind].values())}
     for kind in KINDS:

@@ -36,6 +36,7 @@ from tanbias.lab import runs
 from tanbias.lab.analysis import registered, rivals, rivals_design
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import RIVALS, RIVALS_HEADS, rivals_config
+from tanbias.numerals import format_spec
 from tanbias.stats import interval_word
 from tanbias.theory.anisotropy import TOP_COORDINATES
 
@@ -45,11 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["MARGIN_LOG", "MARGIN_LINEAR", "TOP_SHARE_FACTOR", "TOP_SHARE_EVEN", "COLLAPSE", "PREDICTIONS", "prediction_rows",
            "all_predictions_word", "account_summary", "share_interval", "READING_NAMES", "SURVIVAL_VERDICTS", "realised_power", "READINGS_BY_KIND", "MORE_ANISOTROPIC", "VERDICT_CONTRASTS",
            "direction_word", "kind_rows", "SURVIVAL_CORRECTIONS", "POSTHOC_CORRECTION_READINGS", "survival_rows", "null_rows", "scatter_numbers",
-           "PosthocAnalysis", "analyse_posthoc", "posthoc", "registration_predicts", "secondary_power"]
+           "BY_CONSTRUCTION", "HEAD_INTERACTIONS", "SURVIVAL_READINGS", "RETIRED_CORRECTIONS", "survival_tested",
+           "survival_tested_word", "survival_undecided", "PosthocAnalysis", "analyse_posthoc", "posthoc", "registration_predicts", "secondary_power"]
 
 ALPHA = rivals.ALPHA
 #: the equivalence margin of a null prediction on a logarithmic outcome: a change by x1.25 either way
-MARGIN_LOG = float(np.log(1.25))
+MARGIN_LOG = registered.TARGET_LOG
 #: ... and on a linear outcome: this share of the reference cell's mean level
 MARGIN_LINEAR = 0.25
 #: "well above an even share": the top-3 coordinates' share above this multiple of 3 / width
@@ -142,9 +144,9 @@ def _g(x: float, sign: bool = False) -> str:
     """Three significant digits, as the book's tables print numbers.
 
     >>> _g(15.4612), _g(0.74633), _g(-0.004635, sign=True)
-    ('15.5', '0.746', '-0.00464')
+    ('15.5', '0.746', '−0.00464')
     """
-    return f"{x:+.3g}" if sign else f"{x:.3g}"
+    return format_spec(x, "+.3g" if sign else ".3g")
 
 
 def _value(row, outcome: str) -> str:
@@ -246,18 +248,28 @@ def all_predictions_word(outcomes) -> str:
     return "not distinguished"
 
 
+#: the shares that are near a fixed value for any data, so no test of an account: q_c (the centred mean
+#: cosine over the raw, rivals-posthoc.toml [two_kinds].retired) and q_s (the standardised one,
+#: book-posthoc.toml [retired]: standardising centres every coordinate too)
+BY_CONSTRUCTION = ("q_c", "q_s")
+
+
 def account_summary(predictions, accounts) -> pd.DataFrame:
     """Per account and architecture: the registered word, the counts of predictions met, failed and
-    undecided, and :func:`all_predictions_word`."""
+    undecided, :func:`all_predictions_word`, and the same word over the predictions that can fail
+    (``tested``, book-posthoc.toml: those on a share of :data:`BY_CONSTRUCTION` read "no test";
+    ``no_test`` counts them)."""
     import pandas as pd
 
     words = accounts.set_index(["account", "kind"])["word"]
     out = []
     for (account, kind), g in predictions.groupby(["account", "kind"], sort=False):
         o = g["outcome"].tolist()
+        tested = g.loc[~g["key"].isin(BY_CONSTRUCTION), "outcome"].tolist()
         out.append({"account": account, "kind": kind, "registered": str(words.loc[(account, kind)]),
                     "met": o.count("met"), "failed": o.count("failed"), "undecided": o.count("undecided"),
-                    "predictions": len(o), "all_predictions": all_predictions_word(o)})
+                    "predictions": len(o), "all_predictions": all_predictions_word(o),
+                    "no_test": len(o) - len(tested), "tested": all_predictions_word(tested)})
     return pd.DataFrame(out)
 
 
@@ -429,6 +441,111 @@ def survival_rows(table, shares, fits=None) -> pd.DataFrame:
     return t
 
 
+# --------------------------------------------------------------------------- survival, by a test of the difference
+#: the registered interaction contrast that tests whether the unigram head changes a verdict's effect
+#: (rivals.toml), by the verdict's standard-head contrast; the proxy - random contrast has none
+HEAD_INTERACTIONS = {"surgery_standard": "surgery_interaction", "alias_standard": "alias_interaction"}
+#: what a survival cell reads (book-posthoc.toml [survival].cell, [retired])
+SURVIVAL_READINGS = ("kept", "lost", "not decided", "no test", "n/a")
+#: the corrections whose readings are no test (book-posthoc.toml [retired])
+RETIRED_CORRECTIONS = ("standardised",)
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Whether two intervals ``(estimate, lo, hi)`` overlap."""
+    return not (a[2] < b[1] or b[2] < a[1])
+
+
+def _anisotropy_relative(fits, kind: str, outcome: str, weights: dict) -> tuple[float, float, float]:
+    """A contrast as a relative change (``[null_shares].relative``) on the anisotropy scale: IsoScore*'s
+    sign turned, so that a fall is a fall of anisotropy on every reading."""
+    est, lo, hi = _relative(fits, kind, outcome, weights)
+    return (-est, -hi, -lo) if outcome == "isoscore" else (est, lo, hi)
+
+
+def survival_tested(table, shares, fits=None) -> pd.DataFrame:
+    """The survival table read by a test of the difference (``book-posthoc.toml`` [survival]): each
+    cell of :func:`survival_rows` as ``kept`` (the same word as the standard reading), ``lost`` (the
+    words differ and a test decides it), ``not decided`` (they differ and no test decides it), ``no
+    test`` (a retired correction, [retired]) or ``n/a``.
+
+    The test of a difference: for the unigram head, the registered interaction contrast of the
+    verdict's effect with the head (:data:`HEAD_INTERACTIONS`), significant by its 95 % interval; for
+    the other corrections (and the proxy - random contrast, which has no interaction), the two
+    readings' 95 % intervals on the relative scale (``[null_shares].relative``, IsoScore*'s sign
+    turned) do not overlap; for chapter 7's enrichment, its two seed t intervals in ln units.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``verdict``, ``kind`` and one column per correction of :data:`SURVIVAL_CORRECTIONS`.
+    """
+    import pandas as pd
+
+    registered.book_posthoc()                          # the rule's file must be the pinned one
+    fits = fits or rivals.ContrastFits(table)
+    words = survival_rows(table, shares, fits)
+    s = shares.set_index(["kind", "head"])
+    out = []
+    for _, row in words.iterrows():
+        kind, verdict = row["kind"], row["verdict"]
+        cells = {"verdict": verdict, "kind": kind}
+        twins = SURVIVAL_VERDICTS.get(verdict)
+        for column in SURVIVAL_CORRECTIONS:
+            word = row[column]
+            if word == "n/a":
+                cells[column] = "n/a"
+            elif column in RETIRED_CORRECTIONS:
+                cells[column] = "no test"
+            elif word == row["standard"]:
+                cells[column] = "kept"
+            elif twins is None:                      # chapter 7's enrichment: ln enrichment, seed t intervals
+                std = s.loc[(kind, "standard")]
+                ref = (0.0, float(std["enrichment_lo"]), float(std["enrichment_hi"]))
+                other = (s.loc[(kind, "unigram")] if column == "unigram head" else std)
+                key = "enrichment" if column == "unigram head" else "enrichment_outside"
+                cor = (0.0, float(other[f"{key}_lo"]), float(other[f"{key}_hi"]))
+                cells[column] = "not decided" if _overlap(ref, cor) else "lost"
+            elif column == "unigram head" and twins[0] in HEAD_INTERACTIONS:
+                r = fits(kind, "raw", rivals.CONTRASTS[HEAD_INTERACTIONS[twins[0]]][1])
+                decided = interval_word(r["lo"], r["hi"]) != "indistinguishable"
+                cells[column] = "lost" if decided else "not decided"
+            else:
+                outcome, head = POSTHOC_CORRECTION_READINGS[column]
+                std = _anisotropy_relative(fits, kind, "raw", rivals.CONTRASTS[twins[0]][1])
+                cor = _anisotropy_relative(fits, kind, outcome, rivals.CONTRASTS[twins[head == "unigram"]][1])
+                cells[column] = "not decided" if _overlap(std, cor) else "lost"
+        out.append(cells)
+    return pd.DataFrame(out, columns=["verdict", "kind", *SURVIVAL_CORRECTIONS])
+
+
+def survival_tested_word(cells, verdicts=("",)) -> str:
+    """A row's word from :func:`survival_tested` (book-posthoc.toml [survival].word), over the rows whose
+    ``verdict`` starts with one of ``verdicts``: ``survives`` when no cell is lost and one is kept,
+    ``does not survive`` when every decided cell is lost, ``partly survives`` when some are kept and
+    some lost, ``not decided`` when none is decided.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame([{"verdict": "a", "kind": "x", "unigram head": "kept", "IsoScore*": "not decided"},
+    ...                   {"verdict": "b", "kind": "x", "unigram head": "lost", "IsoScore*": "no test"}])
+    >>> survival_tested_word(t, ("a",)), survival_tested_word(t), survival_tested_word(t, ("b",))
+    ('survives', 'partly survives', 'does not survive')
+    """
+    rows = cells[cells["verdict"].str.startswith(tuple(verdicts))]
+    values = [v for c in rows.columns if c not in ("verdict", "kind") for v in rows[c]]
+    kept, lost = values.count("kept"), values.count("lost")
+    if not kept and not lost:
+        return "not decided"
+    return "survives" if not lost else "does not survive" if not kept else "partly survives"
+
+
+def survival_undecided(cells, verdicts=("",)) -> int:
+    """How many cells of the rows of :func:`survival_tested` whose ``verdict`` starts with one of
+    ``verdicts`` read ``not decided``."""
+    rows = cells[cells["verdict"].str.startswith(tuple(verdicts))]
+    return int(sum((rows[c] == "not decided").sum() for c in rows.columns if c not in ("verdict", "kind")))
+
+
 # --------------------------------------------------------------------------- a null is not an absence
 #: the corrections whose nulls :func:`null_rows` reads: column -> (outcome, reading for the direction)
 _NULL_OUTCOMES = {"unigram head": ("raw", "raw"), "IsoScore*": ("isoscore", "isoscore"),
@@ -534,6 +651,7 @@ class PosthocAnalysis:
     survival: "object"
     nulls: "object"
     scatter: dict
+    tested: "object" = None    # survival_tested: the survival table by a test of the difference (book-posthoc.toml)
 
 
 def analyse_posthoc(analysis=None) -> PosthocAnalysis:
@@ -549,4 +667,4 @@ def analyse_posthoc(analysis=None) -> PosthocAnalysis:
                            power=realised_power(a.contrasts), secondary_power=secondary_power(a.contrasts),
                            peaks=rivals.peak_rows(a.table), kinds=kind_rows(a.table, fits),
                            survival=survival_rows(a.table, a.shares, fits), nulls=null_rows(a.table, fits),
-                           scatter=scatter_numbers(a.table))
+                           scatter=scatter_numbers(a.table), tested=survival_tested(a.table, a.shares, fits))

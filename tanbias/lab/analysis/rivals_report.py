@@ -27,7 +27,7 @@ __all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "RivalsReport", "analyse", "numbers", 
            "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
            "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration",
            "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "secondary_power_table", "peak_table", "posthoc_survival_table", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "contrast_name", "READING_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "earlier_word", "difference_survival_table", "difference_numbers", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -135,11 +135,12 @@ def numbers(r: RivalsReport) -> dict:
     """Every number chapter 13 and the closing page glue from the experiment, in one dict (keys without
     the ``ch13_`` prefix): :func:`run_numbers`, :func:`head_numbers`, :func:`progress_numbers`,
     :func:`shares_numbers`, :func:`init_numbers`, :func:`contrast_numbers`, :func:`long_numbers`,
-    :func:`transient_numbers` and :func:`posthoc_numbers`."""
+    :func:`transient_numbers`, :func:`posthoc_numbers` and :func:`difference_numbers`."""
     a = r.analysis
     return {**run_numbers(a), **head_numbers(a), **progress_numbers(a.progress), **shares_numbers(a.shares),
             **init_numbers(r.init), **contrast_numbers(a.contrasts), **long_numbers(a.trajectory),
-            **transient_numbers(r.transient), **posthoc_numbers(a, r.posthoc)}
+            **transient_numbers(r.transient), **posthoc_numbers(a, r.posthoc),
+            **(difference_numbers(r.posthoc) if r.posthoc.tested is not None else {})}
 
 
 def words(r: RivalsReport) -> dict:
@@ -230,10 +231,32 @@ def long_numbers(trajectory) -> dict:
     return out
 
 
+def contrast_name(code: str) -> str:
+    """A registered contrast as a table names it, in words (:data:`~tanbias.lab.analysis.rivals.CONTRAST_NAMES`);
+    a contrast without a name keeps its own (a test keeps every registered one named).
+
+    >>> contrast_name("head_final"), contrast_name("surgery_unigram_random")
+    ('unigram head − standard', 'proxy − random surgery, unigram head')
+    """
+    return rivals.CONTRAST_NAMES.get(code, code)
+
+
+#: each registered reading (an outcome of rivals.toml) as a table names it, in words; a logarithm says so
+#: (its contrast is a difference of logarithms)
+READING_WORDS = {o: ("ln " if o in rivals.LOG_OUTCOMES else "") + w for o, w in {
+    "raw": "mean cosine", "peak": "peak mean cosine", "centred": "centred mean cosine",
+    "centred_at_peak": "centred mean cosine at the peak", "standardised": "z-scored mean cosine",
+    "type_balanced": "mean cosine, types equal", "mean_share": "mean's share of the norm",
+    "top_share": "top-3 coordinates' share", "isoscore": "IsoScore*", "log_mean_share": "mean's share of the norm",
+    "participation": "participation ratio", "enrichment": "enrichment", "enrichment_outside": "enrichment outside W_U",
+    "heldout_loss": "held-out loss [nats]", "gain": "gain over unigram [nats]"}.items()}
+
+
 def progress_table(progress) -> pd.DataFrame:
     """The registered matched-progress reading (:func:`~tanbias.lab.analysis.rivals.matched_progress`)
-    as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter 12's)."""
-    return registered.progress_table(progress)
+    as a reader's table (:func:`tanbias.lab.analysis.registered.progress_table`, as chapter 12's), each
+    contrast in words."""
+    return registered.progress_table(progress.assign(contrast=progress["contrast"].map(contrast_name)))
 
 
 def progress_numbers(progress) -> dict:
@@ -301,9 +324,10 @@ def contrast_table(contrasts, family: str) -> pd.DataFrame:
     """One family's contrasts for the chapter's dropdown: contrast, architecture, reading, estimate with
     its 95 % interval (``lo``, ``hi``), raw and Holm-adjusted p, the interval's word."""
     t = contrasts[contrasts["family"] == family]
-    t = t.assign(contrast=t["contrast"].map(lambda c: rivals.CONTRAST_NAMES.get(c, c)))
+    t = t.assign(contrast=t["contrast"].map(contrast_name),
+                 outcome=t["outcome"].map(lambda o: READING_WORDS.get(o, o)))
     return t[["contrast", "kind", "outcome", "estimate", "lo", "hi", "p", "p_holm", "word"]].rename(
-        columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p"})
+        columns={"kind": "architecture", "outcome": "reading", "p_holm": "Holm p", "word": "interval's word"})
 
 
 def contrast_numbers(contrasts) -> dict:
@@ -379,8 +403,10 @@ def words_of(analysis) -> dict:
 
 
 def survival_table(survival) -> pd.DataFrame:
-    """The earlier verdicts under each correction, as :func:`~tanbias.lab.analysis.rivals.survival_rows`."""
-    return survival.rename(columns={"kind": "architecture"})
+    """The earlier verdicts under each correction, as :func:`~tanbias.lab.analysis.rivals.survival_rows` (each
+    cell the interval's word of that reading), its columns named as the chapter's survival table names them
+    (:data:`SURVIVAL_HEADERS`)."""
+    return survival.rename(columns={"kind": "architecture", **SURVIVAL_HEADERS})
 
 
 def twin_table(twins) -> pd.DataFrame:
@@ -435,14 +461,16 @@ def power_table(power) -> pd.DataFrame:
     with 80 % power there."""
     return power[["contrast", "kind", "n_seeds", "planned_sd", "sd", "power_first", "detectable"]].rename(columns={
         "kind": "architecture", "n_seeds": "seeds", "planned_sd": "planned SD", "sd": "realised SD",
-        "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"})
+        "power_first": "power for ×1.25", "detectable": "detectable ratio (80 %)"}).assign(
+        contrast=lambda t: t["contrast"].map(contrast_name))
 
 
 def secondary_power_table(power) -> pd.DataFrame:
     """The secondary contrasts' realised power (:func:`~tanbias.lab.analysis.rivals_posthoc.secondary_power`)."""
     return power[["contrast", "kind", "n_seeds", "power_first", "power_alpha", "detectable"]].rename(columns={
         "kind": "architecture", "n_seeds": "seeds", "power_first": "power for ×1.25 (Holm's first threshold)",
-        "power_alpha": "power at α", "detectable": "detectable ratio (80 %)"})
+        "power_alpha": "power at α", "detectable": "detectable ratio (80 %)"}).assign(
+        contrast=lambda t: t["contrast"].map(contrast_name))
 
 
 def peak_table(peaks) -> pd.DataFrame:
@@ -450,7 +478,7 @@ def peak_table(peaks) -> pd.DataFrame:
     intervals, beside the final reading: shown, without a verdict (rivals.toml, ``phases``)."""
     import pandas as pd
 
-    return pd.DataFrame({"contrast": peaks["contrast"], "architecture": peaks["kind"],
+    return pd.DataFrame({"contrast": peaks["contrast"].map(contrast_name), "architecture": peaks["kind"],
                          "at the peak": np.exp(peaks["estimate"]), "lo": np.exp(peaks["lo"]),
                          "hi": np.exp(peaks["hi"]), "at the last step": np.exp(peaks["final"])})
 
@@ -508,6 +536,55 @@ def posthoc_survival_table(survival) -> pd.DataFrame:
     for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
         out[SURVIVAL_HEADERS.get(column, column)] = survival[column].map(SHORT_WORDS).to_numpy()
     return out
+
+
+def earlier_word(kept: int, applies: int) -> str:
+    """One row's word by the earlier survival rule (``rivals-posthoc.toml`` [words], as
+    :func:`tanbias.lab.analysis.findings.survival_word` reads it): ``survives`` where every correction that
+    applies keeps the standard word, ``does not survive`` where none does, ``partly survives`` otherwise.
+
+    >>> earlier_word(3, 3), earlier_word(0, 2), earlier_word(1, 3), earlier_word(0, 0)
+    ('survives', 'does not survive', 'partly survives', 'not tested')
+    """
+    if not applies:
+        return "not tested"
+    return "survives" if kept == applies else "does not survive" if not kept else "partly survives"
+
+
+def difference_survival_table(posthoc) -> pd.DataFrame:
+    """The survival table by a test of the difference (``book-posthoc.toml`` [survival],
+    :func:`~tanbias.lab.analysis.rivals_posthoc.survival_tested`): one row per verdict and architecture, each
+    correction's cell ``kept``, ``lost``, ``not decided``, ``no test`` or ``n/a``; the row's word by that
+    rule (:func:`~tanbias.lab.analysis.rivals_posthoc.survival_tested_word`); and beside it the row's word
+    by the earlier rule (:func:`earlier_word` of :func:`posthoc_survival_table`'s counts), which counted a
+    correction as lost wherever its reading was not significant."""
+    import pandas as pd
+
+    tested, earlier = posthoc.tested.reset_index(drop=True), posthoc.survival.reset_index(drop=True)
+    if list(zip(tested["verdict"], tested["kind"])) != list(zip(earlier["verdict"], earlier["kind"])):
+        raise ValueError("the two survival tables do not read the same verdicts in the same order")
+    out = pd.DataFrame({"verdict, architecture": [f"{_short_verdict(v)}, {k}"
+                                                  for v, k in zip(tested["verdict"], tested["kind"])]})
+    for column in rivals_posthoc.SURVIVAL_CORRECTIONS:
+        out[SURVIVAL_HEADERS.get(column, column)] = tested[column].to_numpy()
+    out["by a test of the difference"] = [rivals_posthoc.survival_tested_word(tested.iloc[[i]])
+                                          for i in range(len(tested))]
+    out["by the earlier rule"] = [earlier_word(int(k), int(a)) for k, a in zip(earlier["kept"], earlier["applies"])]
+    return out
+
+
+def difference_numbers(posthoc) -> dict:
+    """What the chapter counts in :func:`difference_survival_table`: ``tested_rows`` (verdict and architecture),
+    ``tested_survives`` (rows that survive by a test of the difference), ``tested_cells`` (cells a
+    correction applies to), ``tested_kept``, ``tested_lost``, ``tested_undecided`` and ``tested_no_test``
+    (cells of each reading), and ``earlier_partly`` (rows the earlier rule read as partly surviving)."""
+    t = difference_survival_table(posthoc)
+    cells = [v for c in rivals_posthoc.SURVIVAL_CORRECTIONS for v in posthoc.tested[c]]
+    return {"tested_rows": len(t), "tested_survives": int((t["by a test of the difference"] == "survives").sum()),
+            "tested_cells": sum(v != "n/a" for v in cells), "tested_kept": cells.count("kept"),
+            "tested_lost": cells.count("lost"), "tested_undecided": cells.count("not decided"),
+            "tested_no_test": cells.count("no test"),
+            "earlier_partly": int((t["by the earlier rule"] == "partly survives").sum())}
 
 
 def null_table(nulls) -> pd.DataFrame:
@@ -609,7 +686,10 @@ def posthoc_words(posthoc) -> dict:
     <kind>``; ``kinds, <kind>, <verdict>, <head>, <shared mean | shape>`` (a direction); ``survival,
     <verdict key>, <kind>, <column>`` and ``kept, <verdict key>, <kind>`` (``k of n``), the verdict keys
     being ``surgery``, ``surgery random``, ``aliasing``, ``enrichment``; ``excludes, <head>, <correction>,
-    <verdict key>, <kind>`` (``yes`` / ``no``)."""
+    <verdict key>, <kind>`` (``yes`` / ``no``); by a test of the difference (book-posthoc.toml), ``tested,
+    <verdict key>, <kind>, <column>`` (kept / lost / not decided / no test / n/a), ``tested word, <verdict key>,
+    <kind>`` (the row's word) and ``tested predictions, <account>, <kind>`` (the account's word over the
+    predictions that can fail)."""
     out = {}
     for _, r in posthoc.predictions.iterrows():
         out[f"prediction, {r['kind']}, {r['account']}, {r['key']}"] = r["outcome"]
@@ -629,6 +709,16 @@ def posthoc_words(posthoc) -> dict:
         for column in ("standard", *rivals_posthoc.SURVIVAL_CORRECTIONS):
             out[f"survival, {k}, {r['kind']}, {column}"] = r[column]
         out[f"kept, {k}, {r['kind']}"] = f"{int(r['kept'])} of {int(r['applies'])}"
+    if posthoc.tested is not None:
+        rows = difference_survival_table(posthoc)
+        for (_, r), word in zip(posthoc.tested.iterrows(), rows["by a test of the difference"]):
+            k = key_of(r["verdict"])
+            for column in rivals_posthoc.SURVIVAL_CORRECTIONS:
+                out[f"tested, {k}, {r['kind']}, {column}"] = r[column]
+            out[f"tested word, {k}, {r['kind']}"] = word
+    for _, r in posthoc.summary.iterrows():
+        if "tested" in r:
+            out[f"tested predictions, {r['account']}, {r['kind']}"] = r["tested"]
     for _, r in posthoc.nulls.iterrows():
         out[f"excludes, {r['head']}, {r['correction']}, {key_of(r['verdict'])}, {r['kind']}"] = \
             "yes" if r["excludes_raw"] else "no"

@@ -12,13 +12,13 @@ This module
 
 * loads committed runs (:func:`load_runs`) and checks the sweep
   (:func:`load_sweep`: every cell has the same seeds and the same training budget);
-* defines the **layer-averaged enrichment** once (:func:`mean_over_layers`):
+* defines the **layer-averaged enrichment** once (:func:`tanbias.lab.analysis.tables.mean_over_layers`):
   the geometric mean over layers, i.e. the mean of ``ln(enrichment)``
   (enrichment is a ratio, so its average is taken on the log scale); chapter
-  7's :func:`run_summary`, chapter 8's :func:`run_metrics` and :func:`timing`
+  7's :func:`run_summary`, chapter 8's :func:`tanbias.lab.analysis.tables.run_metrics` and :func:`timing`
   all use it;
 * reduces each run's alignment table to early / late numbers per layer and
-  frequency bucket (:func:`run_metrics`), then to cell means with seed-level
+  frequency bucket (:func:`tanbias.lab.analysis.tables.run_metrics`), then to cell means with seed-level
   t-intervals (:func:`cell_summary`), and estimates the balancing effect within
   each architecture, the architecture effect within each regime and their
   interaction (the test of additivity), paired by seed (:func:`effects`);
@@ -46,23 +46,22 @@ from pathlib import Path
 
 import numpy as np
 
-from tanbias.errors import CorruptFileError, ParameterError
+from tanbias.errors import ParameterError
 from tanbias.theory import alignment as al
 from tanbias.theory.frequency import concentration
-from tanbias.theory.token_clouds import unbiased_radius
 from tanbias.stats import interval_word
 from tanbias.lab import runs
 from tanbias.lab.analysis.registered import t_interval, t_multiplier
-from tanbias.lab.analysis.tables import bucket_label
+from tanbias.lab.analysis.tables import (add_log_enrichment, bucket_label, mean_over_layers, run_cell, run_metrics,
+                                         tokens_table)
 from tanbias.lab.config import EARLY_FRAC, KINDS, N_SPECIAL, REGIMES
 from tanbias.lab.experiments import SWEEP
 
 __all__ = ["DEFAULT_RUNS", "CONTRASTS", "load_runs", "committed_sweep_names", "load_sweep", "cells",
-           "summarise", "summarise_columns", "add_log_enrichment", "mean_over_layers",
-           "run_cell", "alignment_frame", "run_metrics", "run_summary", "timing", "cell_summary", "effects",
+           "summarise", "summarise_columns", "alignment_frame", "run_summary", "timing", "cell_summary", "effects",
            "BALANCING_WORDS", "PROPERTY_WORDS", "balancing_verdict", "imprinted_early_property",
            "balancing_property", "frequency_profile",
-           "rank_frequency", "tokens_table", "eta_by_bucket", "weighted_quantile",
+           "rank_frequency", "eta_by_bucket", "weighted_quantile",
            "radius_correlations", "mechanism_summary", "loss_table"]
 
 #: chapter 7's runs
@@ -167,35 +166,9 @@ def summarise(df, keys, col):
     return out.drop(columns="sd")
 
 
-def add_log_enrichment(alignment):
-    """A copy of an alignment table with ``log_enrichment = ln(enrichment)`` and
-    ``excess_iso = d_iso_proxy - d_iso_control_mean``."""
-    a = alignment.copy()
-    a["log_enrichment"] = np.log(a["enrichment"].clip(lower=1e-12))
-    a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
-    return a
-
-
-def mean_over_layers(table, keys, columns=("log_enrichment", "excess_iso"), sort: bool = False):
-    """The layer average of the book: the mean over the ``layer`` rows of each group ``keys``.
-
-    Applied to ``log_enrichment`` (:func:`add_log_enrichment`) this is the
-    *geometric* mean of the enrichment over layers. Enrichment is a ratio (the
-    proxy's energy over the controls'): a layer at x2 and one at x0.5 average
-    to 1, no effect, on the log scale, where an arithmetic mean would report
-    x1.25. Chapters 7 and 8 both use this one definition.
-    """
-    return table.groupby(list(keys), sort=sort)[list(columns)].mean().reset_index()
-
-
-def run_cell(r) -> tuple[str, str, int]:
-    """``(kind, regime, seed)`` of a loaded run, from its config (any run name: sweep or dose)."""
-    return r.config.kind, r.config.regime, r.config.seed
-
-
 def alignment_frame(loaded: dict, proxy: str):
     """All runs' alignment rows for one proxy, with cell columns, ``log_enrichment`` and
-    ``excess_iso``, plus rows ``layer == "mean"`` (:func:`mean_over_layers` per run, step, bucket)."""
+    ``excess_iso``, plus rows ``layer == "mean"`` (:func:`tanbias.lab.analysis.tables.mean_over_layers` per run, step, bucket)."""
     import pandas as pd
 
     frames = []
@@ -209,46 +182,11 @@ def alignment_frame(loaded: dict, proxy: str):
     return pd.concat([a.astype({"layer": object}), mean], ignore_index=True)
 
 
-def run_metrics(loaded: dict, early_frac: float = EARLY_FRAC):
-    """One row per (run, layer, bucket, proxy, phase) with the alignment metrics.
-
-    Phases: ``init`` (step 0, the untrained model), ``early`` (mean over the
-    probe steps with ``0 < frac <= early_frac``), ``late`` (the last probe
-    step). ``layer`` is an integer, or ``"mean"`` for :func:`mean_over_layers`
-    (enrichment averaged on the log scale: it is a ratio).
-
-    Columns: ``run, kind, regime, seed, layer, bucket, proxy, phase,
-    log_enrichment, excess_iso, p_energy``.
-    """
-    import pandas as pd
-
-    cols = ["log_enrichment", "excess_iso", "p_energy"]
-    frames = []
-    for name, r in loaded.items():
-        a = add_log_enrichment(r.alignment)
-        last = a["step"].max()
-        phases = {"init": a[a["step"] == 0], "early": a[(a["step"] > 0) & (a["frac"] <= early_frac)],
-                  "late": a[a["step"] == last]}
-        for phase, g in phases.items():
-            by = g.groupby(["layer", "bucket", "proxy"], sort=False)[cols].mean().reset_index()
-            mean = mean_over_layers(by, ["bucket", "proxy"], cols)
-            mean["layer"] = "mean"
-            both = pd.concat([by.astype({"layer": object}), mean], ignore_index=True)
-            kind, regime, seed = run_cell(r)
-            both.insert(0, "phase", phase)
-            both.insert(0, "seed", seed)
-            both.insert(0, "regime", regime)
-            both.insert(0, "kind", kind)
-            both.insert(0, "run", name)
-            frames.append(both)
-    return pd.concat(frames, ignore_index=True)
-
-
 def run_summary(loaded: dict, early_frac: float = EARLY_FRAC):
     """One row per (run, proxy): enrichment and excess ΔIsoScore* early vs late, sanity numbers (ch 7).
 
     ``enrichment_init / _early / _late`` are the layer-averaged enrichment of
-    :func:`run_metrics` (geometric mean over layers, bucket ``all``): step 0,
+    :func:`tanbias.lab.analysis.tables.run_metrics` (geometric mean over layers, bucket ``all``): step 0,
     the probe steps with ``0 < frac <= early_frac``, the last probe step.
     ``excess_iso_early / _late`` average the rows of those steps and all layers.
     """
@@ -287,7 +225,7 @@ def run_summary(loaded: dict, early_frac: float = EARLY_FRAC):
 def timing(loaded: dict, proxy: str = "frozen", bucket: str = "all"):
     """When is the tangent enrichment strongest? One row per run.
 
-    On the layer-averaged log enrichment (:func:`mean_over_layers`, bucket
+    On the layer-averaged log enrichment (:func:`tanbias.lab.analysis.tables.mean_over_layers`, bucket
     ``bucket``) against the probe steps after step 0: ``peak_step`` and
     ``peak_frac`` (its fraction of training), ``log_peak``, ``log_late`` (last
     probe step), ``log_early_end`` (the last probe step inside the first
@@ -483,27 +421,6 @@ def rank_frequency(counts, n_points: int = 60):
     p = c / c.sum()
     ranks = np.unique(np.geomspace(1, len(p), n_points).astype(int))
     return ranks, p[ranks - 1]
-
-
-def tokens_table(loaded: dict):
-    """The runs' per-token radii (``tokens.csv``), one frame, with ``t`` freed of its count bias.
-
-    ``t_plain`` is the stored RMS radius over the type's ``count_text`` occurrences;
-    ``t`` is :func:`tanbias.theory.token_clouds.unbiased_radius` of it (``t·sqrt(c/(c−1))``): a
-    type seen 8 times no longer looks tighter than one seen 800 times for that reason
-    alone. Every statistic of the lab's radii reads ``t``.
-    """
-    import pandas as pd
-
-    frames = []
-    for name, r in loaded.items():
-        if r.tokens is None:
-            raise CorruptFileError(r.path / "tokens.csv", f"python -m tanbias.lab mechanism {name}",
-                                   "the per-token radii are missing")
-        frames.append(r.tokens)
-    tok = pd.concat(frames, ignore_index=True).rename(columns={"t": "t_plain"})
-    tok["t"] = unbiased_radius(tok["t_plain"].to_numpy(), tok["count_text"].to_numpy())
-    return tok
 
 
 def eta_by_bucket(loaded: dict):

@@ -24,6 +24,7 @@ import numpy as np
 from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import t_interval
+from tanbias.lab.analysis.tables import run_metrics
 from tanbias.lab.config import DEFAULT_TEMPERATURE, KINDS, REGIMES, RunConfig
 from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
@@ -75,7 +76,7 @@ def analyse(loaded: dict | None = None, controls=CONTROL_RUNS) -> SweepAnalysis:
 
         tag = hashlib.sha256(repr(tuple(controls or ())).encode()).hexdigest()[:8]
         return lab_runs.memoised(f"analyse_sweep-{tag}", lambda: analyse(sweep.load_sweep(), controls))
-    metrics = sweep.run_metrics(loaded)
+    metrics = run_metrics(loaded)
     eta_sum, corr_sum, _ = sweep.mechanism_summary(loaded)
     ctl = {n: lab_runs.load_run(n) for n in controls} if controls else {}
     return SweepAnalysis(runs=loaded, metrics=metrics, cells=sweep.cell_summary(metrics),

@@ -30,13 +30,15 @@ import numpy as np
 from tanbias.theory import alignment as al
 from tanbias.theory import anisotropy as an
 from tanbias.theory import token_clouds
+from tanbias.theory.token_clouds import unbiased_radius
 from tanbias.errors import CorruptFileError
 from tanbias.lab import runs
-from tanbias.lab.config import N_SPECIAL, ProbeSettings, RunConfig
+from tanbias.lab.config import EARLY_FRAC, N_SPECIAL, ProbeSettings, RunConfig
 from tanbias.lab.probe import layer_activations, load_capture
 
 __all__ = ["single_thread_blas", "bucket_label", "frozen_proxies", "analyse_captures", "anisotropy_rows",
-           "reading_rows", "analyse_run"]
+           "reading_rows", "analyse_run", "add_log_enrichment", "mean_over_layers", "run_cell", "run_metrics",
+           "tokens_table"]
 
 
 @contextlib.contextmanager
@@ -203,7 +205,8 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
     One row per (step, layer, positions): ``mean_cosine``, ``isoscore_star``, ``top1_share``
     (:func:`tanbias.theory.token_clouds.anisotropy`, on the captured activations) and the
     participation ratio ``(sum λ)^2 / sum λ^2`` of their covariance's eigenvalues
-    (an effective dimension between 1 and D). ``positions`` says which captured
+    (an effective dimension between 1 and D; its record in
+    :data:`tanbias.theory.anisotropy.METRICS`). ``positions`` says which captured
     positions: ``"all"`` (what chapter 10 reads; runs analysed before chapter 12 have
     only these rows), ``"content"``: special tokens (the encoder's ``<mask>``
     inputs included) and position 0 of each sequence (the attention sink) left out, or
@@ -227,12 +230,10 @@ def anisotropy_rows(captures: dict, config: RunConfig) -> list[dict]:
                 X = X[np.linalg.norm(X, axis=1) > 0]
                 a = token_clouds.anisotropy(X, rng=np.random.default_rng([config.seed, step, layer]),
                                             zeta=config.probe.zeta)
-                lam = np.clip(np.linalg.eigvalsh(np.cov(X, rowvar=False)), 0, None)
                 rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
                              "layer": int(layer), "positions": positions, "n_tokens": int(len(X)),
                              "mean_cosine": a["mean_cosine"], "isoscore_star": a["isoscore_star"],
-                             "top1_share": a["top1_share"],
-                             "participation_ratio": float(lam.sum() ** 2 / (lam ** 2).sum())})
+                             "top1_share": a["top1_share"], **an.Cloud(X).read(["participation_ratio"])})
     return rows
 
 
@@ -242,7 +243,7 @@ def reading_rows(captures: dict, config: RunConfig) -> list[dict]:
     One row per (step, layer), on the content positions of :func:`anisotropy_rows` (special
     tokens and position 0 left out):
 
-    * the six readings of :func:`tanbias.theory.anisotropy.readings` (``raw``, ``centered``,
+    * the lab's readings of :func:`tanbias.theory.anisotropy.readings` (``raw``, ``centered``,
       ``standardised``, ``type_balanced`` by input type, ``mean_share``, ``top_share``);
     * chapter 7's enrichment of the frozen proxy on every captured position (``enrichment``),
       and the same with the output matrix's top-``rank`` right singular subspace at that step
@@ -298,7 +299,7 @@ def reading_rows(captures: dict, config: RunConfig) -> list[dict]:
             vc = al.variance_calibrated_test(X[nonzero], G, Q, rng=np.random.default_rng([config.seed, step, layer, 9]),
                                              n_controls=config.probe.n_controls)
             rows.append({"run": config.name, "step": int(step), "frac": step / max(total - 1, 1),
-                         "layer": int(layer), **{k: r[k] for k in an.READINGS}, "n_tokens": r["n"],
+                         "layer": int(layer), **{m.name: r[m.name] for m in an.lab_metrics()}, "n_tokens": r["n"],
                          "types": r["types"], "enrichment": plain,
                          "enrichment_outside": out["enrichment"], "wu_energy": out["energy_removed"],
                          "wu_overlap": out["overlap"], "sharpness_refit": al.subspace_sharpness(X, rank),
@@ -346,3 +347,88 @@ def analyse_run(run, progress: bool = True) -> dict:
     for name, df in tables.items():
         runs.atomic_write_text(d / name, df.to_csv(index=False, float_format="%.6g"))
     return tables
+
+
+# --------------------------------------------------------------------------- reading runs' tables
+# The readers every experiment's analysis and the measurement command share (their home is here, not
+# in the first experiment's analysis, which reads them too)
+def add_log_enrichment(alignment):
+    """A copy of an alignment table with ``log_enrichment = ln(enrichment)`` and
+    ``excess_iso = d_iso_proxy - d_iso_control_mean``."""
+    a = alignment.copy()
+    a["log_enrichment"] = np.log(a["enrichment"].clip(lower=1e-12))
+    a["excess_iso"] = a["d_iso_proxy"] - a["d_iso_control_mean"]
+    return a
+
+
+def mean_over_layers(table, keys, columns=("log_enrichment", "excess_iso"), sort: bool = False):
+    """The layer average of the book: the mean over the ``layer`` rows of each group ``keys``.
+
+    Applied to ``log_enrichment`` (:func:`add_log_enrichment`) this is the
+    *geometric* mean of the enrichment over layers. Enrichment is a ratio (the
+    proxy's energy over the controls'): a layer at x2 and one at x0.5 average
+    to 1, no effect, on the log scale, where an arithmetic mean would report
+    x1.25. Chapters 7 and 8 both use this one definition.
+    """
+    return table.groupby(list(keys), sort=sort)[list(columns)].mean().reset_index()
+
+
+def run_cell(r) -> tuple[str, str, int]:
+    """``(kind, regime, seed)`` of a loaded run, from its config (any run name: sweep or dose)."""
+    return r.config.kind, r.config.regime, r.config.seed
+
+
+def run_metrics(loaded: dict, early_frac: float = EARLY_FRAC):
+    """One row per (run, layer, bucket, proxy, phase) with the alignment metrics.
+
+    Phases: ``init`` (step 0, the untrained model), ``early`` (mean over the
+    probe steps with ``0 < frac <= early_frac``), ``late`` (the last probe
+    step). ``layer`` is an integer, or ``"mean"`` for :func:`mean_over_layers`
+    (enrichment averaged on the log scale: it is a ratio).
+
+    Columns: ``run, kind, regime, seed, layer, bucket, proxy, phase,
+    log_enrichment, excess_iso, p_energy``.
+    """
+    import pandas as pd
+
+    cols = ["log_enrichment", "excess_iso", "p_energy"]
+    frames = []
+    for name, r in loaded.items():
+        a = add_log_enrichment(r.alignment)
+        last = a["step"].max()
+        phases = {"init": a[a["step"] == 0], "early": a[(a["step"] > 0) & (a["frac"] <= early_frac)],
+                  "late": a[a["step"] == last]}
+        for phase, g in phases.items():
+            by = g.groupby(["layer", "bucket", "proxy"], sort=False)[cols].mean().reset_index()
+            mean = mean_over_layers(by, ["bucket", "proxy"], cols)
+            mean["layer"] = "mean"
+            both = pd.concat([by.astype({"layer": object}), mean], ignore_index=True)
+            kind, regime, seed = run_cell(r)
+            both.insert(0, "phase", phase)
+            both.insert(0, "seed", seed)
+            both.insert(0, "regime", regime)
+            both.insert(0, "kind", kind)
+            both.insert(0, "run", name)
+            frames.append(both)
+    return pd.concat(frames, ignore_index=True)
+
+
+def tokens_table(loaded: dict):
+    """The runs' per-token radii (``tokens.csv``), one frame, with ``t`` freed of its count bias.
+
+    ``t_plain`` is the stored RMS radius over the type's ``count_text`` occurrences;
+    ``t`` is :func:`tanbias.theory.token_clouds.unbiased_radius` of it (``t·sqrt(c/(c−1))``): a
+    type seen 8 times no longer looks tighter than one seen 800 times for that reason
+    alone. Every statistic of the lab's radii reads ``t``.
+    """
+    import pandas as pd
+
+    frames = []
+    for name, r in loaded.items():
+        if r.tokens is None:
+            raise CorruptFileError(r.path / "tokens.csv", f"python -m tanbias.lab mechanism {name}",
+                                   "the per-token radii are missing")
+        frames.append(r.tokens)
+    tok = pd.concat(frames, ignore_index=True).rename(columns={"t": "t_plain"})
+    tok["t"] = unbiased_radius(tok["t_plain"].to_numpy(), tok["count_text"].to_numpy())
+    return tok
