@@ -82,7 +82,7 @@ PASS_COLOR = "#1a7f37"
 FAIL_COLOR = "#cf222e"
 #: Text of the error an interactive shows in place of its figure: dark red.
 ERROR_COLOR = "#b00"
-#: The closing page's verdict categories (:data:`tanbias.lab.analysis.findings.CATEGORIES`), one fill
+#: The closing page's verdict categories (:data:`tanbias.lab.analysis.verdicts.CATEGORIES`), one fill
 #: each in the verdicts figure: green for a verdict as predicted, yellow for part of it, vermillion
 #: against it, grey for no answer either way, sky blue for a test still running, white for none.
 VERDICT_COLORS = {"supported": BLUISH_GREEN, "partly": YELLOW, "against": VERMILLION, "neither": LIGHT_GREY,

@@ -70,7 +70,32 @@ def test_the_registry_of_reports_is_the_registry_of_experiments_a_chapter_reads(
     report is registered: a new experiment is one EXPERIMENTS line and one REPORTS line."""
     assert list(findings.REPORTS) == [n for n, d in EXPERIMENTS.items() if d.chapter is not None]
     for name, report in findings.REPORTS.items():
-        assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words")), name
+        assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words", "cells")), name
+
+
+@pytest.mark.slow
+@pytest.mark.committed
+def test_every_report_returns_its_own_cells_of_the_closing_table():
+    """Each report's ``cells(a)`` speaks the vocabulary (verdicts.cell checks it), points to its own chapter,
+    and decides no cell another report decides; the grid is their gathering, every other cell not tested."""
+    from tanbias.lab.analysis import verdicts
+
+    a = findings.analyses()
+    owner = {}
+    for name, report in findings.REPORTS.items():
+        chapter = EXPERIMENTS[name].chapter
+        for c in report.cells(a[name]):
+            assert c == verdicts.cell(c["property"], c["evidence"], c["word"], c["chapter"], c["label"],
+                                      qualifier=c["qualifier"], rule=c["rule"], anisotropy=c["anisotropy"]), c
+            assert int(c["chapter"][:2]) == chapter, (name, c)
+            assert c["rule"], (name, c)
+            key = (c["property"], c["evidence"])
+            assert key not in owner, f"{key} decided by {owner.get(key)} and {name}"
+            owner[key] = name
+    grid = findings.verdict_grid(a).set_index(["property", "evidence"])
+    decided = {(c["property"], c["evidence"]) for c in findings.cells(a)}
+    assert set(owner) <= decided
+    assert (grid.loc[[k for k in grid.index if k not in decided], "word"] == "not tested").all()
 
 
 @pytest.mark.slow

@@ -15,9 +15,10 @@ from tanbias.lab import runs
 from tanbias.lab.analysis import registered
 from tanbias.lab.analysis.rivals import CONTRAST_NAMES
 from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_horizon, family_size
+from tanbias.lab.analysis.verdicts import cell
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG_STAGE
 
-__all__ = ["analyse", "numbers", "words", "wall_hours", "QUOTED_SECONDARY", "CONTRAST_WORDS", "OUTCOME_WORDS",
+__all__ = ["analyse", "numbers", "words", "cells", "ACCOUNT_CELL_WORDS", "wall_hours", "QUOTED_SECONDARY", "CONTRAST_WORDS", "OUTCOME_WORDS",
            "ACCOUNT_NAMES", "CELL_NAMES", "LONG_CELL_NAMES", "collapse_table",
            "contrasts_table", "horizons_table", "accounts_table", "predictions_table", "untrained_runs", "long_numbers",
            "common_step_numbers", "LONG_CONTRAST_WORDS", "LONG_READING_WORDS", "long_table", "long_shape_table",
@@ -110,7 +111,7 @@ def numbers(a: HorizonAnalysis) -> dict:
         out[f"unigram_gap_{kind}"] = float(gaps.max()) if len(gaps) else np.nan
     out["unigram_long_runs"] = int((uc["source"] == "horizon").sum())
     long = long_numbers(a)
-    out.update({k: long[k] for k in LONG_QUOTED})
+    out.update({k: long.get(k, np.nan) for k in LONG_QUOTED})
     common = common_step_numbers(a)
     out.update({k: common[k] for k in COMMON_QUOTED if k in common})
     # the Holm p values the chapter quotes, with the estimable-only reading beside them (book-posthoc.toml
@@ -128,7 +129,9 @@ SECONDARY_P_QUOTED = ("attention_raw_final", "attention_isoscore_peak", "attenti
 #: the long part's numbers the chapter quotes in its prose (the rest of :func:`long_numbers` is shown in its
 #: tables, where a number not yet estimable shows as a dash)
 LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decoder", "long_stage_hours",
-               "long_budget_hours", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one")
+               "long_budget_hours", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
+               *(f"{c}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
+                 for end in ("", "_lo", "_hi")))
 #: the common steps' numbers the chapter quotes (book-posthoc.toml [horizon].common_steps)
 COMMON_QUOTED = ("common_attention_participation_18", "common_attention_participation_29",
                  "common_attention_participation_47", "common_attention_participation_47_lo",
@@ -384,3 +387,30 @@ def variance_null_table(a: HorizonAnalysis):
     v = a.variance_null
     return pd.DataFrame({"architecture": v["kind"], "calibrated enrichment": np.exp(v["estimate"]),
                          "lo": np.exp(v["lo"]), "hi": np.exp(v["hi"]), "seeds": v["n_seeds"], "word": v["word"]})
+
+
+#: an account's registered word ([accounts] word) in the closing table's words: "mixed" (some predictions
+#: met, some failed) is met in part; "not distinguished" answers neither way
+ACCOUNT_CELL_WORDS = {"supported": "supported", "against": "against", "mixed": "partly",
+                      "not distinguished": "undecided"}
+
+
+def cells(a: HorizonAnalysis) -> list[dict]:
+    """Chapter 14's cells of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`), from the long
+    part (the decoder's four cells at 1,280 steps): the two mechanisms by the statement's account (the
+    surgery under either head) and the rival accounts by the unigram-first account (the head), each
+    account's registered word. ``interim`` while a long seed is missing: no verdict rests on it. The
+    collapse part's accounts explain the encoder's collapse, not a property of the statement: they stay
+    in the chapter."""
+    long = a.contrasts[a.contrasts["part"] == "long"]
+    interim = bool(long["interim"].any()) if len(long) else True
+    account = a.accounts.set_index("account")["word"] if len(a.accounts) else {}
+
+    def word(name):
+        return "interim" if interim or name not in account else ACCOUNT_CELL_WORDS[account[name]]
+
+    note = "read at 1,280 steps when every registered seed is trained" if interim else ""
+    return [cell("mechanisms", "horizon", word("tangent_bias"), "14_past_the_transient", "sec-ch14-long",
+                 qualifier=note, rule="registered", anisotropy="shared mean"),
+            cell("rivals", "horizon", word("unigram_first"), "14_past_the_transient", "sec-ch14-long",
+                 qualifier=note, rule="registered", anisotropy="shared mean")]

@@ -25,12 +25,13 @@ from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import t_interval
 from tanbias.lab.analysis.tables import run_metrics
+from tanbias.lab.analysis.verdicts import PREMISE_WORDS, cell, premise_reading, property_word
 from tanbias.lab.config import DEFAULT_TEMPERATURE, KINDS, REGIMES, RunConfig
 from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
 from tanbias.stats import Check, check_greater, check_in_interval, interval_word
 
-__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "decline_word", "language_shares", "loss_summary", "paired_eta",
+__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "cells", "premise_readings", "decline_word", "language_shares", "loss_summary", "paired_eta",
            "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
            "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_checks",
            "claim_numbers", "run_pair_table", "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED",
@@ -458,3 +459,33 @@ def claim_numbers(sw: SweepAnalysis) -> dict:
     out["params_m"] = params / 1e6
     out["pythia_x"] = 160e6 / params
     return out
+
+
+#: the chapter that decides the lab's cells of the closing table
+_CHAPTER = "08_eurobert_vs_decoder"
+
+
+def premise_readings(sw: SweepAnalysis) -> list[str]:
+    """The lab decoder's reading of the premise (:func:`tanbias.lab.analysis.verdicts.premise_reading`)."""
+    return [premise_reading(PREMISE_WORDS[numbers(sw)["rho_word"]])]
+
+
+def cells(sw: SweepAnalysis) -> list[dict]:
+    """The lab's cells of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`): the premise, the
+    two mechanisms, imprinted early and weaker under balancing, each read by chapter 8."""
+    n8 = numbers(sw)
+    late = [interval_word(np.log(n8[f"{k}_{r}_late_lo"]), np.log(n8[f"{k}_{r}_late_hi"]))
+            for k in KINDS for r in ("natural", "balanced")]
+    mechanisms = property_word({"positive": "as predicted", "negative": "against"}.get(w, "neither") for w in late)
+    w = words(sw)
+    balancing = sweep.balancing_property({k: w[f"balancing, {k}, late"] for k in KINDS})
+    correlational = {"rule": "correlational", "anisotropy": "not anisotropy"}
+    return [
+        cell("premise", "lab", property_word(premise_readings(sw)), _CHAPTER, "sec-ch8-link2", **correlational),
+        cell("mechanisms", "lab", mechanisms, _CHAPTER, "sec-ch8-cells",
+             qualifier="that gradients follow the activations' variance is not ruled out", **correlational),
+        cell("early", "lab", sweep.imprinted_early_property(sw.timing), _CHAPTER, "sec-ch8-timing",
+             qualifier="the fall after the peak at a constant learning rate rests on one run per architecture",
+             **correlational),
+        cell("balancing", "lab", balancing, _CHAPTER, "sec-ch8-effects", rule="not registered", anisotropy="both"),
+    ]
