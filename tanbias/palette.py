@@ -10,7 +10,7 @@ receive, unchanged.
 
 * :data:`COLORS`: the Okabe-Ito cycle (colour-blind safe), first colour = the
   main curve; also available one by one (:data:`BLUE`, :data:`VERMILLION`, ...).
-* :data:`KIND_COLORS`: the lab's two architectures (chapters 5-10).
+* :data:`KIND_COLORS`: the lab's two architectures.
 * The greys of reference lines, background points and markers, darkest first:
   :data:`INK`, :data:`AXIS_LINE`, :data:`GREY`, :data:`REFERENCE_GREY`,
   :data:`LIGHT_GREY`, :data:`FAINT_GREY`; :data:`LEGEND_BACKGROUND`.
@@ -52,7 +52,7 @@ YELLOW = "#F0E442"
 BLACK = "#000000"
 #: Colour cycle (Okabe-Ito, colour-blind safe), first colour = the main curve.
 COLORS = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, YELLOW, BLACK)
-#: The lab's two architectures, in every figure of chapters 5-10 and the closing page.
+#: The lab's two architectures, in every figure of the lab's chapters and the closing page.
 KIND_COLORS = {"encoder": BLUE, "decoder": VERMILLION}
 
 # ---------------------------------------------------------------- greys, darkest first

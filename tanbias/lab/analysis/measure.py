@@ -50,6 +50,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -65,6 +66,9 @@ from tanbias.lab.devices import resolve_device
 from tanbias.lab.loading import check_dtype, load_model, model_revisions
 from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import anisotropy as rival_anisotropy
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["anisotropy_readings", "ANISOTROPY_METRICS", "output_spectrum", "Measurement", "measure_model",
            "measure_revision", "write_measurement", "trajectory_table"]
@@ -159,9 +163,9 @@ class Measurement:
     (read once, from the first checkpoint), the ``first`` checkpoint's description, the
     documents and tokens read per language.
     """
-    model: object
+    model: str | os.PathLike
     settings: MeasureSettings
-    device: object
+    device: torch.device
     revisions: list
     steps: list
     series: bool = False

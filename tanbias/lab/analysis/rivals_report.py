@@ -119,10 +119,10 @@ def run_numbers(analysis) -> dict:
 
 class RivalsReport(NamedTuple):
     """What the rivals chapter reads, computed once (:func:`analyse`)."""
-    analysis: object    # tanbias.lab.analysis.rivals.RivalsAnalysis
-    posthoc: object     # tanbias.lab.analysis.rivals_posthoc.PosthocAnalysis
-    init: object        # initialisation()
-    transient: object   # the causal test's trajectory table (its control runs' transient)
+    analysis: rivals.RivalsAnalysis
+    posthoc: rivals_posthoc.PosthocAnalysis
+    init: pd.DataFrame                  # initialisation()
+    transient: pd.DataFrame             # the causal test's trajectory table (its control runs' transient)
 
 
 def analyse(init_seeds=INIT_SEEDS) -> RivalsReport:

@@ -18,6 +18,7 @@ words are glued.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from tanbias.lab.config import DEFAULT_TEMPERATURE, KINDS, REGIMES, RunConfig
 from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
 from tanbias.stats import Check, check_greater, check_in_interval, interval_word
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SweepAnalysis", "analyse", "numbers", "words", "cells", "premise_readings", "decline_word", "language_shares", "loss_summary", "paired_eta",
            "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
@@ -46,14 +50,14 @@ _Q1 = "q1 (most frequent)"
 class SweepAnalysis:
     """The sweep's tables, computed once (:func:`analyse`)."""
     runs: dict            # {name: RunData}
-    metrics: object       # run_metrics
-    cells: object         # cell_summary
-    effects: object       # effects
-    eta: object           # eta_by_bucket
-    eta_summary: object   # mechanism_summary()[0]
-    corr_summary: object  # mechanism_summary()[1]
-    frequency: object     # frequency_profile
-    timing: object        # timing of the sweep runs
+    metrics: pd.DataFrame               # run_metrics
+    cells: pd.DataFrame                 # cell_summary
+    effects: pd.DataFrame               # effects
+    eta: pd.DataFrame                   # eta_by_bucket
+    eta_summary: pd.DataFrame           # mechanism_summary()[0]
+    corr_summary: pd.DataFrame          # mechanism_summary()[1]
+    frequency: pd.DataFrame             # frequency_profile
+    timing: pd.DataFrame                # timing of the sweep runs
     controls: dict        # {name: RunData} of CONTROL_RUNS (empty if not given)
 
     @property
