@@ -50,7 +50,6 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -66,9 +65,6 @@ from tanbias.lab.devices import resolve_device
 from tanbias.lab.loading import check_dtype, load_model, model_revisions
 from tanbias.lab.runs import atomic_write_text, git_commit, sha256
 from tanbias.theory import anisotropy as rival_anisotropy
-
-if TYPE_CHECKING:
-    import torch
 
 __all__ = ["anisotropy_readings", "ANISOTROPY_METRICS", "output_spectrum", "Measurement", "measure_model",
            "measure_revision", "write_measurement", "trajectory_table"]
@@ -165,7 +161,7 @@ class Measurement:
     """
     model: str | os.PathLike
     settings: MeasureSettings
-    device: torch.device
+    device: torch.device       # a name only (the module imports torch where it measures)
     revisions: list
     steps: list
     series: bool = False
