@@ -27,8 +27,8 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["LEVELS", "analyse", "cells", "adaptive_word", "analysed_kinds", "numbers", "verdict_table", "closing_words", "contrast_table",
-           "progress_words", "progress_table", "words", "secondary_table", "descriptive_table"]
+__all__ = ["LEVELS", "analyse", "cells", "analysed_kinds", "numbers", "verdict_table", "closing_words",
+           "contrast_table", "progress_words", "progress_table", "words", "secondary_table", "descriptive_table"]
 
 
 def analyse() -> CausalAnalysis:

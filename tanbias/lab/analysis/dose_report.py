@@ -45,8 +45,8 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cells", "full_verdict_tables", "SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words", "alignment_word",
-           "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
+__all__ = ["cells", "full_verdict_tables", "SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words",
+           "alignment_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
            "registered_adaptive_verdict", "knob_words", "READING_NAMES", "change_text", "verdict_summary"]
 

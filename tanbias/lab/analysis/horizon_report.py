@@ -18,11 +18,10 @@ from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_hori
 from tanbias.lab.analysis.verdicts import cell
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG_STAGE
 
-__all__ = ["analyse", "numbers", "words", "cells", "ACCOUNT_CELL_WORDS", "wall_hours", "QUOTED_SECONDARY", "CONTRAST_WORDS", "OUTCOME_WORDS",
-           "ACCOUNT_NAMES", "CELL_NAMES", "LONG_CELL_NAMES", "collapse_table",
-           "contrasts_table", "horizons_table", "accounts_table", "predictions_table", "untrained_runs", "long_numbers",
-           "common_step_numbers", "LONG_CONTRAST_WORDS", "LONG_READING_WORDS", "long_table", "long_shape_table",
-           "long_runs_table", "common_steps_table", "variance_null_table"]
+__all__ = ["analyse", "numbers", "words", "cells", "wall_hours", "QUOTED_SECONDARY", "ACCOUNT_NAMES", "CELL_NAMES",
+           "LONG_CELL_NAMES", "collapse_table", "contrasts_table", "accounts_table", "predictions_table",
+           "untrained_runs", "long_numbers", "long_table", "long_shape_table", "long_runs_table",
+           "common_steps_table", "variance_null_table"]
 
 #: the accounts in words (chapter 13's names where it has them)
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",

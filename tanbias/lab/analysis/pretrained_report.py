@@ -40,11 +40,10 @@ from tanbias.stats import band_word, check_greater, check_in_interval, check_wor
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "READ_SHORT",
-           "SOURCE_SHORT", "Results", "results", "pretrained_table", "PRETRAINED_QUOTED",
-           "analyse", "numbers", "words", "pretrained_checks", "zoo_table", "estimator_table", "premise_table",
-           "premise_verdicts", "cells", "premise_readings",
-           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "row_ci"]
+__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "premise_rows", "Results", "results",
+           "pretrained_table", "PRETRAINED_QUOTED", "analyse", "numbers", "words", "pretrained_checks", "zoo_table",
+           "estimator_table", "premise_table", "premise_verdicts", "cells", "premise_readings", "robustness_table",
+           "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "row_ci"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
 SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm", "me5-small": "me5"}

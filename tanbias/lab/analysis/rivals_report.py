@@ -22,13 +22,15 @@ from tanbias.lab.experiments import CAUSAL, RIVALS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cells", "survival_word", "survival_readings", "SURVIVAL_ROWS", "ACCOUNT_NAMES", "INIT_SEEDS", "RivalsReport", "analyse", "numbers", "words", "initialisation", "init_numbers", "transient_numbers",
-           "run_numbers", "head_table",
-           "head_numbers", "long_numbers", "progress_table", "progress_numbers",
-           "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
-           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration",
-           "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "contrast_name", "READING_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "earlier_word", "difference_survival_table", "difference_numbers", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+__all__ = ["cells", "survival_word", "survival_readings", "SURVIVAL_ROWS", "ACCOUNT_NAMES", "RivalsReport",
+           "analyse", "numbers", "words", "initialisation", "init_numbers", "transient_numbers", "run_numbers",
+           "head_table", "head_numbers", "long_numbers", "progress_table", "progress_numbers", "shares_table",
+           "shares_numbers", "TOP_SHARE_EVEN", "accounts_table", "contrast_table", "contrast_numbers",
+           "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration", "predictions_outcome_table",
+           "predictions_table", "accounts_summary_table", "power_table", "kinds_table", "SURVIVAL_HEADERS",
+           "secondary_power_table", "peak_table", "posthoc_survival_table", "earlier_word",
+           "difference_survival_table", "difference_numbers", "null_table", "posthoc_numbers", "posthoc_words",
+           "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",

@@ -35,11 +35,10 @@ from tanbias.stats import Check, check_greater, check_in_interval, interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "cells", "premise_readings", "decline_word", "language_shares", "loss_summary", "paired_eta",
-           "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
-           "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_checks",
-           "claim_numbers", "run_pair_table", "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED",
-           "CONTROL_QUOTED"]
+__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "cells", "premise_readings", "language_shares",
+           "loss_summary", "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
+           "contrast_table", "run_pair_numbers", "sweep_checks", "claim_numbers", "run_pair_table",
+           "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED", "CONTROL_QUOTED"]
 
 #: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
 
