@@ -116,6 +116,8 @@ def cell(prop: str, evidence: str, word: str, chapter: str | None = None, label:
     tanbias.errors.ParameterError
         For a property, line of evidence, word, rule or kind outside the vocabulary.
 
+    Example
+    -------
     >>> cell("premise", "lab", "contradicted", "08_eurobert_vs_decoder", rule="correlational")["category"]
     'against'
     """
