@@ -8,7 +8,7 @@ Measures, prints as a table beside its target, and writes ``_build/bench.json``:
 * each chapter's execution time during that build (myst-nb's execution data,
   the numbers of the status page) - target <= 30 s; the page "Measure your own model"
   (:data:`MEASURE_PAGE`) beside it as a ratio over the slowest chapter of the training lab
-  (chapters 7-14, :data:`LAB_CHAPTERS`) - target <= 1;
+  (:data:`LAB_CHAPTERS`, from the registry) - target <= 1;
 * each interactive figure's live-update latency (split into compute, figure
   building and widget update when over budget): the chapter's code cells run
   in-process with ``TANBIAS_MODE=bench`` (nothing displayed), every
