@@ -440,8 +440,13 @@ def _deciding_effects(prop: str, evidence: str, n: dict, a: dict) -> list[Effect
 
         if prop == "mechanisms":
             return [long("surgery_standard", "decoder, standard head", _COSINE),
-                    long("surgery_unigram", "decoder, unigram head", _COSINE)]
-        return [long("head_final", "decoder, no surgery", "mean cosine, unigram head / standard head")]
+                    long("surgery_unigram", "decoder, unigram head", _COSINE),
+                    _effect(n, "decoder, standard head, no surgery", "variance null: chapter 7's enrichment over "
+                            "what the activations' variance gives (×1: variance alone)", "ratio",
+                            "ch14_variance_null_decoder", ".2f")]
+        return [long("head_final", "decoder, no surgery", "mean cosine, unigram head / standard head"),
+                _effect(n, "decoder, no surgery", "the mean's share of the squared norm, unigram head / standard head",
+                        "ratio", "ch14_head_final_mean_share_decoder", ".2f")]
     if cell == ("early", "lab"):
         return [_effect(n, "every lab run", "where the enrichment peaks, in % of training (the rule: its upper "
                         "bound within the first 30 %)", "percent", "ch8_peak_frac", ".0f"),

@@ -111,6 +111,11 @@ def numbers(a: HorizonAnalysis) -> dict:
     out["unigram_long_runs"] = int((uc["source"] == "horizon").sum())
     long = long_numbers(a)
     out.update({k: long.get(k, np.nan) for k in LONG_QUOTED})
+    # the shared mean's second reading of the unigram head's contrast (secondary family), beside the closing
+    # page's rival-accounts cell
+    share = a.secondary[(a.secondary["contrast"] == "head_final_mean_share") & (a.secondary["kind"] == "decoder")]
+    r = share.iloc[0] if len(share) else {"estimate": np.nan, "lo": np.nan, "hi": np.nan}
+    out.update(_interval("head_final_mean_share_decoder", r["estimate"], r["lo"], r["hi"]))
     common = common_step_numbers(a)
     out.update({k: common[k] for k in COMMON_QUOTED if k in common})
     # the Holm p values the chapter quotes, with the estimable-only reading beside them (book-posthoc.toml
@@ -130,7 +135,8 @@ SECONDARY_P_QUOTED = ("attention_raw_final", "attention_isoscore_peak", "attenti
 LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decoder", "long_stage_hours",
                "long_budget_hours", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
                *(f"{c}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
-                 for end in ("", "_lo", "_hi")))
+                 for end in ("", "_lo", "_hi")),
+               "variance_null_decoder", "variance_null_decoder_lo", "variance_null_decoder_hi")
 #: the common steps' numbers the chapter quotes (book-posthoc.toml [horizon].common_steps)
 COMMON_QUOTED = ("common_attention_participation_18", "common_attention_participation_29",
                  "common_attention_participation_47", "common_attention_participation_47_lo",
