@@ -470,7 +470,11 @@ _CHAPTER = "08_eurobert_vs_decoder"
 
 def premise_readings(sw: SweepAnalysis) -> list[str]:
     """The lab decoder's reading of the premise (:func:`tanbias.lab.analysis.verdicts.premise_reading`)."""
-    return [premise_reading(PREMISE_WORDS[numbers(sw)["rho_word"]])]
+    return _premise_readings(numbers(sw))
+
+
+def _premise_readings(n8: dict) -> list[str]:
+    return [premise_reading(PREMISE_WORDS[n8["rho_word"]])]
 
 
 def cells(sw: SweepAnalysis) -> list[dict]:
@@ -484,7 +488,7 @@ def cells(sw: SweepAnalysis) -> list[dict]:
     balancing = sweep.balancing_property({k: w[f"balancing, {k}, late"] for k in KINDS})
     correlational = {"rule": "correlational", "anisotropy": "not anisotropy"}
     return [
-        cell("premise", "lab", property_word(premise_readings(sw)), _CHAPTER, "sec-ch8-link2", **correlational),
+        cell("premise", "lab", property_word(_premise_readings(n8)), _CHAPTER, "sec-ch8-link2", **correlational),
         cell("mechanisms", "lab", mechanisms, _CHAPTER, "sec-ch8-cells",
              qualifier="that gradients follow the activations' variance is not ruled out", **correlational),
         cell("early", "lab", sweep.imprinted_early_property(sw.timing), _CHAPTER, "sec-ch8-timing",
