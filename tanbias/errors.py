@@ -2,7 +2,7 @@
 
 All are :class:`ValueError` subclasses, so ``except ValueError`` keeps working
 for callers who do not care about the distinction. Used by every module of the
-package (chapters 1-8). :class:`PrecisionLossError` is a :class:`ParameterError`:
+package. :class:`PrecisionLossError` is a :class:`ParameterError`:
 a radius or a moment ratio so small that floating-point rounding swamps the answer
 is out of its valid range, a range that the arithmetic sets.
 """

@@ -10,7 +10,7 @@ receive, unchanged.
 
 * :data:`COLORS`: the Okabe-Ito cycle (colour-blind safe), first colour = the
   main curve; also available one by one (:data:`BLUE`, :data:`VERMILLION`, ...).
-* :data:`KIND_COLORS`: the lab's two architectures (chapters 5-10).
+* :data:`KIND_COLORS`: the lab's two architectures.
 * The greys of reference lines, background points and markers, darkest first:
   :data:`INK`, :data:`AXIS_LINE`, :data:`GREY`, :data:`REFERENCE_GREY`,
   :data:`LIGHT_GREY`, :data:`FAINT_GREY`; :data:`LEGEND_BACKGROUND`.
@@ -52,7 +52,7 @@ YELLOW = "#F0E442"
 BLACK = "#000000"
 #: Colour cycle (Okabe-Ito, colour-blind safe), first colour = the main curve.
 COLORS = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, YELLOW, BLACK)
-#: The lab's two architectures, in every figure of chapters 5-10 and the closing page.
+#: The lab's two architectures, in every figure of the lab's chapters and the closing page.
 KIND_COLORS = {"encoder": BLUE, "decoder": VERMILLION}
 
 # ---------------------------------------------------------------- greys, darkest first
@@ -82,7 +82,7 @@ PASS_COLOR = "#1a7f37"
 FAIL_COLOR = "#cf222e"
 #: Text of the error an interactive shows in place of its figure: dark red.
 ERROR_COLOR = "#b00"
-#: The closing page's verdict categories (:data:`tanbias.lab.analysis.findings.CATEGORIES`), one fill
+#: The closing page's verdict categories (:data:`tanbias.lab.analysis.verdicts.CATEGORIES`), one fill
 #: each in the verdicts figure: green for a verdict as predicted, yellow for part of it, vermillion
 #: against it, grey for no answer either way, sky blue for a test still running, white for none.
 VERDICT_COLORS = {"supported": BLUISH_GREEN, "partly": YELLOW, "against": VERMILLION, "neither": LIGHT_GREY,

@@ -210,3 +210,19 @@ def test_the_variance_calibrated_enrichment_tells_a_planted_tangent_bias_from_va
         assert (planted["calibrated"] > 1.4) == (normal_scale > 0.1)
     with pytest.raises(ParameterError, match="one activation row per gradient row"):
         al.variance_calibrated_test(d.X[:10], d.G, d.tangent_basis)
+
+
+def test_isoscore_from_the_spectrum_is_isoscore_of_the_covariance():
+    """anisotropy() reads IsoScore* from the eigenvalues it has: the shrunk matrix's eigenvalues are
+    the shifted ones, so the two agree to rounding, for every shrinkage and shape of spectrum."""
+    from tanbias.theory.alignment import isoscore_star_cov, isoscore_star_spectrum
+
+    rng = np.random.default_rng(2)
+    for zeta in (0.0, 0.2, 0.9):
+        for scale in ([1.0] * 6, [50.0, 1, 1, 1, 0, 0], [1e3, 1e-3, 1e-3, 0, 0, 0]):
+            X = rng.normal(size=(400, 6)) * np.sqrt(scale)
+            C = np.cov(X.T)
+            got = isoscore_star_spectrum(np.linalg.eigvalsh(C), zeta, trace=np.trace(C))
+            assert abs(got - isoscore_star_cov(C, zeta)) < 1e-12
+    with pytest.raises(ParameterError, match="lam"):
+        isoscore_star_spectrum([1.0])

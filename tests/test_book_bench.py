@@ -28,7 +28,8 @@ REPORT = {
     "measure": {"model": "smollm2-135m", "tokens": 16384, "threads": 1, "tokens_per_s": 150.0, "forward_s": 40.0,
                 "body_forward_s": 35.0, "suite_s": 110.0, "ratio": 2.75, "suite_alignment_s": 200.0,
                 "ratio_alignment": 5.0, "probe_tokens": 2048, "peak_rss_gb": 3.0,
-                "targets": {"ratio": 3.0, "ratio_alignment": 6.0}},
+                "setup_s": 20.0, "ratio_after_setup": 2.25,
+                "targets": {"ratio": 3.0, "ratio_after_setup": 3.0, "ratio_alignment": 6.0}},
     "pretrained": {"models": {"m": {"total_s": 100.0, "probe_s": 10.0, "measure_s": 90.0, "forward_s": 50.0,
                                     "tokens": 1000, "tokens_per_s": 20.0, "gemm_gflops": 100.0,
                                     "gemm_fraction": 0.5, "peak_gb": 1.0}},
@@ -99,6 +100,10 @@ def test_a_matmul_rate_that_rounds_to_zero_is_not_divided_by():
 def test_the_measure_command_over_its_target_is_named():
     r = copy.deepcopy(REPORT)
     assert "the whole command without the alignment test 110 s = 2.75 ok x (target <= 3)" in format_report(r)
+    assert "after its setup (loading, the corpus counts: 20 s) 2.25 ok x" in format_report(r)
+    r["measure"]["ratio_after_setup"] = 3.5
+    assert over_targets(r) == ["measure command ratio_after_setup"]
+    r["measure"]["ratio_after_setup"] = 2.25
     r["measure"]["ratio_alignment"] = 6.5
     assert over_targets(r) == ["measure command ratio_alignment"]
     del r["measure"]["ratio_alignment"]                    # --quick: no alignment test

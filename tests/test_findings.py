@@ -10,26 +10,9 @@ import pandas as pd
 import pytest
 
 from tanbias.errors import ParameterError
-from tanbias.lab.analysis import findings
+from tanbias.lab.analysis import findings, rivals_report
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
-
-
-@pytest.mark.parametrize("readings,word", [
-    (["as predicted", "as predicted"], "supported"),
-    (["as predicted", "neither"], "partly"),
-    (["neither", "neither"], "undetected"),
-    (["as predicted", "against"], "contradicted"),
-    (["against", "undecided"], "undecided"),
-    ([], "undecided"),
-])
-def test_the_property_rule(readings, word):
-    assert findings.property_word(readings) == word
-
-
-def test_the_property_rule_refuses_an_unknown_reading():
-    with pytest.raises(ParameterError, match="reading"):
-        findings.property_word(["holds"])
 
 
 def _survival(words, verdict="surgery lowers it: proxy - control (chapter 12)"):
@@ -51,11 +34,11 @@ LESS, NONE, MORE = "less anisotropic", "not detected", "more anisotropic"
     ([LESS, LESS, MORE, LESS, "n/a"], "partly survives"),
 ])
 def test_a_verdict_survives_a_rival_when_its_correction_keeps_the_word(words, word):
-    assert findings.survival_word(_survival(words), ("surgery",), interim=False) == word
+    assert rivals_report.survival_word(_survival(words), ("surgery",), interim=False) == word
     # while the rivals experiment is interim, nothing is tested yet, whatever the table says
-    assert findings.survival_word(_survival(words), ("surgery",), interim=True) == "not yet tested"
+    assert rivals_report.survival_word(_survival(words), ("surgery",), interim=True) == "not yet tested"
     # a verdict the table does not hold is not tested
-    assert findings.survival_word(_survival(words), ("aliasing",), interim=False) == "not tested"
+    assert rivals_report.survival_word(_survival(words), ("aliasing",), interim=False) == "not tested"
 
 
 @pytest.fixture(scope="module")

@@ -111,5 +111,6 @@ def test_bench_measure_reaches_every_line(tmp_path):
     path = make_tiny_checkpoint("llama", tmp_path / "model", revisions=("step0",)) / "step0"
     res = bench_measure(str(path), n_tokens=MIN_TOKENS, **{k: v for k, v in SMALL.items() if k != "n_tokens"})
     assert res["forward_s"] > 0 and res["ratio"] > 0 and res["ratio_alignment"] > 0
+    assert {"setup_s", "ratio_after_setup"} <= set(res)     # the setup (loading, the corpus counts) apart
     assert res["tokens"] >= MIN_TOKENS and res["tokens_per_s"] > 0
     assert set(res["seconds"]) == {"suite", "suite_alignment"} and res["seconds"]["suite"]["probe"] == 0

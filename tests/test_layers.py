@@ -75,7 +75,7 @@ LAB = [
     ["tanbias.lab.analysis.tables"],
     ["tanbias.lab.analysis.views"],
     ["tanbias.lab.analysis.radii"],
-    ["tanbias.lab.analysis.registered"],
+    ["tanbias.lab.analysis.registered", "tanbias.lab.analysis.verdicts"],
     *(step for name in EXPERIMENTS for step in experiment_steps(name)),
     ["tanbias.lab.analysis.checkpoint_probe"],
     ["tanbias.lab.analysis.pretrained", "tanbias.lab.analysis.pretrained_report"],

@@ -70,7 +70,65 @@ def test_the_registry_of_reports_is_the_registry_of_experiments_a_chapter_reads(
     report is registered: a new experiment is one EXPERIMENTS line and one REPORTS line."""
     assert list(findings.REPORTS) == [n for n, d in EXPERIMENTS.items() if d.chapter is not None]
     for name, report in findings.REPORTS.items():
-        assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words")), name
+        assert all(callable(getattr(report, verb, None)) for verb in ("analyse", "numbers", "words", "cells")), name
+
+
+def test_a_seventh_experiment_is_one_registry_entry_and_one_report_line(monkeypatch):
+    """A throwaway experiment, planted: its Design (one EXPERIMENTS entry) and its report (one REPORTS line)
+    are all the package needs. The lab's chapter range, the command line, the build's order of analyses
+    and the closing table's cells follow from them; the rest is its own files (its modules, its chapter,
+    a line in _toc.yml and its audit section, which a planted test cannot write)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from tanbias.book import bookbuild
+    from tanbias.lab import experiments
+    from tanbias.lab.__main__ import parser
+    from tanbias.lab.analysis import pretrained_report, verdicts
+
+    planted = dataclasses.replace(EXPERIMENTS["horizon"], name="planted", title="a planted experiment", chapter=15,
+                                  prefix="planted-", stages=(), registration=None, registration_sha256=None,
+                                  posthoc_sha256=None, borrow=None)
+    report = SimpleNamespace(analyse=lambda: "its analysis", numbers=lambda a: {"effect": 0.5},
+                             words=lambda a: {"verdict": "supported"},
+                             cells=lambda a: [verdicts.cell("early", "horizon", "supported", "15_planted",
+                                                            rule="registered", anisotropy="both")])
+    monkeypatch.setitem(EXPERIMENTS, "planted", planted)
+    monkeypatch.setattr(findings, "REPORTS", {**findings.REPORTS, "planted": report})
+    assert experiments.lab_chapters()[-1] == 15
+    assert "planted" in bookbuild.order()
+    assert "planted" in next(a for a in parser()._actions if a.dest == "command").choices
+    # the closing table gathers its cells, the other reports stubbed out (their analyses are the committed runs')
+    monkeypatch.setattr(findings, "REPORTS", {"planted": report})
+    monkeypatch.setattr(pretrained_report, "cells", lambda pretrained: [])
+    cells = {(c["property"], c["evidence"]): c for c in findings.cells({"planted": report.analyse(), "pretrained": None})}
+    assert cells[("early", "horizon")]["chapter"] == "15_planted"
+    assert {e for _, e in cells} == {"derivation", "horizon"}
+
+
+@pytest.mark.slow
+@pytest.mark.committed
+def test_every_report_returns_its_own_cells_of_the_closing_table():
+    """Each report's ``cells(a)`` speaks the vocabulary (verdicts.cell checks it), points to its own chapter,
+    and decides no cell another report decides; the grid is their gathering, every other cell not tested."""
+    from tanbias.lab.analysis import verdicts
+
+    a = findings.analyses()
+    owner = {}
+    for name, report in findings.REPORTS.items():
+        chapter = EXPERIMENTS[name].chapter
+        for c in report.cells(a[name]):
+            assert c == verdicts.cell(c["property"], c["evidence"], c["word"], c["chapter"], c["label"],
+                                      qualifier=c["qualifier"], rule=c["rule"], anisotropy=c["anisotropy"]), c
+            assert int(c["chapter"][:2]) == chapter, (name, c)
+            assert c["rule"], (name, c)
+            key = (c["property"], c["evidence"])
+            assert key not in owner, f"{key} decided by {owner.get(key)} and {name}"
+            owner[key] = name
+    grid = findings.verdict_grid(a).set_index(["property", "evidence"])
+    decided = {(c["property"], c["evidence"]) for c in findings.cells(a)}
+    assert set(owner) <= decided
+    assert (grid.loc[[k for k in grid.index if k not in decided], "word"] == "not tested").all()
 
 
 @pytest.mark.slow

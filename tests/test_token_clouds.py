@@ -403,3 +403,47 @@ def test_spearman_rows_leaves_out_the_types_without_a_frequency_as_spearmanr_doe
     assert np.allclose(_spearman_rows(x, Y), expected, rtol=0, atol=1e-12)
     Y[2][np.flatnonzero(ok)[0]] = np.nan                 # a reading missing on its own: read alone
     assert np.isclose(_spearman_rows(x, Y)[2], spearmanr(x[ok][1:], Y[2][ok][1:]).statistic, atol=1e-12)
+
+
+def test_ranks_of_many_rows_at_once_are_scipys_rankdata_exactly():
+    """The 2-D ranks (one sort for every row) equal scipy's average ranks, ties and all."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(4)
+    A = np.round(rng.normal(size=(40, 57)), 1)           # many ties
+    A[3] = 2.0                                           # a constant row
+    assert np.array_equal(tc._ranks(A), rankdata(A, axis=-1))
+    assert np.array_equal(tc._ranks(A[5]), rankdata(A[5]))
+
+
+def test_every_layer_at_once_gives_each_layers_own_spearman_bit_for_bit():
+    """The bootstrap reads all layers of a resample in one pass: the same ρ, to the bit, as layer by
+    layer, with types missing a frequency, a reading missing on its own and a layer not read."""
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        K, L = int(rng.integers(3, 200)), int(rng.integers(1, 12))
+        x = rng.integers(0, 9, K).astype(float) if trial % 2 else rng.normal(size=K)
+        if trial % 3 == 0:
+            x[rng.random(K) < 0.3] = np.nan
+        R = rng.normal(size=(L, 3, K))
+        if trial % 4 == 0:
+            R[int(rng.integers(L)), 2, int(rng.integers(K))] = np.nan
+        if trial % 5 == 0:
+            R[int(rng.integers(L))] = np.nan
+        want = [tc._spearman_rows(x, list(R[layer])) if not np.isnan(R[layer]).all() else [np.nan] * 3
+                for layer in range(L)]
+        assert np.array_equal(tc._spearman_layers(x, R), np.array(want), equal_nan=True), trial
+
+
+def test_the_bootstrap_read_by_two_threads_is_the_one_read_by_one():
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 30, size=2000)
+    H = rng.normal(size=(3, 2000, 4)) * (1 + ids[None, :, None] / 30)
+    args = (H, ids, np.arange(2000) // 25, {"a": np.log1p(np.arange(30.0)), "b": np.sqrt(np.arange(30.0))})
+    one = tc.premise_bootstrap(*args, m=6, draws=3, n_boot=40, rng=7)
+    two = tc.premise_bootstrap(*args, m=6, draws=3, n_boot=40, rng=7, workers=2)
+    for source in one:
+        for key in ("rho", "lo", "hi", "band_lo", "band_hi", "shift", "sd"):
+            assert np.array_equal(one[source][key], two[source][key], equal_nan=True), (source, key)
+    with pytest.raises(ParameterError, match="workers"):
+        tc.premise_bootstrap(*args, n_boot=5, workers=0)

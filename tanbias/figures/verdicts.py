@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 from tanbias.figures import (AXIS_LINE, FAINT_GREY, GREY, INK, REFERENCE_GREY, VERDICT_COLORS, WHITE, SVGFigure,
                              labelled)
 from tanbias import __version__
-from tanbias.lab.analysis.findings import CATEGORIES, EVIDENCE, HEADLINE_CELLS, PROPERTIES, SURVIVAL, Effect, cell_href
+from tanbias.lab.analysis.findings import HEADLINE_CELLS, Effect, cell_href
+from tanbias.lab.analysis.verdicts import CATEGORIES, EVIDENCE, PROPERTIES, SURVIVAL
 
 __all__ = ["verdicts_figure", "headline_effects_svg", "CELL_FONT", "CELL_CHARS", "QUALIFIED_OPACITY", "QUALIFIED_MARK"]
 
@@ -77,10 +78,10 @@ def _short_chapters(text: str) -> str:
 
 
 def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
-    """The verdicts at a glance: one row per property (:data:`~tanbias.lab.analysis.findings.PROPERTIES`),
-    one column per line of evidence (:data:`~tanbias.lab.analysis.findings.EVIDENCE`), each cell its
+    """The verdicts at a glance: one row per property (:data:`~tanbias.lab.analysis.verdicts.PROPERTIES`),
+    one column per line of evidence (:data:`~tanbias.lab.analysis.verdicts.EVIDENCE`), each cell its
     word on the colour of its category, the word a link to the section that decides it. A cell of category
-    :data:`~tanbias.lab.analysis.findings.SURVIVAL` (the rivals column: whether other cells' verdicts keep
+    :data:`~tanbias.lab.analysis.verdicts.SURVIVAL` (the rivals column: whether other cells' verdicts keep
     their word) is drawn on the background colour, that of ``not tested``: its word in italics, in a dotted frame.
 
     Parameters
@@ -99,8 +100,8 @@ def verdicts_figure(grid, suffix: str = ".html") -> go.Figure:
     ------
     ValueError
         When a cell is missing or a category is not one of
-        :data:`~tanbias.lab.analysis.findings.CATEGORIES` or
-        :data:`~tanbias.lab.analysis.findings.SURVIVAL`.
+        :data:`~tanbias.lab.analysis.verdicts.CATEGORIES` or
+        :data:`~tanbias.lab.analysis.verdicts.SURVIVAL`.
 
     Example
     -------

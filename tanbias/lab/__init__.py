@@ -1,5 +1,5 @@
 """Training lab: a small multilingual corpus, its tokenizer, matched encoder/decoder models,
-the in-step alignment probe, the experiments, and the analysis of committed runs (chapters 5-13).
+the in-step alignment probe, the experiments, and the analysis of committed runs (the training lab's chapters).
 
 Modules, in layer order (a module imports only modules before it; ``models``
 and everything after it import torch, the reports of ``analysis`` do not):

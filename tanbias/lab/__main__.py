@@ -1,4 +1,4 @@
-"""Command line of the training lab (chapters 7-13).
+"""Command line of the training lab (one command per experiment of the registry).
 
     python -m tanbias.lab train CONFIG [--fresh] [--out DIR]   train or resume a run
     python -m tanbias.lab probe RUN                            recompute tables, views, radii from work/

@@ -20,7 +20,6 @@ repository's branches is a folder with one subfolder per revision
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from tanbias.lab import zoo
 from tanbias.lab.config import KINDS
 
 __all__ = ["REFERENCE_MODELS", "CheckpointUnavailable", "local_revisions", "check_revision", "revision_steps",
-           "resolve_checkpoint", "transformers_bars", "load_checkpoint", "checkpoint_config", "save_revision"]
+           "resolve_checkpoint", "load_checkpoint", "checkpoint_config", "save_revision"]
 
 _PYTHIA_STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 2000, 4000, 8000, 16000, 32000,
                  64000, 143000)
@@ -240,19 +239,6 @@ def _damaged_file_errors() -> tuple:
     return tuple(errs)
 
 
-@contextlib.contextmanager
-def transformers_bars(enabled: bool):
-    """Turn transformers' (and the hub's) progress bars on or off inside the block."""
-    from transformers.utils import logging as tlog
-
-    before = tlog.is_progress_bar_enabled()
-    (tlog.enable_progress_bar if enabled else tlog.disable_progress_bar)()
-    try:
-        yield
-    finally:
-        (tlog.enable_progress_bar if before else tlog.disable_progress_bar)()
-
-
 def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | None = None,
                     progress: bool = False, headless: bool = False):
     """Load a checkpoint and its tokenizer for the probe (float32, eval mode).
@@ -308,7 +294,7 @@ def load_checkpoint(model_id_or_path, revision: str | None = None, kind: str | N
         kwargs["local_files_only"] = True
     name = os.fspath(model_id_or_path)
     try:
-        with transformers_bars(progress):
+        with zoo.transformers_bars(progress):
             config = transformers.AutoConfig.from_pretrained(path, **kwargs)
             inferred = _kind_from_config(config)
             if kind is None and inferred is None:
@@ -471,7 +457,7 @@ def save_revision(model, tokenizer, root, revision: str) -> Path:
                              "'step1000'.")
     d = Path(root) / revision
     d.mkdir(parents=True, exist_ok=True)
-    with transformers_bars(False):
+    with zoo.transformers_bars(False):
         model.save_pretrained(d)
         tokenizer.save_pretrained(d)
     return d

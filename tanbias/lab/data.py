@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -35,6 +36,9 @@ from tanbias.lab.config import BOS_ID, CORRUPTIONS, MASK_ID, MECH_SEED, MLM_PROB
 from tanbias.lab.corpus import CORPUS_DIR, mixture, mixture_probabilities, read_manifest, split
 from tanbias.lab.runs import atomic_write_bytes
 from tanbias.lab.tokenizer import TOKENIZER_PATH, VOCAB_SIZE, load_tokenizer
+
+if TYPE_CHECKING:
+    import transformers
 
 __all__ = ["check_languages", "special_ids", "mask_tokens", "lm_batches", "batch_targets", "original_ids",
            "token_counts", "keep_probabilities", "alias_batch", "ALIAS_SEED_OFFSET", "VALIDATION_SEED_OFFSET",
@@ -389,7 +393,7 @@ class Stream:
     #: the aliasing knob: exponent and threshold frequency (:func:`~tanbias.lab.aliasing.alias_counts`)
     alias: float
     alias_f0: float
-    tokenizer: object
+    tokenizer: transformers.PreTrainedTokenizerFast
     #: an encoder's masked positions (:data:`~tanbias.lab.config.CORRUPTIONS`): the mask token, or a random token
     corruption: str = "mask"
 

@@ -1,4 +1,4 @@
-"""What happens after a training run, once, and the queue of every experiment (chapters 5-13).
+"""What happens after a training run, once, and the queue of every experiment of the registry.
 
 * :func:`after_run` — from a trained run's captures and final checkpoint: the
   alignment tables (:func:`tanbias.lab.analysis.tables.analyse_run`), the

@@ -80,7 +80,7 @@ from tanbias.lab import e5s
 from tanbias.lab.runs import ROOT, atomic_write_text, sha256
 
 __all__ = ["ZooModel", "ZOO", "ZOO_DIR", "ZooUnavailable", "zoo_entry", "install_command",
-           "package_dir", "weight_path", "verified_sha256", "cache_dir", "load_zoo"]
+           "package_dir", "weight_path", "verified_sha256", "cache_dir", "load_zoo", "transformers_bars"]
 
 log = logging.getLogger(__name__)
 
@@ -462,11 +462,13 @@ def _cache_ok(entry: ZooModel, folder: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet(progress: bool):
+def transformers_bars(enabled: bool):
+    """Turn transformers' (and the hub's) progress bars on or off inside the block (every loader of
+    the lab uses it: the zoo's and :mod:`tanbias.lab.checkpoints`')."""
     from transformers.utils import logging as tlog
 
     before = tlog.is_progress_bar_enabled()
-    (tlog.enable_progress_bar if progress else tlog.disable_progress_bar)()
+    (tlog.enable_progress_bar if enabled else tlog.disable_progress_bar)()
     try:
         yield
     finally:
@@ -610,7 +612,7 @@ def load_zoo(name, dtype=None, cache: bool = True, progress: bool = False):
         raise ParameterError(f"dtype={dtype!r} is not allowed: valid range is a floating torch "
                              "dtype. Pass e.g. torch.float32.")
     path = weight_path(entry)
-    with _quiet(progress):
+    with transformers_bars(progress):
         if not entry.quantised:
             folder = path.parent
             model = transformers.AutoModel.from_pretrained(folder, dtype=dtype)

@@ -1,3 +1,3 @@
 """The mathematics of the book (layer: maths): closed forms, exact samplers and the checks
-that compare them with simulation, chapters 1-8. Every module imports numpy and scipy only
+that compare them with simulation. Every module imports numpy and scipy only
 (pandas inside a function), never plotly or :mod:`tanbias.figures`."""

@@ -49,7 +49,7 @@ from scipy import sparse as _sparse
 from scipy import stats as _st
 
 from tanbias._checks import check_array, check_int, check_real, check_rng, check_rows, to_numpy
-from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_cov
+from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_spectrum
 from tanbias.theory.anisotropy import pair_contributions
 from tanbias.errors import ParameterError
 from tanbias.stats import SlopeFit, loglog_slope
@@ -518,30 +518,40 @@ def _spearman(x, y) -> float:
 def _ranks(a) -> np.ndarray:
     """Average (tie-aware) ranks, 1-based, along the last axis of a finite array (1-D or 2-D): the
     values of ``scipy.stats.rankdata(a, axis=-1)``, exactly (a tie group's rank is the mean of its
-    sorted positions, an integer or a half), without its per-call checks.
+    sorted positions, an integer or a half), without its per-call checks. The rows of a 2-D array
+    are ranked together: one sort, no loop over rows.
 
     Example
     -------
     >>> _ranks([3.0, 1.0, 3.0, 2.0]).tolist()
     [3.5, 1.0, 3.5, 2.0]
+    >>> _ranks([[2.0, 2.0, 1.0], [0.0, 5.0, 5.0]]).tolist()
+    [[2.5, 2.5, 1.0], [1.0, 2.5, 2.5]]
     """
     a = np.asarray(a, np.float64)
-    if a.ndim == 2:
-        return np.stack([_ranks(row) for row in a]) if len(a) else np.empty(a.shape)
-    n = len(a)
-    order = np.argsort(a, kind="stable")
-    v = a[order]
-    new = np.empty(n, bool)
-    new[:1] = True
-    np.not_equal(v[1:], v[:-1], out=new[1:])
-    out = np.empty(n)
+    one = a.ndim == 1
+    a = np.atleast_2d(a)
+    R, n = a.shape
+    out = np.empty((R, n))
+    if R == 0 or n == 0:
+        return out[0] if one else out
+    order = np.argsort(a, axis=1, kind="stable")
+    v = np.take_along_axis(a, order, axis=1)
+    new = np.empty((R, n), bool)
+    new[:, 0] = True
+    np.not_equal(v[:, 1:], v[:, :-1], out=new[:, 1:])
     if new.all():
-        out[order] = np.arange(1.0, n + 1.0)
-        return out
-    group = np.cumsum(new)                                    # 1-based group of each sorted value
-    bounds = np.append(np.flatnonzero(new), n)                # where each group starts; n at the end
-    out[order] = 0.5 * (bounds[group] + bounds[group - 1] + 1)
-    return out
+        ranks = np.broadcast_to(np.arange(1.0, n + 1.0), (R, n))
+    else:
+        pos = np.arange(n)
+        start = np.maximum.accumulate(np.where(new, pos, 0), axis=1)        # where each group starts
+        last = np.empty((R, n), bool)                                         # a group's last position
+        last[:, -1] = True
+        last[:, :-1] = new[:, 1:]
+        stop = np.minimum.accumulate(np.where(last, pos + 1, n)[:, ::-1], axis=1)[:, ::-1]  # ... ends (excl.)
+        ranks = 0.5 * (start + stop + 1)
+    np.put_along_axis(out, order, ranks, axis=1)
+    return out[0] if one else out
 
 
 def _spearman_rows(x, Y) -> list:
@@ -571,8 +581,42 @@ def _spearman_rows(x, Y) -> list:
     return [float(r) for r in rho]
 
 
+def _spearman_layers(x, R) -> np.ndarray:
+    """:func:`_spearman_rows` of ``x`` with each layer's readings, all layers at once: ``R`` is
+    (L, r, K), the ``r`` readings of each of ``L`` layers over the same ``K`` types (a layer of NaN:
+    not read, NaN out). Returns (L, r), the values :func:`_spearman_rows` gives layer by layer.
+
+    ``x`` is ranked once, and the layers whose readings are finite wherever ``x`` is are ranked
+    in one sort; a layer with a missing reading of its own is read as :func:`_spearman_rows`
+    reads it, alone.
+    """
+    x = np.asarray(x, np.float64)
+    R = np.asarray(R, np.float64)
+    L, r, _ = R.shape
+    out = np.full((L, r), np.nan)
+    ok = np.isfinite(x)
+    read = ~np.isnan(R).all(axis=(1, 2))
+    fast = read & np.isfinite(R[:, :, ok]).all(axis=(1, 2))
+    xs = x[ok]
+    if len(xs) < 3 or np.ptp(xs) == 0:
+        fast[:] = False
+    if fast.any():
+        rx = _ranks(xs)
+        rx -= rx.mean()
+        ry = _ranks(R[fast][:, :, ok].reshape(-1, len(xs)))
+        ry -= ry.mean(axis=1, keepdims=True)
+        den = np.sqrt((rx @ rx) * np.einsum("ij,ij->i", ry, ry))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = np.where(den > 0, (ry @ rx) / np.where(den > 0, den, 1.0), np.nan)
+        out[fast] = rho.reshape(-1, r)
+    for layer in np.flatnonzero(read & ~fast):
+        out[layer] = _spearman_rows(x, list(R[layer]))
+    return out
+
+
 def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 20, n_boot: int = 200,
-                      confidence: float = 0.95, rng=0, progress: bool = False, point=None) -> dict:
+                      confidence: float = 0.95, rng=0, progress: bool = False, point=None,
+                      workers: int = 1) -> dict:
     """Spearman ρ of each count-matched reading with a frequency, per layer, with an interval over documents.
 
     The point estimate is ρ over the types of :func:`matched_statistics` (``draws``
@@ -615,6 +659,9 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
         The point estimate's readings, one :func:`matched_statistics` result per layer
         (computed on these rows with this ``m``), when the caller has them already: ρ is
         then computed from them, and no new draws are made for it.
+    workers : int >= 1
+        Threads that read the resamples side by side (the resamples are drawn first, in
+        order, so the result does not depend on it; numpy's work lets go of the GIL).
 
     Returns
     -------
@@ -658,6 +705,7 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
     n_boot = check_int("n_boot", n_boot, lo=1)
     confidence = check_real("confidence", confidence, 0, 1)
     rng = check_rng(rng)
+    workers = check_int("workers", workers, lo=1, hint="Pass a number of threads, e.g. 2.")
     if point is not None and len(point) != L:
         raise ParameterError(f"point has {len(point)} layers: valid range is one per layer of H ({L}).")
     # every type is drawn and enters the layer's mean and spread; a source ranks the types it
@@ -691,27 +739,45 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
         doc_sq[layer] = np.add.reduceat(np.einsum("ij,ij->i", X, X), starts)
     doc_n = np.bincount(doc_of, minlength=nd).astype(np.float64)
     boot = np.full((S, n_boot, L, 3), np.nan)
-    it = range(n_boot)
+    kept = np.full(n_boot, np.nan)
+    resamples = []                       # drawn in order first: the threads below consume no rng
+    for b in range(n_boot):
+        dw = np.bincount(rng.integers(0, nd, nd), minlength=nd).astype(np.float64)
+        kept[b] = np.mean(dw > 0)
+        resamples.append((dw, *_matched_draw(ids, dw[doc_of], m, rng)))
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(it, desc="document bootstrap", unit="resample")
-    kept = np.full(n_boot, np.nan)
-    for b in it:
-        dw = np.bincount(rng.integers(0, nd, nd), minlength=nd).astype(np.float64)
-        kept[b] = np.mean(dw > 0)
-        types, idx = _matched_draw(ids, dw[doc_of], m, rng)
-        if len(types) < 3:
-            continue
-        W = dw @ doc_n
-        for layer in range(L):
-            gm = (dw @ doc_sum[layer]) / W
-            var = (dw @ doc_sq[layer]) / W - gm @ gm
-            if var <= 0:
-                continue
-            readings = _subset_readings(prepared[layer], idx, gm, np.sqrt(var))
+        bar = tqdm(total=n_boot, desc="document bootstrap", unit="resample")
+
+    def read(b):
+        dw, types, idx = resamples[b]
+        if len(types) >= 3:
+            W = dw @ doc_n
+            readings = np.full((L, 3, len(types)), np.nan)       # a layer without spread stays NaN
+            for layer in range(L):
+                gm = (dw @ doc_sum[layer]) / W
+                var = (dw @ doc_sq[layer]) / W - gm @ gm
+                if var > 0:
+                    readings[layer] = _subset_readings(prepared[layer], idx, gm, np.sqrt(var))
             for k, f in enumerate(freqs.values()):
-                boot[k, b, layer] = _spearman_rows(f[types], readings)
+                boot[k, b] = _spearman_layers(f[types], readings)
+        if bar is not None:
+            bar.update()
+
+    try:
+        if workers == 1 or n_boot == 1:
+            for b in range(n_boot):
+                read(b)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(workers, n_boot)) as pool:
+                list(pool.map(read, range(n_boot)))
+    finally:
+        if bar is not None:
+            bar.close()
     out = {}
     f_kept = float(np.nanmean(kept))      # reported: how much shorter a resample's text is
     z = _normal_quantile(confidence)
@@ -826,12 +892,13 @@ def anisotropy(X, n_pairs: int = 20000, top_k: int = 10, zeta: float = DEFAULT_Z
     mean_cos = float(contrib.sum())
 
     C = _centred_cov(X, X.mean(axis=0))
-    lam = np.clip(np.linalg.eigvalsh(C), 0.0, None)[::-1]
+    raw = np.linalg.eigvalsh(C)
+    lam = np.clip(raw, 0.0, None)[::-1]
     total = float(lam.sum())
     nan = float("nan")
     top1 = float(lam[0] / total) if total > 0 else nan
     topk = float(lam[:top_k].sum() / total) if total > 0 else nan
-    iso = isoscore_star_cov(C / (n - 1), zeta)
+    iso = isoscore_star_spectrum(raw, zeta, trace=float(np.trace(C)))
 
     if mean_cos > 0:
         dims = np.flatnonzero(contrib > outlier_threshold * mean_cos)

@@ -304,12 +304,12 @@ def convergence_words(table) -> pd.DataFrame:
 @dataclass
 class AliasAnalysis:
     """Everything chapter 11 shows of the aliasing knob (:func:`analyse_alias`)."""
-    status: object        # registered.run_status(ALIAS)
-    table: object         # run_table
-    responses: object     # responses, read at the joint Holm family (joint_multiplicity)
-    learning: object      # learning_contrast
-    convergence: object   # convergence_table
-    clouds: object        # convergence_words
+    status: pd.DataFrame                # registered.run_status(ALIAS)
+    table: pd.DataFrame                 # run_table
+    responses: pd.DataFrame             # responses, read at the joint Holm family (joint_multiplicity)
+    learning: pd.DataFrame              # learning_contrast
+    convergence: pd.DataFrame           # convergence_table
+    clouds: pd.DataFrame                # convergence_words
     seeds: dict           # {kind: complete seeds}
     interim: bool         # a registered seed is incomplete
 
@@ -318,7 +318,7 @@ class JointAnalyses(NamedTuple):
     """The dose experiment's analysis read at the joint Holm family, and the aliasing knob's: the
     aliasing knob's 14 registered rows joined the dose experiment's 24 in one family, so chapter 10's
     verdicts are computed here, with chapter 11's."""
-    dose: object      # tanbias.lab.analysis.dose.DoseAnalysis
+    dose: dose.DoseAnalysis
     alias: AliasAnalysis
 
 

@@ -24,12 +24,13 @@ from tanbias.lab.analysis.dose import POSTHOC, verdict_table
 from tanbias.lab.analysis.dose_report import balancing_components
 from tanbias.lab.analysis.registered import t_interval
 from tanbias.lab.analysis.sweep import balancing_property
+from tanbias.lab.analysis.verdicts import cell
 from tanbias.lab.config import KINDS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SHORT", "analyse", "numbers", "verdict_rows", "learning_table", "convergence_summary", "status_table",
+__all__ = ["SHORT", "analyse", "numbers", "cells", "verdict_rows", "learning_table", "convergence_summary", "status_table",
            "balancing_words", "closing_verdict", "knob_properties", "words"]
 
 #: the short names of the readings in the glued keys (``alias_<short>_<kind>``)
@@ -193,3 +194,15 @@ def words(aa: AliasAnalysis) -> dict:
         out[f"clouds at initialisation, {r['kind']}, {r['level']}"] = str(r["init_word"])
     return out
 
+
+
+def cells(aa: AliasAnalysis) -> list[dict]:
+    """The aliasing knob's cell of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`): weaker
+    under balancing, by its registered rule; on IsoScore* alone where the mean cosine's rise does not
+    survive matched progress."""
+    w = words(aa)
+    iso_only = (w["progress, decoder, isoscore_late"] == "survives"
+                and w["progress, decoder, mean_cosine_late"] != "survives")
+    return [cell("balancing", "knobs", closing_verdict(aa).split(" (")[0], "11_input_aliasing", "sec-ch11-balancing",
+                 qualifier="on IsoScore* alone: the mean cosine's rise does not survive matched progress"
+                 if iso_only else "", rule="registered", anisotropy="shape" if iso_only else "both")]

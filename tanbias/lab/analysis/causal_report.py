@@ -21,13 +21,14 @@ from tanbias.lab.analysis.causal import (ALPHA, OUTCOMES, PRIMARY, CausalAnalysi
                                         trajectory_contrast)
 from tanbias.lab.config import KINDS, SIZES
 from tanbias.lab.experiments import CAUSAL_SEEDS, CAUSAL_SURGERY
+from tanbias.lab.analysis.verdicts import cell
 from tanbias.stats import interval_word
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["LEVELS", "analyse", "analysed_kinds", "numbers", "verdict_table", "closing_words", "contrast_table",
-           "progress_words", "progress_table", "words", "secondary_table", "descriptive_table"]
+__all__ = ["LEVELS", "analyse", "cells", "analysed_kinds", "numbers", "verdict_table", "closing_words",
+           "contrast_table", "progress_words", "progress_table", "words", "secondary_table", "descriptive_table"]
 
 
 def analyse() -> CausalAnalysis:
@@ -326,3 +327,59 @@ def descriptive_table(ca: CausalAnalysis) -> pd.DataFrame:
                          "update energy in P [share]": float(r["share"])})
     return pd.DataFrame(rows, columns=["architecture", "seed", "arm", "mean cosine / control's",
                                        "held-out loss − control's [nats]", "update energy in P [share]"])
+
+
+def adaptive_word(ca: CausalAnalysis, kind: str) -> str:
+    """The causal test's cost clause on "possibly adaptive" (``rule.cost``, ``adaptive``): it applies where
+    the surgery lowers anisotropy and raises held-out loss (then ``supported``: anisotropy looks useful);
+    ``no cost`` where the surgery lowers anisotropy without raising the loss; ``not assessable`` where
+    the surgery does not lower anisotropy."""
+    if ca.words[kind] not in ("supported", "not specific"):
+        return "not assessable"
+    cost = str(ca.cost.set_index("kind").loc[kind, "word"])
+    return "supported" if cost == "positive" else "no cost"
+
+
+def cells(ca: CausalAnalysis) -> list[dict]:
+    """The causal test's cells of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`), per
+    architecture: the two mechanisms (the surgery), self-reinforcing, imprinted early and possibly
+    adaptive; and weight tying, the one rival it reports. A qualifier is written only where the
+    reading it names holds (each condition is read here), so it cannot outlive the data."""
+    cw = words(ca)
+    shared_only = {k: cw[f"secondary, {k}, isoscore"] == "indistinguishable" for k in KINDS}
+    slower = cw["matched, encoder, proxy - control"] == "not told apart from progress"
+    mechanisms = {
+        "decoder": ("the shared mean only: no change of IsoScore* is detected" if shared_only["decoder"] else ""),
+        "encoder": ("its mean cosine's rise is not told apart from slower learning (a reading added after the "
+                    "data); no rule reads IsoScore* at matched progress" if slower else "")}
+    dec, enc = ca.reinforcing["decoder"], ca.reinforcing["encoder"]
+    # the gap rule reads the window's end and the change after it; what it was not written to read is said
+    reinforcing = {
+        "decoder": ("the early arm falls below the control only after its window, which the rule does not read"
+                    if dec["word"] == "not assessable" and dec["gap_last_hi"] < 0 else ""),
+        "encoder": ("the gap at the window's end has the wrong sign (the early arm is more anisotropic), and it "
+                    "shrinks" if enc["word"] == "decays" and enc["gap_end_lo"] > 0 else "")}
+    # the cost clause (causal.toml, rule.cost) reads only a rise of the loss
+    loss = ca.cost.set_index("kind")["word"]
+    falls = adaptive_word(ca, "decoder") == "no cost" and loss["decoder"] == "negative"
+    out = []
+    for kind in KINDS:
+        ev = f"causal_{kind}"
+        out.append(cell("mechanisms", ev, ca.words[kind], qualifier=mechanisms[kind], rule="registered",
+                        anisotropy="shared mean" if shared_only[kind] else "both"))
+        out.append(cell("reinforcing", ev, ca.reinforcing[kind]["word"], qualifier=reinforcing[kind],
+                        rule="registered", anisotropy="shared mean"))
+        early_shared = kind == "encoder" or shared_only["decoder"]
+        out.append(cell("early", ev, ca.early[kind]["word"],
+                        qualifier="a shift of the shared mean" if kind == "decoder" and shared_only["decoder"] else "",
+                        rule="registered", anisotropy="shared mean" if early_shared else "both"))
+        cost_falls = kind == "decoder" and falls
+        out.append(cell("adaptive", ev, adaptive_word(ca, kind),
+                        qualifier="the held-out loss falls; the registered clause reads only a rise" if cost_falls else "",
+                        rule="added after the data" if cost_falls else "registered", anisotropy="shared mean"))
+    # causal.toml's rule.rivals reports weight tying beside the surgery with no verdict: the word is its interval's
+    tied = ca.tied.set_index("contrast").loc["tied - control"]
+    out.append(cell("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])),
+                    qualifier="one rival, weight tying; the registration reads no verdict from it",
+                    rule="not registered", anisotropy="shared mean"))
+    return out

@@ -617,12 +617,12 @@ def verdict_table(responses) -> pd.DataFrame:
 class DoseAnalysis:
     """Chapter 10's tables, computed once (:func:`analyse_dose`)."""
     runs: dict            # {name: RunData}, complete dose runs
-    table: object         # run_table
-    responses: object     # all_responses (read at Holm-adjusted p)
+    table: pd.DataFrame                 # run_table
+    responses: pd.DataFrame             # all_responses (read at Holm-adjusted p)
     interaction: dict     # {knob: architecture_interaction on late enrichment}
-    adaptive: object      # adaptive_frame
+    adaptive: pd.DataFrame              # adaptive_frame
     association: dict     # {"loss", "gap", "loss_iso", "loss_early", "loss_late"}: adaptive_association
-    knobs: object         # knob_comparisons (the language knob against the token knob's slope)
+    knobs: pd.DataFrame                 # knob_comparisons (the language knob against the token knob's slope)
 
 
 def analyse_dose(loaded: dict | None = None) -> DoseAnalysis:

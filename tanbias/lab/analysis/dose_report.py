@@ -36,6 +36,7 @@ from tanbias.lab.analysis.dose import POSTHOC, DoseAnalysis
 from tanbias.lab.analysis.dose_design import LINKS, level_positions
 from tanbias.lab.analysis.registered import detectable_ratio, power_at
 from tanbias.lab.analysis.sweep import balancing_property
+from tanbias.lab.analysis.verdicts import cell
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import DOSE
 from tanbias.numerals import format_spec
@@ -44,8 +45,8 @@ from tanbias.stats import interval_word
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["full_verdict_tables", "SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words", "alignment_word",
-           "anisotropy_word", "balancing_components", "balancing_words", "balancing_verdict",
+__all__ = ["cells", "full_verdict_tables", "SHORT", "REPORTED", "PROGRESS_REPORTED", "numbers", "words",
+           "alignment_word", "balancing_components", "balancing_words", "balancing_verdict",
            "registered_balancing_words", "registered_balancing_verdict", "adaptive_verdict",
            "registered_adaptive_verdict", "knob_words", "READING_NAMES", "change_text", "verdict_summary"]
 
@@ -444,3 +445,15 @@ def verdict_summary(responses, knob: str, names: dict | None = None):
                                       "both" if len(kept) == len(KINDS) else kept[0] if kept else "neither")
         rows.append(row)
     return pd.DataFrame(rows, columns=["link", "reading", *KINDS, "at matched progress"])
+
+
+def cells(da: DoseAnalysis) -> list[dict]:
+    """The dose experiment's cell of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`):
+    possibly adaptive, by the rule fixed before the dose runs; the rule added after them (a weak
+    association) is its qualifier, written only where that association is not detected per run."""
+    assoc = da.association["loss"]
+    weak = (adaptive_verdict(da) == "supported"
+            and interval_word(assoc["per_run_lo"], assoc["per_run_hi"]) == "indistinguishable")
+    return [cell("adaptive", "knobs", registered_adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive",
+                 qualifier="an association by a rule added after the data, not detected with one value per run"
+                 if weak else "", rule="registered", anisotropy="shape")]

@@ -5,17 +5,13 @@ from here, and the verdicts figure (:func:`tanbias.figures.verdicts.verdicts_fig
 :func:`verdict_grid`. Every word of a line of evidence comes from the rule its chapter states,
 through that chapter's report; nothing is decided here but how the words are gathered:
 
-* :data:`PROPERTIES`: the premise and the five properties of the statement, and the rival
-  accounts (chapter 13); :data:`EVIDENCE`: the lines of evidence, in reading order;
-* :func:`property_word`: the glossary's rule that turns readings into a property's word
-  (``supported``, ``partly``, ``contradicted``, ``undetected``, ``undecided``);
-* :func:`survival_word`: whether a chapter's anisotropy verdicts survive the rival accounts, by
-  the rivals experiment's registered rule (``rivals.toml``, ``survives``), and ``not yet
-  tested`` while that experiment is interim;
+* :mod:`tanbias.lab.analysis.verdicts`: the vocabulary (the rows ``PROPERTIES``, the columns
+  ``EVIDENCE``, the words and their categories, one ``cell``), which each report's ``cells(a)`` speaks;
 * :data:`REPORTS` and :func:`analyses`: every registered experiment's report (its face: ``analyse()``,
-  ``numbers(a)``, ``words(a)``) and their analyses, computed once;
+  ``numbers(a)``, ``words(a)``, ``cells(a)``) and their analyses, computed once;
+* :func:`cells`: every decided cell, gathered from the reports (and chapter 9's, and the derivations');
 * :func:`verdict_grid`: one row per property and line of evidence: its word, the word's
-  :data:`CATEGORIES` entry (the figure's colour) and the section that decides it;
+  :data:`~tanbias.lab.analysis.verdicts.CATEGORIES` entry (the figure's colour) and the section that decides it;
 * :func:`headline_words`: the single words the closing page and the introduction glue;
 * :func:`verdict_records`: every verdict of the closing page with the effect that decides it (its
   interval, measure, seeds, horizon and chapter), as the page's CSV file (:func:`verdicts_csv`) gives
@@ -34,20 +30,20 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tanbias._checks import check_choice
 from tanbias.lab.analysis import (alias, alias_report, causal_report, dose_report, horizon_report, pretrained_report,
-                                  rivals, rivals_posthoc, rivals_report, sweep, sweep_report)
+                                  rivals_report, sweep_report)
+from tanbias.lab.analysis.rivals_report import SURVIVAL_ROWS
+from tanbias.lab.analysis.verdicts import (ANISOTROPY_KINDS, CATEGORIES, CELL_COLUMNS, EVIDENCE, PROPERTIES, RULES,
+                                           SURVIVAL, SURVIVAL_WORDS, WORD_CATEGORY, cell, property_word)
 from tanbias.lab.analysis.causal import EARLY_THRESHOLD
 from tanbias.lab.config import EARLY_FRAC, KINDS
 from tanbias.lab.experiments import EXPERIMENTS
 from tanbias.numerals import MINUS, format_number, format_spec
-from tanbias.stats import interval_word
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WORDS", "SURVIVAL", "DERIVATION",
-           "RULES", "ANISOTROPY_KINDS", "property_word", "survival_word", "REPORTS", "analyses", "verdict_grid",
+__all__ = ["DERIVATION", "REPORTS", "analyses", "cells", "verdict_grid",
            "cell_href", "closing_table", "survival_table", "headline_words", "chapter_numbers", "Effect",
            "verdict_records", "RECORD_COLUMNS", "verdicts_csv", "HEADLINE_CELLS", "HEADLINE_ROWS", "headline_table"]
 
@@ -60,150 +56,23 @@ __all__ = ["PROPERTIES", "EVIDENCE", "CATEGORIES", "WORD_CATEGORY", "SURVIVAL_WO
 REPORTS = {
     "sweep": sweep_report,
     "dose": SimpleNamespace(analyse=lambda: alias.joint_analyses().dose, numbers=dose_report.numbers,
-                            words=dose_report.words),
+                            words=dose_report.words, cells=dose_report.cells),
     "alias": alias_report,
     "causal": causal_report,
     "rivals": rivals_report,
     "horizon": horizon_report,
 }
 
-#: the rows: the statement's premise and five properties, and the rival accounts
-PROPERTIES = {"premise": "the premise", "mechanisms": "two independent mechanisms",
-              "reinforcing": "self-reinforcing", "early": "imprinted early",
-              "balancing": "weaker under balancing", "adaptive": "possibly adaptive",
-              "rivals": "the rival accounts"}
-#: the columns: the lines of evidence, with the chapters that hold them
-EVIDENCE = {"derivation": ("derivations", "chapters 1–6"), "lab": ("lab runs", "chapters 7–8"),
-            "released": ("released models", "chapter 9"), "knobs": ("frequency knobs", "chapters 10–11"),
-            "causal_decoder": ("causal test, decoder", "chapter 12"),
-            "causal_encoder": ("causal test, encoder", "chapter 12"),
-            "rivals": ("rival accounts", "chapter 13")}
-#: what a word says of its property, in the order of the figure's legend (:mod:`tanbias.palette`
-#: names a colour for each)
-CATEGORIES = ("supported", "partly", "against", "neither", "not yet tested", "not tested")
-#: every verdict word of :func:`verdict_grid`, with its category (the glossary's verdict words define them);
-#: "not specific": the surgery lowers the reading as predicted, but so does a control, so the prediction
-#: is met only in part
-WORD_CATEGORY = {
-    "supported": "supported", "grows": "supported",
-    "partly": "partly", "corrected": "partly", "transient": "partly", "not specific": "partly",
-    "contradicted": "against", "against": "against", "decays": "against",
-    "undetected": "neither", "not assessable": "neither", "indistinguishable": "neither",
-    "no cost": "neither", "undecided": "neither", "not detected": "neither", "neither detected": "neither",
-    "not yet tested": "not yet tested", "interim": "not yet tested",
-    "not tested": "not tested",
-}
-#: the rival accounts' words (:func:`survival_word`): whether other cells' verdicts keep their word under the
-#: rivals' corrections. They judge verdicts, not a property ("survives" keeps an "against" against), so
-#: they take no verdict category: their cells' ``category`` is :data:`SURVIVAL`
-SURVIVAL_WORDS = ("survives", "partly survives", "does not survive", "not decided")
-#: the ``category`` of a cell whose word is one of :data:`SURVIVAL_WORDS` (drawn framed, in italics, on the
-#: background colour, that of ``not tested``)
-SURVIVAL = "survival"
 #: what the derivations of chapters 1-6 give each property (word, chapter, section label)
 DERIVATION = {
     "mechanisms": ("corrected", "03_curvature_attenuation", "sec-ch3-first-order"),
     "reinforcing": ("transient", "06_residual_feedback", "sec-ch6-loop-result"),
 }
-#: the chapter (file stem) and section of each line of evidence, for the cells no section decides
-_HOME = {"derivation": ("01_manifold_hypothesis", ""), "lab": ("07_alignment_test", ""),
-         "released": ("09_pretrained_models", ""), "knobs": ("10_dose_response", ""),
-         "causal_decoder": ("12_causal_test", "sec-ch12-decoder"),
-         "causal_encoder": ("12_causal_test", "sec-ch12-encoder"),
-         "rivals": ("13_rival_accounts", "sec-ch13-survival")}
-#: the rivals experiment's verdicts (its survival table's ``verdict``) that re-read each property's
-#: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
-_SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
 #: what each re-reading of the rivals column covers, in words (the closing page's survival table)
 _RE_READ = {"mechanisms": "chapter 7's late enrichment, and the surgery's proxy − control and proxy − random (chapter 12)",
             "rivals": "every verdict above, under every correction that applies",
             "balancing": "the aliasing knob's raw effect (chapter 11), not the IsoScore* reading at matched progress "
                          "that decides its verdict"}
-#: where a verdict's word comes from (the closing page's "rule" column; rivals-posthoc.toml [closing])
-RULES = ("registered", "added after the data", "not registered", "correlational", "derivation")
-#: which kind of anisotropy a verdict rests on (the closing page's column; rivals-posthoc.toml [two_kinds])
-ANISOTROPY_KINDS = ("shared mean", "shape", "both", "not anisotropy")
-
-
-def property_word(readings) -> str:
-    """A property's word from its readings, by the glossary's rule. Each reading is ``as predicted``,
-    ``against`` (the prediction), ``neither`` (no answer either way) or ``undecided`` (it cannot be
-    computed): ``undecided`` when any is, ``contradicted`` when any goes against, ``supported``
-    when every one is as predicted, ``partly`` when some are, ``undetected`` when none is.
-
-    Raises
-    ------
-    tanbias.errors.ParameterError
-        For a reading that is none of the four.
-
-    Example
-    -------
-    >>> property_word(["as predicted", "neither"]), property_word(["neither", "against"])
-    ('partly', 'contradicted')
-    """
-    readings = list(readings)
-    for r in readings:
-        check_choice("reading", r, ("as predicted", "against", "neither", "undecided"))
-    if not readings or "undecided" in readings:
-        return "undecided"
-    if "against" in readings:
-        return "contradicted"
-    n = readings.count("as predicted")
-    return "supported" if n == len(readings) else "partly" if n else "undetected"
-
-
-def survival_word(survival, verdicts, interim: bool, corrections=rivals_posthoc.SURVIVAL_CORRECTIONS) -> str:
-    """Whether the anisotropy verdicts ``verdicts`` (prefixes of the survival table's ``verdict``
-    column) survive the rival accounts, by the rule added after the data (``rivals-posthoc.toml``,
-    ``[words].partly_survives``): a verdict survives a rival when that rival's correction gives the
-    same word as the standard reading. ``survives`` when every verdict of every architecture
-    survives every correction that applies, ``does not survive`` when none survives any,
-    ``partly survives`` otherwise; ``not yet tested`` while the rivals experiment is interim (its
-    words may still move), whatever the table says.
-
-    ``survival`` is :func:`tanbias.lab.analysis.rivals_posthoc.survival_rows` (a correction that does
-    not apply reads ``n/a``); ``corrections`` its columns that hold a correction.
-
-    >>> import pandas as pd
-    >>> t = pd.DataFrame([{"verdict": "surgery lowers", "standard": "less anisotropic",
-    ...                    "unigram head": "less anisotropic", "IsoScore*": "not detected",
-    ...                    "standardised": "n/a", "type-balanced": "less anisotropic", "outside W_U": "n/a"}])
-    >>> survival_word(t, ("surgery",), interim=False), survival_word(t, ("surgery",), interim=True)
-    ('partly survives', 'not yet tested')
-    """
-    if interim:
-        return "not yet tested"
-    rows = survival[survival["verdict"].str.startswith(tuple(verdicts))]
-    same = [kept for _, row in rows.iterrows() for kept in rivals.corrections_kept(row, corrections)]
-    if not same:
-        return "not tested"
-    return "survives" if all(same) else "does not survive" if not any(same) else "partly survives"
-
-
-def _cell(prop: str, evidence: str, word: str, chapter: str | None = None, label: str = "") -> dict:
-    if chapter is None:
-        chapter, label = _HOME[evidence]
-    category = SURVIVAL if word in SURVIVAL_WORDS else WORD_CATEGORY[word]
-    return {"property": prop, "evidence": evidence, "word": word, "category": category,
-            "chapter": chapter, "label": label, "qualifier": "", "rule": "", "anisotropy": ""}
-
-
-def _premise_reading(word: str) -> str:
-    """A premise word of chapter 9 (:data:`~tanbias.lab.analysis.pretrained_report.PREMISE_WORDS`) as a reading."""
-    return {"holds": "as predicted", "reversed": "against", "undecided": "undecided"}.get(word, "neither")
-
-
-def _adaptive_causal(ca, kind: str) -> str:
-    """The causal test's cost clause on "possibly adaptive" (``rule.cost``, ``adaptive``): it applies where
-    the surgery lowers anisotropy and raises held-out loss (then ``supported``: anisotropy looks useful);
-    ``no cost`` where the surgery lowers anisotropy without raising the loss; ``not assessable`` where
-    the surgery does not lower anisotropy."""
-    if ca.words[kind] not in ("supported", "not specific"):
-        return "not assessable"
-    cost = str(ca.cost.set_index("kind").loc[kind, "word"])
-    return "supported" if cost == "positive" else "no cost"
-
-
 @functools.cache
 def analyses() -> dict:
     """``{name: analysis}`` of every report of :data:`REPORTS`, and ``"pretrained"``: chapter 9's measurements
@@ -212,169 +81,67 @@ def analyses() -> dict:
     return {**{name: report.analyse() for name, report in REPORTS.items()}, "pretrained": pretrained_report.analyse()}
 
 
-def _notes(ca, aa, da) -> dict:
-    """Each verdict cell's qualifier, rule and kind of anisotropy: ``{(property, evidence): (qualifier,
-    rule, anisotropy)}``. A qualifier is written only where the reading it names holds (each condition
-    is read from the analyses here), so it cannot outlive the data."""
-    cw = causal_report.words(ca)
-    aw = alias_report.words(aa)
-    out = {}
-    for evidence in ("lab", "released"):
-        out[("premise", evidence)] = ("", "correlational", "not anisotropy")
-    out[("mechanisms", "derivation")] = ("details of the statement's wording corrected, one of them a sign",
-                                         "derivation", "not anisotropy")
-    out[("reinforcing", "derivation")] = ("the loop compounds only early, then reverses", "derivation", "not anisotropy")
-    variance = "that gradients follow the activations' variance is not ruled out"
-    out[("mechanisms", "lab")] = (variance, "correlational", "not anisotropy")
-    out[("mechanisms", "released")] = (variance, "correlational", "not anisotropy")
-    out[("early", "lab")] = ("the fall after the peak at a constant learning rate rests on one run per architecture",
-                             "correlational", "not anisotropy")
-    shared_only = {k: cw[f"secondary, {k}, isoscore"] == "indistinguishable" for k in KINDS}
-    out[("mechanisms", "causal_decoder")] = (
-        "the shared mean only: no change of IsoScore* is detected" if shared_only["decoder"] else "",
-        "registered", "shared mean" if shared_only["decoder"] else "both")
-    slower = cw["matched, encoder, proxy - control"] == "not told apart from progress"
-    out[("mechanisms", "causal_encoder")] = (
-        "its mean cosine's rise is not told apart from slower learning (a reading added after the data); no rule "
-        "reads IsoScore* at matched progress" if slower else "",
-        "registered", "shared mean" if shared_only["encoder"] else "both")
-    out[("early", "causal_decoder")] = ("a shift of the shared mean" if shared_only["decoder"] else "", "registered",
-                                        "shared mean" if shared_only["decoder"] else "both")
-    out[("early", "causal_encoder")] = ("", "registered", "shared mean")
-    for kind in KINDS:
-        out[("reinforcing", f"causal_{kind}")] = ("", "registered", "shared mean")
-        out[("adaptive", f"causal_{kind}")] = ("", "registered", "shared mean")
-    # the gap rule reads the window's end and the change after it; what it was not written to read is said
-    dec, enc = ca.reinforcing["decoder"], ca.reinforcing["encoder"]
-    if dec["word"] == "not assessable" and dec["gap_last_hi"] < 0:
-        out[("reinforcing", "causal_decoder")] = (
-            "the early arm falls below the control only after its window, which the rule does not read",
-            "registered", "shared mean")
-    if enc["word"] == "decays" and enc["gap_end_lo"] > 0:
-        out[("reinforcing", "causal_encoder")] = (
-            "the gap at the window's end has the wrong sign (the early arm is more anisotropic), and it shrinks",
-            "registered", "shared mean")
-    # the cost clause (causal.toml, rule.cost) reads only a rise of the loss
-    loss = ca.cost.set_index("kind")["word"]
-    if _adaptive_causal(ca, "decoder") == "no cost" and loss["decoder"] == "negative":
-        out[("adaptive", "causal_decoder")] = ("the held-out loss falls; the registered clause reads only a rise",
-                                               "added after the data", "shared mean")
-    iso_only = (aw["progress, decoder, isoscore_late"] == "survives"
-                and aw["progress, decoder, mean_cosine_late"] != "survives")
-    out[("balancing", "knobs")] = (
-        "on IsoScore* alone: the mean cosine's rise does not survive matched progress" if iso_only else "",
-        "registered", "shape" if iso_only else "both")
-    out[("balancing", "lab")] = ("", "not registered", "both")
-    assoc = da.association["loss"]
-    weak = (dose_report.adaptive_verdict(da) == "supported"
-            and interval_word(assoc["per_run_lo"], assoc["per_run_hi"]) == "indistinguishable")
-    out[("adaptive", "knobs")] = (
-        "an association by a rule added after the data, not detected with one value per run" if weak else "",
-        "registered", "shape")
-    for prop in PROPERTIES:
-        out[(prop, "rivals")] = ("", "added after the data", "both")
-    # causal.toml's rule.rivals reports weight tying beside the surgery with no verdict: the word is its interval's
-    out[("rivals", "causal_decoder")] = ("one rival, weight tying; the registration reads no verdict from it",
-                                         "not registered", "shared mean")
-    return out
+def _derivation_cells() -> list[dict]:
+    """The derivations' cells (chapters 1-6, :data:`DERIVATION`): no experiment reads them."""
+    notes = {"mechanisms": "details of the statement's wording corrected, one of them a sign",
+             "reinforcing": "the loop compounds only early, then reverses"}
+    return [cell(prop, "derivation", word, chapter, label, qualifier=notes[prop], rule="derivation",
+                 anisotropy="not anisotropy") for prop, (word, chapter, label) in DERIVATION.items()]
+
+
+def cells(a: dict) -> list[dict]:
+    """Every decided cell of the closing table: the derivations', then each report's own
+    (``cells(analysis)`` of :data:`REPORTS`, and of chapter 9's released models), in that order."""
+    out = _derivation_cells()
+    for name, report in REPORTS.items():
+        out += report.cells(a[name])
+    return out + pretrained_report.cells(a["pretrained"])
 
 
 def verdict_grid(a: dict | None = None) -> pd.DataFrame:
-    """Every property of :data:`PROPERTIES` against every line of :data:`EVIDENCE`.
+    """Every property of :data:`~tanbias.lab.analysis.verdicts.PROPERTIES` against every line of
+    :data:`~tanbias.lab.analysis.verdicts.EVIDENCE`: the cells each report decides (:func:`cells`),
+    ``not tested`` elsewhere.
 
     Parameters
     ----------
     a : dict, optional
-        :func:`analyses` (the default): ``sweep`` (chapters 7-8), ``pretrained`` (chapter 9), ``dose``
-        (at the joint Holm family) and ``alias`` (chapters 10-11), ``causal`` (chapter 12) and ``rivals``
-        (chapter 13, :class:`~tanbias.lab.analysis.rivals_report.RivalsReport`: its survival table
-        is the rivals column's).
+        :func:`analyses` (the default): each report's analysis by its name in :data:`REPORTS`, and
+        ``pretrained`` (chapter 9).
 
     Returns
     -------
     pandas.DataFrame
-        One row per property and line of evidence, in the order of :data:`PROPERTIES` and
-        :data:`EVIDENCE`: ``property``, ``evidence``, ``word`` (the rule's word, ``not tested``
-        where the line does not test the property), ``category`` (:data:`CATEGORIES`),
-        ``chapter`` (the file stem of the chapter that decides it), ``label`` (its section,
-        ``""`` for the chapter's top), ``qualifier`` (what the word needs beside it, ``""`` where
-        nothing: the figure marks such a cell), ``rule`` (:data:`RULES`, ``""`` for a cell not
-        tested) and ``anisotropy`` (:data:`ANISOTROPY_KINDS`: the kind of anisotropy the word rests on).
+        One row per property and line of evidence, in the order of ``PROPERTIES`` and ``EVIDENCE``,
+        with the columns :data:`~tanbias.lab.analysis.verdicts.CELL_COLUMNS`: ``property``, ``evidence``,
+        ``word`` (the rule's word, ``not tested`` where the line does not test the property),
+        ``category`` (``CATEGORIES``), ``chapter`` (the file stem of the chapter that decides it),
+        ``label`` (its section, ``""`` for the chapter's top), ``qualifier`` (what the word needs beside
+        it, ``""`` where nothing: the figure marks such a cell), ``rule`` (``RULES``, ``""`` for a cell
+        not tested) and ``anisotropy`` (``ANISOTROPY_KINDS``: the kind of anisotropy the word rests on).
+        ``attrs``: ``premise_readings`` (every decoder's reading, for the headline), ``survival_earlier``
+        (the rivals column by rivals-posthoc.toml's earlier rule), ``survival_undecided`` (its cells
+        that cannot decide, per row).
+
+    Raises
+    ------
+    ValueError
+        When two reports decide the same cell.
     """
     import pandas as pd
 
     a = analyses() if a is None else a
-    sw, pretrained, da, aa, ca = a["sweep"], a["pretrained"], a["dose"], a["alias"], a["causal"]
-    ra, rp = a["rivals"].analysis, a["rivals"].posthoc
-    cells = {}
-
-    def put(prop, evidence, word, chapter=None, label=""):
-        cells[(prop, evidence)] = _cell(prop, evidence, word, chapter, label)
-
-    # the premise: the lab's decoders (chapter 8) and the released decoders (chapter 9)
-    n8 = sweep_report.numbers(sw)
-    lab_premise = [_premise_reading(pretrained_report.PREMISE_WORDS[n8["rho_word"]])]
-    put("premise", "lab", property_word(lab_premise), "08_eurobert_vs_decoder", "sec-ch8-link2")
-    pv = pretrained_report.premise_verdicts(pretrained)
-    released_premise = [_premise_reading(w) for (model, _), w in pv["premise, last layer"].items()
-                        if model in ("smollm2-135m", "gemma3-270m")]
-    put("premise", "released", property_word(released_premise), "09_pretrained_models", "sec-ch9-premise")
-    # two mechanisms: the derivations, the alignment in the lab and in released decoders, the surgery
-    for prop, (word, chapter, label) in DERIVATION.items():
-        put(prop, "derivation", word, chapter, label)
-    lab_cells = [interval_word(np.log(n8[f"{k}_{r}_late_lo"]), np.log(n8[f"{k}_{r}_late_hi"]))
-                 for k in KINDS for r in ("natural", "balanced")]
-    put("mechanisms", "lab", property_word({"positive": "as predicted", "negative": "against"}.get(w, "neither")
-                                           for w in lab_cells), "08_eurobert_vs_decoder", "sec-ch8-cells")
-    checks = pretrained_report.pretrained_checks(pretrained)
-    released = ["as predicted" if checks[f"{m}_beyond_null"].passed else "neither" for m in ("smollm2", "gemma3")]
-    put("mechanisms", "released", property_word(released), "09_pretrained_models", "sec-ch9-alignment")
-    for kind in KINDS:
-        put("mechanisms", f"causal_{kind}", ca.words[kind])
-        put("reinforcing", f"causal_{kind}", ca.reinforcing[kind]["word"])
-        put("early", f"causal_{kind}", ca.early[kind]["word"])
-        put("adaptive", f"causal_{kind}", _adaptive_causal(ca, kind))
-    # imprinted early and weaker under balancing in the lab (chapter 8)
-    put("early", "lab", sweep.imprinted_early_property(sw.timing), "08_eurobert_vs_decoder", "sec-ch8-timing")
-    put("balancing", "lab", sweep.balancing_property(
-        {k: sweep_report.words(sw)[f"balancing, {k}, late"] for k in KINDS}), "08_eurobert_vs_decoder",
-        "sec-ch8-effects")
-    # the frequency knobs (chapters 10-11): the aliasing knob's registered rule decides "weaker under
-    # balancing"; "possibly adaptive" reads the dose runs' association (a rule added after the data)
-    put("balancing", "knobs", alias_report.closing_verdict(aa).split(" (")[0], "11_input_aliasing", "sec-ch11-balancing")
-    # "possibly adaptive": the rule fixed before the dose runs decides the word; the rule added after
-    # them (a weak association) is its qualifier
-    put("adaptive", "knobs", dose_report.registered_adaptive_verdict(da), "10_dose_response", "sec-ch10-adaptive")
-    # the rival accounts: weight tying in the causal test (no verdict: its interval's word), and chapter 13
-    tied = ca.tied.set_index("contrast").loc["tied - control"]
-    put("rivals", "causal_decoder", interval_word(np.log(tied["ratio_lo"]), np.log(tied["ratio_hi"])))
-    # against the rivals: book-posthoc.toml's reading by a test of the difference decides the word; the
-    # earlier reading (rivals-posthoc.toml, which counted a null as a loss) is kept beside it
-    interim = ra.interim
-    earlier = {"rivals": "interim" if interim else survival_word(rp.survival, ("",), interim=False)}
-    put("rivals", "rivals", "interim" if interim else rivals_posthoc.survival_tested_word(rp.tested, ("",)))
-    undecided = {"rivals": rivals_posthoc.survival_undecided(rp.tested, ("",))}
-    for prop in ("mechanisms", "reinforcing", "early", "balancing", "adaptive"):
-        verdicts = _SURVIVAL_ROWS.get(prop)
-        if not verdicts:
-            put(prop, "rivals", "not tested")
-            continue
-        put(prop, "rivals", "not yet tested" if interim else rivals_posthoc.survival_tested_word(rp.tested, verdicts))
-        earlier[prop] = survival_word(rp.survival, verdicts, interim)
-        undecided[prop] = rivals_posthoc.survival_undecided(rp.tested, verdicts)
-    for (prop, evidence), (qualifier, rule, kind) in _notes(ca, aa, da).items():
-        if (prop, evidence) in cells:
-            cells[(prop, evidence)].update(qualifier=qualifier, rule=rule, anisotropy=kind)
-    for prop, n in undecided.items():
-        if n:
-            cells[(prop, "rivals")]["qualifier"] = (f"{n} of its re-readings cannot decide whether the word is kept: "
-                                                    "their intervals overlap the standard reading's")
-    rows = [cells.get((p, e)) or _cell(p, e, "not tested") for p in PROPERTIES for e in EVIDENCE]
-    grid = pd.DataFrame(rows, columns=["property", "evidence", "word", "category", "chapter", "label", "qualifier",
-                                       "rule", "anisotropy"])
-    grid.attrs["premise_readings"] = lab_premise + released_premise      # every decoder's reading, for the headline
-    grid.attrs["survival_earlier"] = earlier         # the rivals column by rivals-posthoc.toml's earlier rule
-    grid.attrs["survival_undecided"] = undecided     # its cells that cannot decide, per row
+    decided = {}
+    for c in cells(a):
+        key = (c["property"], c["evidence"])
+        if key in decided:
+            raise ValueError(f"two reports decide the cell {key}: {decided[key]['chapter']} and {c['chapter']}")
+        decided[key] = c
+    rows = [decided.get((p, e)) or cell(p, e, "not tested") for p in PROPERTIES for e in EVIDENCE]
+    grid = pd.DataFrame(rows, columns=CELL_COLUMNS)
+    grid.attrs["premise_readings"] = sweep_report.premise_readings(a["sweep"]) + pretrained_report.premise_readings(
+        a["pretrained"])
+    grid.attrs["survival_earlier"], grid.attrs["survival_undecided"] = rivals_report.survival_readings(a["rivals"])
     return grid
 
 
@@ -393,8 +160,8 @@ def closing_table(grid, suffix: str = ".html") -> pd.DataFrame:
     rivals column apart (:func:`survival_table`).
 
     Columns: ``property`` (its name on its first row only), ``line of evidence`` (with its chapter),
-    ``verdict`` (the cell's :data:`CATEGORIES` word), ``the rule's word`` (the word the chapter's rule
-    gives, which decides the verdict), ``kind`` (the kind of anisotropy it reads, :data:`ANISOTROPY_KINDS`, ``none`` for not anisotropy), ``rule`` (:data:`RULES`) and
+    ``verdict`` (the cell's :data:`~tanbias.lab.analysis.verdicts.CATEGORIES` word), ``the rule's word`` (the word the chapter's rule
+    gives, which decides the verdict), ``kind`` (the kind of anisotropy it reads, :data:`~tanbias.lab.analysis.verdicts.ANISOTROPY_KINDS`, ``none`` for not anisotropy), ``rule`` (:data:`~tanbias.lab.analysis.verdicts.RULES`) and
     ``qualifier`` (what the verdict needs beside it, ``""`` where nothing). ``attrs["links"]``:
     ``{"property": hrefs, "line of evidence": hrefs}``, the closing page's section of the property and
     the section that decides the cell (``suffix`` turns a chapter's file stem into its page), for
@@ -431,7 +198,7 @@ def closing_table(grid, suffix: str = ".html") -> pd.DataFrame:
 
 def survival_table(grid) -> pd.DataFrame:
     """The rivals column of :func:`verdict_grid`: for each property whose verdicts chapter 13 re-reads
-    (not the row of the rival accounts, which sums these up), ``what is re-read`` and ``against the rivals`` (a word of :data:`SURVIVAL_WORDS`, or ``interim`` /
+    (not the row of the rival accounts, which sums these up), ``what is re-read`` and ``against the rivals`` (a word of :data:`~tanbias.lab.analysis.verdicts.SURVIVAL_WORDS`, or ``interim`` /
     ``not yet tested`` while the rivals experiment is interim). Those words judge verdicts, not the
     property, so they stand apart from the closing table's verdicts.
 
@@ -466,7 +233,7 @@ HEADLINE_CELLS = {"premise": (("premise", "lab"), ("premise", "released")), "ali
 
 def headline_words(grid) -> dict:
     """The single words the closing page and the introduction glue, from :func:`verdict_grid`:
-    ``premise`` (every decoder's reading, the lab's and the released ones, by :func:`property_word`),
+    ``premise`` (every decoder's reading, the lab's and the released ones, by :func:`~tanbias.lab.analysis.verdicts.property_word`),
     ``alignment`` (the lab's), ``causal_decoder`` and ``causal_encoder`` (the surgery's),
     ``early`` (the lab's), ``reinforcing`` (the derivation's),
     ``balancing`` (the frequency knobs') and ``adaptive`` (the frequency knobs'). Whether the
@@ -665,6 +432,21 @@ def _deciding_effects(prop: str, evidence: str, n: dict, a: dict) -> list[Effect
         if cell == ("rivals", "causal_decoder"):
             return [_effect(n, "decoder, tied embeddings", "mean cosine, tied / control", "ratio",
                             "ch12_decoder_tied_control", ".2f")]
+    if evidence == "horizon":
+        # the long part at 1,280 steps: the statement's account reads the surgery under either head, the
+        # unigram-first account the head (each ratio's interval is 95 %, unadjusted)
+        def long(contrast, label, measure):
+            return _effect(n, label, measure, "ratio", f"ch14_{contrast}_decoder_1280", ".2f")
+
+        if prop == "mechanisms":
+            return [long("surgery_standard", "decoder, standard head", _COSINE),
+                    long("surgery_unigram", "decoder, unigram head", _COSINE),
+                    _effect(n, "decoder, standard head, no surgery", "variance null: chapter 7's enrichment over "
+                            "what the activations' variance gives (×1: variance alone)", "ratio",
+                            "ch14_variance_null_decoder", ".2f")]
+        return [long("head_final", "decoder, no surgery", "mean cosine, unigram head / standard head"),
+                _effect(n, "decoder, no surgery", "the mean's share of the squared norm, unigram head / standard head",
+                        "ratio", "ch14_head_final_mean_share_decoder", ".2f")]
     if cell == ("early", "lab"):
         return [_effect(n, "every lab run", "where the enrichment peaks, in % of training (the rule: its upper "
                         "bound within the first 30 %)", "percent", "ch8_peak_frac", ".0f"),
@@ -700,11 +482,16 @@ def _seeds(prop: str, evidence: str, a: dict) -> dict:
         return {k: int(t.loc[t["kind"] == k, "seed"].nunique()) for k in KINDS}
     if evidence == "knobs":
         return {k: len(a["alias"].seeds[k]) for k in KINDS}
+    if evidence == "horizon":
+        long = a["horizon"].contrasts
+        long = long[(long["part"] == "long") & (long["kind"] == "decoder")]
+        return {"decoder": int(long["n_seeds"].max()) if len(long) else 0}
     return {k: len(a["rivals"].analysis.seeds[k]) for k in KINDS}
 
 
 #: the experiment whose runs read each line of evidence (its registered training steps are the horizon)
-_EXPERIMENT_OF = {"lab": "sweep", "causal_decoder": "causal", "causal_encoder": "causal", "rivals": "rivals"}
+_EXPERIMENT_OF = {"lab": "sweep", "causal_decoder": "causal", "causal_encoder": "causal", "rivals": "rivals",
+                  "horizon": "horizon"}
 
 
 def _horizon(prop: str, evidence: str) -> int | None:
@@ -739,10 +526,10 @@ def verdict_records(a: dict, grid, horizons: dict | None = None, suffix: str = "
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``(property key, evidence key)`` (the keys of :data:`PROPERTIES` and :data:`EVIDENCE`),
+        Indexed by ``(property key, evidence key)`` (the keys of :data:`~tanbias.lab.analysis.verdicts.PROPERTIES` and :data:`~tanbias.lab.analysis.verdicts.EVIDENCE`),
         in the page's order. The page's words, as its two tables give them: ``property`` (on every row),
-        ``line of evidence``, ``verdict`` (the word of :data:`CATEGORIES`; a survival row: its word of
-        :data:`SURVIVAL_WORDS`), ``the rule's word``, ``kind`` (of anisotropy), ``rule`` (:data:`RULES`:
+        ``line of evidence``, ``verdict`` (the word of :data:`~tanbias.lab.analysis.verdicts.CATEGORIES`; a survival row: its word of
+        :data:`~tanbias.lab.analysis.verdicts.SURVIVAL_WORDS`), ``the rule's word``, ``kind`` (of anisotropy), ``rule`` (:data:`~tanbias.lab.analysis.verdicts.RULES`:
         registered, added after the data, ...), ``qualifier``; a survival row's ``what is re-read``,
         ``re-readings that cannot decide`` and ``by the earlier rule`` (``""`` and NA on other rows).
         The deciding effect, the first reading its rule reads (``_deciding_effects``): ``deciding

@@ -15,13 +15,13 @@ from tanbias.lab import runs
 from tanbias.lab.analysis import registered
 from tanbias.lab.analysis.rivals import CONTRAST_NAMES
 from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_horizon, family_size
+from tanbias.lab.analysis.verdicts import cell, property_word
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG_STAGE
 
-__all__ = ["analyse", "numbers", "words", "wall_hours", "QUOTED_SECONDARY", "CONTRAST_WORDS", "OUTCOME_WORDS",
-           "ACCOUNT_NAMES", "CELL_NAMES", "LONG_CELL_NAMES", "collapse_table",
-           "contrasts_table", "horizons_table", "accounts_table", "predictions_table", "untrained_runs", "long_numbers",
-           "common_step_numbers", "LONG_CONTRAST_WORDS", "LONG_READING_WORDS", "long_table", "long_shape_table",
-           "long_runs_table", "common_steps_table", "variance_null_table"]
+__all__ = ["analyse", "numbers", "words", "cells", "wall_hours", "QUOTED_SECONDARY", "ACCOUNT_NAMES", "CELL_NAMES",
+           "LONG_CELL_NAMES", "collapse_table", "contrasts_table", "accounts_table", "predictions_table",
+           "untrained_runs", "long_numbers", "long_table", "long_shape_table", "long_runs_table",
+           "common_steps_table", "variance_null_table"]
 
 #: the accounts in words (chapter 13's names where it has them)
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -110,7 +110,12 @@ def numbers(a: HorizonAnalysis) -> dict:
         out[f"unigram_gap_{kind}"] = float(gaps.max()) if len(gaps) else np.nan
     out["unigram_long_runs"] = int((uc["source"] == "horizon").sum())
     long = long_numbers(a)
-    out.update({k: long[k] for k in LONG_QUOTED})
+    out.update({k: long.get(k, np.nan) for k in LONG_QUOTED})
+    # the shared mean's second reading of the unigram head's contrast (secondary family), beside the closing
+    # page's rival-accounts cell
+    share = a.secondary[(a.secondary["contrast"] == "head_final_mean_share") & (a.secondary["kind"] == "decoder")]
+    r = share.iloc[0] if len(share) else {"estimate": np.nan, "lo": np.nan, "hi": np.nan}
+    out.update(_interval("head_final_mean_share_decoder", r["estimate"], r["lo"], r["hi"]))
     common = common_step_numbers(a)
     out.update({k: common[k] for k in COMMON_QUOTED if k in common})
     # the Holm p values the chapter quotes, with the estimable-only reading beside them (book-posthoc.toml
@@ -128,7 +133,10 @@ SECONDARY_P_QUOTED = ("attention_raw_final", "attention_isoscore_peak", "attenti
 #: the long part's numbers the chapter quotes in its prose (the rest of :func:`long_numbers` is shown in its
 #: tables, where a number not yet estimable shows as a dash)
 LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decoder", "long_stage_hours",
-               "long_budget_hours", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one")
+               "long_budget_hours", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
+               *(f"{c}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
+                 for end in ("", "_lo", "_hi")),
+               "variance_null_decoder", "variance_null_decoder_lo", "variance_null_decoder_hi")
 #: the common steps' numbers the chapter quotes (book-posthoc.toml [horizon].common_steps)
 COMMON_QUOTED = ("common_attention_participation_18", "common_attention_participation_29",
                  "common_attention_participation_47", "common_attention_participation_47_lo",
@@ -384,3 +392,33 @@ def variance_null_table(a: HorizonAnalysis):
     v = a.variance_null
     return pd.DataFrame({"architecture": v["kind"], "calibrated enrichment": np.exp(v["estimate"]),
                          "lo": np.exp(v["lo"]), "hi": np.exp(v["hi"]), "seeds": v["n_seeds"], "word": v["word"]})
+
+
+#: what a long contrast's interval word says of its prediction (each predicts a negative ratio: the surgery
+#: lowers the mean cosine, the unigram head lowers it)
+_READING = {"negative": "as predicted", "positive": "against", "undecided": "undecided"}
+
+
+def cells(a: HorizonAnalysis) -> list[dict]:
+    """Chapter 14's cells of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`), from the long
+    part at 1,280 steps in the decoder (horizon.toml [rule.horizons] closing: the 1,280-step word): the two
+    mechanisms by the surgery under either head (:func:`~tanbias.lab.analysis.verdicts.property_word` of
+    the two contrasts' readings), the rival accounts by the unigram head's contrast. ``interim`` while a
+    registered decoder seed is missing: no verdict rests on it. The collapse part's accounts explain the
+    encoder's collapse, not a property of the statement: they stay in the chapter."""
+    long = a.contrasts[(a.contrasts["part"] == "long") & (a.contrasts["kind"] == "decoder")]
+    words = long.set_index("contrast")["word"] if len(long) else {}
+    interim = bool(long["interim"].any()) if len(long) else True
+    seeds = int(long["n_seeds"].max()) if len(long) else 0
+    registered = len(HORIZON.seeds["decoder"])
+
+    def word(contrasts):
+        if interim:
+            return "interim"
+        return property_word(_READING.get(words[c], "neither") for c in contrasts)
+
+    note = f"interim: {seeds} of the decoder's {registered} seeds" if interim else ""
+    return [cell("mechanisms", "horizon", word(("surgery_standard", "surgery_unigram")), "14_past_the_transient",
+                 "sec-ch14-long", qualifier=note, rule="registered", anisotropy="shared mean"),
+            cell("rivals", "horizon", word(("head_final",)), "14_past_the_transient", "sec-ch14-long",
+                 qualifier=note, rule="registered", anisotropy="shared mean")]

@@ -159,9 +159,9 @@ class Measurement:
     (read once, from the first checkpoint), the ``first`` checkpoint's description, the
     documents and tokens read per language.
     """
-    model: object
+    model: str | os.PathLike
     settings: MeasureSettings
-    device: object
+    device: torch.device       # a name only (the module imports torch where it measures)
     revisions: list
     steps: list
     series: bool = False

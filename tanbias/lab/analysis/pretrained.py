@@ -427,7 +427,8 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
     L = H.shape[0]
     sources = {"corpus": _log_frequency(frequency), "wordfreq": zipf}
     res = tc.premise_bootstrap(Hk, ids, docs, sources, m=s.m, draws=s.draws, n_boot=s.n_boot,
-                               rng=np.random.default_rng([seed, 1]), point=matched, progress=progress)
+                               rng=np.random.default_rng([seed, 1]), point=matched, progress=progress,
+                               workers=_workers())
     out = []
     for source, freq in sources.items():
         r = res[source]
@@ -454,7 +455,8 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
         if m == s.m:
             continue
         r = tc.premise_bootstrap(Hk[few], ids, docs, sources["corpus"], m=m, draws=s.draws,
-                                 n_boot=max(50, s.n_boot // 4), rng=np.random.default_rng([seed, 2, m]))
+                                 n_boot=max(50, s.n_boot // 4), rng=np.random.default_rng([seed, 2, m]),
+                                 workers=_workers())
         for i, layer in enumerate(few):
             for r_i, reading in enumerate(RADIUS_READINGS):
                 out.append({"layer": layer, "source": "corpus", "reading": reading, "estimator": "matched",
@@ -536,6 +538,41 @@ def language_text(tok, kind: str, lang: str, settings: MeasureSettings, seq_len:
     return {"input_ids": ids, "document": docs, "sink": sink, "documents": text["documents"]}
 
 
+def _workers() -> int:
+    """Threads for the readings: one per core torch uses (its thread count)."""
+    import torch
+
+    return max(1, torch.get_num_threads())
+
+
+def _map_layers(read, n_layers: int, progress) -> list:
+    """``[read(layer) for layer in range(n_layers)]``, read by one thread per core (torch's count),
+    in order; ``progress``: a progress bar's title, or False."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_layers, desc=progress, unit="layer")
+
+    def one(layer):
+        out = read(layer)
+        if bar is not None:
+            bar.update()
+        return out
+
+    workers = min(_workers(), n_layers)
+    try:
+        if workers == 1:
+            return [one(layer) for layer in range(n_layers)]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, range(n_layers)))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def measure_language(model, tok, kind: str, lang: str, settings: MeasureSettings, seq_len: int,
                      progress: bool = True, documents: dict | None = None, metrics=None, text: dict | None = None,
                      frequency: np.ndarray | None = None) -> dict:
@@ -593,21 +630,15 @@ def measure_language(model, tok, kind: str, lang: str, settings: MeasureSettings
         zipf[types_seen] = wordfreq_frequencies(tok, types_seen, [lang] * len(types_seen))
     except ParameterError as err:      # no word marker: no whole words to look up
         notes.append(f"web frequencies (wordfreq) not measured: {err}")
-    type_rows, aniso_rows, matched = [], [], []
-    layers = range(H.shape[0])
-    if progress:
-        from tqdm.auto import tqdm
-
-        layers = tqdm(layers, desc=f"layers ({lang})", unit="layer")
     # many small eigenproblems: OpenBLAS's threads, oversubscribed, made a 576 x 576
-    # eigvalsh 60x slower than one thread (measured, 3 s against 0.05 s)
+    # eigvalsh 60x slower than one thread (measured, 3 s against 0.05 s). The layers are
+    # read side by side instead, one per core (numpy's work lets go of the GIL; each layer
+    # seeds its own draws, so the tables do not depend on the order)
     with single_thread_blas():
-        for layer in layers:
-            rows, an, mt = layer_tables(H[layer], sink, type_ids, frequency, zipf, s.m, s.draws,
-                                        s.normal_k, layer, s.seed, metrics=metrics)
-            type_rows.append(rows)
-            aniso_rows.append(an)
-            matched.append(mt)
+        done = _map_layers(lambda layer: layer_tables(H[layer], sink, type_ids, frequency, zipf, s.m, s.draws,
+                                                      s.normal_k, layer, s.seed, metrics=metrics),
+                           H.shape[0], progress and f"layers ({lang})")
+        type_rows, aniso_rows, matched = (list(col) for col in zip(*done))
         types = pd.concat(type_rows, ignore_index=True)
         premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, progress=progress)
         curv = pd.DataFrame(curvature_rows(types), columns=["layer", "slope", "lo", "hi", "n_types",

@@ -32,6 +32,7 @@ import numpy as np
 from tanbias.lab import zoo
 from tanbias.lab.analysis import sweep_report
 from tanbias.lab.analysis.pretrained import load_pretrained
+from tanbias.lab.analysis.verdicts import PREMISE_WORDS, cell, premise_reading, property_word
 from tanbias.lab.corpus import language_counts
 from tanbias.numerals import format_spec
 from tanbias.stats import band_word, check_greater, check_in_interval, check_word, interval_word
@@ -39,11 +40,10 @@ from tanbias.stats import band_word, check_greater, check_in_interval, check_wor
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "layer_ranges", "premise_rows", "READ_SHORT",
-           "SOURCE_SHORT", "Results", "results", "pretrained_table", "PRETRAINED_QUOTED",
-           "analyse", "numbers", "words", "pretrained_checks", "zoo_table", "estimator_table", "premise_table",
-           "PREMISE_WORDS", "premise_verdicts",
-           "robustness_table", "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "row_ci"]
+__all__ = ["SHORT", "PAPER_RHO", "SINK_RATIO", "LANGUAGE_NAMES", "premise_rows", "Results", "results",
+           "pretrained_table", "PRETRAINED_QUOTED", "analyse", "numbers", "words", "pretrained_checks", "zoo_table",
+           "estimator_table", "premise_table", "premise_verdicts", "cells", "premise_readings", "robustness_table",
+           "encoder_table", "sink_table", "alignment_table", "lab_comparison", "ci_text", "row_ci"]
 
 #: Short keys of the zoo models for glued numbers (letters, digits, underscores).
 SHORT = {"smollm2-135m": "smollm2", "gemma3-270m": "gemma3", "minilm-l6": "minilm", "me5-small": "me5"}
@@ -526,15 +526,11 @@ def premise_table(pretrained: dict):
     return pd.DataFrame(rows).set_index(["model", "language", "reading"])
 
 
-#: What an interval word of ρ(log frequency, radius t) says about the premise (frequent types have a
-#: small radius, so the premise predicts a negative correlation); a band's "mixed" stays "mixed".
-PREMISE_WORDS = {"negative": "holds", "positive": "reversed", "indistinguishable": "no sign",
-                 "mixed": "mixed", "undecided": "undecided"}
 
 
 def premise_verdicts(pretrained: dict):
     """The premise at a glance, one row per model and language (corpus frequencies): what the radius
-    t says at the last layer (:data:`PREMISE_WORDS` of its interval word) and over the blocks (of
+    t says at the last layer (:data:`~tanbias.lab.analysis.verdicts.PREMISE_WORDS` of its interval word) and over the blocks (of
     the band's word), its ρ with the 95 % interval over documents, and the word of the other
     reading, the centroid's distance to the layer mean, at the last layer.
 
@@ -674,3 +670,26 @@ def lab_comparison(pretrained: dict, sw, models):
         cols[name] = (r, enr)
     return pd.DataFrame(cols, index=["ρ(log frequency, radius t), last layer",
                                      "alignment enrichment"])
+
+
+#: the released decoders, whose readings decide the closing table's cells (the encoders measure no premise)
+DECODERS = ("smollm2-135m", "gemma3-270m")
+
+
+def premise_readings(pretrained: dict) -> list[str]:
+    """Each released decoder's reading of the premise at the last layer, every language
+    (:func:`tanbias.lab.analysis.verdicts.premise_reading`)."""
+    pv = premise_verdicts(pretrained)
+    return [premise_reading(w) for (model, _), w in pv["premise, last layer"].items() if model in DECODERS]
+
+
+def cells(pretrained: dict) -> list[dict]:
+    """The released models' cells of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`): the
+    premise and the two mechanisms, each read by chapter 9 in the released decoders."""
+    checks = pretrained_checks(pretrained)
+    released = ["as predicted" if checks[f"{m}_beyond_null"].passed else "neither" for m in ("smollm2", "gemma3")]
+    correlational = {"rule": "correlational", "anisotropy": "not anisotropy"}
+    return [cell("premise", "released", property_word(premise_readings(pretrained)), "09_pretrained_models",
+                 "sec-ch9-premise", **correlational),
+            cell("mechanisms", "released", property_word(released), "09_pretrained_models", "sec-ch9-alignment",
+                 qualifier="that gradients follow the activations' variance is not ruled out", **correlational)]

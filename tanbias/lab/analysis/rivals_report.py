@@ -15,19 +15,22 @@ import numpy as np
 
 from tanbias.lab import runs
 from tanbias.lab.analysis import causal, registered, rivals, rivals_posthoc
+from tanbias.lab.analysis.verdicts import PROPERTIES, cell
 from tanbias.lab.config import KINDS
 from tanbias.lab.experiments import CAUSAL, RIVALS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ACCOUNT_NAMES", "INIT_SEEDS", "RivalsReport", "analyse", "numbers", "words", "initialisation", "init_numbers", "transient_numbers",
-           "run_numbers", "head_table",
-           "head_numbers", "long_numbers", "progress_table", "progress_numbers",
-           "shares_table", "shares_numbers", "TOP_SHARE_EVEN",
-           "accounts_table", "contrast_table", "contrast_numbers", "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration",
-           "predictions_outcome_table", "predictions_table", "accounts_summary_table", "power_table",
-           "kinds_table", "SHORT_WORDS", "SURVIVAL_HEADERS", "contrast_name", "READING_WORDS", "secondary_power_table", "peak_table", "posthoc_survival_table", "earlier_word", "difference_survival_table", "difference_numbers", "null_table", "posthoc_numbers", "posthoc_words", "QUOTED_CONTRASTS", "QUOTED_NULLS"]
+__all__ = ["cells", "survival_word", "survival_readings", "SURVIVAL_ROWS", "ACCOUNT_NAMES", "RivalsReport",
+           "analyse", "numbers", "words", "initialisation", "init_numbers", "transient_numbers", "run_numbers",
+           "head_table", "head_numbers", "long_numbers", "progress_table", "progress_numbers", "shares_table",
+           "shares_numbers", "TOP_SHARE_EVEN", "accounts_table", "contrast_table", "contrast_numbers",
+           "VERDICT_KEYS", "words_of", "survival_table", "twin_table", "registration", "predictions_outcome_table",
+           "predictions_table", "accounts_summary_table", "power_table", "kinds_table", "SURVIVAL_HEADERS",
+           "secondary_power_table", "peak_table", "posthoc_survival_table", "earlier_word",
+           "difference_survival_table", "difference_numbers", "null_table", "posthoc_numbers", "posthoc_words",
+           "QUOTED_CONTRASTS", "QUOTED_NULLS"]
 
 #: the accounts in the order the chapter reads them, with their names in words
 ACCOUNT_NAMES = {"tangent_bias": "tangent bias (the statement)", "unigram_first": "unigram first",
@@ -118,10 +121,10 @@ def run_numbers(analysis) -> dict:
 
 class RivalsReport(NamedTuple):
     """What the rivals chapter reads, computed once (:func:`analyse`)."""
-    analysis: object    # tanbias.lab.analysis.rivals.RivalsAnalysis
-    posthoc: object     # tanbias.lab.analysis.rivals_posthoc.PosthocAnalysis
-    init: object        # initialisation()
-    transient: object   # the causal test's trajectory table (its control runs' transient)
+    analysis: rivals.RivalsAnalysis
+    posthoc: rivals_posthoc.PosthocAnalysis
+    init: pd.DataFrame                  # initialisation()
+    transient: pd.DataFrame             # the causal test's trajectory table (its control runs' transient)
 
 
 def analyse(init_seeds=INIT_SEEDS) -> RivalsReport:
@@ -540,7 +543,7 @@ def posthoc_survival_table(survival) -> pd.DataFrame:
 
 def earlier_word(kept: int, applies: int) -> str:
     """One row's word by the earlier survival rule (``rivals-posthoc.toml`` [words], as
-    :func:`tanbias.lab.analysis.findings.survival_word` reads it): ``survives`` where every correction that
+    :func:`survival_word` reads it): ``survives`` where every correction that
     applies keeps the standard word, ``does not survive`` where none does, ``partly survives`` otherwise.
 
     >>> earlier_word(3, 3), earlier_word(0, 2), earlier_word(1, 3), earlier_word(0, 0)
@@ -722,4 +725,79 @@ def posthoc_words(posthoc) -> dict:
     for _, r in posthoc.nulls.iterrows():
         out[f"excludes, {r['head']}, {r['correction']}, {key_of(r['verdict'])}, {r['kind']}"] = \
             "yes" if r["excludes_raw"] else "no"
+    return out
+
+
+#: the verdicts of the survival table (its ``verdict`` column's prefixes) that re-read each property's
+#: anisotropy verdicts (``rivals.toml``, ``recomputed``); the other properties' verdicts are not re-read
+SURVIVAL_ROWS = {"mechanisms": ("surgery", "the proxy is enriched"), "balancing": ("aliasing",)}
+
+
+def survival_word(survival, verdicts, interim: bool, corrections=rivals_posthoc.SURVIVAL_CORRECTIONS) -> str:
+    """Whether the anisotropy verdicts ``verdicts`` (prefixes of the survival table's ``verdict``
+    column) survive the rival accounts, by the rule added after the data (``rivals-posthoc.toml``,
+    ``[words].partly_survives``): a verdict survives a rival when that rival's correction gives the
+    same word as the standard reading. ``survives`` when every verdict of every architecture
+    survives every correction that applies, ``does not survive`` when none survives any,
+    ``partly survives`` otherwise; ``not yet tested`` while the rivals experiment is interim (its
+    words may still move), whatever the table says.
+
+    ``survival`` is :func:`tanbias.lab.analysis.rivals_posthoc.survival_rows` (a correction that does
+    not apply reads ``n/a``); ``corrections`` its columns that hold a correction.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame([{"verdict": "surgery lowers", "standard": "less anisotropic",
+    ...                    "unigram head": "less anisotropic", "IsoScore*": "not detected",
+    ...                    "standardised": "n/a", "type-balanced": "less anisotropic", "outside W_U": "n/a"}])
+    >>> survival_word(t, ("surgery",), interim=False), survival_word(t, ("surgery",), interim=True)
+    ('partly survives', 'not yet tested')
+    """
+    if interim:
+        return "not yet tested"
+    rows = survival[survival["verdict"].str.startswith(tuple(verdicts))]
+    same = [kept for _, row in rows.iterrows() for kept in rivals.corrections_kept(row, corrections)]
+    if not same:
+        return "not tested"
+    return "survives" if all(same) else "does not survive" if not any(same) else "partly survives"
+
+
+def survival_readings(r: RivalsReport) -> tuple[dict, dict]:
+    """Per property the rivals re-read: the word by ``rivals-posthoc.toml``'s earlier rule
+    (:func:`survival_word`, which counted a null as a loss) and how many of its re-readings cannot
+    decide whether the word is kept (their intervals overlap the standard reading's)."""
+    ra, rp = r.analysis, r.posthoc
+    earlier = {"rivals": "interim" if ra.interim else survival_word(rp.survival, ("",), interim=False)}
+    undecided = {"rivals": rivals_posthoc.survival_undecided(rp.tested, ("",))}
+    for prop, verdicts in SURVIVAL_ROWS.items():
+        earlier[prop] = survival_word(rp.survival, verdicts, ra.interim)
+        undecided[prop] = rivals_posthoc.survival_undecided(rp.tested, verdicts)
+    return earlier, undecided
+
+
+def cells(r: RivalsReport) -> list[dict]:
+    """The rival accounts' column of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`): for
+    each property the rivals re-read (:data:`SURVIVAL_ROWS`) and for the rival accounts themselves,
+    whether the verdicts keep their word under every correction, by ``book-posthoc.toml``'s test of
+    the difference; ``not tested`` for the others; ``interim`` and ``not yet tested`` while the
+    experiment is interim."""
+    ra, rp = r.analysis, r.posthoc
+    _, undecided = survival_readings(r)
+    posthoc = {"rule": "added after the data", "anisotropy": "both"}
+
+    def word(verdicts):
+        return rivals_posthoc.survival_tested_word(rp.tested, verdicts)
+
+    def qualifier(prop):
+        n = undecided.get(prop)
+        return (f"{n} of its re-readings cannot decide whether the word is kept: their intervals overlap the "
+                "standard reading's") if n else ""
+
+    out = [cell("rivals", "rivals", "interim" if ra.interim else word(("",)), qualifier=qualifier("rivals"),
+                **posthoc)]
+    for prop in PROPERTIES:
+        if prop in ("premise", "rivals"):
+            continue
+        verdicts = SURVIVAL_ROWS.get(prop)
+        w = "not tested" if not verdicts else "not yet tested" if ra.interim else word(verdicts)
+        out.append(cell(prop, "rivals", w, qualifier=qualifier(prop), **posthoc))
     return out

@@ -18,6 +18,7 @@ words are glued.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,16 +26,19 @@ from tanbias.lab import runs as lab_runs
 from tanbias.lab.analysis import sweep
 from tanbias.lab.analysis.registered import t_interval
 from tanbias.lab.analysis.tables import run_metrics
+from tanbias.lab.analysis.verdicts import PREMISE_WORDS, cell, premise_reading, property_word
 from tanbias.lab.config import DEFAULT_TEMPERATURE, KINDS, REGIMES, RunConfig
 from tanbias.lab.experiments import CONTROL_RUNS
 from tanbias.lab.corpus import mixture_probabilities, read_manifest, split
 from tanbias.stats import Check, check_greater, check_in_interval, interval_word
 
-__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "decline_word", "language_shares", "loss_summary", "paired_eta",
-           "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
-           "contrast_table", "eta_enrichment_correlation", "run_pair_numbers", "sweep_checks",
-           "claim_numbers", "run_pair_table", "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED",
-           "CONTROL_QUOTED"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SweepAnalysis", "analyse", "numbers", "words", "cells", "premise_readings", "language_shares",
+           "loss_summary", "mechanism_table", "radius_table", "cells_table", "timing_table", "control_table",
+           "contrast_table", "run_pair_numbers", "sweep_checks", "claim_numbers", "run_pair_table",
+           "RUN_PAIR_QUOTED", "sweep_table", "SWEEP_QUOTED", "CONTROL_QUOTED"]
 
 #: the constant-learning-rate controls of the seed-0 natural runs (chapter 8)
 
@@ -45,14 +49,14 @@ _Q1 = "q1 (most frequent)"
 class SweepAnalysis:
     """The sweep's tables, computed once (:func:`analyse`)."""
     runs: dict            # {name: RunData}
-    metrics: object       # run_metrics
-    cells: object         # cell_summary
-    effects: object       # effects
-    eta: object           # eta_by_bucket
-    eta_summary: object   # mechanism_summary()[0]
-    corr_summary: object  # mechanism_summary()[1]
-    frequency: object     # frequency_profile
-    timing: object        # timing of the sweep runs
+    metrics: pd.DataFrame               # run_metrics
+    cells: pd.DataFrame                 # cell_summary
+    effects: pd.DataFrame               # effects
+    eta: pd.DataFrame                   # eta_by_bucket
+    eta_summary: pd.DataFrame           # mechanism_summary()[0]
+    corr_summary: pd.DataFrame          # mechanism_summary()[1]
+    frequency: pd.DataFrame             # frequency_profile
+    timing: pd.DataFrame                # timing of the sweep runs
     controls: dict        # {name: RunData} of CONTROL_RUNS (empty if not given)
 
     @property
@@ -458,3 +462,37 @@ def claim_numbers(sw: SweepAnalysis) -> dict:
     out["params_m"] = params / 1e6
     out["pythia_x"] = 160e6 / params
     return out
+
+
+#: the chapter that decides the lab's cells of the closing table
+_CHAPTER = "08_eurobert_vs_decoder"
+
+
+def premise_readings(sw: SweepAnalysis) -> list[str]:
+    """The lab decoder's reading of the premise (:func:`tanbias.lab.analysis.verdicts.premise_reading`)."""
+    return _premise_readings(numbers(sw))
+
+
+def _premise_readings(n8: dict) -> list[str]:
+    return [premise_reading(PREMISE_WORDS[n8["rho_word"]])]
+
+
+def cells(sw: SweepAnalysis) -> list[dict]:
+    """The lab's cells of the closing table (:func:`tanbias.lab.analysis.verdicts.cell`): the premise, the
+    two mechanisms, imprinted early and weaker under balancing, each read by chapter 8."""
+    n8 = numbers(sw)
+    late = [interval_word(np.log(n8[f"{k}_{r}_late_lo"]), np.log(n8[f"{k}_{r}_late_hi"]))
+            for k in KINDS for r in ("natural", "balanced")]
+    mechanisms = property_word({"positive": "as predicted", "negative": "against"}.get(w, "neither") for w in late)
+    w = words(sw)
+    balancing = sweep.balancing_property({k: w[f"balancing, {k}, late"] for k in KINDS})
+    correlational = {"rule": "correlational", "anisotropy": "not anisotropy"}
+    return [
+        cell("premise", "lab", property_word(_premise_readings(n8)), _CHAPTER, "sec-ch8-link2", **correlational),
+        cell("mechanisms", "lab", mechanisms, _CHAPTER, "sec-ch8-cells",
+             qualifier="that gradients follow the activations' variance is not ruled out", **correlational),
+        cell("early", "lab", sweep.imprinted_early_property(sw.timing), _CHAPTER, "sec-ch8-timing",
+             qualifier="the fall after the peak at a constant learning rate rests on one run per architecture",
+             **correlational),
+        cell("balancing", "lab", balancing, _CHAPTER, "sec-ch8-effects", rule="not registered", anisotropy="both"),
+    ]
