@@ -223,6 +223,19 @@ def _grade(number: str, got, cases, mistakes, rtol=_RTOL) -> None:
     raise AssertionError(f"Exercise {number}: wrong value ({context}).")
 
 
+def _grade_cases(number: str, got, raw, reference, mistakes_of, rtol=_RTOL):
+    """:func:`_grade` on raw cases ``(label, args)``: the reference and each known mistake computed per case.
+
+    ``mistakes_of(*args)`` gives ``[(value or None, message), ...]`` in the same order for every
+    case; returns the ``(label, expected)`` cases graded.
+    """
+    cases = [(label, reference(*args)) for label, args in raw]
+    per_case = [mistakes_of(*args) for _, args in raw]
+    mistakes = [(per_case[0][i][1], [pc[i][0] for pc in per_case]) for i in range(len(per_case[0]))]
+    _grade(number, got, cases, mistakes, rtol)
+    return cases
+
+
 def _values(fn, name, cases, what, number):
     """The reader's function on every case (args, label), as floats."""
     return [_as_float(_call(fn, name, args, label, number), f"Exercise {number}: {name}{what.format(*args)}",
@@ -319,10 +332,7 @@ def check_exercise_1_1(count_slope) -> None:
     """
     _require_function(count_slope, "count_slope", "count_slope(r, xi, phi) -> float", "1.1")
     got = _values(count_slope, "count_slope", _EX1_1_CASES, "(r={}, xi={}, phi={:.4g})", "1.1")
-    cases = [(label, reference_count_slope(*args)) for label, args in _EX1_1_CASES]
-    per_case = [_exercise_1_1_mistakes(*args) for _, args in _EX1_1_CASES]
-    mistakes = [(per_case[0][i][1], [pc[i][0] for pc in per_case]) for i in range(len(per_case[0]))]
-    _grade("1.1", got, cases, mistakes, rtol=1e-4)
+    cases = _grade_cases("1.1", got, _EX1_1_CASES, reference_count_slope, _exercise_1_1_mistakes, rtol=1e-4)
     print(f"Exercise 1.1 passed: on {len(cases)} cases the slope is 2 until r = ξ sin φ, jumps to 4, "
           f"then relaxes towards 2.")
 
@@ -408,10 +418,7 @@ def check_exercise_2_1(eta_stretched) -> None:
     """
     _require_function(eta_stretched, "eta_stretched", "eta_stretched(ell, d, p) -> float", "2.1")
     got = _values(eta_stretched, "eta_stretched", _EX2_1_CASES, "(ell={}, d={}, p={})", "2.1")
-    cases = [(label, reference_eta_stretched(*args)) for label, args in _EX2_1_CASES]
-    per_case = [_exercise_2_1_mistakes(*args) for _, args in _EX2_1_CASES]
-    mistakes = [(per_case[0][i][1], [pc[i][0] for pc in per_case]) for i in range(len(per_case[0]))]
-    _grade("2.1", got, cases, mistakes, rtol=1e-6)
+    cases = _grade_cases("2.1", got, _EX2_1_CASES, reference_eta_stretched, _exercise_2_1_mistakes, rtol=1e-6)
     print(f"Exercise 2.1 passed on {len(cases)} cases: η_g = ℓ² Γ((d+2)/p) / Γ(d/p), "
           f"d (d+1) ℓ² at p = 1 and d ℓ²/2 at p = 2.")
 
@@ -501,10 +508,7 @@ def check_exercise_3_1(bias_surface) -> None:
     """
     _require_function(bias_surface, "bias_surface", "bias_surface(theta, kappa1, kappa2) -> float", "3.1")
     got = _values(bias_surface, "bias_surface", _EX3_1_CASES, "(theta={:.4g}, kappa1={}, kappa2={})", "3.1")
-    cases = [(label, reference_bias_surface(*args)) for label, args in _EX3_1_CASES]
-    per_case = [_exercise_3_1_mistakes(*args) for _, args in _EX3_1_CASES]
-    mistakes = [(per_case[0][i][1], [pc[i][0] for pc in per_case]) for i in range(len(per_case[0]))]
-    _grade("3.1", got, cases, mistakes, rtol=1e-7)
+    cases = _grade_cases("3.1", got, _EX3_1_CASES, reference_bias_surface, _exercise_3_1_mistakes, rtol=1e-7)
     print(f"Exercise 3.1 passed on {len(cases)} surfaces: b(θ) = (1/6)((κ₁ cos²θ + κ₂ sin²θ)² − κ₁κ₂).")
 
 
@@ -683,10 +687,8 @@ def check_exercise_4_1(gradient_ratio_rms=None, rms_constant=None) -> None:
     if rms_constant is not None:
         _require_function(rms_constant, "rms_constant", "rms_constant(k, d, R) -> float", "4.1")
         got = _values(rms_constant, "rms_constant", _EX4_1_CONSTANT_CASES, "(k={}, d={}, R={})", "4.1")
-        cases = [(label, reference_rms_constant(*args)) for label, args in _EX4_1_CONSTANT_CASES]
-        per_case = [_exercise_4_1_constant_mistakes(*args) for _, args in _EX4_1_CONSTANT_CASES]
-        mistakes = [(per_case[0][i][1], [pc[i][0] for pc in per_case]) for i in range(len(per_case[0]))]
-        _grade("4.1", got, cases, mistakes, rtol=1e-6)
+        cases = _grade_cases("4.1", got, _EX4_1_CONSTANT_CASES, reference_rms_constant,
+                             _exercise_4_1_constant_mistakes, rtol=1e-6)
         parts.append(f"c = (1/2) √(k(k+2) / (d(d+2))) / R on {len(cases)} manifolds, (1/2) √(3/8) = "
                      f"{reference_rms_constant(1, 2, 1.0):.4f} on the unit cylinder")
     if gradient_ratio_rms is not None:
@@ -698,10 +700,7 @@ def check_exercise_4_1(gradient_ratio_rms=None, rms_constant=None) -> None:
             copies = tuple(np.array(a, dtype=float, copy=True) for a in args)
             got.append(_as_float(_call(gradient_ratio_rms, "gradient_ratio_rms", copies, label, "4.1"),
                                  f"Exercise 4.1: gradient_ratio_rms on the case {label}", finite=False))
-        cases = [(label, reference_gradient_ratio(*args)) for label, args in raw]
-        per_case = [_exercise_4_1_mistakes(*args) for _, args in raw]
-        mistakes = [(per_case[0][i][1], [pc[i][0] for pc in per_case]) for i in range(len(per_case[0]))]
-        _grade("4.1", got, cases, mistakes)
+        cases = _grade_cases("4.1", got, raw, reference_gradient_ratio, _exercise_4_1_mistakes)
         parts.append(f"the RMS ratio matches on {len(cases)} cases (0.1 on the parabola at t = 0.1: O(t))")
     print("Exercise 4.1 passed: " + "; ".join(parts) + ".")
 
