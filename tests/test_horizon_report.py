@@ -56,3 +56,16 @@ def test_the_tables_a_reader_sees_name_things_in_words():
     assert len(horizon_report.contrasts_table(a)) == 2 + 11          # the collapse part's primary and secondary rows
     assert set(horizon_report.accounts_table(a)["account"]) == set(horizon_report.ACCOUNT_NAMES.values())
     assert len(horizon_report.untrained_runs()) == 52 - horizon_report.numbers(a)["runs_done"]
+
+
+def test_long_seeds_reads_the_most_complete_seeds_of_the_long_part_only():
+    import pandas as pd
+    from types import SimpleNamespace
+    contrasts = pd.DataFrame({"part": ["collapse", "long", "long", "long"],
+                              "kind": ["encoder", "decoder", "decoder", "encoder"],
+                              "n_seeds": [9, 3, 4, 2]})
+    a = SimpleNamespace(contrasts=contrasts)
+    assert horizon_report.long_seeds(a) == 4                   # the collapse part's 9 seeds are not the long part's
+    assert horizon_report.long_seeds(a, "decoder") == 4
+    assert horizon_report.long_seeds(a, "encoder") == 2
+    assert horizon_report.long_seeds(SimpleNamespace(contrasts=contrasts.iloc[:1])) == 0

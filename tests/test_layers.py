@@ -44,8 +44,8 @@ FOLDERS = {"theory": 1, "lab": 2, "figures": 3, "book": 4}
 #: the package face: it may import any layer, inside the function that runs a command
 FACE = "tanbias.__main__"
 #: the core's rank order (the package itself carries the version only)
-CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._checks": 1, "tanbias.numerals": 2,
-        "tanbias.stats": 2}
+CORE = {"tanbias": 0, "tanbias.errors": 0, "tanbias.palette": 0, "tanbias._threads": 0, "tanbias._checks": 1,
+        "tanbias.numerals": 2, "tanbias.stats": 2}
 
 
 def experiment_steps(name: str) -> list[list[str]]:

@@ -49,6 +49,7 @@ from scipy import sparse as _sparse
 from scipy import stats as _st
 
 from tanbias._checks import check_array, check_int, check_real, check_rng, check_rows, to_numpy
+from tanbias._threads import thread_map
 from tanbias.theory.alignment import DEFAULT_ZETA, isoscore_star_spectrum
 from tanbias.theory.anisotropy import pair_contributions
 from tanbias.errors import ParameterError
@@ -745,12 +746,6 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
         dw = np.bincount(rng.integers(0, nd, nd), minlength=nd).astype(np.float64)
         kept[b] = np.mean(dw > 0)
         resamples.append((dw, *_matched_draw(ids, dw[doc_of], m, rng)))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_boot, desc="document bootstrap", unit="resample")
-
     def read(b):
         dw, types, idx = resamples[b]
         if len(types) >= 3:
@@ -763,21 +758,8 @@ def premise_bootstrap(H, type_ids, doc_ids, frequency, m: int = 8, draws: int = 
                     readings[layer] = _subset_readings(prepared[layer], idx, gm, np.sqrt(var))
             for k, f in enumerate(freqs.values()):
                 boot[k, b] = _spearman_layers(f[types], readings)
-        if bar is not None:
-            bar.update()
 
-    try:
-        if workers == 1 or n_boot == 1:
-            for b in range(n_boot):
-                read(b)
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(min(workers, n_boot)) as pool:
-                list(pool.map(read, range(n_boot)))
-    finally:
-        if bar is not None:
-            bar.close()
+    thread_map(read, n_boot, workers, progress=progress and "document bootstrap", unit="resample")
     out = {}
     f_kept = float(np.nanmean(kept))      # reported: how much shorter a resample's text is
     z = _normal_quantile(confidence)

@@ -483,9 +483,7 @@ def _seeds(prop: str, evidence: str, a: dict) -> dict:
     if evidence == "knobs":
         return {k: len(a["alias"].seeds[k]) for k in KINDS}
     if evidence == "horizon":
-        long = a["horizon"].contrasts
-        long = long[(long["part"] == "long") & (long["kind"] == "decoder")]
-        return {"decoder": int(long["n_seeds"].max()) if len(long) else 0}
+        return {"decoder": horizon_report.long_seeds(a["horizon"], "decoder")}
     return {k: len(a["rivals"].analysis.seeds[k]) for k in KINDS}
 
 

@@ -18,7 +18,7 @@ from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_hori
 from tanbias.lab.analysis.verdicts import cell, property_word
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG_STAGE
 
-__all__ = ["analyse", "numbers", "words", "cells", "wall_hours", "QUOTED_SECONDARY", "ACCOUNT_NAMES", "CELL_NAMES",
+__all__ = ["analyse", "numbers", "words", "cells", "wall_hours", "long_seeds", "QUOTED_SECONDARY", "ACCOUNT_NAMES", "CELL_NAMES",
            "LONG_CELL_NAMES", "collapse_table", "contrasts_table", "accounts_table", "predictions_table",
            "untrained_runs", "long_numbers", "long_table", "long_shape_table", "long_runs_table",
            "common_steps_table", "variance_null_table"]
@@ -59,6 +59,15 @@ def _interval(prefix: str, estimate, lo, hi, ratio: bool = True) -> dict:
     return {prefix: float(f(estimate)), f"{prefix}_lo": float(f(lo)), f"{prefix}_hi": float(f(hi))}
 
 
+def long_seeds(a: HorizonAnalysis, kind: str | None = None) -> int:
+    """The complete seeds of the long part's contrasts: the most any of them reads, in ``kind`` (either
+    architecture when ``None``); 0 before any is estimable."""
+    long = a.contrasts[a.contrasts["part"] == "long"]
+    if kind is not None:
+        long = long[long["kind"] == kind]
+    return int(long["n_seeds"].max()) if len(long) else 0
+
+
 def numbers(a: HorizonAnalysis) -> dict:
     """The numbers the chapter quotes (without its prefix).
 
@@ -80,8 +89,7 @@ def numbers(a: HorizonAnalysis) -> dict:
            "wall_hours": wall_hours(), "budget_hours": float(HORIZON.budget_hours)}
     for part, g in st.groupby("part"):
         out[f"{part}_done"], out[f"{part}_registered"] = int(g["committed"].sum()), int(g["registered"].sum())
-    long = a.contrasts[a.contrasts["part"] == "long"]
-    out["long_seeds"] = int(long["n_seeds"].max()) if len(long) else 0
+    out["long_seeds"] = long_seeds(a)
     collapse = a.table[a.table["part"] == "collapse"] if len(a.table) else a.table
     out["collapse_runs_collapsed"] = int(collapse["collapses"].sum()) if len(collapse) else 0
     out["collapse_peak_min"] = float(collapse["peak_level"].min()) if len(collapse) else np.nan
@@ -161,7 +169,7 @@ def long_numbers(a: HorizonAnalysis, kind: str = "decoder") -> dict:
            "long_stage_hours": wall_hours(stage=HORIZON_LONG_STAGE.name),
            "long_budget_hours": float(HORIZON_LONG_STAGE.budget_hours)}
     long = a.contrasts[(a.contrasts["part"] == "long") & (a.contrasts["kind"] == kind)]
-    out[f"long_seeds_{kind}"] = int(long["n_seeds"].max()) if len(long) else 0
+    out[f"long_seeds_{kind}"] = long_seeds(a, kind)
     h = a.horizons.set_index(["contrast", "kind"])
     at319 = a.at319.set_index(["contrast", "kind"])
     for _, r in long.iterrows():
@@ -409,7 +417,7 @@ def cells(a: HorizonAnalysis) -> list[dict]:
     long = a.contrasts[(a.contrasts["part"] == "long") & (a.contrasts["kind"] == "decoder")]
     words = long.set_index("contrast")["word"] if len(long) else {}
     interim = bool(long["interim"].any()) if len(long) else True
-    seeds = int(long["n_seeds"].max()) if len(long) else 0
+    seeds = long_seeds(a, "decoder")
     registered = len(HORIZON.seeds["decoder"])
 
     def word(contrasts):

@@ -61,6 +61,7 @@ import numpy as np
 
 import tanbias
 from tanbias._checks import check_int
+from tanbias._threads import default_workers, thread_map
 from tanbias.errors import CorruptFileError, ParameterError
 from tanbias.lab import zoo
 from tanbias.lab.config import ProbeSettings
@@ -428,7 +429,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
     sources = {"corpus": _log_frequency(frequency), "wordfreq": zipf}
     res = tc.premise_bootstrap(Hk, ids, docs, sources, m=s.m, draws=s.draws, n_boot=s.n_boot,
                                rng=np.random.default_rng([seed, 1]), point=matched, progress=progress,
-                               workers=_workers())
+                               workers=default_workers())
     out = []
     for source, freq in sources.items():
         r = res[source]
@@ -456,7 +457,7 @@ def premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, 
             continue
         r = tc.premise_bootstrap(Hk[few], ids, docs, sources["corpus"], m=m, draws=s.draws,
                                  n_boot=max(50, s.n_boot // 4), rng=np.random.default_rng([seed, 2, m]),
-                                 workers=_workers())
+                                 workers=default_workers())
         for i, layer in enumerate(few):
             for r_i, reading in enumerate(RADIUS_READINGS):
                 out.append({"layer": layer, "source": "corpus", "reading": reading, "estimator": "matched",
@@ -538,41 +539,6 @@ def language_text(tok, kind: str, lang: str, settings: MeasureSettings, seq_len:
     return {"input_ids": ids, "document": docs, "sink": sink, "documents": text["documents"]}
 
 
-def _workers() -> int:
-    """Threads for the readings: one per core torch uses (its thread count)."""
-    import torch
-
-    return max(1, torch.get_num_threads())
-
-
-def _map_layers(read, n_layers: int, progress) -> list:
-    """``[read(layer) for layer in range(n_layers)]``, read by one thread per core (torch's count),
-    in order; ``progress``: a progress bar's title, or False."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_layers, desc=progress, unit="layer")
-
-    def one(layer):
-        out = read(layer)
-        if bar is not None:
-            bar.update()
-        return out
-
-    workers = min(_workers(), n_layers)
-    try:
-        if workers == 1:
-            return [one(layer) for layer in range(n_layers)]
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(one, range(n_layers)))
-    finally:
-        if bar is not None:
-            bar.close()
-
-
 def measure_language(model, tok, kind: str, lang: str, settings: MeasureSettings, seq_len: int,
                      progress: bool = True, documents: dict | None = None, metrics=None, text: dict | None = None,
                      frequency: np.ndarray | None = None) -> dict:
@@ -635,9 +601,9 @@ def measure_language(model, tok, kind: str, lang: str, settings: MeasureSettings
     # read side by side instead, one per core (numpy's work lets go of the GIL; each layer
     # seeds its own draws, so the tables do not depend on the order)
     with single_thread_blas():
-        done = _map_layers(lambda layer: layer_tables(H[layer], sink, type_ids, frequency, zipf, s.m, s.draws,
-                                                      s.normal_k, layer, s.seed, metrics=metrics),
-                           H.shape[0], progress and f"layers ({lang})")
+        done = thread_map(lambda layer: layer_tables(H[layer], sink, type_ids, frequency, zipf, s.m, s.draws,
+                                                     s.normal_k, layer, s.seed, metrics=metrics),
+                          H.shape[0], progress=progress and f"layers ({lang})", unit="layer")
         type_rows, aniso_rows, matched = (list(col) for col in zip(*done))
         types = pd.concat(type_rows, ignore_index=True)
         premise = premise_tables(H, sink, type_ids, doc_ids, frequency, zipf, types, matched, s, progress=progress)
