@@ -145,6 +145,7 @@ LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decod
                *(f"{c}_decoder_{at}{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
                  for at in ("320", "1280") for end in ("", "_lo", "_hi")),
                "variance_null_decoder", "variance_null_decoder_lo", "variance_null_decoder_hi",
+               "sd_realised_decoder", "power_realised_decoder",
                *(f"{c}_{r}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
                  for r in ("isoscore", "participation") for end in ("", "_lo", "_hi")))
 #: the common steps' numbers the chapter quotes (book-posthoc.toml [horizon].common_steps)
