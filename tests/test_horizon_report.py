@@ -28,6 +28,15 @@ def test_the_face_names_every_primary_contrast_and_collapse_cell():
     for account in horizon.ACCOUNTS:
         assert w[f"account, {account}"] in ("supported", "against", "mixed", "not distinguished")
     assert w["unigram check"] in ("passes", "fails", "–")
+    ln = horizon_report.long_numbers(a, "decoder")
+    for c in ("head_final", "surgery_standard", "surgery_unigram"):
+        for r in ("isoscore", "participation", "mean_share"):
+            key = f"{c}_{r}_decoder_1280"
+            if np.isfinite(ln[key]):
+                assert ln[f"{key}_lo"] <= ln[key] <= ln[f"{key}_hi"]
+                assert (ln[key] > 0) if r != "isoscore" else (-1 < ln[key] < 1)   # a ratio; a difference of scores
+    ps = [ln[f"{c}_decoder_p_holm"] for c in ("head_final", "surgery_standard", "surgery_unigram")]
+    assert ln["p_holm_max_decoder"] == max(ps) or not np.isfinite(ln["p_holm_max_decoder"])
     # the words are read by the one checker: a sentence that names a word the data do not give fails
     word = w["primary, head_final, decoder"]
     assert check_words(w, {"primary, head_final, decoder": word})[0].passed

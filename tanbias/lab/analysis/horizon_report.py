@@ -141,10 +141,13 @@ SECONDARY_P_QUOTED = ("attention_raw_final", "attention_isoscore_peak", "attenti
 #: the long part's numbers the chapter quotes in its prose (the rest of :func:`long_numbers` is shown in its
 #: tables, where a number not yet estimable shows as a dash)
 LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decoder", "long_stage_hours",
-               "long_budget_hours", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
-               *(f"{c}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
-                 for end in ("", "_lo", "_hi")),
-               "variance_null_decoder", "variance_null_decoder_lo", "variance_null_decoder_hi")
+               "long_budget_hours", "p_holm_max_decoder", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
+               *(f"{c}_decoder_{at}{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
+                 for at in ("320", "1280") for end in ("", "_lo", "_hi")),
+               "variance_null_decoder", "variance_null_decoder_lo", "variance_null_decoder_hi",
+               "sd_realised_decoder", "power_realised_decoder",
+               *(f"{c}_{r}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
+                 for r in ("isoscore", "participation") for end in ("", "_lo", "_hi")))
 #: the common steps' numbers the chapter quotes (book-posthoc.toml [horizon].common_steps)
 COMMON_QUOTED = ("common_attention_participation_18", "common_attention_participation_29",
                  "common_attention_participation_47", "common_attention_participation_47_lo",
@@ -158,9 +161,10 @@ def long_numbers(a: HorizonAnalysis, kind: str = "decoder") -> dict:
     ``long_budget_hours`` (the stage's record and budget); each long primary contrast as a ratio with its
     95 % interval at 320 steps (chapter 13, ``<contrast>_<kind>_320``), at the long runs' step 319 (``_319``)
     and at 1280 (``_1280``), each with ``_lo`` and ``_hi``, and its Holm p at 1280 (``_p_holm``,
-    ``_p_estimable``); the families' sizes and how many of their contrasts sit at p = 1
+    ``_p_estimable``; the largest of them, ``p_holm_max_<kind>``); the families' sizes and how many of their contrasts sit at p = 1
     (``primary_size``, ``primary_at_one``, ``secondary_size``, ``secondary_at_one``); the variance null's
-    ratio (``variance_null_<kind>``, ``_lo``, ``_hi``); the realised residual SD of the long primary fits
+    ratio (``variance_null_<kind>``, ``_lo``, ``_hi``); each long secondary contrast at 1280
+    (``<contrast>_<kind>_1280`` with ``_lo``, ``_hi``: a ratio, a difference for IsoScore*); the realised residual SD of the long primary fits
     (``sd_realised_<kind>``, the largest) and their smallest realised power for x1.25 at Holm's first
     threshold (``power_realised_<kind>``). NaN where not yet estimable."""
     st = a.status
@@ -180,9 +184,14 @@ def long_numbers(a: HorizonAnalysis, kind: str = "decoder") -> dict:
         out.update(_interval(f"{c}_{kind}_319", r319["estimate"], r319["lo"], r319["hi"]))
         out.update(_interval(f"{c}_{kind}_1280", r["estimate"], r["lo"], r["hi"]))
         out[f"{c}_{kind}_p_holm"], out[f"{c}_{kind}_p_estimable"] = float(r["p_holm"]), float(r["p_holm_estimable"])
+    out[f"p_holm_max_{kind}"] = float(long["p_holm"].max()) if len(long) else np.nan
     for name, t in (("primary", a.contrasts), ("secondary", a.secondary)):
         fs = family_size(t)
         out[f"{name}_size"], out[f"{name}_at_one"] = fs["size"], fs["at_one"]
+    sec = a.secondary[(a.secondary["part"] == "long") & (a.secondary["kind"] == kind)]
+    for _, r in sec.iterrows():                   # the secondary family: a ratio, a difference for IsoScore*
+        logged = OUTCOMES[r["outcome"]][2]
+        out.update(_interval(f"{r['contrast']}_{kind}_1280", r["estimate"], r["lo"], r["hi"], ratio=logged))
     vn = a.variance_null.set_index("kind").loc[kind]
     out.update(_interval(f"variance_null_{kind}", vn["estimate"], vn["lo"], vn["hi"]))
     out[f"sd_realised_{kind}"] = float(long["sd"].max()) if len(long) and long["sd"].notna().any() else np.nan
