@@ -142,8 +142,9 @@ SECONDARY_P_QUOTED = ("attention_raw_final", "attention_isoscore_peak", "attenti
 #: tables, where a number not yet estimable shows as a dash)
 LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decoder", "long_stage_hours",
                "long_budget_hours", "p_holm_max_decoder", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
-               *(f"{c}_decoder_{at}{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
-                 for at in ("320", "1280") for end in ("", "_lo", "_hi")),
+               *(f"{c}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
+                 for end in ("", "_lo", "_hi")),
+               *(f"{c}_decoder_320" for c in ("head_final", "surgery_standard", "surgery_unigram")),
                "variance_null_decoder", "variance_null_decoder_lo", "variance_null_decoder_hi",
                "sd_realised_decoder", "power_realised_decoder",
                *(f"{c}_{r}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
