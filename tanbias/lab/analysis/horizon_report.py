@@ -18,8 +18,8 @@ from tanbias.lab.analysis.horizon import OUTCOMES, HorizonAnalysis, analyse_hori
 from tanbias.lab.analysis.verdicts import cell, property_word
 from tanbias.lab.experiments import HORIZON, HORIZON_LONG_STAGE
 
-__all__ = ["analyse", "numbers", "words", "cells", "wall_hours", "long_seeds", "QUOTED_SECONDARY", "ACCOUNT_NAMES", "CELL_NAMES",
-           "LONG_CELL_NAMES", "collapse_table", "contrasts_table", "accounts_table", "predictions_table",
+__all__ = ["analyse", "numbers", "words", "cells", "wall_hours", "long_seeds", "QUOTED_SECONDARY", "ACCOUNT_NAMES",
+           "CELL_NAMES", "LONG_CELL_NAMES", "collapse_table", "contrasts_table", "accounts_table", "predictions_table",
            "untrained_runs", "long_numbers", "long_table", "long_shape_table", "long_runs_table",
            "common_steps_table", "variance_null_table"]
 
@@ -119,11 +119,10 @@ def numbers(a: HorizonAnalysis) -> dict:
     out["unigram_long_runs"] = int((uc["source"] == "horizon").sum())
     long = long_numbers(a)
     out.update({k: long.get(k, np.nan) for k in LONG_QUOTED})
-    # the shared mean's second reading of the unigram head's contrast (secondary family), beside the closing
-    # page's rival-accounts cell
-    share = a.secondary[(a.secondary["contrast"] == "head_final_mean_share") & (a.secondary["kind"] == "decoder")]
-    r = share.iloc[0] if len(share) else {"estimate": np.nan, "lo": np.nan, "hi": np.nan}
-    out.update(_interval("head_final_mean_share_decoder", r["estimate"], r["lo"], r["hi"]))
+    # the shared mean's second reading of the unigram head's contrast (secondary family, read by long_numbers),
+    # beside the closing page's rival-accounts cell
+    out.update({f"head_final_mean_share_decoder{end}": long.get(f"head_final_mean_share_decoder_1280{end}", np.nan)
+                for end in ("", "_lo", "_hi")})
     common = common_step_numbers(a)
     out.update({k: common[k] for k in COMMON_QUOTED if k in common})
     # the Holm p values the chapter quotes, with the estimable-only reading beside them (book-posthoc.toml
@@ -141,7 +140,8 @@ SECONDARY_P_QUOTED = ("attention_raw_final", "attention_isoscore_peak", "attenti
 #: the long part's numbers the chapter quotes in its prose (the rest of :func:`long_numbers` is shown in its
 #: tables, where a number not yet estimable shows as a dash)
 LONG_QUOTED = ("long_done_decoder", "long_registered_decoder", "long_seeds_decoder", "long_stage_hours",
-               "long_budget_hours", "p_holm_max_decoder", "primary_size", "primary_at_one", "secondary_size", "secondary_at_one",
+               "long_budget_hours", "p_holm_max_decoder", "primary_size", "primary_at_one", "secondary_size",
+               "secondary_at_one",
                *(f"{c}_decoder_1280{end}" for c in ("head_final", "surgery_standard", "surgery_unigram")
                  for end in ("", "_lo", "_hi")),
                *(f"{c}_decoder_320" for c in ("head_final", "surgery_standard", "surgery_unigram")),
@@ -162,12 +162,13 @@ def long_numbers(a: HorizonAnalysis, kind: str = "decoder") -> dict:
     ``long_budget_hours`` (the stage's record and budget); each long primary contrast as a ratio with its
     95 % interval at 320 steps (chapter 13, ``<contrast>_<kind>_320``), at the long runs' step 319 (``_319``)
     and at 1280 (``_1280``), each with ``_lo`` and ``_hi``, and its Holm p at 1280 (``_p_holm``,
-    ``_p_estimable``; the largest of them, ``p_holm_max_<kind>``); the families' sizes and how many of their contrasts sit at p = 1
-    (``primary_size``, ``primary_at_one``, ``secondary_size``, ``secondary_at_one``); the variance null's
-    ratio (``variance_null_<kind>``, ``_lo``, ``_hi``); each long secondary contrast at 1280
-    (``<contrast>_<kind>_1280`` with ``_lo``, ``_hi``: a ratio, a difference for IsoScore*); the realised residual SD of the long primary fits
-    (``sd_realised_<kind>``, the largest) and their smallest realised power for x1.25 at Holm's first
-    threshold (``power_realised_<kind>``). NaN where not yet estimable."""
+    ``_p_estimable``; the largest of them, ``p_holm_max_<kind>``); the families' sizes and how many of
+    their contrasts sit at p = 1 (``primary_size``, ``primary_at_one``, ``secondary_size``,
+    ``secondary_at_one``); the variance null's ratio (``variance_null_<kind>``, ``_lo``, ``_hi``); each long
+    secondary contrast at 1280 (``<contrast>_<kind>_1280`` with ``_lo``, ``_hi``: a ratio, a difference for
+    IsoScore*); the realised residual SD of the long primary fits (``sd_realised_<kind>``, the largest) and
+    their smallest realised power for x1.25 at Holm's first threshold (``power_realised_<kind>``). NaN where
+    not yet estimable."""
     st = a.status
     g = st[(st["kind"] == kind) & (st["part"] == "long")]
     out = {f"long_done_{kind}": int(g["committed"].sum()), f"long_registered_{kind}": int(g["registered"].sum()),
